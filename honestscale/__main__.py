@@ -1,0 +1,3 @@
+from honestscale.cli import main
+
+main()

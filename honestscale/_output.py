@@ -1,0 +1,191 @@
+"""Turning query results into what the CLI prints: JSON records, CSV, rich tables."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+
+def iso(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC with milliseconds."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def run_records(df: pl.DataFrame) -> list[dict[str, Any]]:
+    """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null."""
+    out = []
+    for row in df.iter_rows(named=True):
+        rec = {k: v for k, v in row.items() if not k.startswith("final_")}
+        rec["started_at"] = iso(row["started_at"])
+        rec["stopped_at"] = iso(row["stopped_at"])
+        rec["final_accuracy"] = (
+            {"split": row["final_split"], "metric": row["final_metric"], "value": row["final_value"]}
+            if row["final_value"] is not None
+            else None
+        )
+        out.append(rec)
+    return out
+
+
+def runs_csv(df: pl.DataFrame) -> str:
+    return df.with_columns(
+        pl.col("started_at").map_elements(iso, return_dtype=pl.String),
+        pl.col("stopped_at").map_elements(iso, return_dtype=pl.String),
+    ).write_csv()
+
+
+def _fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 3600:
+        return f"{s / 3600:.2f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    return f"{s:.2f} s"
+
+
+_STATUS_STYLE = {"success": "green", "aborted": "yellow", "incomplete": "yellow"}
+
+
+def runs_table(df: pl.DataFrame) -> Table:
+    table = Table(title=f"{df.height} runs", title_justify="left", show_lines=False)
+    for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
+        table.add_column(col, overflow="fold")
+    table.add_column("final accuracy", overflow="fold")
+    for r in df.iter_rows(named=True):
+        acc = "-" if r["final_value"] is None else f"{r['final_value']:.4f} {r['final_split']}"
+        accel = "-"
+        if r["n_accelerators"]:
+            accel = f"{r['n_accelerators']} x {r['accelerator'] or '?'}"
+        elif r["n_accelerators"] == 0:
+            accel = "CPU"
+        status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], "red"))
+        table.add_row(
+            r["run_id"],
+            r["system"] or "-",
+            r["framework"] or "-",
+            str(r["world_size"] or "-"),
+            accel,
+            str(r["global_batch_size"] or "-"),
+            status,
+            _fmt_seconds(r["time_to_train_s"]),
+            acc,
+        )
+    return table
+
+
+def quarantine_records(df: pl.DataFrame) -> list[dict[str, Any]]:
+    return [
+        {"file": r["file"], "line": r["line"], "reason": r["reason"], "raw": r["raw"], "raw_length": r["raw_length"]}
+        for r in df.iter_rows(named=True)
+    ]
+
+
+def quarantine_table(df: pl.DataFrame) -> Table:
+    table = Table(title=f"{df.height} quarantined lines", title_justify="left")
+    for col in ("file", "line", "reason", "raw"):
+        table.add_column(col, overflow="fold")
+    for r in df.iter_rows(named=True):
+        raw = r["raw"] if len(r["raw"]) <= 80 else r["raw"][:77] + "..."
+        table.add_row(r["file"], str(r["line"]), r["reason"], Text(raw))
+    return table
+
+
+_SHOW_FIELDS = (
+    "run_id", "source", "campaign", "name", "purpose", "status", "reason", "framework", "framework_version",
+    "launcher", "backend", "world_size", "n_nodes", "accelerators_per_node", "n_accelerators", "accelerator",
+    "system", "host", "cpu", "interconnect", "model", "model_params", "dataset", "train_size", "validation_size",
+    "test_size", "data_source", "data_path", "global_batch_size", "local_batch_size", "optimizer", "learning_rate",
+    "lr_schedule", "precision", "grad_compression", "seed", "stop_criterion", "stop_value", "target_metric", "scope",
+    "scaling", "config_hash", "git_commit", "slurm_job_id", "slurm_step_id", "ranks_seen", "ranks_stopped",
+    "started_at", "stopped_at", "time_to_train_s", "source_file",
+)  # fmt: skip
+
+
+def show_record(
+    run: dict[str, Any], evals: pl.DataFrame, steps: pl.DataFrame, counts: pl.DataFrame
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {k: run.get(k) for k in _SHOW_FIELDS}
+    rec["started_at"], rec["stopped_at"] = iso(run["started_at"]), iso(run["stopped_at"])
+    for key in ("software", "input_shape"):
+        rec[key] = json.loads(run[key]) if run.get(key) else None
+    rec["final_accuracy"] = (
+        {"split": run["final_split"], "metric": run["final_metric"], "value": run["final_value"]}
+        if run["final_value"] is not None
+        else None
+    )
+    rec["evals"] = evals.to_dicts()
+    rec["step_breakdown"] = steps.to_dicts()
+    rec["events_per_rank"] = counts.to_dicts()
+    return rec
+
+
+def show_renderable(rec: dict[str, Any]) -> Group:
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column(overflow="fold")
+    for key in _SHOW_FIELDS:
+        value = rec.get(key)
+        if value is None:
+            continue
+        if key == "time_to_train_s":
+            value = f"{value:.3f} s ({_fmt_seconds(value)})"
+        facts.add_row(key, str(value))
+    if rec.get("software"):
+        facts.add_row("software", ", ".join(f"{k} {v}" for k, v in rec["software"].items()))
+    parts: list[Any] = [facts]
+
+    if rec["evals"]:
+        ev_table = Table(title="evaluations", title_justify="left")
+        for col in ("epoch", "rank", "split", "metric", "value", "samples"):
+            ev_table.add_column(col)
+        for e in rec["evals"]:
+            ev_table.add_row(
+                str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), e["split"], e["metric"],
+                f"{e['value']:.5g}", str(e["samples"] or "-"),
+            )  # fmt: skip
+        parts.append(ev_table)
+    else:
+        parts.append(Text("no evaluations recorded", style="yellow"))
+
+    if rec["step_breakdown"]:
+        st = Table(title="step time breakdown (warm-up excluded)", title_justify="left")
+        for col in ("rank", "steps", "samples", "samples/s", "data", "compute", "comm", "optimizer", "other"):
+            st.add_column(col, justify="right")
+        for s in rec["step_breakdown"]:
+            total = s["t_total"] or 0.0
+
+            def pct(v: float | None, total: float = total) -> str:
+                return "-" if v is None or not total else f"{100 * v / total:.1f}%"
+
+            known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
+            comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
+            st.add_row(
+                str(s["rank"]), str(s["steps"]), str(s["samples"] or 0),
+                f"{(s['samples'] or 0) / total:.1f}" if total else "-",
+                pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
+            )  # fmt: skip
+        parts.append(st)
+    else:
+        parts.append(Text("no step events: no step-time breakdown", style="yellow"))
+
+    gaps = [c for c in rec["events_per_rank"] if c["missing"]]
+    for c in gaps:
+        parts.append(
+            Text(f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",
+                 style="yellow")
+        )  # fmt: skip
+    return Group(*parts)
+
+
+def dumps(obj: Any) -> str:
+    """Machine-readable JSON for stdout."""
+    return json.dumps(obj, indent=2, default=str, ensure_ascii=False)

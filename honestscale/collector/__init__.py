@@ -1,0 +1,1 @@
+"""honestscale.collector."""

@@ -1,0 +1,115 @@
+"""Finding input files: paths, folders (recursively) and globs, and telling native event files from MLPerf logs."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from honestscale.errors import HonestscaleError
+
+Format = Literal["native", "mlperf"]
+
+NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+MLLOG_MARK = b":::MLLOG"
+_SNIFF_BYTES = 1 << 20
+
+
+class InputError(HonestscaleError):
+    """A path given on the command line cannot be used."""
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path  # absolute
+    format: Format
+
+
+@dataclass
+class Discovery:
+    sources: list[Source]
+    skipped: list[Path]  # files inside given folders that are neither native events nor MLPerf logs
+
+
+def _is_native_name(path: Path) -> bool:
+    return path.name.endswith(NATIVE_SUFFIXES)
+
+
+def _head(path: Path) -> bytes:
+    if path.name.endswith(".gz"):
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(_SNIFF_BYTES)
+        except (OSError, EOFError, zlib.error):
+            return b""
+    with path.open("rb") as fh:
+        return fh.read(_SNIFF_BYTES)
+
+
+def classify(path: Path) -> Format | None:
+    """``native`` for .jsonl files, ``mlperf`` for any file with a :::MLLOG line near its start, else None."""
+    if _is_native_name(path):
+        return "native"
+    try:
+        head = _head(path)
+    except OSError:
+        return None
+    if MLLOG_MARK in head:
+        return "mlperf"
+    return None
+
+
+def _walk(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(root) / name for name in sorted(files) if not name.startswith("."))
+    return found
+
+
+def discover(args: list[str]) -> Discovery:
+    """Expand command-line PATH arguments into sources; refuse (before anything lands) paths that do not exist.
+
+    A file named on the command line must be an event file or an MLPerf log; inside a
+    folder, other files (system descriptions, scripts, READMEs) are skipped and counted.
+    """
+    sources: dict[Path, Source] = {}
+    skipped: list[Path] = []
+    for arg in args:
+        if glob.has_magic(arg):
+            matches = sorted(glob.glob(arg, recursive=True))
+            if not matches:
+                raise InputError(f"no file matches {arg!r}", "check the pattern; quote it so the shell does not expand it")
+            explicit = [Path(m) for m in matches]
+            from_glob = True
+        else:
+            explicit = [Path(arg)]
+            from_glob = False
+        for path in explicit:
+            if not path.exists():
+                raise InputError(f"no such file or folder: {path}", "check the path; nothing was ingested")
+            if path.is_dir():
+                candidates, strict = _walk(path), False
+            else:
+                candidates, strict = [path], not from_glob
+            for cand in candidates:
+                if cand.parent.name == "systems" and cand.suffix == ".json":
+                    skipped.append(cand)  # MLPerf system description: read beside its logs
+                    continue
+                fmt = classify(cand)
+                if fmt is None:
+                    if strict:
+                        raise InputError(
+                            f"{cand} is neither a honestscale event file (*.jsonl, *.jsonl.gz) "
+                            f"nor an MLPerf log (no ':::MLLOG' line in its first MiB)",
+                            "rename event files to .jsonl, or pass the folder that holds them",
+                        )
+                    skipped.append(cand)
+                    continue
+                resolved = cand.resolve()
+                sources.setdefault(resolved, Source(resolved, fmt))
+    return Discovery(list(sources.values()), skipped)

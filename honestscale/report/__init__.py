@@ -1,0 +1,1 @@
+"""The paper-ready scaling report. Not implemented yet: see issue 5."""

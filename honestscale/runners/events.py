@@ -1,0 +1,519 @@
+"""The honestscale event contract, version 1: the one place that defines, writes and reads events.
+
+Standard library only. A runner imports this module inside any framework environment
+(an NGC container, an MXNet venv pinned to an old NumPy) without the rest of honestscale.
+
+One event per line, JSON, one file per rank (``<out>/<run_id>/events-rank<N>.jsonl``),
+append-only, each event written with a single ``write`` of a complete line so that a
+killed job keeps every event written before the kill.
+
+The field tables below (:data:`COMMON`, :data:`KIND_FIELDS`) are the single source of
+truth: the JSON Schema shipped in the package (``event_schema.json``), the field
+reference in ``docs/events.md`` and the collector's fast validation are all derived
+from them, and tests check that they agree.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+SCHEMA_VERSION = 1
+"""The contract version this module writes and the newest one it reads."""
+
+_TYPES = ("string", "integer", "number", "boolean", "object", "array")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of an event: its JSON type, whether it is required, and what it means."""
+
+    name: str
+    type: str
+    doc: str
+    required: bool = False
+    enum: tuple[str, ...] | None = None
+    minimum: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPES:
+            raise ValueError(f"field {self.name}: unknown type {self.type!r}")
+
+
+KINDS = ("run_start", "step", "epoch", "eval", "system", "run_stop")
+PURPOSES = ("final", "tuning", "baseline", "smoke")
+LAUNCHERS = ("slurm", "torchrun", "mpirun", "horovodrun", "local")
+BACKENDS = ("nccl", "gloo", "mpi", "grpc", "ps", "none")
+DATA_SOURCES = ("filesystem", "in_memory", "synthetic")
+STOP_CRITERIA = ("target_accuracy", "epochs", "samples", "wall_time")
+SCOPES = ("end_to_end", "layer", "kernel", "communication")
+SCALING = ("strong", "weak", "none")
+SPLITS = ("train", "validation", "test")
+STATUSES = ("success", "aborted", "failed", "timeout", "cancelled")
+
+COMMON: tuple[Field, ...] = (
+    Field("schema", "integer", "Contract version of this event; this module writes 1.", True, minimum=1),
+    Field("run_id", "string", "Identifier of the run, the same on every rank; also the folder name.", True),
+    Field("rank", "integer", "Global rank of the process that wrote the event (0-based).", True, minimum=0),
+    Field(
+        "seq",
+        "integer",
+        "Per-rank counter starting at 0, +1 per event: dedup on (run_id, rank, seq), gaps show loss.",
+        True,
+        minimum=0,
+    ),
+    Field("time", "number", "Wall-clock time the event was written, epoch seconds (float).", True),
+    Field("kind", "string", "What the event records; decides which other fields it carries.", True, KINDS),
+)
+
+_RUN_START: tuple[Field, ...] = (
+    Field("campaign", "string", "Campaign (a set of runs compared together) this run belongs to."),
+    Field("name", "string", "Human-readable name of the run or configuration point."),
+    Field("purpose", "string", "Why the run exists; tuning runs must be reported beside finals.", enum=PURPOSES),
+    Field("tuning_study", "string", "Name of the hyper-parameter study a tuning run belongs to."),
+    Field("tuning_trial", "string", "Trial identifier within the tuning study."),
+    Field("framework", "string", "Training framework: torch, tensorflow, horovod-torch, mxnet, ...", True),
+    Field("framework_version", "string", "Version string of the framework as it reports it."),
+    Field("launcher", "string", "What started the ranks.", enum=LAUNCHERS),
+    Field("backend", "string", "Collective communication backend.", enum=BACKENDS),
+    Field("world_size", "integer", "Number of ranks (workers) in the run.", True, minimum=1),
+    Field("nodes", "integer", "Number of nodes the ranks ran on.", minimum=1),
+    Field("accelerators_per_node", "integer", "Accelerators (GPUs) used per node; 0 for CPU-only.", minimum=0),
+    Field("accelerator", "string", "Accelerator model, e.g. 'Tesla V100-SXM2-32GB'; absent on CPU-only runs."),
+    Field("system", "string", "Name of the system or cluster partition the run used."),
+    Field("host", "string", "Host name of the rank that wrote the event."),
+    Field("cpu", "string", "Host CPU model."),
+    Field("interconnect", "string", "Node interconnect, e.g. 'InfiniBand EDR', '1Gb Ethernet'."),
+    Field("software", "object", "Software stack: cuda, cudnn, nccl, driver, python, os, mpi ... (name -> version)."),
+    Field("model", "string", "Model name, e.g. resnet50, mlp."),
+    Field("model_params", "integer", "Number of trainable parameters.", minimum=0),
+    Field("dataset", "string", "Dataset name, e.g. imagenet, digits."),
+    Field("train_size", "integer", "Samples in the train split.", minimum=0),
+    Field("validation_size", "integer", "Samples in the validation split (used for selection).", minimum=0),
+    Field("test_size", "integer", "Samples in the held-out test split (never used for selection).", minimum=0),
+    Field("data_source", "string", "Where samples come from; synthetic/in-memory data hides I/O.", enum=DATA_SOURCES),
+    Field("data_path", "string", "Path of the dataset on the filesystem."),
+    Field("input_shape", "array", "Shape of one input sample, e.g. [3, 224, 224]."),
+    Field("global_batch_size", "integer", "Samples per optimizer step summed over all ranks.", minimum=1),
+    Field("local_batch_size", "integer", "Samples per optimizer step on one rank.", minimum=1),
+    Field("optimizer", "string", "Optimizer name, e.g. sgd, lars, adam."),
+    Field("learning_rate", "number", "Base learning rate."),
+    Field("lr_schedule", "string", "Learning-rate schedule, e.g. 'cosine', 'step@30,60', 'poly2+warmup5'."),
+    Field("precision", "string", "Numeric precision: fp32, tf32, fp16, bf16, amp."),
+    Field("grad_compression", "string", "Gradient compression on the wire: none, fp16, powersgd, ..."),
+    Field("seed", "integer", "Random seed of the run."),
+    Field("stop_criterion", "string", "What ends training.", enum=STOP_CRITERIA),
+    Field("stop_value", "number", "Value of the stop criterion (target accuracy, epochs, samples, seconds)."),
+    Field("target_metric", "string", "Metric the target accuracy refers to, e.g. top1_accuracy."),
+    Field("scope", "string", "What was timed: the whole training, or a part of it.", enum=SCOPES),
+    Field("scaling", "string", "Declared scaling intent of the campaign.", enum=SCALING),
+    Field("config_hash", "string", "Hash over everything that defines the experiment (not the rank or seed)."),
+    Field("git_commit", "string", "Commit of the code that ran."),
+    Field("slurm_job_id", "string", "SLURM_JOB_ID (with array index if any)."),
+    Field("slurm_step_id", "string", "SLURM_STEP_ID."),
+    Field("hyperparameters", "object", "Every other hyper-parameter, name -> value."),
+    Field("command", "array", "Command line that started this rank, as a list of arguments."),
+    Field("mlperf", "object", "For runs read from MLPerf logs: submission org, division, status, platform."),
+)
+
+_STEP: tuple[Field, ...] = (
+    Field("epoch", "integer", "Epoch the step belongs to (0-based).", minimum=0),
+    Field("step", "integer", "Step index within the run on this rank (0-based).", True, minimum=0),
+    Field("samples", "integer", "Samples processed by this rank in this step.", True, minimum=0),
+    Field("t_total", "number", "Wall time of the whole step on this rank, seconds.", True, minimum=0),
+    Field("t_data", "number", "Waiting for the data loader: I/O and preprocessing, seconds.", minimum=0),
+    Field("t_compute", "number", "Forward and backward pass, seconds.", minimum=0),
+    Field("t_comm", "number", "Gradient exchange not overlapped with compute, seconds.", minimum=0),
+    Field("t_optimizer", "number", "Optimizer update, seconds.", minimum=0),
+    Field("comm_measured", "boolean", "False when t_comm could not be measured (it is then 0 or absent)."),
+    Field("warmup", "boolean", "True for warm-up steps that must not count in throughput."),
+)
+
+_EPOCH: tuple[Field, ...] = (
+    Field("epoch", "integer", "Epoch number as the runner counts (honestscale from 0, MLPerf logs from 1).", True, minimum=0),
+    Field("train_loss", "number", "Mean training loss over the epoch on this rank; null if not finite."),
+    Field("train_accuracy", "number", "Training accuracy over the epoch on this rank (0..1)."),
+    Field("samples", "integer", "Samples seen by this rank in the epoch.", minimum=0),
+    Field("t_total", "number", "Wall time of the epoch, seconds.", minimum=0),
+)
+
+_EVAL: tuple[Field, ...] = (
+    Field("split", "string", "Which split was evaluated; only 'test' is held out.", True, SPLITS),
+    Field("metric", "string", "Metric name, e.g. top1_accuracy, loss.", True),
+    Field("value", "number", "Metric value (accuracy as a fraction 0..1).", True),
+    Field("samples", "integer", "Samples evaluated.", minimum=0),
+    Field("epoch", "integer", "Epoch after which the evaluation ran.", minimum=0),
+)
+
+_SYSTEM: tuple[Field, ...] = (
+    Field("device", "integer", "Accelerator index the sample is for, if any.", minimum=0),
+    Field("accel_util", "number", "Accelerator utilisation, percent.", minimum=0),
+    Field("accel_mem_bytes", "integer", "Accelerator memory in use, bytes.", minimum=0),
+    Field("power_w", "number", "Accelerator power draw, watts.", minimum=0),
+    Field("energy_j", "number", "Accelerator total-energy counter (NVML), joules.", minimum=0),
+    Field("cpu_percent", "number", "Host CPU use of this process, percent of one core.", minimum=0),
+    Field("rss_bytes", "integer", "Resident memory of this process, bytes.", minimum=0),
+    Field("host_load", "number", "Host 1-minute load average.", minimum=0),
+)
+
+_RUN_STOP: tuple[Field, ...] = (
+    Field("status", "string", "How the run ended on this rank.", True, STATUSES),
+    Field("reason", "string", "Why: the exception, the signal, the target not reached ..."),
+)
+
+KIND_FIELDS: dict[str, tuple[Field, ...]] = {
+    "run_start": _RUN_START,
+    "step": _STEP,
+    "epoch": _EPOCH,
+    "eval": _EVAL,
+    "system": _SYSTEM,
+    "run_stop": _RUN_STOP,
+}
+
+KIND_DOCS: dict[str, str] = {
+    "run_start": "Written once per rank at start: everything that defines and describes the experiment.",
+    "step": "One optimizer step on one rank, with its wall time split into data, compute, communication "
+    "and optimizer.",
+    "epoch": "End of an epoch on one rank.",
+    "eval": "An evaluation of the model on one split.",
+    "system": "A sample of accelerator and host counters, taken by a sampler thread.",
+    "run_stop": "Written on every exit path: success, exception, time limit, target never reached.",
+}
+
+
+def fields_of(kind: str) -> tuple[Field, ...]:
+    """Common fields followed by the fields of ``kind``."""
+    return COMMON + KIND_FIELDS[kind]
+
+
+class EventError(ValueError):
+    """An event that breaks the contract. ``field`` names the offending field, if one."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _type_ok(value: Any, type_: str) -> bool:
+    if type_ == "string":
+        return isinstance(value, str)
+    if type_ == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_ == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "object":
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
+
+def _json_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def validate(event: Any) -> dict[str, Any]:
+    """Check one decoded event against the contract; return it, or raise :class:`EventError`.
+
+    Unknown extra fields are allowed (runners may record more); a known field may be
+    ``null`` unless it is required. The message names the field and what is wrong.
+    """
+    if not isinstance(event, dict):
+        raise EventError(f"not an event: a JSON {_json_type_name(event)}, expected an object with 'kind'")
+    missing_envelope = [f.name for f in COMMON if f.name not in event]
+    if missing_envelope and len(missing_envelope) == len(COMMON):
+        raise EventError(
+            "valid JSON but not a honestscale event: none of the fields schema, run_id, rank, seq, time, kind"
+        )
+    schema = event.get("schema")
+    if _type_ok(schema, "integer") and schema > SCHEMA_VERSION:
+        raise EventError(
+            f"event schema {schema} is newer than this honestscale reads ({SCHEMA_VERSION}): "
+            "upgrade honestscale, then ingest again with --force",
+            "schema",
+        )
+    kind = event.get("kind")
+    if not isinstance(kind, str) or kind not in KIND_FIELDS:
+        raise EventError(f"field 'kind': {kind!r} is not one of {', '.join(KINDS)}", "kind")
+    for f in fields_of(kind):
+        value = event.get(f.name)
+        if value is None:
+            if f.required:
+                what = "missing" if f.name not in event else "null"
+                raise EventError(f"{kind}: required field '{f.name}' is {what} ({f.doc})", f.name)
+            continue
+        if not _type_ok(value, f.type):
+            raise EventError(
+                f"{kind}: field '{f.name}' must be {f.type}, got {_json_type_name(value)} {value!r:.60}", f.name
+            )
+        if f.enum is not None and value not in f.enum:
+            raise EventError(f"{kind}: field '{f.name}' is {value!r}, expected one of {', '.join(f.enum)}", f.name)
+        if f.minimum is not None and value < f.minimum:
+            raise EventError(f"{kind}: field '{f.name}' is {value}, must be >= {f.minimum:g}", f.name)
+    return event
+
+
+def parse_line(line: str | bytes) -> dict[str, Any]:
+    """Decode and validate one line of an event file; raise :class:`EventError` with the reason."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EventError(f"not UTF-8 text (byte {exc.start}): binary data, not an event line") from None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise EventError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    return validate(obj)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: write them as null (a diverged loss is then null, not a crash)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def event_path(out_dir: str | os.PathLike[str], run_id: str, rank: int) -> Path:
+    """Where rank ``rank`` of ``run_id`` writes: ``<out_dir>/<run_id>/events-rank<rank>.jsonl``."""
+    return Path(out_dir) / run_id / f"events-rank{rank}.jsonl"
+
+
+def _last_seq(path: Path) -> int:
+    """The seq of the last complete event in an existing file, or -1."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            tail = fh.read().split(b"\n")
+    except FileNotFoundError:
+        return -1
+    for raw in reversed(tail):
+        try:
+            seq = json.loads(raw).get("seq")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(seq, int):
+            return seq
+    return -1
+
+
+class EventWriter:
+    """Append events of one rank to ``<out_dir>/<run_id>/events-rank<rank>.jsonl``.
+
+    Every event is validated, serialised to one line and written with a single
+    ``os.write`` on a file opened with ``O_APPEND``: the line reaches the kernel before
+    :meth:`emit` returns, so a killed process loses nothing it emitted. ``fsync=True``
+    also survives a node crash, at the price of a disk flush per event. Reopening an
+    existing file continues its ``seq``.
+
+    Used as a context manager, leaving the block by an exception writes a
+    ``run_stop`` with status ``failed`` and the exception as reason, unless a
+    ``run_stop`` was already written.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        run_id: str,
+        rank: int = 0,
+        *,
+        fsync: bool = False,
+        clock: Any = None,
+    ) -> None:
+        if not run_id or "/" in run_id or run_id in (".", ".."):
+            raise EventError(f"run_id {run_id!r} must be non-empty and usable as a folder name", "run_id")
+        self.run_id = run_id
+        self.rank = rank
+        self.path = event_path(out_dir, run_id, rank)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._seq = _last_seq(self.path) + 1
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fsync = fsync
+        self._clock = clock
+        self.stopped = False
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq
+
+    def _now(self) -> float:
+        if self._clock is not None:
+            return float(self._clock())
+        import time
+
+        return time.time()
+
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Validate and append one event of ``kind``; return it as written."""
+        event: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "seq": self._seq,
+            "time": self._now(),
+            "kind": kind,
+        }
+        event.update(_finite({k: v for k, v in fields.items() if v is not None}))
+        validate(event)
+        line = json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n"
+        data = line.encode("utf-8")
+        written = os.write(self._fd, data)
+        if written != len(data):  # pragma: no cover - only on a full disk with a short write
+            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes (disk full?)")
+        if self._fsync:
+            os.fsync(self._fd)
+        self._seq += 1
+        if kind == "run_stop":
+            self.stopped = True
+        return event
+
+    def run_start(self, **fields: Any) -> dict[str, Any]:
+        fields.setdefault("host", socket.gethostname())
+        return self.emit("run_start", **fields)
+
+    def step(self, **fields: Any) -> dict[str, Any]:
+        return self.emit("step", **fields)
+
+    def epoch(self, **fields: Any) -> dict[str, Any]:
+        return self.emit("epoch", **fields)
+
+    def eval(self, **fields: Any) -> dict[str, Any]:
+        return self.emit("eval", **fields)
+
+    def system(self, **fields: Any) -> dict[str, Any]:
+        return self.emit("system", **fields)
+
+    def run_stop(self, status: str, reason: str | None = None) -> dict[str, Any]:
+        return self.emit("run_stop", status=status, reason=reason)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc is not None and not self.stopped:
+                status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
+                self.run_stop(status, f"{type(exc).__name__}: {exc}"[:2000])
+        finally:
+            self.close()
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="\n")
+    return path.open(encoding="utf-8", errors="surrogateescape", newline="\n")
+
+
+def read_events(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any] | EventError]]:
+    """Yield ``(line_number, event or EventError)`` for every non-empty line of an event file.
+
+    Lines are numbered from 1. A bad line yields an :class:`EventError` with the reason
+    instead of stopping the iteration, so a reader sees every valid event around it.
+    """
+    with _open_text(Path(path)) as fh:
+        for number, line in enumerate(fh, start=1):
+            stripped = line.rstrip("\n")
+            if not stripped.strip():
+                continue
+            try:
+                yield number, parse_line(stripped.encode("utf-8", "surrogateescape"))
+            except EventError as err:
+                yield number, err
+
+
+def json_schema() -> dict[str, Any]:
+    """The contract as a JSON Schema (draft 2020-12), derived from the field tables."""
+
+    def prop(f: Field) -> dict[str, Any]:
+        p: dict[str, Any] = {"description": f.doc}
+        p["type"] = [f.type] if f.required else [f.type, "null"]
+        if f.enum is not None:
+            p["enum"] = list(f.enum) if f.required else [*f.enum, None]
+        if f.minimum is not None:
+            p["minimum"] = f.minimum if f.type == "number" else int(f.minimum)
+        return p
+
+    variants = []
+    for kind in KINDS:
+        fields = fields_of(kind)
+        props = {f.name: prop(f) for f in fields}
+        props["kind"] = {"const": kind, "description": KIND_DOCS[kind]}
+        props["schema"] = {"const": SCHEMA_VERSION, "description": COMMON[0].doc}
+        variants.append(
+            {
+                "title": kind,
+                "type": "object",
+                "properties": props,
+                "required": [f.name for f in fields if f.required],
+                "additionalProperties": True,
+            }
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://honestscale.invalid/schema/events-v{SCHEMA_VERSION}.json",
+        "title": f"honestscale event, contract version {SCHEMA_VERSION}",
+        "description": "One JSON object per line, one file per rank: <run_id>/events-rank<N>.jsonl.",
+        "oneOf": variants,
+    }
+
+
+def markdown_reference() -> str:
+    """The field reference of every kind, as Markdown (``docs/events.md`` is this text)."""
+    out = [
+        f"# The event contract, version {SCHEMA_VERSION}",
+        "",
+        "Generated from `honestscale/runners/events.py` by `honestscale contract --markdown`; do not edit by hand.",
+        "",
+        "One event per line, JSON, one file per rank (`<run_id>/events-rank<N>.jsonl`), append-only, written "
+        "with one `write` per complete line so a killed job keeps every event written before the kill. "
+        "Extra fields are allowed and kept; a known field may be `null` unless required. Non-finite numbers "
+        "(NaN, infinity) are written as `null`. An event whose `schema` is newer than the reader's is "
+        "quarantined, never guessed at.",
+        "",
+    ]
+
+    def table(fields: tuple[Field, ...]) -> list[str]:
+        rows = ["| field | type | required | meaning |", "|---|---|---|---|"]
+        for f in fields:
+            extra = ""
+            if f.enum:
+                extra = " One of: " + ", ".join(f"`{v}`" for v in f.enum) + "."
+            if f.minimum is not None:
+                extra += f" At least {f.minimum:g}."
+            rows.append(f"| `{f.name}` | {f.type} | {'yes' if f.required else ''} | {f.doc}{extra} |")
+        return rows
+
+    out += ["## Every event", "", *table(COMMON), ""]
+    for kind in KINDS:
+        out += [f"## `{kind}`", "", KIND_DOCS[kind], "", *table(KIND_FIELDS[kind]), ""]
+    return "\n".join(out)

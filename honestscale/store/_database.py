@@ -1,0 +1,179 @@
+"""Opening the DuckDB store: locking, numbered migrations, refusing a store from the future."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from honestscale.errors import HonestscaleError
+
+DEFAULT_STORE = "honestscale.duckdb"
+STORE_ENV = "HONESTSCALE_STORE"
+
+
+class StoreError(HonestscaleError):
+    """The store cannot be opened or used."""
+
+
+class StoreBusy(StoreError):
+    """Another process holds the store's write lock."""
+
+
+class StoreTooNew(StoreError):
+    """The store was written by a newer honestscale."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+def migrations() -> list[Migration]:
+    """The numbered migrations shipped in ``honestscale/store/migrations``, in order."""
+    found = []
+    for entry in resources.files("honestscale.store").joinpath("migrations").iterdir():
+        m = _MIGRATION_NAME.match(entry.name)
+        if m:
+            found.append(Migration(int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda mig: mig.version)
+    versions = [mig.version for mig in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"store migrations must be numbered 1..n without gaps, found {versions}")
+    return found
+
+
+def latest_version() -> int:
+    return migrations()[-1].version
+
+
+def resolve_store_path(path: str | os.PathLike[str] | None) -> Path:
+    """``--store`` if given, else ``$HONESTSCALE_STORE``, else ``./honestscale.duckdb``."""
+    if path is None or str(path) == "":
+        path = os.environ.get(STORE_ENV) or DEFAULT_STORE
+    return Path(path)
+
+
+_LOCK_PID = re.compile(r"PID (\d+)")
+
+
+def _connect(path: Path, read_only: bool, wait_s: float, on_wait: Callable[[str], None] | None) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" not in text.lower():
+                raise StoreError(
+                    f"cannot open store {path}: {text}",
+                    "check the path and its permissions, and that the disk is not full",
+                ) from None
+            pid = _LOCK_PID.search(text)
+            holder = f"process {pid.group(1)}" if pid else "another process"
+            if time.monotonic() >= deadline:
+                raise StoreBusy(
+                    f"store {path} is in use by {holder} (an ingest or --watch writing to it)",
+                    f"wait for it to finish, or pass --wait SECONDS to wait longer (waited {wait_s:g} s); "
+                    "nothing was written",
+                ) from None
+            if on_wait is not None and not told:
+                on_wait(f"store {path} is in use by {holder}; waiting up to {wait_s:g} s ...")
+                told = True
+            time.sleep(0.2)
+        except duckdb.Error as exc:
+            raise StoreError(
+                f"{path} is not a honestscale store (DuckDB could not open it: {exc})",
+                "pass --store with the path of a store made by honestscale, or a new path to create one",
+            ) from None
+
+
+def _current_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchall()[0]
+    if not exists or exists[0] == 0:
+        tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchall()[0]
+        return 0 if not tables or tables[0] == 0 else -1
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def open_store(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+    wait_s: float = 10.0,
+    on_wait: Callable[[str], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Open (and, read-write, create or migrate) the store; return the DuckDB connection.
+
+    Read-only opens never create or migrate: a missing store, or one that needs a
+    migration, is refused with the command that fixes it. A store whose schema version is
+    newer than this honestscale knows is always refused, and left untouched.
+    """
+    store = resolve_store_path(path)
+    if read_only and not store.exists():
+        raise StoreError(
+            f"no store at {store}",
+            "ingest event files first (honestscale ingest PATH), or pass --store / set HONESTSCALE_STORE",
+        )
+    if not read_only and store.parent and not store.parent.exists():
+        raise StoreError(f"folder {store.parent} of store {store} does not exist", "create it, or pick another --store")
+    con = _connect(store, read_only, wait_s, on_wait)
+    try:
+        current = _current_version(con)
+        latest = latest_version()
+        if current == -1:
+            raise StoreError(
+                f"{store} is a DuckDB database but not a honestscale store (it has no schema_version table)",
+                "pass --store with a honestscale store, or a new path to create one",
+            )
+        if current > latest:
+            raise StoreTooNew(
+                f"store {store} has schema version {current}, newer than this honestscale knows ({latest})",
+                "upgrade honestscale (pip install -U honestscale); the store was not changed",
+            )
+        if current < latest:
+            if read_only:
+                raise StoreError(
+                    f"store {store} has schema version {current}; this honestscale needs {latest}",
+                    "run `honestscale migrate` once to upgrade it",
+                )
+            _migrate(con, current)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
+    con.execute("BEGIN")
+    try:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+        )
+        for mig in migrations():
+            if mig.version <= current:
+                continue
+            con.execute(mig.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
+            )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

@@ -1,0 +1,146 @@
+"""The ``runs`` table: one row per run, derived from its events.
+
+It is a projection, never edited by hand: after every file lands, the rows of the runs that
+file touched are recomputed from ``events`` (run_start, run_stop), ``evals`` and
+``ingested_files``, inside the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+
+# runs column <- run_start field, with its SQL type. JSON columns keep the JSON value.
+_FROM_RUN_START: tuple[tuple[str, str, str], ...] = (
+    ("name", "name", "VARCHAR"),
+    ("purpose", "purpose", "VARCHAR"),
+    ("tuning_study", "tuning_study", "VARCHAR"),
+    ("tuning_trial", "tuning_trial", "VARCHAR"),
+    ("framework", "framework", "VARCHAR"),
+    ("framework_version", "framework_version", "VARCHAR"),
+    ("launcher", "launcher", "VARCHAR"),
+    ("backend", "backend", "VARCHAR"),
+    ("world_size", "world_size", "INTEGER"),
+    ("n_nodes", "nodes", "INTEGER"),
+    ("accelerators_per_node", "accelerators_per_node", "INTEGER"),
+    ("accelerator", "accelerator", "VARCHAR"),
+    ("system", "system", "VARCHAR"),
+    ("host", "host", "VARCHAR"),
+    ("cpu", "cpu", "VARCHAR"),
+    ("interconnect", "interconnect", "VARCHAR"),
+    ("software", "software", "JSON"),
+    ("model", "model", "VARCHAR"),
+    ("model_params", "model_params", "BIGINT"),
+    ("dataset", "dataset", "VARCHAR"),
+    ("train_size", "train_size", "BIGINT"),
+    ("validation_size", "validation_size", "BIGINT"),
+    ("test_size", "test_size", "BIGINT"),
+    ("data_source", "data_source", "VARCHAR"),
+    ("data_path", "data_path", "VARCHAR"),
+    ("input_shape", "input_shape", "JSON"),
+    ("global_batch_size", "global_batch_size", "BIGINT"),
+    ("local_batch_size", "local_batch_size", "BIGINT"),
+    ("optimizer", "optimizer", "VARCHAR"),
+    ("learning_rate", "learning_rate", "DOUBLE"),
+    ("lr_schedule", "lr_schedule", "VARCHAR"),
+    ("precision", "precision", "VARCHAR"),
+    ("grad_compression", "grad_compression", "VARCHAR"),
+    ("seed", "seed", "BIGINT"),
+    ("stop_criterion", "stop_criterion", "VARCHAR"),
+    ("stop_value", "stop_value", "DOUBLE"),
+    ("target_metric", "target_metric", "VARCHAR"),
+    ("scope", "scope", "VARCHAR"),
+    ("scaling", "scaling", "VARCHAR"),
+    ("config_hash", "config_hash", "VARCHAR"),
+    ("git_commit", "git_commit", "VARCHAR"),
+    ("slurm_job_id", "slurm_job_id", "VARCHAR"),
+    ("slurm_step_id", "slurm_step_id", "VARCHAR"),
+)
+
+
+def _field(column: str, field: str, sql_type: str) -> str:
+    if sql_type == "JSON":
+        return f"s.p -> '{field}' AS {column}"
+    return f"TRY_CAST(s.p ->> '{field}' AS {sql_type}) AS {column}"
+
+
+# Worst status wins when ranks disagree: one failed rank fails the run.
+_SEVERITY = (
+    "CASE payload ->> 'status' WHEN 'failed' THEN 1 WHEN 'timeout' THEN 2 "
+    "WHEN 'cancelled' THEN 3 WHEN 'aborted' THEN 4 ELSE 5 END"
+)
+
+_INSERT = f"""
+INSERT INTO runs
+WITH ev AS (
+    SELECT e.run_id, e.rank, e.seq, e.time, e.kind, e.file_id, e.payload
+    FROM events e SEMI JOIN _touched t ON e.run_id = t.run_id
+),
+seen AS (
+    SELECT run_id, count(DISTINCT rank) AS ranks_seen, arg_min(file_id, rank) AS any_file FROM ev GROUP BY run_id
+),
+s AS (
+    SELECT run_id, arg_min(payload, rank) AS p, min(time) AS started_at, arg_min(file_id, rank) AS file_id
+    FROM ev WHERE kind = 'run_start' GROUP BY run_id
+),
+stops AS (
+    SELECT run_id,
+           max(time) AS stopped_at,
+           count(DISTINCT rank) AS ranks_stopped,
+           arg_min(payload ->> 'status', {_SEVERITY}) AS status,
+           arg_min(payload ->> 'reason', {_SEVERITY}) AS reason
+    FROM ev WHERE kind = 'run_stop' GROUP BY run_id
+),
+fin AS (
+    SELECT v.run_id, v.split, v.metric, v.value
+    FROM evals v SEMI JOIN _touched t ON v.run_id = t.run_id
+    QUALIFY row_number() OVER (
+        PARTITION BY v.run_id
+        ORDER BY CASE v.split WHEN 'test' THEN 3 WHEN 'validation' THEN 2 ELSE 1 END DESC,
+                 (lower(v.metric) LIKE '%loss%' OR lower(v.metric) IN ('perplexity', 'wer')) ASC,
+                 v.time DESC, v.rank ASC, v.seq DESC
+    ) = 1
+)
+SELECT
+    seen.run_id,
+    coalesce(f.format, f0.format) AS source,
+    coalesce(s.p ->> 'campaign', f.campaign, f0.campaign) AS campaign,
+    {", ".join(_field(*spec) for spec in _FROM_RUN_START)},
+    TRY_CAST(s.p ->> 'nodes' AS INTEGER) * TRY_CAST(s.p ->> 'accelerators_per_node' AS INTEGER) AS n_accelerators,
+    coalesce(stops.status, 'incomplete') AS status,
+    CASE
+        WHEN stops.status IS NOT NULL THEN stops.reason
+        WHEN s.p IS NULL THEN 'no run_start and no run_stop event yet (rank 0 file not ingested?)'
+        ELSE 'no run_stop event: the run is still going, or was killed before it could write one'
+    END AS reason,
+    seen.ranks_seen,
+    coalesce(stops.ranks_stopped, 0) AS ranks_stopped,
+    s.started_at,
+    stops.stopped_at,
+    stops.stopped_at - s.started_at AS time_to_train_s,
+    fin.split, fin.metric, fin.value,
+    coalesce(f.path, f0.path) AS source_file,
+    s.p AS attrs
+FROM seen
+LEFT JOIN s USING (run_id)
+LEFT JOIN stops USING (run_id)
+LEFT JOIN fin USING (run_id)
+LEFT JOIN ingested_files f ON f.file_id = s.file_id
+LEFT JOIN ingested_files f0 ON f0.file_id = seen.any_file
+"""
+
+def refresh_runs(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> None:
+    """Recompute the ``runs`` rows of ``run_ids`` from their events (call inside the ingest transaction)."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT unnest(?::VARCHAR[]) AS run_id", [ids])
+    con.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM _touched)")
+    columns = ", ".join(
+        ["run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators"]
+        + ["status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s"]
+        + ["final_split", "final_metric", "final_value", "source_file", "attrs"]
+    )
+    con.execute(_INSERT.replace("INSERT INTO runs", f"INSERT INTO runs ({columns})", 1))
+    con.execute("DROP TABLE _touched")

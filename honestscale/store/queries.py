@@ -1,0 +1,152 @@
+"""Typed read queries over the store, each returning a polars DataFrame.
+
+The only way ``lint``, ``report`` and the CLI read the store: the SQL lives here, next to
+the schema it depends on.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from honestscale.store._database import StoreError
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
+    rel = con.sql(sql, params=params or None)
+    assert rel is not None
+    return rel.pl()
+
+
+RUN_LIST_COLUMNS = (
+    "run_id",
+    "source",
+    "campaign",
+    "name",
+    "system",
+    "framework",
+    "framework_version",
+    "purpose",
+    "world_size",
+    "n_nodes",
+    "n_accelerators",
+    "accelerator",
+    "global_batch_size",
+    "local_batch_size",
+    "status",
+    "reason",
+    "started_at",
+    "stopped_at",
+    "time_to_train_s",
+    "final_split",
+    "final_metric",
+    "final_value",
+    "source_file",
+)
+
+
+def runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """One row per run, ordered by campaign, system, accelerators and start time."""
+    where = "WHERE campaign = ?" if campaign else ""
+    params = [campaign] if campaign else []
+    return _frame(
+        con,
+        f"SELECT {', '.join(RUN_LIST_COLUMNS)} FROM runs {where} "
+        "ORDER BY campaign NULLS LAST, system NULLS LAST, n_accelerators NULLS LAST, world_size, started_at, run_id",
+        params,
+    )
+
+
+def resolve_run_id(con: duckdb.DuckDBPyConnection, ref: str) -> str:
+    """The run id that ``ref`` names exactly, or the only one it is a prefix (or suffix) of."""
+    exact = con.execute("SELECT run_id FROM runs WHERE run_id = ?", [ref]).fetchall()
+    if exact:
+        return str(exact[0][0])
+    matches = [
+        str(r[0])
+        for r in con.execute(
+            "SELECT run_id FROM runs WHERE starts_with(run_id, ?) OR ends_with(run_id, ?) ORDER BY run_id",
+            [ref, ref],
+        ).fetchall()
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise StoreError(f"no run {ref!r} in the store", "list the runs with `honestscale runs`")
+    shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
+    raise StoreError(f"{ref!r} names {len(matches)} runs: {shown}", "give more of the run id")
+
+
+def run(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Every column of one run (empty frame if there is none)."""
+    return _frame(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
+
+
+def evals(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    return _frame(
+        con,
+        "SELECT rank, time, epoch, split, metric, value, samples FROM evals WHERE run_id = ? "
+        "ORDER BY time, rank, seq",
+        [run_id],
+    )
+
+
+def step_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Per rank: steps (warm-up excluded), samples, and total seconds spent in each part of a step."""
+    return _frame(
+        con,
+        """
+        SELECT rank,
+               count(*) FILTER (WHERE NOT coalesce(warmup, false)) AS steps,
+               count(*) FILTER (WHERE coalesce(warmup, false)) AS warmup_steps,
+               sum(samples) FILTER (WHERE NOT coalesce(warmup, false)) AS samples,
+               sum(t_total) FILTER (WHERE NOT coalesce(warmup, false)) AS t_total,
+               sum(t_data) FILTER (WHERE NOT coalesce(warmup, false)) AS t_data,
+               sum(t_compute) FILTER (WHERE NOT coalesce(warmup, false)) AS t_compute,
+               sum(t_comm) FILTER (WHERE NOT coalesce(warmup, false)) AS t_comm,
+               sum(t_optimizer) FILTER (WHERE NOT coalesce(warmup, false)) AS t_optimizer,
+               bool_and(coalesce(comm_measured, t_comm IS NOT NULL)) AS comm_measured
+        FROM steps WHERE run_id = ? GROUP BY rank ORDER BY rank
+        """,
+        [run_id],
+    )
+
+
+def event_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Per rank: events by kind, and seq gaps (events lost or not yet ingested)."""
+    return _frame(
+        con,
+        """
+        SELECT rank, count(*) AS events, min(seq) AS first_seq, max(seq) AS last_seq,
+               max(seq) - min(seq) + 1 - count(*) AS missing,
+               count(*) FILTER (WHERE kind = 'step') AS steps,
+               count(*) FILTER (WHERE kind = 'eval') AS evals,
+               count(*) FILTER (WHERE kind = 'system') AS system
+        FROM events WHERE run_id = ? GROUP BY rank ORDER BY rank
+        """,
+        [run_id],
+    )
+
+
+def quarantine(con: duckdb.DuckDBPyConnection, path: str | None = None) -> pl.DataFrame:
+    where = "WHERE path = ?" if path else ""
+    return _frame(
+        con,
+        f"SELECT path AS file, line, reason, raw, raw_length, is_tail FROM quarantine {where} ORDER BY path, line",
+        [path] if path else [],
+    )
+
+
+def ingested_files(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    return _frame(
+        con,
+        "SELECT path, format, size_bytes, bytes_ingested, lines_ingested, events, duplicates, quarantined, "
+        "other_lines, last_ingested_at, note FROM ingested_files ORDER BY path"
+    )
+
+
+def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Row counts of every data table (for checks that an ingest changed nothing)."""
+    names = ("runs", "events", "steps", "epochs", "evals", "system_samples", "quarantine", "ingested_files")
+    row = con.execute("SELECT " + ", ".join(f"(SELECT count(*) FROM {n})" for n in names)).fetchall()[0]
+    assert row is not None
+    return dict(zip(names, (int(v) for v in row), strict=True))
