@@ -290,7 +290,7 @@ def runs(
 
 @app.command()
 def show(
-    run_id: Annotated[str, typer.Argument(help="Run id, or a unique prefix or suffix of one.")],
+    run_id: Annotated[str, typer.Argument(help="Run id, or any part of it that names one run.")],
     store: StoreOpt = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
     wait: WaitOpt = 10.0,

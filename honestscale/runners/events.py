@@ -20,6 +20,7 @@ import json
 import math
 import os
 import socket
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,7 +327,8 @@ class EventWriter:
     """Append events of one rank to ``<out_dir>/<run_id>/events-rank<rank>.jsonl``.
 
     Every event is validated, serialised to one line and written with a single
-    ``os.write`` on a file opened with ``O_APPEND``: the line reaches the kernel before
+    ``os.write`` on a file opened with ``O_APPEND``, under a lock so that a sampler thread
+    and the training loop never share a ``seq``: the line reaches the kernel before
     :meth:`emit` returns, so a killed process loses nothing it emitted. ``fsync=True``
     also survives a node crash, at the price of a disk flush per event. Reopening an
     existing file continues its ``seq``.
@@ -355,6 +357,7 @@ class EventWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._fsync = fsync
         self._clock = clock
+        self._lock = threading.Lock()  # the system sampler thread emits beside the training loop
         self.stopped = False
 
     @property
@@ -370,27 +373,27 @@ class EventWriter:
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
         """Validate and append one event of ``kind``; return it as written."""
-        event: dict[str, Any] = {
-            "schema": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "rank": self.rank,
-            "seq": self._seq,
-            "time": self._now(),
-            "kind": kind,
-        }
-        event.update(_finite({k: v for k, v in fields.items() if v is not None}))
-        validate(event)
-        line = json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n"
-        data = line.encode("utf-8")
-        written = os.write(self._fd, data)
-        if written != len(data):  # pragma: no cover - only on a full disk with a short write
-            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes (disk full?)")
-        if self._fsync:
-            os.fsync(self._fd)
-        self._seq += 1
-        if kind == "run_stop":
-            self.stopped = True
-        return event
+        with self._lock:
+            event: dict[str, Any] = {
+                "schema": SCHEMA_VERSION,
+                "run_id": self.run_id,
+                "rank": self.rank,
+                "seq": self._seq,
+                "time": self._now(),
+                "kind": kind,
+            }
+            event.update(_finite({k: v for k, v in fields.items() if v is not None}))
+            validate(event)
+            data = (json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+            written = os.write(self._fd, data)
+            if written != len(data):  # pragma: no cover - only on a full disk with a short write
+                raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes (disk full?)")
+            if self._fsync:
+                os.fsync(self._fd)
+            self._seq += 1
+            if kind == "run_stop":
+                self.stopped = True
+            return event
 
     def run_start(self, **fields: Any) -> dict[str, Any]:
         fields.setdefault("host", socket.gethostname())

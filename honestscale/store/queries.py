@@ -57,15 +57,15 @@ def runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.Data
 
 
 def resolve_run_id(con: duckdb.DuckDBPyConnection, ref: str) -> str:
-    """The run id that ``ref`` names exactly, or the only one it is a prefix (or suffix) of."""
+    """The run id that ``ref`` names exactly, or the only one that contains it."""
     exact = con.execute("SELECT run_id FROM runs WHERE run_id = ?", [ref]).fetchall()
     if exact:
         return str(exact[0][0])
     matches = [
         str(r[0])
         for r in con.execute(
-            "SELECT run_id FROM runs WHERE starts_with(run_id, ?) OR ends_with(run_id, ?) ORDER BY run_id",
-            [ref, ref],
+            "SELECT run_id FROM runs WHERE contains(run_id, ?) ORDER BY run_id",
+            [ref],
         ).fetchall()
     ]
     if len(matches) == 1:
@@ -98,7 +98,7 @@ def step_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
         SELECT rank,
                count(*) FILTER (WHERE NOT coalesce(warmup, false)) AS steps,
                count(*) FILTER (WHERE coalesce(warmup, false)) AS warmup_steps,
-               sum(samples) FILTER (WHERE NOT coalesce(warmup, false)) AS samples,
+               CAST(sum(samples) FILTER (WHERE NOT coalesce(warmup, false)) AS BIGINT) AS samples,
                sum(t_total) FILTER (WHERE NOT coalesce(warmup, false)) AS t_total,
                sum(t_data) FILTER (WHERE NOT coalesce(warmup, false)) AS t_data,
                sum(t_compute) FILTER (WHERE NOT coalesce(warmup, false)) AS t_compute,
