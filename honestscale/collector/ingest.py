@@ -197,14 +197,17 @@ class Ingester:
             else:
                 refresh_runs(self.con, result.run_ids)
                 self.con.execute(
-                    "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ?, events = events + ?, "
-                    "duplicates = duplicates + ?, quarantined = (SELECT count(*) FROM quarantine WHERE file_id = ?), "
+                    "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ?, "
+                    "events = (SELECT count(*) FROM events WHERE file_id = ?), "
+                    "duplicates = CASE WHEN ? THEN duplicates ELSE 0 END + ?, "
+                    "quarantined = (SELECT count(*) FROM quarantine WHERE file_id = ?), "
                     "other_lines = ?, last_ingested_at = current_timestamp, note = ?, campaign = coalesce(?, campaign) "
                     "WHERE file_id = ?",
                     [
                         stat.st_size,
                         stat.st_mtime_ns,
-                        result.events,
+                        file_id,
+                        result.action == "grown",
                         result.duplicates,
                         file_id,
                         result.other_lines,

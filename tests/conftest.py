@@ -1,0 +1,82 @@
+"""Shared fixtures: the real MLPerf logs, a fresh store, and the CLI run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "digits-ddp"
+
+
+def mlperf_root() -> Path:
+    return Path(os.environ.get("HONESTSCALE_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf-training-v0.7"))
+
+
+@pytest.fixture(scope="session")
+def mlperf() -> Path:
+    root = mlperf_root()
+    if not (root / "DellEMC").is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"MLPerf v0.7 logs missing at {root}: CI must have ../shared beside the repo")
+        pytest.skip(f"MLPerf v0.7 logs not at {root} (set HONESTSCALE_MLPERF_DATA)")
+    return root
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
+
+
+def hs(*args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the honestscale command in a fresh process, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
+    full_env.update(COLUMNS="200", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "honestscale", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+# Columns that record when something happened, not what: left out when comparing stores.
+_VOLATILE = {"first_ingested_at", "last_ingested_at", "quarantined_at", "ingested_at", "seconds", "mtime_ns", "file_id"}
+DATA_TABLES = ("runs", "events", "steps", "epochs", "evals", "system_samples", "quarantine", "ingested_files")
+
+
+def snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every data table, sorted, without timestamps: equal snapshots mean equal stores."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        out = {}
+        for table in DATA_TABLES:
+            cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in _VOLATILE]
+            rows = con.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+            out[table] = sorted(rows, key=repr)
+        return out
+    finally:
+        con.close()
+
+
+def counts(path: Path) -> dict[str, int]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in DATA_TABLES}
+    finally:
+        con.close()
+
+
+def query(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()

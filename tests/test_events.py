@@ -1,0 +1,171 @@
+"""The event contract: writer, validator, JSON Schema and docs, all from one field table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from honestscale.runners import events as ev
+from tests.conftest import REPO
+
+
+def _good(kind: str) -> dict[str, Any]:
+    base: dict[str, Any] = {"schema": 1, "run_id": "r1", "rank": 0, "seq": 0, "time": 1.7e9, "kind": kind}
+    base.update(
+        {
+            "run_start": {"framework": "torch", "world_size": 2},
+            "step": {"step": 0, "samples": 32, "t_total": 0.01},
+            "epoch": {"epoch": 0},
+            "eval": {"split": "test", "metric": "accuracy", "value": 0.9},
+            "system": {},
+            "run_stop": {"status": "success"},
+        }[kind]
+    )
+    return base
+
+
+def test_writer_appends_one_flushed_line_per_event(tmp_path: Path) -> None:
+    w = ev.EventWriter(tmp_path, "run-a", rank=3)
+    assert w.path == tmp_path / "run-a" / "events-rank3.jsonl"
+    w.run_start(framework="torch", world_size=4)
+    # Readable before close: each event reached the file when emit returned.
+    first = w.path.read_text().splitlines()
+    assert len(first) == 1 and json.loads(first[0])["kind"] == "run_start"
+    w.step(step=0, samples=8, t_total=0.5, t_data=0.1)
+    lines = [json.loads(x) for x in w.path.read_text().splitlines()]
+    assert [e["seq"] for e in lines] == [0, 1]
+    assert all(e["rank"] == 3 and e["run_id"] == "run-a" and e["schema"] == 1 for e in lines)
+    w.close()
+
+
+def test_reopening_continues_seq(tmp_path: Path) -> None:
+    with ev.EventWriter(tmp_path, "r", 0) as w:
+        w.run_start(framework="torch", world_size=1)
+        w.epoch(epoch=0)
+    with ev.EventWriter(tmp_path, "r", 0) as w:
+        assert w.next_seq == 2
+        w.run_stop("success")
+    assert [e["seq"] for _, e in ev.read_events(ev.event_path(tmp_path, "r", 0))] == [0, 1, 2]  # type: ignore[index]
+
+
+def test_sampler_thread_and_training_loop_never_share_a_seq(tmp_path: Path) -> None:
+    w = ev.EventWriter(tmp_path, "r", 0)
+
+    def sampler() -> None:
+        for _ in range(2000):
+            w.system(cpu_percent=50.0)
+
+    t = threading.Thread(target=sampler)
+    t.start()
+    for i in range(2000):
+        w.step(step=i, samples=1, t_total=0.001)
+    t.join()
+    w.close()
+    seqs = [json.loads(x)["seq"] for x in w.path.read_text().splitlines()]
+    assert sorted(seqs) == list(range(4000))
+
+
+def test_exception_in_block_writes_failed_run_stop(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), ev.EventWriter(tmp_path, "r", 0) as w:
+        w.run_start(framework="torch", world_size=1)
+        raise RuntimeError("CUDA out of memory")
+    last = json.loads(w.path.read_text().splitlines()[-1])
+    assert last["kind"] == "run_stop" and last["status"] == "failed"
+    assert "CUDA out of memory" in last["reason"]
+
+
+def test_non_finite_numbers_become_null(tmp_path: Path) -> None:
+    with ev.EventWriter(tmp_path, "r", 0) as w:
+        w.epoch(epoch=1, train_loss=float("nan"))
+    line = w.path.read_text()
+    assert "NaN" not in line and json.loads(line)["train_loss"] is None
+
+
+def test_writer_refuses_invalid_events(tmp_path: Path) -> None:
+    with ev.EventWriter(tmp_path, "r", 0) as w:
+        with pytest.raises(ev.EventError, match="status"):
+            w.run_stop("finished")
+        with pytest.raises(ev.EventError, match="world_size"):
+            w.run_start(framework="torch")
+    assert w.path.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rank": "0"}, "field 'rank' must be integer, got string"),
+        ({"rank": True}, "field 'rank' must be integer, got boolean"),
+        ({"rank": -1}, "'rank' is -1, must be >= 0"),
+        ({"seq": None}, "required field 'seq' is null"),
+        ({"time": "now"}, "field 'time' must be number"),
+        ({"kind": "checkpoint"}, "'kind': 'checkpoint' is not one of"),
+        ({"schema": 2}, "event schema 2 is newer than this honestscale reads"),
+        ({"schema": 0}, "'schema' is 0, must be >= 1"),
+        ({"split": "val"}, "'split' is 'val', expected one of train, validation, test"),
+        ({"value": "0.9"}, "'value' must be number"),
+    ],
+)
+def test_validate_names_the_field(change: dict[str, Any], message: str) -> None:
+    event = _good("eval") | change
+    with pytest.raises(ev.EventError, match=message.replace("(", r"\(")):
+        ev.validate(event)
+
+
+def test_validate_missing_field_and_non_events() -> None:
+    e = _good("step")
+    del e["samples"]
+    with pytest.raises(ev.EventError, match="required field 'samples' is missing"):
+        ev.validate(e)
+    with pytest.raises(ev.EventError, match="not an event: a JSON array"):
+        ev.validate([1, 2])
+    with pytest.raises(ev.EventError, match="not a honestscale event"):
+        ev.validate({"name": "resnet", "accuracy": 0.76})
+    with pytest.raises(ev.EventError, match="not JSON"):
+        ev.parse_line('{"schema": 1, "run_')
+    with pytest.raises(ev.EventError, match="not UTF-8"):
+        ev.parse_line(b"\xff\xfe\x00garbage")
+
+
+def test_extra_fields_are_allowed() -> None:
+    assert ev.validate(_good("step") | {"gpu_temp_c": 71})["gpu_temp_c"] == 71
+
+
+def test_json_schema_file_is_generated_from_the_field_tables() -> None:
+    shipped = json.loads((REPO / "honestscale" / "runners" / "event_schema.json").read_text())
+    assert shipped == ev.json_schema(), "regenerate: honestscale contract --json-schema > honestscale/runners/event_schema.json"
+
+
+def test_json_schema_agrees_with_the_validator(tmp_path: Path) -> None:
+    schema = ev.json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for kind in ev.KINDS:
+        validator.validate(_good(kind))
+    bad = [_good("eval") | {"split": "val"}, _good("step") | {"samples": -1}, _good("run_stop") | {"status": None}]
+    for event in bad:
+        assert not validator.is_valid(event)
+        with pytest.raises(ev.EventError):
+            ev.validate(event)
+
+
+def test_docs_are_generated_from_the_field_tables() -> None:
+    assert (REPO / "docs" / "events.md").read_text() == ev.markdown_reference() + "\n", (
+        "regenerate: honestscale contract --markdown > docs/events.md"
+    )
+
+
+def test_event_module_imports_only_the_standard_library() -> None:
+    code = (
+        "import sys; import honestscale.runners.events; "
+        "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names))))"
+    )
+    # -S: no site-packages at all, as in a framework environment without honestscale's dependencies.
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert set(out.stdout.split()) <= {"honestscale", "__main__"}, out.stdout
