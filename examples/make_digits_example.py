@@ -22,10 +22,10 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -45,10 +45,16 @@ def _split() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     x, y = load_digits(return_X_y=True)
     x = (x / 16.0).astype(np.float32)
     x_train, x_rest, y_train, y_rest = train_test_split(x, y, test_size=540, random_state=0, stratify=y)
-    x_val, x_test, y_val, y_test = train_test_split(x_rest, y_rest, test_size=270, random_state=0, stratify=y_rest)
+    x_val, x_test, y_val, y_test = train_test_split(
+        x_rest, y_rest, test_size=270, random_state=0, stratify=y_rest
+    )
     return {
         name: (torch.from_numpy(a), torch.from_numpy(b).long())
-        for name, a, b in (("train", x_train, y_train), ("validation", x_val, y_val), ("test", x_test, y_test))
+        for name, a, b in (
+            ("train", x_train, y_train),
+            ("validation", x_val, y_val),
+            ("test", x_test, y_test),
+        )
     }
 
 
@@ -62,8 +68,7 @@ def _sampler(writer: EventWriter, stop: threading.Event, interval: float) -> Non
     last_cpu, last_t = time.process_time(), time.perf_counter()
     while not stop.wait(interval):
         cpu, now = time.process_time(), time.perf_counter()
-        with open("/proc/self/statm") as fh:
-            rss = int(fh.read().split()[1]) * page
+        rss = int(Path("/proc/self/statm").read_text().split()[1]) * page
         writer.system(
             cpu_percent=100.0 * (cpu - last_cpu) / (now - last_t), rss_bytes=rss, host_load=os.getloadavg()[0]
         )
@@ -73,7 +78,11 @@ def _sampler(writer: EventWriter, stop: threading.Event, interval: float) -> Non
 def _git_commit() -> str | None:
     try:
         return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -105,7 +114,7 @@ def _worker(rank: int, world: int, out: str, run_id: str, seed: int, port: int, 
             lr_schedule="constant", precision="fp32", grad_compression="none", seed=seed,
             stop_criterion="epochs", stop_value=EPOCHS, target_metric="accuracy", scope="end_to_end",
             scaling="strong", config_hash=hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16],
-            git_commit=_git_commit(), hyperparameters={"momentum": 0.9}, command=["python", *os.sys.argv],
+            git_commit=_git_commit(), hyperparameters={"momentum": 0.9}, command=["python", *sys.argv],
         )  # fmt: skip
         stop = threading.Event()
         sampler = threading.Thread(target=_sampler, args=(w, stop, 0.1), daemon=True)
@@ -124,16 +133,17 @@ def _worker(rank: int, world: int, out: str, run_id: str, seed: int, port: int, 
                 t1 = time.perf_counter()
                 opt.zero_grad()
                 loss = torch.nn.functional.cross_entropy(model(xb), yb)
-                loss.backward()
+                loss.backward()  # type: ignore[no-untyped-call]
                 t2 = time.perf_counter()
                 if world > 1:
-                    flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+                    grads = [p.grad for p in model.parameters() if p.grad is not None]
+                    flat = torch.cat([grad.reshape(-1) for grad in grads])
                     dist.all_reduce(flat)
                     flat /= world
                     off = 0
-                    for p in model.parameters():
-                        n = p.grad.numel()
-                        p.grad.copy_(flat[off : off + n].view_as(p.grad))
+                    for grad in grads:
+                        n = grad.numel()
+                        grad.copy_(flat[off : off + n].view_as(grad))
                         off += n
                 t3 = time.perf_counter()
                 opt.step()
@@ -147,7 +157,9 @@ def _worker(rank: int, world: int, out: str, run_id: str, seed: int, port: int, 
             w.epoch(epoch=epoch, train_loss=float(np.mean(losses)), samples=seen,
                     train_accuracy=_accuracy(model, x_train, y_train), t_total=time.perf_counter() - t_epoch)  # fmt: skip
             if rank == 0 and (epoch % 10 == 9 or epoch == EPOCHS - 1):
-                for split in ("train", "validation") if epoch < EPOCHS - 1 else ("train", "validation", "test"):
+                for split in (
+                    ("train", "validation") if epoch < EPOCHS - 1 else ("train", "validation", "test")
+                ):
                     xs, ys = data[split]
                     w.eval(split=split, metric="accuracy", value=_accuracy(model, xs, ys), samples=len(ys),
                            epoch=epoch)  # fmt: skip
@@ -176,7 +188,9 @@ def main() -> None:
         for rep in range(args.repeats):
             run_id = f"digits-mlp-{world}w-r{rep}-{stamp}"
             seed = 1000 + rep
-            mp.spawn(_worker, args=(world, args.out, run_id, seed, _free_port(), args.campaign), nprocs=world)
+            mp.spawn(  # type: ignore[attr-defined,no-untyped-call]
+                _worker, args=(world, args.out, run_id, seed, _free_port(), args.campaign), nprocs=world
+            )
             print(f"wrote {args.out}/{run_id}")
 
 

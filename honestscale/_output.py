@@ -84,7 +84,13 @@ def runs_table(df: pl.DataFrame) -> Table:
 
 def quarantine_records(df: pl.DataFrame) -> list[dict[str, Any]]:
     return [
-        {"file": r["file"], "line": r["line"], "reason": r["reason"], "raw": r["raw"], "raw_length": r["raw_length"]}
+        {
+            "file": r["file"],
+            "line": r["line"],
+            "reason": r["reason"],
+            "raw": r["raw"],
+            "raw_length": r["raw_length"],
+        }
         for r in df.iter_rows(named=True)
     ]
 

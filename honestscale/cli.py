@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -54,22 +54,24 @@ StoreOpt = Annotated[
 ]
 WaitOpt = Annotated[
     float,
-    typer.Option("--wait", help="Seconds to wait for another process that holds the store, before giving up."),
+    typer.Option(
+        "--wait", help="Seconds to wait for another process that holds the store, before giving up."
+    ),
 ]
 
 
-class TableFormat(str, Enum):
+class TableFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
 
 
-class ShowFormat(str, Enum):
+class ShowFormat(StrEnum):
     text = "text"
     json = "json"
 
 
-class QuarantineFormat(str, Enum):
+class QuarantineFormat(StrEnum):
     table = "table"
     json = "json"
 
@@ -209,7 +211,8 @@ def ingest(
     ] = None,
     interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
     force: Annotated[
-        bool, typer.Option("--force", help="Read files again from the start even if unchanged (after an upgrade).")
+        bool,
+        typer.Option("--force", help="Read files again from the start even if unchanged (after an upgrade)."),
     ] = False,
     wait: WaitOpt = 30.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
@@ -251,7 +254,9 @@ def ingest(
         try:
             summary = _run_ingest(ingester, found.sources, quiet, verbose)
         except KeyboardInterrupt:
-            err.print("[red]interrupted[/]: files that finished have landed; the file in progress was rolled back")
+            err.print(
+                "[red]interrupted[/]: files that finished have landed; the file in progress was rolled back"
+            )
             raise typer.Exit(130) from None
     summary.skipped = found.skipped
     if verbose:
@@ -264,9 +269,9 @@ def ingest(
 @app.command()
 def runs(
     store: StoreOpt = None,
-    format: Annotated[TableFormat, typer.Option("--format", "-f", help="table for people, json/csv for scripts.")] = (
-        TableFormat.table
-    ),
+    format: Annotated[
+        TableFormat, typer.Option("--format", "-f", help="table for people, json/csv for scripts.")
+    ] = (TableFormat.table),
     campaign: Annotated[str | None, typer.Option(help="Only runs of this campaign.")] = None,
     wait: WaitOpt = 10.0,
 ) -> None:
@@ -328,8 +333,12 @@ def quarantine(
 
 @app.command()
 def contract(
-    json_schema: Annotated[bool, typer.Option("--json-schema", help="Print the JSON Schema of the events.")] = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the field reference as Markdown.")] = False,
+    json_schema: Annotated[
+        bool, typer.Option("--json-schema", help="Print the JSON Schema of the events.")
+    ] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the field reference as Markdown.")
+    ] = False,
 ) -> None:
     """The event contract runners write: every kind and field (docs/events.md is this output)."""
     if json_schema:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -15,7 +16,9 @@ EXAMPLE = REPO / "examples" / "digits-ddp"
 
 
 def mlperf_root() -> Path:
-    return Path(os.environ.get("HONESTSCALE_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf-training-v0.7"))
+    return Path(
+        os.environ.get("HONESTSCALE_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf-training-v0.7")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +36,9 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "store.duckdb"
 
 
-def hs(*args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def hs(
+    *args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run the honestscale command in a fresh process, as a user would."""
     full_env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
     full_env.update(COLUMNS="200", **(env or {}))
@@ -48,7 +53,15 @@ def hs(*args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout
 
 
 # Columns that record when something happened, not what: left out when comparing stores.
-_VOLATILE = {"first_ingested_at", "last_ingested_at", "quarantined_at", "ingested_at", "seconds", "mtime_ns", "file_id"}
+_VOLATILE = {
+    "first_ingested_at",
+    "last_ingested_at",
+    "quarantined_at",
+    "ingested_at",
+    "seconds",
+    "mtime_ns",
+    "file_id",
+}
 DATA_TABLES = ("runs", "events", "steps", "epochs", "evals", "system_samples", "quarantine", "ingested_files")
 
 
@@ -74,7 +87,7 @@ def counts(path: Path) -> dict[str, int]:
         con.close()
 
 
-def query(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+def query(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         return con.execute(sql, params or []).fetchall()

@@ -18,17 +18,15 @@ from tests.conftest import REPO
 
 def _good(kind: str) -> dict[str, Any]:
     base: dict[str, Any] = {"schema": 1, "run_id": "r1", "rank": 0, "seq": 0, "time": 1.7e9, "kind": kind}
-    base.update(
-        {
-            "run_start": {"framework": "torch", "world_size": 2},
-            "step": {"step": 0, "samples": 32, "t_total": 0.01},
-            "epoch": {"epoch": 0},
-            "eval": {"split": "test", "metric": "accuracy", "value": 0.9},
-            "system": {},
-            "run_stop": {"status": "success"},
-        }[kind]
-    )
-    return base
+    extra: dict[str, dict[str, Any]] = {
+        "run_start": {"framework": "torch", "world_size": 2},
+        "step": {"step": 0, "samples": 32, "t_total": 0.01},
+        "epoch": {"epoch": 0},
+        "eval": {"split": "test", "metric": "accuracy", "value": 0.9},
+        "system": {},
+        "run_stop": {"status": "success"},
+    }
+    return base | extra[kind]
 
 
 def test_writer_appends_one_flushed_line_per_event(tmp_path: Path) -> None:
@@ -139,7 +137,9 @@ def test_extra_fields_are_allowed() -> None:
 
 def test_json_schema_file_is_generated_from_the_field_tables() -> None:
     shipped = json.loads((REPO / "honestscale" / "runners" / "event_schema.json").read_text())
-    assert shipped == ev.json_schema(), "regenerate: honestscale contract --json-schema > honestscale/runners/event_schema.json"
+    assert shipped == ev.json_schema(), (
+        "regenerate: honestscale contract --json-schema > honestscale/runners/event_schema.json"
+    )
 
 
 def test_json_schema_agrees_with_the_validator(tmp_path: Path) -> None:
@@ -148,7 +148,11 @@ def test_json_schema_agrees_with_the_validator(tmp_path: Path) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     for kind in ev.KINDS:
         validator.validate(_good(kind))
-    bad = [_good("eval") | {"split": "val"}, _good("step") | {"samples": -1}, _good("run_stop") | {"status": None}]
+    bad = [
+        _good("eval") | {"split": "val"},
+        _good("step") | {"samples": -1},
+        _good("run_stop") | {"status": None},
+    ]
     for event in bad:
         assert not validator.is_valid(event)
         with pytest.raises(ev.EventError):
@@ -167,5 +171,7 @@ def test_event_module_imports_only_the_standard_library() -> None:
         "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names))))"
     )
     # -S: no site-packages at all, as in a framework environment without honestscale's dependencies.
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     assert set(out.stdout.split()) <= {"honestscale", "__main__"}, out.stdout

@@ -22,7 +22,9 @@ from honestscale.store import open_store
 from tests.conftest import EXAMPLE, REPO, counts, hs, query, snapshot
 
 
-def write_run(out: Path, run_id: str, world: int = 2, steps: int = 20, stop: str | None = "success") -> list[Path]:
+def write_run(
+    out: Path, run_id: str, world: int = 2, steps: int = 20, stop: str | None = "success"
+) -> list[Path]:
     paths = []
     for rank in range(world):
         with ev.EventWriter(out, run_id, rank) as w:
@@ -111,8 +113,11 @@ def test_grown_file_adds_only_new_events(tmp_path: Path) -> None:
     assert query(a, "SELECT status FROM runs")[0][0] == "success"
     land(b, full)
     sa, sb = snapshot(a), snapshot(b)
+
+    def strip(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+        return [tuple(v for v in r if "/grow/" not in str(v) and "/full/" not in str(v)) for r in rows]
+
     for table in ("runs", "events", "steps", "evals"):
-        strip = (lambda rows: [tuple(v for v in r if "/grow/" not in str(v) and "/full/" not in str(v)) for r in rows])
         assert strip(sa[table]) == strip(sb[table]), table
 
 
@@ -148,11 +153,16 @@ def test_bad_inputs_give_clear_messages_and_valid_lines_around_them_land(tmp_pat
     result = hs("ingest", folder, "--store", store)
     assert result.returncode == 3
     assert "empty file" in result.stderr
-    q = {x["file"].rsplit("/", 1)[1]: x for x in json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)}
+    q = {
+        x["file"].rsplit("/", 1)[1]: x
+        for x in json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
+    }
     assert q["garbage.jsonl"]["line"] == 2 and "not UTF-8" in q["garbage.jsonl"]["reason"]
     assert q["notevent.jsonl"]["line"] == 2 and "not a honestscale event" in q["notevent.jsonl"]["reason"]
     assert json.loads(q["notevent.jsonl"]["raw"]) == {"model": "resnet50", "acc": 0.76}
-    assert "event schema 2 is newer" in q["future.jsonl"]["reason"] and "upgrade" in q["future.jsonl"]["reason"]
+    assert (
+        "event schema 2 is newer" in q["future.jsonl"]["reason"] and "upgrade" in q["future.jsonl"]["reason"]
+    )
     assert len(q) == 3
     landed = sorted(r[0] for r in query(store, "SELECT seq FROM events"))
     assert landed == [0, 1, 2, 3, 5]
@@ -215,7 +225,7 @@ def test_extra_fields_are_kept(tmp_path: Path, store: Path) -> None:
 
 def _variants() -> list[dict[str, Any]]:
     """Events that break every field of every kind in every way, and the good ones."""
-    good = {
+    good: dict[str, dict[str, Any]] = {
         "run_start": {"framework": "torch", "world_size": 2, "purpose": "final", "software": {"cuda": "12"}},
         "step": {"step": 0, "samples": 32, "t_total": 0.01, "warmup": False},
         "epoch": {"epoch": 0, "train_loss": 0.5},
@@ -226,7 +236,8 @@ def _variants() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seq = 0
     for kind in ev.KINDS:
-        base = {"schema": 1, "run_id": "v", "rank": 0, "seq": 0, "time": 1.7e9, "kind": kind} | good[kind]
+        base: dict[str, Any] = {"schema": 1, "run_id": "v", "rank": 0, "seq": 0, "time": 1.7e9, "kind": kind}
+        base |= good[kind]
         wrong = {"string": 5, "integer": 1.5, "number": "x", "boolean": 1, "object": [1], "array": {"a": 1}}
         for f in ev.fields_of(kind):
             cases: list[Any] = [wrong[f.type], None, "__missing__", True]
@@ -328,7 +339,9 @@ def test_two_concurrent_ingests_never_corrupt(tmp_path: Path, store: Path) -> No
     folder = tmp_path / "big"
     _big_campaign(folder, files=8, steps=3000)
     cmd = [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "--wait", "60"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     codes = [p.wait(120) for p in procs]
     assert codes == [0, 0]
     once = tmp_path / "once.duckdb"

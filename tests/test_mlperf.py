@@ -72,7 +72,11 @@ def test_one_run_per_result_file_matching_the_log(mlperf: Path, ingested: Path) 
         assert run["accelerator"] == exp["accelerator"]
         assert run["global_batch_size"] == exp["gbs"]
         assert run["local_batch_size"] == exp["gbs"] // exp["n_acc"]
-        assert run["final_accuracy"] == {"split": "validation", "metric": "top1_accuracy", "value": exp["final"]}
+        assert run["final_accuracy"] == {
+            "split": "validation",
+            "metric": "top1_accuracy",
+            "value": exp["final"],
+        }
         assert run["started_at"].endswith("Z")
 
 
@@ -97,7 +101,9 @@ def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: 
 
 
 def test_google_placeholders_are_unknown_not_values(ingested: Path) -> None:
-    run = json.loads(hs("show", "Google/gpu-v100-8-TF2.0/resnet/result_0", "--store", ingested, "-f", "json").stdout)
+    run = json.loads(
+        hs("show", "Google/gpu-v100-8-TF2.0/resnet/result_0", "--store", ingested, "-f", "json").stdout
+    )
     assert run["cpu"] is None  # "CPUName" in the system description is a placeholder
     assert run["interconnect"] is None  # "TODO"
     assert run["n_accelerators"] == 8 and run["framework"] == "tf2.0"
@@ -117,7 +123,9 @@ def test_aborted_and_broken_logs(mlperf: Path, tmp_path: Path) -> None:
     dest = tmp_path / "DellEMC" / "results" / "C4140" / "resnet"
     dest.mkdir(parents=True)
     (tmp_path / "DellEMC" / "systems").mkdir()
-    (tmp_path / "DellEMC" / "systems" / "C4140.json").write_bytes((mlperf / "DellEMC/systems/C4140.json").read_bytes())
+    (tmp_path / "DellEMC" / "systems" / "C4140.json").write_bytes(
+        (mlperf / "DellEMC/systems/C4140.json").read_bytes()
+    )
     text = src.read_text().replace('"status": "success"', '"status": "aborted"')
     lines = text.splitlines()
     cut_at = next(i for i, line in enumerate(lines) if '"eval_accuracy"' in line)
@@ -130,4 +138,6 @@ def test_aborted_and_broken_logs(mlperf: Path, tmp_path: Path) -> None:
     assert run["status"] == "aborted"
     assert run["time_to_train_s"] == pytest.approx(_expected(src)["ttt"], rel=0.005)
     q = json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
-    assert [(x["line"], x["reason"].split(":")[0]) for x in q] == [(cut_at + 1, "MLLOG line is not valid JSON")]
+    assert [(x["line"], x["reason"].split(":")[0]) for x in q] == [
+        (cut_at + 1, "MLLOG line is not valid JSON")
+    ]

@@ -166,7 +166,9 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         try:
             rec = json.loads(body)
         except json.JSONDecodeError as exc:
-            out.bad.append(BadLine(number, line, f"MLLOG line is not valid JSON: {exc.msg} at column {exc.colno}"))
+            out.bad.append(
+                BadLine(number, line, f"MLLOG line is not valid JSON: {exc.msg} at column {exc.colno}")
+            )
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
             out.bad.append(BadLine(number, line, "MLLOG record without a 'key' string"))
@@ -221,7 +223,14 @@ def _run_events(
 
     def event(kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
         nonlocal seq
-        e = {"schema": ev.SCHEMA_VERSION, "run_id": rid, "rank": 0, "seq": seq, "time": time_ms / 1000.0, "kind": kind}
+        e = {
+            "schema": ev.SCHEMA_VERSION,
+            "run_id": rid,
+            "rank": 0,
+            "seq": seq,
+            "time": time_ms / 1000.0,
+            "kind": kind,
+        }
         e.update({k: v for k, v in fields.items() if v is not None})
         seq += 1
         return e
@@ -252,11 +261,17 @@ def _run_events(
                 software=hardware.get("software"),
                 model=benchmark,
                 dataset=dataset,
-                train_size=values.get("train_samples") if isinstance(values.get("train_samples"), int) else None,
-                validation_size=values.get("eval_samples") if isinstance(values.get("eval_samples"), int) else None,
+                train_size=values.get("train_samples")
+                if isinstance(values.get("train_samples"), int)
+                else None,
+                validation_size=values.get("eval_samples")
+                if isinstance(values.get("eval_samples"), int)
+                else None,
                 data_source="filesystem",
                 global_batch_size=gbs if isinstance(gbs, int) and gbs > 0 else None,
-                local_batch_size=gbs // world if isinstance(gbs, int) and n_acc and gbs % world == 0 else None,
+                local_batch_size=gbs // world
+                if isinstance(gbs, int) and n_acc and gbs % world == 0
+                else None,
                 optimizer=values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
                 learning_rate=lr if isinstance(lr, int | float) and not isinstance(lr, bool) else None,
                 seed=values.get("seed") if isinstance(values.get("seed"), int) else None,
@@ -286,7 +301,9 @@ def _run_events(
             epoch_starts[epoch] = rec["time_ms"]
         elif key == "epoch_stop" and epoch is not None:
             began = epoch_starts.get(epoch)
-            t_total = (rec["time_ms"] - began) / 1000.0 if began is not None and rec["time_ms"] >= began else None
+            t_total = (
+                (rec["time_ms"] - began) / 1000.0 if began is not None and rec["time_ms"] >= began else None
+            )
             out.append((number, event("epoch", rec["time_ms"], epoch=epoch, t_total=t_total)))
         elif key == "eval_accuracy" and isinstance(rec.get("value"), int | float):
             samples = values.get("eval_samples")

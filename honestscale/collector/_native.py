@@ -103,7 +103,9 @@ def land_lines(con: duckdb.DuckDBPyConnection, file_id: int, numbers: list[int],
     out = Landed()
     if not lines:
         return out
-    con.register("_in", pa.table({"line": pa.array(numbers, pa.int64()), "raw": pa.array(lines, pa.string())}))
+    con.register(
+        "_in", pa.table({"line": pa.array(numbers, pa.int64()), "raw": pa.array(lines, pa.string())})
+    )
     try:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _stage AS "
@@ -115,7 +117,9 @@ def land_lines(con: duckdb.DuckDBPyConnection, file_id: int, numbers: list[int],
         "CREATE OR REPLACE TEMP TABLE _acc (line BIGINT, run_id VARCHAR, rank INTEGER, seq BIGINT, "
         "time DOUBLE, kind VARCHAR, payload JSON)"
     )
-    present = [r[0] for r in con.execute("SELECT DISTINCT kind FROM _stage WHERE kind IS NOT NULL").fetchall()]
+    present = [
+        r[0] for r in con.execute("SELECT DISTINCT kind FROM _stage WHERE kind IS NOT NULL").fetchall()
+    ]
     kinds = [k for k in ev.KINDS if k in present]
     for kind in kinds:
         paths, structure, predicate = _KIND_SQL[kind]
@@ -156,7 +160,9 @@ def land_lines(con: duckdb.DuckDBPyConnection, file_id: int, numbers: list[int],
     ).fetchall():
         try:
             ev.parse_line(raw)
-            reason = "rejected by the collector's fast validator though the contract accepts it: please report"
+            reason = (
+                "rejected by the collector's fast validator though the contract accepts it: please report"
+            )
         except ev.EventError as err:
             reason = str(err)
         out.rejected.append(Rejected(int(line), raw, reason))

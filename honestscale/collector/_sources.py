@@ -81,9 +81,11 @@ def discover(args: list[str]) -> Discovery:
     skipped: list[Path] = []
     for arg in args:
         if glob.has_magic(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
+            matches = sorted(glob.glob(arg, recursive=True))  # noqa: PTH207 - the user's pattern, absolute or not
             if not matches:
-                raise InputError(f"no file matches {arg!r}", "check the pattern; quote it so the shell does not expand it")
+                raise InputError(
+                    f"no file matches {arg!r}", "check the pattern; quote it so the shell does not expand it"
+                )
             explicit = [Path(m) for m in matches]
             from_glob = True
         else:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -40,7 +41,9 @@ class FileResult:
     quarantined: int = 0
     other_lines: int = 0
     run_ids: set[str] = field(default_factory=set)
-    warnings: list[str] = field(default_factory=list)  # the user should look: hardware unknown, empty file ...
+    warnings: list[str] = field(
+        default_factory=list
+    )  # the user should look: hardware unknown, empty file ...
     notes: list[str] = field(default_factory=list)  # for the record: repeated MLLOG lines ...
 
 
@@ -100,15 +103,16 @@ def _quarantine(
 ) -> int:
     batch = [(file_id, str(path), line, reason, raw, size, tail) for line, raw, size, reason, tail in rows]
     if batch:
-        con.executemany(
-            "INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp)", batch
-        )
+        con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp)", batch)
     return len(batch)
 
 
 def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     """Remove what an earlier version of a file put in the store; return the runs it touched."""
-    runs = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM events WHERE file_id = ?", [file_id]).fetchall()}
+    runs = {
+        r[0]
+        for r in con.execute("SELECT DISTINCT run_id FROM events WHERE file_id = ?", [file_id]).fetchall()
+    }
     for table in TYPED_TABLES.values():
         con.execute(
             f"DELETE FROM {table} USING events e WHERE e.file_id = ? AND {table}.run_id = e.run_id "
@@ -140,7 +144,9 @@ def _land_chunked(con: duckdb.DuckDBPyConnection, file_id: int, first: int, text
 class Ingester:
     """Lands sources in an open store, one transaction per file."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, campaign: str | None = None, force: bool = False) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, *, campaign: str | None = None, force: bool = False
+    ) -> None:
         self.con = con
         self.campaign = campaign
         self.force = force
@@ -163,7 +169,9 @@ class Ingester:
         try:
             stat = path.stat()
         except OSError as exc:
-            raise IngestError(f"cannot read {path}: {exc.strerror}", "check that it exists and is readable") from None
+            raise IngestError(
+                f"cannot read {path}: {exc.strerror}", "check that it exists and is readable"
+            ) from None
         rows = self.con.execute(
             "SELECT file_id, size_bytes, mtime_ns, bytes_ingested, lines_ingested, content_hash, quarantined "
             "FROM ingested_files WHERE path = ?",
@@ -179,10 +187,7 @@ class Ingester:
         started = time.perf_counter()
         self.con.execute("BEGIN")
         try:
-            if row is None:
-                file_id = self._new_file(path, source.format)
-            else:
-                file_id = int(row[0])
+            file_id = self._new_file(path, source.format) if row is None else int(row[0])
             if source.format == "mlperf":
                 result = self._mlperf(source, file_id, content.data, row)
             else:
@@ -253,9 +258,7 @@ class Ingester:
         )
         return file_id
 
-    def _native(
-        self, source: Source, file_id: int, data: bytes, row: tuple[object, ...] | None
-    ) -> FileResult:
+    def _native(self, source: Source, file_id: int, data: bytes, row: tuple[Any, ...] | None) -> FileResult:
         start, first_line, action = 0, 1, "new"
         touched: set[str] = set()
         if row is not None:
@@ -325,7 +328,7 @@ class Ingester:
         )
         return (number, raw, size, reason, True)
 
-    def _mlperf(self, source: Source, file_id: int, data: bytes, row: tuple[object, ...] | None) -> FileResult:
+    def _mlperf(self, source: Source, file_id: int, data: bytes, row: tuple[Any, ...] | None) -> FileResult:
         if row is None:
             action = "new"
         elif self.force:
@@ -342,7 +345,9 @@ class Ingester:
         lines = [json.dumps(e, separators=(",", ":")) for _, e in parsed.events]
         landed = land_lines(self.con, file_id, numbers, lines)
         quarantine = [(b.line, *_cut(b.raw), b.reason, False) for b in parsed.bad]
-        quarantine += [(r.line, *_cut(r.raw), f"mapped MLPerf event invalid: {r.reason}", False) for r in landed.rejected]
+        quarantine += [
+            (r.line, *_cut(r.raw), f"mapped MLPerf event invalid: {r.reason}", False) for r in landed.rejected
+        ]
         result.events, result.duplicates = landed.events, landed.duplicates
         result.quarantined = _quarantine(self.con, file_id, source.path, quarantine)
         result.other_lines = parsed.other_lines
@@ -356,4 +361,3 @@ class Ingester:
             [len(data), lines_total, digest(data), file_id],
         )
         return result
-

@@ -21,7 +21,7 @@ import math
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -77,7 +77,9 @@ COMMON: tuple[Field, ...] = (
 _RUN_START: tuple[Field, ...] = (
     Field("campaign", "string", "Campaign (a set of runs compared together) this run belongs to."),
     Field("name", "string", "Human-readable name of the run or configuration point."),
-    Field("purpose", "string", "Why the run exists; tuning runs must be reported beside finals.", enum=PURPOSES),
+    Field(
+        "purpose", "string", "Why the run exists; tuning runs must be reported beside finals.", enum=PURPOSES
+    ),
     Field("tuning_study", "string", "Name of the hyper-parameter study a tuning run belongs to."),
     Field("tuning_trial", "string", "Trial identifier within the tuning study."),
     Field("framework", "string", "Training framework: torch, tensorflow, horovod-torch, mxnet, ...", True),
@@ -86,20 +88,35 @@ _RUN_START: tuple[Field, ...] = (
     Field("backend", "string", "Collective communication backend.", enum=BACKENDS),
     Field("world_size", "integer", "Number of ranks (workers) in the run.", True, minimum=1),
     Field("nodes", "integer", "Number of nodes the ranks ran on.", minimum=1),
-    Field("accelerators_per_node", "integer", "Accelerators (GPUs) used per node; 0 for CPU-only.", minimum=0),
-    Field("accelerator", "string", "Accelerator model, e.g. 'Tesla V100-SXM2-32GB'; absent on CPU-only runs."),
+    Field(
+        "accelerators_per_node", "integer", "Accelerators (GPUs) used per node; 0 for CPU-only.", minimum=0
+    ),
+    Field(
+        "accelerator", "string", "Accelerator model, e.g. 'Tesla V100-SXM2-32GB'; absent on CPU-only runs."
+    ),
     Field("system", "string", "Name of the system or cluster partition the run used."),
     Field("host", "string", "Host name of the rank that wrote the event."),
     Field("cpu", "string", "Host CPU model."),
     Field("interconnect", "string", "Node interconnect, e.g. 'InfiniBand EDR', '1Gb Ethernet'."),
-    Field("software", "object", "Software stack: cuda, cudnn, nccl, driver, python, os, mpi ... (name -> version)."),
+    Field(
+        "software",
+        "object",
+        "Software stack: cuda, cudnn, nccl, driver, python, os, mpi ... (name -> version).",
+    ),
     Field("model", "string", "Model name, e.g. resnet50, mlp."),
     Field("model_params", "integer", "Number of trainable parameters.", minimum=0),
     Field("dataset", "string", "Dataset name, e.g. imagenet, digits."),
     Field("train_size", "integer", "Samples in the train split.", minimum=0),
     Field("validation_size", "integer", "Samples in the validation split (used for selection).", minimum=0),
-    Field("test_size", "integer", "Samples in the held-out test split (never used for selection).", minimum=0),
-    Field("data_source", "string", "Where samples come from; synthetic/in-memory data hides I/O.", enum=DATA_SOURCES),
+    Field(
+        "test_size", "integer", "Samples in the held-out test split (never used for selection).", minimum=0
+    ),
+    Field(
+        "data_source",
+        "string",
+        "Where samples come from; synthetic/in-memory data hides I/O.",
+        enum=DATA_SOURCES,
+    ),
     Field("data_path", "string", "Path of the dataset on the filesystem."),
     Field("input_shape", "array", "Shape of one input sample, e.g. [3, 224, 224]."),
     Field("global_batch_size", "integer", "Samples per optimizer step summed over all ranks.", minimum=1),
@@ -115,7 +132,9 @@ _RUN_START: tuple[Field, ...] = (
     Field("target_metric", "string", "Metric the target accuracy refers to, e.g. top1_accuracy."),
     Field("scope", "string", "What was timed: the whole training, or a part of it.", enum=SCOPES),
     Field("scaling", "string", "Declared scaling intent of the campaign.", enum=SCALING),
-    Field("config_hash", "string", "Hash over everything that defines the experiment (not the rank or seed)."),
+    Field(
+        "config_hash", "string", "Hash over everything that defines the experiment (not the rank or seed)."
+    ),
     Field("git_commit", "string", "Commit of the code that ran."),
     Field("slurm_job_id", "string", "SLURM_JOB_ID (with array index if any)."),
     Field("slurm_step_id", "string", "SLURM_STEP_ID."),
@@ -138,7 +157,13 @@ _STEP: tuple[Field, ...] = (
 )
 
 _EPOCH: tuple[Field, ...] = (
-    Field("epoch", "integer", "Epoch number as the runner counts (honestscale from 0, MLPerf logs from 1).", True, minimum=0),
+    Field(
+        "epoch",
+        "integer",
+        "Epoch number as the runner counts (honestscale from 0, MLPerf logs from 1).",
+        True,
+        minimum=0,
+    ),
     Field("train_loss", "number", "Mean training loss over the epoch on this rank; null if not finite."),
     Field("train_accuracy", "number", "Training accuracy over the epoch on this rank (0..1)."),
     Field("samples", "integer", "Samples seen by this rank in the epoch.", minimum=0),
@@ -246,7 +271,7 @@ def validate(event: Any) -> dict[str, Any]:
             "valid JSON but not a honestscale event: none of the fields schema, run_id, rank, seq, time, kind"
         )
     schema = event.get("schema")
-    if _type_ok(schema, "integer") and schema > SCHEMA_VERSION:
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
         raise EventError(
             f"event schema {schema} is newer than this honestscale reads ({SCHEMA_VERSION}): "
             "upgrade honestscale, then ingest again with --force",
@@ -264,10 +289,13 @@ def validate(event: Any) -> dict[str, Any]:
             continue
         if not _type_ok(value, f.type):
             raise EventError(
-                f"{kind}: field '{f.name}' must be {f.type}, got {_json_type_name(value)} {value!r:.60}", f.name
+                f"{kind}: field '{f.name}' must be {f.type}, got {_json_type_name(value)} {value!r:.60}",
+                f.name,
             )
         if f.enum is not None and value not in f.enum:
-            raise EventError(f"{kind}: field '{f.name}' is {value!r}, expected one of {', '.join(f.enum)}", f.name)
+            raise EventError(
+                f"{kind}: field '{f.name}' is {value!r}, expected one of {', '.join(f.enum)}", f.name
+            )
         if f.minimum is not None and value < f.minimum:
             raise EventError(f"{kind}: field '{f.name}' is {value}, must be >= {f.minimum:g}", f.name)
     return event

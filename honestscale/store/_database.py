@@ -68,7 +68,9 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> Path:
 _LOCK_PID = re.compile(r"PID (\d+)")
 
 
-def _connect(path: Path, read_only: bool, wait_s: float, on_wait: Callable[[str], None] | None) -> duckdb.DuckDBPyConnection:
+def _connect(
+    path: Path, read_only: bool, wait_s: float, on_wait: Callable[[str], None] | None
+) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -131,7 +133,9 @@ def open_store(
             "ingest event files first (honestscale ingest PATH), or pass --store / set HONESTSCALE_STORE",
         )
     if not read_only and store.parent and not store.parent.exists():
-        raise StoreError(f"folder {store.parent} of store {store} does not exist", "create it, or pick another --store")
+        raise StoreError(
+            f"folder {store.parent} of store {store} does not exist", "create it, or pick another --store"
+        )
     con = _connect(store, read_only, wait_s, on_wait)
     try:
         current = _current_version(con)

@@ -130,6 +130,14 @@ LEFT JOIN ingested_files f ON f.file_id = s.file_id
 LEFT JOIN ingested_files f0 ON f0.file_id = seen.any_file
 """
 
+
+_COLUMNS = (
+    "run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators",
+    "status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s",
+    "final_split", "final_metric", "final_value", "source_file", "attrs",
+)  # fmt: skip
+
+
 def refresh_runs(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> None:
     """Recompute the ``runs`` rows of ``run_ids`` from their events (call inside the ingest transaction)."""
     ids = sorted(set(run_ids))
@@ -137,10 +145,6 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> None
         return
     con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT unnest(?::VARCHAR[]) AS run_id", [ids])
     con.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM _touched)")
-    columns = ", ".join(
-        ["run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators"]
-        + ["status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s"]
-        + ["final_split", "final_metric", "final_value", "source_file", "attrs"]
-    )
+    columns = ", ".join(_COLUMNS)
     con.execute(_INSERT.replace("INSERT INTO runs", f"INSERT INTO runs ({columns})", 1))
     con.execute("DROP TABLE _touched")

@@ -6,15 +6,19 @@ the schema it depends on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import polars as pl
 
 from honestscale.store._database import StoreError
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
-    rel = con.sql(sql, params=params or None)
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pl.DataFrame:
+    rel = con.sql(sql, params=list(params) or None)
     assert rel is not None
-    return rel.pl()
+    frame: pl.DataFrame = rel.pl()
+    return frame
 
 
 RUN_LIST_COLUMNS = (
@@ -140,7 +144,7 @@ def ingested_files(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return _frame(
         con,
         "SELECT path, format, size_bytes, bytes_ingested, lines_ingested, events, duplicates, quarantined, "
-        "other_lines, last_ingested_at, note FROM ingested_files ORDER BY path"
+        "other_lines, last_ingested_at, note FROM ingested_files ORDER BY path",
     )
 
 
