@@ -22,12 +22,12 @@ import duckdb
 import honestscale
 from honestscale.collector import _mlperf
 from honestscale.collector._content import digest, read_content, split_lines
-from honestscale.collector._native import TYPED_TABLES, Landed, land_lines
+from honestscale.collector._native import TYPED_TABLES, Batch, Rejected, Stage
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import refresh_runs
 
-CHUNK_LINES = 250_000
+BATCH_CHARS = 48 * 2**20  # text validated together: bounds memory, lets DuckDB use every core
 RAW_LIMIT = 65536
 
 
@@ -124,25 +124,41 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     return runs
 
 
-def _land_chunked(con: duckdb.DuckDBPyConnection, file_id: int, first: int, text: list[str | None]) -> Landed:
-    total = Landed()
-    for offset in range(0, len(text), CHUNK_LINES):
-        chunk = text[offset : offset + CHUNK_LINES]
-        numbers, lines = [], []
-        for i, line in enumerate(chunk):
-            if line is not None and line.strip():
-                numbers.append(first + offset + i)
-                lines.append(line)
-        got = land_lines(con, file_id, numbers, lines)
-        total.events += got.events
-        total.duplicates += got.duplicates
-        total.rejected.extend(got.rejected)
-        total.run_ids |= got.run_ids
-    return total
+@dataclass
+class _Plan:
+    """What to do with one file, decided before its transaction: the lines to validate and land."""
+
+    source: Source
+    size: int
+    mtime_ns: int
+    file_id: int
+    is_new: bool
+    result: FileResult
+    first_number: int = 1  # line number of lines[0]
+    lines: list[str | None] = field(default_factory=list)  # consecutive lines from first_number
+    mapped: list[tuple[int, str]] = field(default_factory=list)  # MLPerf: (source line, event JSON)
+    undecodable: list[tuple[int, bytes]] = field(default_factory=list)
+    bad: list[tuple[int, str, int, str]] = field(
+        default_factory=list
+    )  # (line, raw, size, reason) found early
+    tail_number: int | None = None
+    end: int = 0
+    lines_total: int = 0
+    content_hash: str = ""
+    chars: int = 0
+
+    @property
+    def touch_only(self) -> bool:
+        return self.result.action == "unchanged"
 
 
 class Ingester:
-    """Lands sources in an open store, one transaction per file."""
+    """Lands sources in an open store, one transaction per file.
+
+    Files are read and validated in batches (many files' lines in one set of vectorised
+    queries), then each file commits on its own: its events, typed rows, quarantined lines,
+    the runs it touches and its bookkeeping, all or nothing.
+    """
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, *, campaign: str | None = None, force: bool = False
@@ -152,19 +168,53 @@ class Ingester:
         self.force = force
         if campaign:
             con.execute("INSERT INTO campaigns (name) VALUES (?) ON CONFLICT DO NOTHING", [campaign])
+        self._next_id = int(
+            con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0][0]
+        )
 
     def ingest(
         self, sources: Iterable[Source], *, advance: Callable[[Source, FileResult], None] | None = None
     ) -> Summary:
         summary = Summary()
+        batch: list[_Plan] = []
+        chars = 0
         for source in sources:
-            result = self.ingest_file(source)
-            summary.files.append(result)
-            if advance is not None:
-                advance(source, result)
+            plan = self._plan(source)
+            batch.append(plan)
+            chars += plan.chars
+            if chars >= BATCH_CHARS:
+                self._run(batch, summary, advance)
+                batch, chars = [], 0
+        self._run(batch, summary, advance)
         return summary
 
     def ingest_file(self, source: Source) -> FileResult:
+        return self.ingest([source]).files[0]
+
+    def _run(
+        self, plans: list[_Plan], summary: Summary, advance: Callable[[Source, FileResult], None] | None
+    ) -> None:
+        if not plans:
+            return
+        stage = Stage(self.con)
+        batch = Batch()
+        for plan in plans:
+            if plan.mapped:
+                batch.add_numbered(plan.file_id, plan.mapped)
+            elif plan.lines:
+                batch.add(plan.file_id, plan.first_number, plan.lines)
+        rejected = stage.validate(batch) if batch.items else {}
+        try:
+            for plan in plans:
+                plan.lines, plan.mapped = [], []  # free memory as files commit
+                result = self._commit(plan, stage, rejected.get(plan.file_id, []))
+                summary.files.append(result)
+                if advance is not None:
+                    advance(plan.source, result)
+        finally:
+            stage.close()
+
+    def _plan(self, source: Source) -> _Plan:
         path = source.path
         try:
             stat = path.stat()
@@ -178,62 +228,161 @@ class Ingester:
             [str(path)],
         ).fetchall()
         row = rows[0] if rows else None
-        if row and not self.force and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
-            return FileResult(path, source.format, "unchanged", quarantined=int(row[6]))
+        if row is None:
+            file_id, self._next_id = self._next_id, self._next_id + 1
+        else:
+            file_id = int(row[0])
+        plan = _Plan(
+            source,
+            stat.st_size,
+            stat.st_mtime_ns,
+            file_id,
+            row is None,
+            FileResult(path, source.format, "new"),
+        )
+        if row is not None:
+            plan.result.quarantined = int(row[6])
+            if not self.force and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+                plan.result.action = "unchanged"
+                return plan
         try:
             content = read_content(path)
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror}", "check that it is readable") from None
+        if content.note:
+            plan.result.warnings.append(content.note)
+        if source.format == "mlperf":
+            self._plan_mlperf(plan, content.data, row)
+        else:
+            self._plan_native(plan, content.data, row)
+        plan.chars = len(content.data)
+        return plan
+
+    def _plan_native(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
+        start, first_line = 0, 1
+        if row is not None:
+            done, lines_done, known_hash = int(row[3]), int(row[4]), str(row[5])
+            if self.force:
+                plan.result.action = "forced"
+            elif len(data) >= done and digest(memoryview(data)[:done]) == known_hash:
+                start, first_line = done, lines_done + 1
+                plan.result.action = "grown"
+            else:
+                plan.result.action = "rewritten"
+        lines = split_lines(data, start, first_line)
+        if plan.result.action == "grown" and lines.end == start and lines.tail is None:
+            plan.result.action = "unchanged"
+            return
+        if not data:
+            plan.result.warnings.append("empty file: nothing to ingest")
+        plan.first_number, plan.lines = (
+            first_line,
+            lines.text,
+        )  # blank and undecodable lines are skipped in SQL
+        plan.undecodable = lines.undecodable
+        if lines.tail is not None:
+            number = first_line + len(lines.text)
+            try:
+                tail = lines.tail.decode("utf-8")
+                if tail.strip():
+                    plan.lines = [*plan.lines, tail]
+                    plan.tail_number = number
+            except UnicodeDecodeError:
+                plan.undecodable.append((number, lines.tail))
+                plan.tail_number = number
+        plan.end = lines.end
+        plan.lines_total = first_line - 1 + len(lines.text)
+        plan.content_hash = digest(memoryview(data)[: lines.end])
+
+    def _plan_mlperf(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
+        if row is not None:
+            if self.force:
+                plan.result.action = "forced"
+            elif digest(data) == row[5]:
+                plan.result.action = "unchanged"
+                return
+            else:
+                plan.result.action = "rewritten"
+        text = data.decode("utf-8", "backslashreplace")
+        parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
+        plan.mapped = [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
+        plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
+        plan.result.other_lines = parsed.other_lines
+        plan.result.warnings.extend(parsed.warnings)
+        if parsed.repeated:
+            plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
+        plan.end = len(data)
+        plan.lines_total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        plan.content_hash = digest(data)
+
+    def _commit(self, plan: _Plan, stage: Stage, rejected: list[Rejected]) -> FileResult:
+        result, file_id, path = plan.result, plan.file_id, plan.source.path
         started = time.perf_counter()
         self.con.execute("BEGIN")
         try:
-            file_id = self._new_file(path, source.format) if row is None else int(row[0])
-            if source.format == "mlperf":
-                result = self._mlperf(source, file_id, content.data, row)
-            else:
-                result = self._native(source, file_id, content.data, row)
-            if content.note:
-                result.warnings.append(content.note)
-            if result.action == "unchanged":
+            if plan.touch_only:
                 self.con.execute(
                     "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ? WHERE file_id = ?",
-                    [stat.st_size, stat.st_mtime_ns, file_id],
+                    [plan.size, plan.mtime_ns, file_id],
                 )
-            else:
-                refresh_runs(self.con, result.run_ids)
+                self.con.execute("COMMIT")
+                return result
+            if plan.is_new:
                 self.con.execute(
-                    "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ?, "
-                    "events = (SELECT count(*) FROM events WHERE file_id = ?), "
-                    "duplicates = CASE WHEN ? THEN duplicates ELSE 0 END + ?, "
-                    "quarantined = (SELECT count(*) FROM quarantine WHERE file_id = ?), "
-                    "other_lines = ?, last_ingested_at = current_timestamp, note = ?, campaign = coalesce(?, campaign) "
-                    "WHERE file_id = ?",
-                    [
-                        stat.st_size,
-                        stat.st_mtime_ns,
-                        file_id,
-                        result.action == "grown",
-                        result.duplicates,
-                        file_id,
-                        result.other_lines,
-                        "; ".join(result.warnings + result.notes) or None,
-                        self.campaign,
-                        file_id,
-                    ],
+                    "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
+                    "content_hash, first_ingested_at, last_ingested_at) "
+                    "VALUES (?, ?, ?, ?, 0, 0, '', current_timestamp, current_timestamp)",
+                    [file_id, str(path), plan.source.format, self.campaign],
                 )
+            touched: set[str] = set()
+            if result.action in ("rewritten", "forced"):
+                touched = _forget_file(self.con, file_id)
+            self.con.execute("DELETE FROM quarantine WHERE file_id = ? AND is_tail", [file_id])
+            landed = stage.land(file_id)
+            result.events, result.duplicates = landed.events, landed.duplicates
+            result.run_ids = landed.run_ids | touched
+            result.quarantined = _quarantine(self.con, file_id, path, self._quarantine_rows(plan, rejected))
+            refresh_runs(self.con, result.run_ids)
+            self.con.execute(
+                "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ?, bytes_ingested = ?, lines_ingested = ?, "
+                "content_hash = ?, events = (SELECT count(*) FROM events WHERE file_id = ?), "
+                "duplicates = CASE WHEN ? THEN duplicates ELSE 0 END + ?, "
+                "quarantined = (SELECT count(*) FROM quarantine WHERE file_id = ?), other_lines = ?, "
+                "last_ingested_at = current_timestamp, note = ?, campaign = coalesce(?, campaign) WHERE file_id = ?",
+                [
+                    plan.size,
+                    plan.mtime_ns,
+                    plan.end,
+                    plan.lines_total,
+                    plan.content_hash,
+                    file_id,
+                    result.action == "grown",
+                    result.duplicates,
+                    file_id,
+                    result.other_lines,
+                    "; ".join(result.warnings + result.notes) or None,
+                    self.campaign,
+                    file_id,
+                ],
+            )
+            result.quarantined = int(
                 self.con.execute(
-                    "INSERT INTO ingest_log VALUES (current_timestamp, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        file_id,
-                        str(path),
-                        result.action,
-                        result.events,
-                        result.duplicates,
-                        result.quarantined,
-                        time.perf_counter() - started,
-                        honestscale.__version__,
-                    ],
-                )
+                    "SELECT quarantined FROM ingested_files WHERE file_id = ?", [file_id]
+                ).fetchall()[0][0]
+            )
+            self.con.execute(
+                "INSERT INTO ingest_log VALUES (current_timestamp, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    file_id,
+                    str(path),
+                    result.action,
+                    result.events,
+                    result.duplicates,
+                    result.quarantined,
+                    time.perf_counter() - started,
+                    honestscale.__version__,
+                ],
+            )
             self.con.execute("COMMIT")
         except BaseException as exc:
             self.con.execute("ROLLBACK")
@@ -246,118 +395,22 @@ class Ingester:
             raise
         return result
 
-    def _new_file(self, path: Path, fmt: str) -> int:
-        row = self.con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0]
-        assert row is not None
-        file_id = int(row[0])
-        self.con.execute(
-            "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
-            "content_hash, first_ingested_at, last_ingested_at) "
-            "VALUES (?, ?, ?, ?, 0, 0, ?, current_timestamp, current_timestamp)",
-            [file_id, str(path), fmt, self.campaign, digest(b"")],
+    @staticmethod
+    def _quarantine_rows(plan: _Plan, rejected: list[Rejected]) -> list[tuple[int, str, int, str, bool]]:
+        tail_why = (
+            "incomplete last line (no newline; the writer was killed mid-line or is still writing; "
+            "it is read again when the file grows): "
         )
-        return file_id
-
-    def _native(self, source: Source, file_id: int, data: bytes, row: tuple[Any, ...] | None) -> FileResult:
-        start, first_line, action = 0, 1, "new"
-        touched: set[str] = set()
-        if row is not None:
-            done, lines_done, known_hash = int(row[3]), int(row[4]), str(row[5])
-            if self.force:
-                action = "forced"
-                touched = _forget_file(self.con, file_id)
-            elif len(data) >= done and digest(memoryview(data)[:done]) == known_hash:
-                start, first_line, action = done, lines_done + 1, "grown"
-            else:
-                action = "rewritten"
-                touched = _forget_file(self.con, file_id)
-        result = FileResult(source.path, "native", action)
-        self.con.execute("DELETE FROM quarantine WHERE file_id = ? AND is_tail", [file_id])
-        lines = split_lines(data, start, first_line)
-        if action == "grown" and lines.end == start and lines.tail is None:
-            result.action = "unchanged"
-            return result
-        if not data:
-            result.warnings.append("empty file: nothing to ingest")
-        landed = _land_chunked(self.con, file_id, first_line, lines.text)
-        quarantine: list[tuple[int, str, int, str, bool]] = []
-        for number, raw in lines.undecodable:
-            text, size = _bytes_raw(raw)
-            quarantine.append((number, text, size, "not UTF-8 text: binary data, not an event line", False))
-        for rej in landed.rejected:
-            quarantine.append((rej.line, *_cut(rej.raw), rej.reason, False))
-        if lines.tail is not None:
-            tail_number = first_line + len(lines.text)
-            tail = self._tail(file_id, tail_number, lines.tail, landed)
-            if tail is not None:
-                quarantine.append(tail)
-        result.events, result.duplicates = landed.events, landed.duplicates
-        result.quarantined = _quarantine(self.con, file_id, source.path, quarantine)
-        result.run_ids = landed.run_ids | touched
-        self.con.execute(
-            "UPDATE ingested_files SET bytes_ingested = ?, lines_ingested = ?, content_hash = ? WHERE file_id = ?",
-            [lines.end, first_line - 1 + len(lines.text), digest(memoryview(data)[: lines.end]), file_id],
-        )
-        return result
-
-    def _tail(
-        self, file_id: int, number: int, tail: bytes, landed: Landed
-    ) -> tuple[int, str, int, str, bool] | None:
-        """An unterminated last line: land it if it is a whole event, else quarantine it until the file grows."""
-        try:
-            text = tail.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and not text.strip():
-            return None
-        if text is not None:
-            got = land_lines(self.con, file_id, [number], [text])
-            if got.events or got.duplicates:
-                landed.events += got.events
-                landed.duplicates += got.duplicates
-                landed.run_ids |= got.run_ids
-                return None
-            why = got.rejected[0].reason if got.rejected else "not an event"
-            raw, size = _cut(text)
-        else:
-            why = "not UTF-8 text"
-            raw, size = _bytes_raw(tail)
-        reason = (
-            f"incomplete last line (no newline; the writer was killed mid-line or is still writing; "
-            f"it is read again when the file grows): {why}"
-        )
-        return (number, raw, size, reason, True)
-
-    def _mlperf(self, source: Source, file_id: int, data: bytes, row: tuple[Any, ...] | None) -> FileResult:
-        if row is None:
-            action = "new"
-        elif self.force:
-            action = "forced"
-        elif digest(data) == row[5]:
-            return FileResult(source.path, "mlperf", "unchanged")
-        else:
-            action = "rewritten"
-        result = FileResult(source.path, "mlperf", action)
-        touched = set() if row is None else _forget_file(self.con, file_id)
-        text = data.decode("utf-8", "backslashreplace")
-        parsed = _mlperf.parse(source.path, text, campaign=self.campaign)
-        numbers = [n for n, _ in parsed.events]
-        lines = [json.dumps(e, separators=(",", ":")) for _, e in parsed.events]
-        landed = land_lines(self.con, file_id, numbers, lines)
-        quarantine = [(b.line, *_cut(b.raw), b.reason, False) for b in parsed.bad]
-        quarantine += [
-            (r.line, *_cut(r.raw), f"mapped MLPerf event invalid: {r.reason}", False) for r in landed.rejected
-        ]
-        result.events, result.duplicates = landed.events, landed.duplicates
-        result.quarantined = _quarantine(self.con, file_id, source.path, quarantine)
-        result.other_lines = parsed.other_lines
-        result.run_ids = landed.run_ids | touched
-        result.warnings.extend(parsed.warnings)
-        if parsed.repeated:
-            result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
-        lines_total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        self.con.execute(
-            "UPDATE ingested_files SET bytes_ingested = ?, lines_ingested = ?, content_hash = ? WHERE file_id = ?",
-            [len(data), lines_total, digest(data), file_id],
-        )
-        return result
+        rows: list[tuple[int, str, int, str, bool]] = []
+        for number, raw_bytes in plan.undecodable:
+            text, size = _bytes_raw(raw_bytes)
+            tail = number == plan.tail_number
+            reason = "not UTF-8 text: binary data, not an event line"
+            rows.append((number, text, size, tail_why + reason if tail else reason, tail))
+        for line, raw, size, reason in plan.bad:
+            rows.append((line, raw, size, reason, False))
+        prefix = "mapped MLPerf event invalid: " if plan.source.format == "mlperf" else ""
+        for rej in rejected:
+            tail = rej.line == plan.tail_number
+            rows.append((rej.line, *_cut(rej.raw), (tail_why if tail else prefix) + rej.reason, tail))
+        return rows

@@ -1,0 +1,142 @@
+"""Ingest throughput against DuckDB's own JSON reader, measured side by side in one run.
+
+Writes 1,000,000 native events across 64 rank files (16 runs x 4 ranks: run_start, steps,
+epochs, evals, system samples, run_stop, as the runners write them), then times, each in a
+fresh process and into a fresh store:
+
+  * ``honestscale ingest DIR`` (validation, dedup, typed tables, runs projection, one
+    transaction per file), and
+  * the reference: ``CREATE TABLE t AS SELECT * FROM read_json([...64 files...])`` in DuckDB.
+
+Prints both times, their ratio (goal: at most 2.0) and the peak RSS of the ingest process
+(goal: under 1 GiB).
+
+    python benchmarks/ingest.py [--events 1000000] [--files 64] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_work"
+
+
+def write_events(folder: Path, total: int, files: int) -> int:
+    """Write ``total`` events over ``files`` rank files with the real EventWriter; return the count."""
+    sys.path.insert(0, str(HERE.parent))
+    from honestscale.runners.events import EventWriter
+
+    ranks_per_run = 4
+    per_file = total // files
+    rng = random.Random(0)
+    written = 0
+    t = 1.7e9
+    for f in range(files):
+        run, rank = divmod(f, ranks_per_run)
+        clock = iter(t + 0.01 * i for i in range(per_file + 10))
+        w = EventWriter(folder, f"bench-run{run:02d}", rank, clock=lambda c=clock: next(c))  # type: ignore[misc]
+        w.run_start(framework="torch", world_size=ranks_per_run, nodes=1, accelerators_per_node=4,
+                    accelerator="Tesla V100-SXM2-32GB", global_batch_size=256, local_batch_size=64,
+                    campaign="bench", model="resnet50", dataset="imagenet", data_source="filesystem")  # fmt: skip
+        n = 1
+        step = 0
+        while n < per_file - 1:
+            if step % 500 == 499:
+                w.epoch(epoch=step // 500, train_loss=rng.random(), samples=64 * 500)
+            elif step % 50 == 49:
+                w.system(device=rank, accel_util=90 + 10 * rng.random(), power_w=250.0, energy_j=step * 10.0,
+                         rss_bytes=2**31)  # fmt: skip
+            elif rank == 0 and step % 1000 == 999:
+                w.eval(split="validation", metric="top1_accuracy", value=rng.random(), epoch=step // 500)
+            else:
+                w.step(epoch=step // 500, step=step, samples=64, t_total=0.1 + 0.01 * rng.random(),
+                       t_data=0.01 * rng.random(), t_compute=0.07, t_comm=0.015, t_optimizer=0.004)  # fmt: skip
+            step += 1
+            n += 1
+        w.run_stop("success")
+        written += n + 1
+        w.close()
+    return written
+
+
+def _timed(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of a command run in a fresh process."""
+    code = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        f"r = subprocess.run({cmd!r}, stdout=subprocess.DEVNULL); dt = time.perf_counter() - t; "
+        "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, r.returncode)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if out[2] != "0":
+        raise SystemExit(f"{cmd[:4]} failed with exit code {out[2]}")
+    return float(out[0]), int(out[1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--files", type=int, default=64)
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="measure each side this many times; medians are printed"
+    )
+    args = ap.parse_args()
+    folder = WORK / "events"
+    if WORK.exists():
+        shutil.rmtree(WORK)
+    folder.mkdir(parents=True)
+    t0 = time.perf_counter()
+    n = write_events(folder, args.events, args.files)
+    files = sorted(str(p) for p in folder.rglob("*.jsonl"))
+    size = sum(Path(p).stat().st_size for p in files)
+    print(
+        f"wrote {n:,} events in {len(files)} files ({size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.1f} s"
+    )
+
+    ours, ref, rss = [], [], []
+    for i in range(args.repeat):
+        store, ref_db = WORK / f"hs{i}.duckdb", WORK / f"ref{i}.duckdb"
+        dt, peak = _timed(
+            [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "-q"]
+        )
+        ours.append(dt)
+        rss.append(peak)
+        ref_sql = (
+            f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
+        )
+        code = f"import duckdb; c = duckdb.connect({str(ref_db)!r}); c.execute({ref_sql!r}); c.close()"
+        dt_ref, _ = _timed([sys.executable, "-c", code])
+        ref.append(dt_ref)
+    import duckdb
+
+    con = duckdb.connect(str(WORK / "hs0.duckdb"), read_only=True)
+    landed = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+    con.close()
+    con = duckdb.connect(str(WORK / "ref0.duckdb"), read_only=True)
+    ref_rows = con.execute("SELECT count(*) FROM t").fetchall()[0][0]
+    con.close()
+    assert landed == ref_rows == n, (landed, ref_rows, n)
+    m_ours, m_ref = statistics.median(ours), statistics.median(ref)
+    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"honestscale ingest : {m_ours:6.2f} s  (runs: {', '.join(f'{x:.2f}' for x in ours)})")
+    print(f"duckdb read_json   : {m_ref:6.2f} s  (runs: {', '.join(f'{x:.2f}' for x in ref)})")
+    print(f"ratio ingest/read_json: {m_ours / m_ref:.2f}  (goal <= 2.0)")
+    print(
+        f"peak RSS of ingest: {max(rss) / 2**20:.0f} MiB  (goal < 1024 MiB); benchmark driver {self_rss / 1024:.0f} MiB"
+    )
+    shutil.rmtree(WORK)
+
+
+if __name__ == "__main__":
+    main()
