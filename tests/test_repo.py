@@ -1,0 +1,24 @@
+"""The README's two commands are the ones a new user and CI run."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def _readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    return re.findall(r"```bash\n(.+?)\n```", text, flags=re.S)
+
+
+def test_readme_opens_with_the_main_job_and_the_test_command() -> None:
+    commands = _readme_commands()
+    main, tests = commands[0], commands[1]
+    assert "honestscale ingest examples/digits-ddp" in main and main.startswith("python3 -m venv .venv")
+    assert "pytest" in tests and "mypy" in tests and "ruff check" in tests
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert _readme_commands()[1] in ci
