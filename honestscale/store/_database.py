@@ -78,6 +78,11 @@ def _connect(
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
             text = str(exc)
+            if "not a valid duckdb database" in text.lower():
+                raise StoreError(
+                    f"{path} is not a honestscale store (it is not a DuckDB database file)",
+                    "pass --store with a store made by honestscale, or a new path to create one",
+                ) from None
             if "lock" not in text.lower():
                 raise StoreError(
                     f"cannot open store {path}: {text}",

@@ -1,0 +1,69 @@
+"""The store: numbered migrations, a version table, refusal of stores from the future, where it lives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from honestscale.store import StoreError, StoreTooNew, latest_version, migrations, open_store
+from tests.conftest import EXAMPLE, counts, hs, query
+
+
+def test_fresh_store_has_every_table_at_the_latest_version(store: Path) -> None:
+    open_store(store).close()
+    tables = {r[0] for r in query(store, "SELECT table_name FROM information_schema.tables")}
+    assert {"schema_version", "campaigns", "runs", "events", "steps", "epochs", "evals", "system_samples",
+            "ingested_files", "ingest_log", "quarantine"} <= tables  # fmt: skip
+    assert query(store, "SELECT max(version) FROM schema_version") == [(latest_version(),)]
+    assert [m.version for m in migrations()] == list(range(1, latest_version() + 1))
+
+
+def test_store_from_a_newer_honestscale_is_refused_and_left_alone(store: Path) -> None:
+    assert hs("ingest", EXAMPLE, "--store", store).returncode == 0
+    con = duckdb.connect(str(store))
+    con.execute("INSERT INTO schema_version VALUES (99, 'from_the_future', current_timestamp)")
+    con.close()
+    before = counts(store)
+    with pytest.raises(StoreTooNew, match="schema version 99, newer than this honestscale knows"):
+        open_store(store)
+    for args in (["ingest", EXAMPLE], ["runs"]):
+        result = hs(*args, "--store", store)
+        assert result.returncode == 2
+        assert "newer than this honestscale knows" in result.stderr and "upgrade honestscale" in result.stderr
+    assert counts(store) == before
+
+
+def test_other_duckdb_files_and_missing_stores_are_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    with pytest.raises(StoreError, match="not a honestscale store"):
+        open_store(other)
+    with pytest.raises(StoreError, match="no store at"):
+        open_store(tmp_path / "missing.duckdb", read_only=True)
+    text = tmp_path / "notes.duckdb"
+    text.write_text("not a database\n")
+    result = hs("runs", "--store", text)
+    assert result.returncode == 2 and "not a honestscale store" in result.stderr
+
+
+def test_store_location_default_env_and_option(tmp_path: Path) -> None:
+    env_store, opt_store = tmp_path / "env.duckdb", tmp_path / "opt.duckdb"
+    assert hs("ingest", EXAMPLE, env={"HONESTSCALE_STORE": str(env_store)}).returncode == 0
+    assert counts(env_store)["runs"] == 4
+    assert (
+        hs("ingest", EXAMPLE, "--store", opt_store, env={"HONESTSCALE_STORE": str(env_store)}).returncode == 0
+    )
+    assert counts(opt_store)["runs"] == 4
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
+    cmd = [sys.executable, "-m", "honestscale", "ingest", str(EXAMPLE)]
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env)
+    assert counts(cwd / "honestscale.duckdb")["runs"] == 4
