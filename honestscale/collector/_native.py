@@ -178,14 +178,16 @@ class Stage:
         con = self.con
         paths, structure, predicate = _KIND_SQL[kind]
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _k_{kind} AS SELECT file_id, line, raw, "
+            f"CREATE OR REPLACE TEMP TABLE _k_{kind} AS SELECT file_id, line, "
             f"hash(json_type(raw, {paths})) AS sig, len(json_keys(raw)) AS nkeys, "
             f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
             [kind],
         )
         # One representative line per distinct (signature, key count): judged in Python, once.
         reps = con.execute(
-            f"SELECT sig, nkeys, json_type(arg_min(raw, line), {paths}) FROM _k_{kind} GROUP BY sig, nkeys"
+            f"SELECT r.sig, r.nkeys, json_type(s.raw, {paths}) FROM (SELECT sig, nkeys, "
+            f"arg_min(struct_pack(f := file_id, l := line), line) AS at FROM _k_{kind} GROUP BY sig, nkeys) r "
+            "JOIN _stage s ON s.file_id = r.at.f AND s.line = r.at.l"
         ).fetchall()
         good = [
             (sig, nkeys, kind in ("run_start", "run_stop") or nkeys > sum(t is not None for t in types))
@@ -205,10 +207,17 @@ class Stage:
             ),
         )
         try:
+            # Events whose typed row holds everything keep no payload; the others keep the whole line.
             con.execute(
-                f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', "
-                f"CASE WHEN g.keep THEN k.raw END FROM _k_{kind} k JOIN _good g USING (sig, nkeys) WHERE {predicate}"
+                f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', NULL "
+                f"FROM _k_{kind} k JOIN _good g USING (sig, nkeys) WHERE NOT g.keep AND {predicate}"
             )
+            if any(g[2] for g in good):
+                con.execute(
+                    f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', "
+                    f"s.raw FROM _k_{kind} k JOIN _good g USING (sig, nkeys) JOIN _stage s USING (file_id, line) "
+                    f"WHERE g.keep AND {predicate}"
+                )
         finally:
             con.unregister("_good")
 
