@@ -48,7 +48,7 @@ StoreOpt = Annotated[
     typer.Option(
         "--store",
         envvar=STORE_ENV,
-        help="DuckDB store to use [default: ./honestscale.duckdb; env HONESTSCALE_STORE].",
+        help="DuckDB store to use (default: ./honestscale.duckdb in the current folder).",
         show_default=False,
     ),
 ]

@@ -138,19 +138,3 @@ def quarantine(con: duckdb.DuckDBPyConnection, path: str | None = None) -> pl.Da
         f"SELECT path AS file, line, reason, raw, raw_length, is_tail FROM quarantine {where} ORDER BY path, line",
         [path] if path else [],
     )
-
-
-def ingested_files(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    return _frame(
-        con,
-        "SELECT path, format, size_bytes, bytes_ingested, lines_ingested, events, duplicates, quarantined, "
-        "other_lines, last_ingested_at, note FROM ingested_files ORDER BY path",
-    )
-
-
-def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Row counts of every data table (for checks that an ingest changed nothing)."""
-    names = ("runs", "events", "steps", "epochs", "evals", "system_samples", "quarantine", "ingested_files")
-    row = con.execute("SELECT " + ", ".join(f"(SELECT count(*) FROM {n})" for n in names)).fetchall()[0]
-    assert row is not None
-    return dict(zip(names, (int(v) for v in row), strict=True))
