@@ -255,6 +255,19 @@ class Stage:
             con.execute(
                 "INSERT INTO events SELECT run_id, rank, seq, time, kind, file_id, line, payload FROM _new"
             )
+            con.execute(
+                "INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM _new "
+                "WHERE kind IN ('run_start', 'run_stop')"
+            )
+            con.execute(
+                "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
+                "any_value(file_id) FROM _new GROUP BY run_id, rank "
+                "ON CONFLICT (run_id, rank) DO UPDATE SET events = run_ranks.events + excluded.events, "
+                "first_seq = least(run_ranks.first_seq, excluded.first_seq), "
+                "last_seq = greatest(run_ranks.last_seq, excluded.last_seq), "
+                "first_time = least(run_ranks.first_time, excluded.first_time), "
+                "last_time = greatest(run_ranks.last_time, excluded.last_time)"
+            )
             for kind in self.kinds:
                 table = TYPED_TABLES.get(kind)
                 if table is None:
@@ -288,8 +301,7 @@ class Stage:
         stored = {
             (r[0], r[1]): (r[2], r[3])
             for r in self.con.execute(
-                f"SELECT run_id, rank, min(seq), max(seq) FROM events WHERE run_id IN {_sql_list(run_ids)} "
-                "GROUP BY run_id, rank"
+                f"SELECT run_id, rank, first_seq, last_seq FROM run_ranks WHERE run_id IN {_sql_list(run_ids)}"
             ).fetchall()
         }
         for run_id, rank, lo, hi, _ in mine:

@@ -120,7 +120,16 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
             [file_id],
         )
     con.execute("DELETE FROM events WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM markers WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
+    if runs:
+        # Rare path (a file rewritten in place, or --force): recount those runs from their events.
+        literal = "(" + ", ".join("'" + r.replace("'", "''") + "'" for r in runs) + ")"
+        con.execute(f"DELETE FROM run_ranks WHERE run_id IN {literal}")
+        con.execute(
+            "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
+            f"any_value(file_id) FROM events WHERE run_id IN {literal} GROUP BY run_id, rank"
+        )
     return runs
 
 

@@ -1,8 +1,10 @@
 """The ``runs`` table: one row per run, derived from its events.
 
 It is a projection, never edited by hand: after every file lands, the rows of the runs that
-file touched are recomputed from ``events`` (run_start, run_stop), ``evals`` and
-``ingested_files``, inside the same transaction.
+file touched are recomputed, inside the same transaction, from small tables kept beside the
+events (``markers``: run_start/run_stop; ``run_ranks``: per-rank counts), ``evals`` and
+``ingested_files``; never by scanning every event, so landing a file costs the same in a
+small store as in a large one.
 """
 
 from __future__ import annotations
@@ -73,16 +75,13 @@ _SEVERITY = (
 
 _INSERT = f"""
 INSERT INTO runs
-WITH ev AS (
-    SELECT e.run_id, e.rank, e.seq, e.time, e.kind, e.file_id, e.payload
-    FROM events e WHERE e.run_id IN __RUN_IDS__
-),
-seen AS (
-    SELECT run_id, count(DISTINCT rank) AS ranks_seen, arg_min(file_id, rank) AS any_file FROM ev GROUP BY run_id
+WITH seen AS (
+    SELECT run_id, count(*) AS ranks_seen, arg_min(file_id, rank) AS any_file
+    FROM run_ranks WHERE run_id IN __RUN_IDS__ GROUP BY run_id
 ),
 s AS (
     SELECT run_id, arg_min(payload, rank) AS p, min(time) AS started_at, arg_min(file_id, rank) AS file_id
-    FROM ev WHERE kind = 'run_start' GROUP BY run_id
+    FROM markers WHERE run_id IN __RUN_IDS__ AND kind = 'run_start' GROUP BY run_id
 ),
 stops AS (
     SELECT run_id,
@@ -90,7 +89,7 @@ stops AS (
            count(DISTINCT rank) AS ranks_stopped,
            arg_min(payload ->> 'status', {_SEVERITY}) AS status,
            arg_min(payload ->> 'reason', {_SEVERITY}) AS reason
-    FROM ev WHERE kind = 'run_stop' GROUP BY run_id
+    FROM markers WHERE run_id IN __RUN_IDS__ AND kind = 'run_stop' GROUP BY run_id
 ),
 fin AS (
     SELECT v.run_id, v.split, v.metric, v.value

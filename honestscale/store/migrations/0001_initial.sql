@@ -55,6 +55,32 @@ CREATE TABLE events (
     payload  JSON
 );
 
+-- run_start and run_stop events again, with their payload: the runs projection reads this small
+-- table instead of scanning every event.
+CREATE TABLE markers (
+    run_id   VARCHAR NOT NULL,
+    rank     INTEGER NOT NULL,
+    seq      BIGINT  NOT NULL,
+    time     DOUBLE  NOT NULL,
+    kind     VARCHAR NOT NULL,
+    file_id  INTEGER NOT NULL,
+    payload  JSON NOT NULL
+);
+
+-- Per run and rank: how many events landed and their seq/time range (dedup fast path, gap detection,
+-- ranks seen), kept up to date as files land so that nothing needs to scan all events.
+CREATE TABLE run_ranks (
+    run_id      VARCHAR NOT NULL,
+    rank        INTEGER NOT NULL,
+    events      BIGINT  NOT NULL,
+    first_seq   BIGINT  NOT NULL,
+    last_seq    BIGINT  NOT NULL,
+    first_time  DOUBLE  NOT NULL,
+    last_time   DOUBLE  NOT NULL,
+    file_id     INTEGER NOT NULL,       -- a file that holds events of this rank
+    PRIMARY KEY (run_id, rank)
+);
+
 CREATE TABLE steps (
     run_id VARCHAR NOT NULL, rank INTEGER NOT NULL, seq BIGINT NOT NULL, time DOUBLE NOT NULL,
     epoch BIGINT, step BIGINT NOT NULL, samples BIGINT NOT NULL,
