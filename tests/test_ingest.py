@@ -301,12 +301,15 @@ def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path)
     folder = tmp_path / "big"
     _big_campaign(folder)
     clean, killed = tmp_path / "clean.duckdb", tmp_path / "killed.duckdb"
-    assert hs("ingest", folder, "--store", clean).returncode == 0
-    t_full = float(query(clean, "SELECT sum(seconds) FROM ingest_log")[0][0])
+    small_batches = {**os.environ, "HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per transaction
+    small_batches.pop("HONESTSCALE_STORE", None)
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(clean)],
+                   env=small_batches, check=True, capture_output=True)  # fmt: skip
+    t_full = time.monotonic() - t0
     proc = subprocess.Popen([sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(killed)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    # Kill once some files have landed but not all: poll the store's WAL/file growth, then kill -9.
-    time.sleep(max(0.8, 0.5 + t_full / 2))
+                            env=small_batches, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    time.sleep(t_full * 0.6)  # past start-up, before the end: some files have landed, not all
     assert proc.poll() is None, "ingest finished before the kill: make the campaign bigger"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

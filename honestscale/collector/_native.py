@@ -10,7 +10,9 @@ message becomes the quarantine reason, so the reasons come from one place.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -120,17 +122,13 @@ def signature_ok(kind: str, types: list[str | None]) -> bool:
     return True
 
 
-def _sql_list(values: list[str]) -> str:
-    return "(" + ", ".join(map(_sql_str, values)) + ")"
-
-
 class Stage:
-    """Validated lines of a batch of files, held in temp tables until each file commits.
+    """Validated lines of a batch of files, held in temp tables until the batch lands.
 
     :meth:`validate` parses and checks every line of the batch in a few vectorised queries
-    (over all files at once, so DuckDB uses every core); :meth:`land` then inserts one
-    file's new events inside that file's transaction. Temp tables are private to the
-    connection and never reach the store file.
+    (over all files at once, so DuckDB uses every core); :meth:`land` then inserts the new
+    events of the whole batch, set-based, inside the batch's transaction. Temp tables are
+    private to the connection and never reach the store file.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -175,10 +173,11 @@ class Stage:
         return rejected
 
     def _validate_kind(self, kind: str) -> None:
+        """Fill ``_ok_<kind>`` with the typed rows of the valid events of ``kind``, and ``_acc`` with their keys."""
         con = self.con
         paths, structure, predicate = _KIND_SQL[kind]
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _k_{kind} AS SELECT file_id, line, "
+            f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, line, "
             f"hash(json_type(raw, {paths})) AS sig, len(json_keys(raw)) AS nkeys, "
             f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
             [kind],
@@ -186,7 +185,7 @@ class Stage:
         # One representative line per distinct (signature, key count): judged in Python, once.
         reps = con.execute(
             f"SELECT r.sig, r.nkeys, json_type(s.raw, {paths}) FROM (SELECT sig, nkeys, "
-            f"arg_min(struct_pack(f := file_id, l := line), line) AS at FROM _k_{kind} GROUP BY sig, nkeys) r "
+            "arg_min(struct_pack(f := file_id, l := line), line) AS at FROM _k GROUP BY sig, nkeys) r "
             "JOIN _stage s ON s.file_id = r.at.f AND s.line = r.at.l"
         ).fetchall()
         good = [
@@ -194,8 +193,6 @@ class Stage:
             for sig, nkeys, types in reps
             if signature_ok(kind, types)
         ]
-        if not good:
-            return
         con.register(
             "_good",
             pa.table(
@@ -207,110 +204,88 @@ class Stage:
             ),
         )
         try:
-            # Events whose typed row holds everything keep no payload; the others keep the whole line.
             con.execute(
-                f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', NULL "
-                f"FROM _k_{kind} k JOIN _good g USING (sig, nkeys) WHERE NOT g.keep AND {predicate}"
+                f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT k.file_id, k.line, k.j, g.keep "
+                f"FROM _k k JOIN _good g USING (sig, nkeys) WHERE {predicate}"
             )
-            if any(g[2] for g in good):
-                con.execute(
-                    f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', "
-                    f"s.raw FROM _k_{kind} k JOIN _good g USING (sig, nkeys) JOIN _stage s USING (file_id, line) "
-                    f"WHERE g.keep AND {predicate}"
-                )
         finally:
             con.unregister("_good")
+        con.execute("DROP TABLE _k")
+        # Events whose typed row holds everything keep no payload; the others keep the whole line.
+        con.execute(
+            f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', "
+            f"CASE WHEN k.keep THEN s.raw END FROM _ok_{kind} k LEFT JOIN _stage s "
+            "ON k.keep AND s.file_id = k.file_id AND s.line = k.line"
+        )
 
-    def land(self, file_id: int) -> Landed:
-        """Insert the new events of one file (call inside that file's transaction).
+    def land(self, recheck: Callable[[list[tuple[Any, ...]]], bool]) -> dict[int, Landed]:
+        """Insert the batch's new events (inside the batch's transaction); return what landed per file.
 
-        Events already in the store (same run, rank, seq), or repeated within the file, count
-        as duplicates and are not inserted again.
+        Events already in the store (same run, rank, seq), or repeated within the batch, count as
+        duplicates and are not inserted again. ``recheck`` gets the (file, run, rank, min seq,
+        max seq, count, distinct seqs) of the batch and says whether they could repeat; only then
+        is the (costlier) anti-join run.
         """
-        con, out = self.con, Landed()
-        run_ids = [
-            r[0]
-            for r in con.execute("SELECT DISTINCT run_id FROM _acc WHERE file_id = ?", [file_id]).fetchall()
-        ]
-        if not run_ids:
-            return out
-        if self._may_repeat(file_id, run_ids):
+        con = self.con
+        ranges = con.execute(
+            "SELECT file_id, run_id, rank, min(seq), max(seq), count(*), count(DISTINCT seq) FROM _acc "
+            "GROUP BY file_id, run_id, rank"
+        ).fetchall()
+        if not ranges:
+            return {}
+        source = "_acc"
+        if recheck(ranges):
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _new AS SELECT a.* FROM _acc a "
-                f"WHERE a.file_id = ? AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id IN {_sql_list(run_ids)} "
-                "AND e.run_id = a.run_id AND e.rank = a.rank AND e.seq = a.seq) "
-                "QUALIFY row_number() OVER (PARTITION BY a.run_id, a.rank, a.seq ORDER BY a.line) = 1",
-                [file_id],
+                "WHERE NOT EXISTS (SELECT 1 FROM events e SEMI JOIN _touched t USING (run_id) "
+                "WHERE e.run_id = a.run_id AND e.rank = a.rank AND e.seq = a.seq) "
+                "QUALIFY row_number() OVER (PARTITION BY a.run_id, a.rank, a.seq ORDER BY a.file_id, a.line) = 1"
             )
-        else:
+            source = "_new"
+        con.execute(
+            f"INSERT INTO events SELECT run_id, rank, seq, time, kind, file_id, line, payload FROM {source}"
+        )
+        con.execute(
+            f"INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM {source} "
+            "WHERE kind IN ('run_start', 'run_stop')"
+        )
+        con.execute(
+            "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
+            f"any_value(file_id) FROM {source} GROUP BY run_id, rank "
+            "ON CONFLICT (run_id, rank) DO UPDATE SET events = run_ranks.events + excluded.events, "
+            "first_seq = least(run_ranks.first_seq, excluded.first_seq), "
+            "last_seq = greatest(run_ranks.last_seq, excluded.last_seq), "
+            "first_time = least(run_ranks.first_time, excluded.first_time), "
+            "last_time = greatest(run_ranks.last_time, excluded.last_time)"
+        )
+        for kind in self.kinds:
+            table = TYPED_TABLES.get(kind)
+            if table is None:
+                continue
+            names = [f.name for f in ev.KIND_FIELDS[kind]]
+            cols = ", ".join(f'"{n}"' for n in names)
+            vals = ", ".join(f'k.j."{n}"' for n in names)
+            only_new = " SEMI JOIN _new n USING (file_id, line)" if source == "_new" else ""
             con.execute(
-                "CREATE OR REPLACE TEMP TABLE _new AS SELECT * FROM _acc WHERE file_id = ?", [file_id]
+                f"INSERT INTO {table} (run_id, rank, seq, time, {cols}) "
+                f"SELECT k.j.run_id, k.j.rank, k.j.seq, k.j.time, {vals} FROM _ok_{kind} k{only_new}"
             )
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM _acc WHERE file_id = ?), (SELECT count(*) FROM _new)", [file_id]
-        ).fetchall()[0]
-        accepted, new = int(row[0]), int(row[1])
-        out.events, out.duplicates = new, accepted - new
-        if new:
-            con.execute(
-                "INSERT INTO events SELECT run_id, rank, seq, time, kind, file_id, line, payload FROM _new"
-            )
-            con.execute(
-                "INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM _new "
-                "WHERE kind IN ('run_start', 'run_stop')"
-            )
-            con.execute(
-                "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
-                "any_value(file_id) FROM _new GROUP BY run_id, rank "
-                "ON CONFLICT (run_id, rank) DO UPDATE SET events = run_ranks.events + excluded.events, "
-                "first_seq = least(run_ranks.first_seq, excluded.first_seq), "
-                "last_seq = greatest(run_ranks.last_seq, excluded.last_seq), "
-                "first_time = least(run_ranks.first_time, excluded.first_time), "
-                "last_time = greatest(run_ranks.last_time, excluded.last_time)"
-            )
-            for kind in self.kinds:
-                table = TYPED_TABLES.get(kind)
-                if table is None:
-                    continue
-                names = [f.name for f in ev.KIND_FIELDS[kind]]
-                cols = ", ".join(f'"{n}"' for n in names)
-                vals = ", ".join(f'k.j."{n}"' for n in names)
-                con.execute(
-                    f"INSERT INTO {table} (run_id, rank, seq, time, {cols}) "
-                    f"SELECT k.j.run_id, k.j.rank, k.j.seq, k.j.time, {vals} FROM _k_{kind} k "
-                    "SEMI JOIN _new n USING (file_id, line) WHERE k.file_id = ?",
-                    [file_id],
-                )
-            out.run_ids = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM _new").fetchall()}
-        con.execute("DROP TABLE _new")
+        out: dict[int, Landed] = {}
+        for file_id, run_id, _rank, _lo, _hi, count, _distinct in ranges:
+            landed = out.setdefault(int(file_id), Landed())
+            landed.duplicates += int(count)  # corrected below by what landed
+            landed.run_ids.add(str(run_id))
+        for file_id, new in con.execute(
+            f"SELECT file_id, count(*) FROM {source} GROUP BY file_id"
+        ).fetchall():
+            out[int(file_id)].events = int(new)
+        for landed in out.values():
+            landed.duplicates -= landed.events
+        if source == "_new":
+            con.execute("DROP TABLE _new")
         return out
-
-    def _may_repeat(self, file_id: int, run_ids: list[str]) -> bool:
-        """Whether the file's events could already be in the store, or repeat within the file.
-
-        Usually not: a new file, or a grown one whose new seqs all lie past what the store
-        holds for each (run, rank). Only then is the (costlier) anti-join needed.
-        """
-        mine = self.con.execute(
-            "SELECT run_id, rank, min(seq), max(seq), count(*) = count(DISTINCT seq) FROM _acc WHERE file_id = ? "
-            "GROUP BY run_id, rank",
-            [file_id],
-        ).fetchall()
-        if not all(r[4] for r in mine):
-            return True
-        stored = {
-            (r[0], r[1]): (r[2], r[3])
-            for r in self.con.execute(
-                f"SELECT run_id, rank, first_seq, last_seq FROM run_ranks WHERE run_id IN {_sql_list(run_ids)}"
-            ).fetchall()
-        }
-        for run_id, rank, lo, hi, _ in mine:
-            have = stored.get((run_id, rank))
-            if have is not None and lo <= have[1] and hi >= have[0]:
-                return True
-        return False
 
     def close(self) -> None:
         for kind in ev.KINDS:
-            self.con.execute(f"DROP TABLE IF EXISTS _k_{kind}")
-        self.con.execute("DROP TABLE IF EXISTS _acc")
+            self.con.execute(f"DROP TABLE IF EXISTS _ok_{kind}")
+        self.con.execute("DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _stage")

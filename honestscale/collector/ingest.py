@@ -1,16 +1,19 @@
 """Ingesting files into the store: idempotent, incremental, atomic per file, lossless.
 
-Each file lands in one DuckDB transaction: its events, its typed rows, its quarantined
-lines, the recomputed ``runs`` rows and its ``ingested_files`` bookkeeping commit together
-or not at all, so a crash or ``kill -9`` mid-file leaves the store as if that file had not
-been started. Files are identified by absolute path; what was read is remembered as a
-byte offset (up to the last complete line) and a hash of those bytes, so a file that grew
-adds only its new lines and an unchanged file adds nothing.
-"""
+Files are read, then validated and landed in batches (about ``HONESTSCALE_INGEST_BATCH_MB``
+of text, 48 MiB by default): each batch is one DuckDB transaction holding whole files only:
+their events, typed rows, quarantined lines, the recomputed ``runs`` rows and their
+``ingested_files`` bookkeeping commit together or not at all. A crash or ``kill -9`` mid-ingest
+therefore never leaves part of a file: the file in progress (and the others of its batch) are
+as if not started, and the next ingest lands them. Files are identified by absolute path;
+what was read is remembered as a byte offset (up to the last complete line) and a hash of
+those bytes, so a file that grew adds only its new lines and an unchanged file adds nothing."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 import honestscale
 from honestscale.collector import _mlperf
@@ -27,7 +31,9 @@ from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import refresh_runs
 
-BATCH_CHARS = 48 * 2**20  # text validated together: bounds memory, lets DuckDB use every core
+# Files are validated and land together, one transaction per batch of about this much text: it bounds
+# memory, lets DuckDB use every core, and amortises a commit over many files.
+BATCH_BYTES = int(float(os.environ.get("HONESTSCALE_INGEST_BATCH_MB", "48")) * 2**20)
 RAW_LIMIT = 65536
 
 
@@ -98,15 +104,6 @@ def _bytes_raw(raw: bytes) -> tuple[str, int]:
     return raw[:RAW_LIMIT].decode("utf-8", "backslashreplace"), len(raw)
 
 
-def _quarantine(
-    con: duckdb.DuckDBPyConnection, file_id: int, path: Path, rows: Iterable[tuple[int, str, int, str, bool]]
-) -> int:
-    batch = [(file_id, str(path), line, reason, raw, size, tail) for line, raw, size, reason, tail in rows]
-    if batch:
-        con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?, current_timestamp)", batch)
-    return len(batch)
-
-
 def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     """Remove what an earlier version of a file put in the store; return the runs it touched."""
     runs = {
@@ -162,12 +159,7 @@ class _Plan:
 
 
 class Ingester:
-    """Lands sources in an open store, one transaction per file.
-
-    Files are read and validated in batches (many files' lines in one set of vectorised
-    queries), then each file commits on its own: its events, typed rows, quarantined lines,
-    the runs it touches and its bookkeeping, all or nothing.
-    """
+    """Lands sources in an open store, whole files only, one transaction per batch of files."""
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, *, campaign: str | None = None, force: bool = False
@@ -191,7 +183,7 @@ class Ingester:
             plan = self._plan(source)
             batch.append(plan)
             chars += plan.chars
-            if chars >= BATCH_CHARS:
+            if chars >= BATCH_BYTES:
                 self._run(batch, summary, advance)
                 batch, chars = [], 0
         self._run(batch, summary, advance)
@@ -212,16 +204,30 @@ class Ingester:
                 batch.add_numbered(plan.file_id, plan.mapped)
             elif plan.lines:
                 batch.add(plan.file_id, plan.first_number, plan.lines)
-        rejected = stage.validate(batch) if batch.items else {}
+            plan.lines, plan.mapped = [], []
         try:
-            for plan in plans:
-                plan.lines, plan.mapped = [], []  # free memory as files commit
-                result = self._commit(plan, stage, rejected.get(plan.file_id, []))
-                summary.files.append(result)
-                if advance is not None:
-                    advance(plan.source, result)
+            rejected = stage.validate(batch) if batch.items else {}
+            del batch
+            started = time.perf_counter()
+            self.con.execute("BEGIN")
+            try:
+                self._land(plans, stage, rejected, started)
+                self.con.execute("COMMIT")
+            except BaseException as exc:
+                self.con.execute("ROLLBACK")
+                if isinstance(exc, duckdb.IOException):
+                    raise IngestError(
+                        f"could not write to the store: {exc}",
+                        f"free disk space or fix the store, then ingest again: the {len(plans)} files of this batch "
+                        f"(from {plans[0].source.path}) were rolled back whole, files landed before them are kept",
+                    ) from None
+                raise
         finally:
             stage.close()
+        for plan in plans:
+            summary.files.append(plan.result)
+            if advance is not None:
+                advance(plan.source, plan.result)
 
     def _plan(self, source: Source) -> _Plan:
         path = source.path
@@ -324,85 +330,143 @@ class Ingester:
         plan.lines_total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         plan.content_hash = digest(data)
 
-    def _commit(self, plan: _Plan, stage: Stage, rejected: list[Rejected]) -> FileResult:
-        result, file_id, path = plan.result, plan.file_id, plan.source.path
-        started = time.perf_counter()
-        self.con.execute("BEGIN")
+    def _land(
+        self, plans: list[_Plan], stage: Stage, rejected: dict[int, list[Rejected]], started: float
+    ) -> None:
+        """Everything a batch of files changes in the store, inside the batch's transaction."""
+        con = self.con
+        touch = [p for p in plans if p.touch_only]
+        active = [p for p in plans if not p.touch_only]
+        if touch:
+            con.executemany(
+                "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ? WHERE file_id = ?",
+                [[p.size, p.mtime_ns, p.file_id] for p in touch],
+            )
+        if not active:
+            return
+        new_files = [p for p in active if p.is_new]
+        if new_files:
+            con.executemany(
+                "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
+                "content_hash, first_ingested_at, last_ingested_at) "
+                "VALUES (?, ?, ?, ?, 0, 0, '', current_timestamp, current_timestamp)",
+                [[p.file_id, str(p.source.path), p.source.format, self.campaign] for p in new_files],
+            )
+        forgotten: set[str] = set()
+        for plan in active:
+            if plan.result.action in ("rewritten", "forced"):
+                plan.result.run_ids |= _forget_file(con, plan.file_id)
+                forgotten |= plan.result.run_ids
+        con.execute(
+            "DELETE FROM quarantine WHERE is_tail AND file_id IN (SELECT unnest(?::INTEGER[]))",
+            [[p.file_id for p in active]],
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _touched AS SELECT DISTINCT run_id FROM _acc "
+            "UNION SELECT unnest(?::VARCHAR[])",
+            [sorted(forgotten)],
+        )
+        landed = stage.land(self._may_repeat)
+        rows: list[tuple[int, str, int, str, int, str, bool]] = []
+        for plan in active:
+            got = landed.get(plan.file_id)
+            if got is not None:
+                plan.result.events, plan.result.duplicates = got.events, got.duplicates
+                plan.result.run_ids |= got.run_ids
+            path = str(plan.source.path)
+            for line, raw, size, reason, tail in self._quarantine_rows(plan, rejected.get(plan.file_id, [])):
+                rows.append((plan.file_id, path, line, reason, size, raw, tail))
+        if rows:
+            con.register(
+                "_q",
+                pa.table(
+                    {
+                        name: pa.array([r[i] for r in rows], typ)
+                        for i, (name, typ) in enumerate(
+                            [("file_id", pa.int32()), ("path", pa.string()), ("line", pa.int64()),
+                             ("reason", pa.string()), ("raw_length", pa.int64()), ("raw", pa.string()),
+                             ("is_tail", pa.bool_())]
+                        )
+                    }
+                ),
+            )  # fmt: skip
+            try:
+                con.execute(
+                    "INSERT INTO quarantine SELECT file_id, path, line, reason, raw, raw_length, is_tail, "
+                    "current_timestamp FROM _q"
+                )
+            finally:
+                con.unregister("_q")
+        refresh_runs(con, set().union(*(p.result.run_ids for p in active)))
+        counts = dict(
+            con.execute(
+                "SELECT file_id, count(*) FROM quarantine WHERE file_id IN (SELECT unnest(?::INTEGER[])) "
+                "GROUP BY file_id",
+                [[p.file_id for p in active]],
+            ).fetchall()
+        )
+        seconds = time.perf_counter() - started
+        for plan in active:
+            plan.result.quarantined = int(counts.get(plan.file_id, 0))
+        book = pa.table(
+            {
+                "file_id": pa.array([p.file_id for p in active], pa.int32()),
+                "size": pa.array([p.size for p in active], pa.int64()),
+                "mtime": pa.array([p.mtime_ns for p in active], pa.int64()),
+                "done": pa.array([p.end for p in active], pa.int64()),
+                "lines": pa.array([p.lines_total for p in active], pa.int64()),
+                "hash": pa.array([p.content_hash for p in active], pa.string()),
+                "grown": pa.array([p.result.action == "grown" for p in active], pa.bool_()),
+                "events": pa.array([p.result.events for p in active], pa.int64()),
+                "duplicates": pa.array([p.result.duplicates for p in active], pa.int64()),
+                "quarantined": pa.array([p.result.quarantined for p in active], pa.int64()),
+                "other_lines": pa.array([p.result.other_lines for p in active], pa.int64()),
+                "note": pa.array(
+                    ["; ".join(p.result.warnings + p.result.notes) or None for p in active], pa.string()
+                ),
+                "path": pa.array([str(p.source.path) for p in active], pa.string()),
+                "action": pa.array([p.result.action for p in active], pa.string()),
+            }
+        )
+        con.register("_book", book)
         try:
-            if plan.touch_only:
-                self.con.execute(
-                    "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ? WHERE file_id = ?",
-                    [plan.size, plan.mtime_ns, file_id],
-                )
-                self.con.execute("COMMIT")
-                return result
-            if plan.is_new:
-                self.con.execute(
-                    "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
-                    "content_hash, first_ingested_at, last_ingested_at) "
-                    "VALUES (?, ?, ?, ?, 0, 0, '', current_timestamp, current_timestamp)",
-                    [file_id, str(path), plan.source.format, self.campaign],
-                )
-            touched: set[str] = set()
-            if result.action in ("rewritten", "forced"):
-                touched = _forget_file(self.con, file_id)
-            self.con.execute("DELETE FROM quarantine WHERE file_id = ? AND is_tail", [file_id])
-            landed = stage.land(file_id)
-            result.events, result.duplicates = landed.events, landed.duplicates
-            result.run_ids = landed.run_ids | touched
-            result.quarantined = _quarantine(self.con, file_id, path, self._quarantine_rows(plan, rejected))
-            refresh_runs(self.con, result.run_ids)
-            self.con.execute(
-                "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ?, bytes_ingested = ?, lines_ingested = ?, "
-                "content_hash = ?, events = (SELECT count(*) FROM events WHERE file_id = ?), "
-                "duplicates = CASE WHEN ? THEN duplicates ELSE 0 END + ?, "
-                "quarantined = (SELECT count(*) FROM quarantine WHERE file_id = ?), other_lines = ?, "
-                "last_ingested_at = current_timestamp, note = ?, campaign = coalesce(?, campaign) WHERE file_id = ?",
-                [
-                    plan.size,
-                    plan.mtime_ns,
-                    plan.end,
-                    plan.lines_total,
-                    plan.content_hash,
-                    file_id,
-                    result.action == "grown",
-                    result.duplicates,
-                    file_id,
-                    result.other_lines,
-                    "; ".join(result.warnings + result.notes) or None,
-                    self.campaign,
-                    file_id,
-                ],
+            con.execute(
+                "UPDATE ingested_files AS f SET size_bytes = b.size, mtime_ns = b.mtime, bytes_ingested = b.done, "
+                "lines_ingested = b.lines, content_hash = b.hash, "
+                "events = CASE WHEN b.grown THEN f.events ELSE 0 END + b.events, "
+                "duplicates = CASE WHEN b.grown THEN f.duplicates ELSE 0 END + b.duplicates, "
+                "quarantined = b.quarantined, other_lines = b.other_lines, last_ingested_at = current_timestamp, "
+                "note = b.note, campaign = coalesce(?, f.campaign) FROM _book b WHERE f.file_id = b.file_id",
+                [self.campaign],
             )
-            result.quarantined = int(
-                self.con.execute(
-                    "SELECT quarantined FROM ingested_files WHERE file_id = ?", [file_id]
-                ).fetchall()[0][0]
+            con.execute(
+                "INSERT INTO ingest_log SELECT current_timestamp, file_id, path, action, events, duplicates, "
+                "quarantined, ?, ? FROM _book",
+                [seconds, honestscale.__version__],
             )
-            self.con.execute(
-                "INSERT INTO ingest_log VALUES (current_timestamp, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    file_id,
-                    str(path),
-                    result.action,
-                    result.events,
-                    result.duplicates,
-                    result.quarantined,
-                    time.perf_counter() - started,
-                    honestscale.__version__,
-                ],
-            )
-            self.con.execute("COMMIT")
-        except BaseException as exc:
-            self.con.execute("ROLLBACK")
-            if isinstance(exc, duckdb.IOException):
-                raise IngestError(
-                    f"could not write {path} to the store: {exc}",
-                    "free disk space or fix the store, then ingest again; files before this one have landed "
-                    "and this one was rolled back",
-                ) from None
-            raise
-        return result
+        finally:
+            con.unregister("_book")
+
+    def _may_repeat(self, ranges: list[tuple[Any, ...]]) -> bool:
+        """Whether events of the batch could already be in the store, or repeat within the batch.
+
+        Usually not: new files, or grown ones whose new seqs all lie past what the store holds
+        for each (run, rank). Only then is the (costlier) anti-join needed.
+        """
+        spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for _file, run_id, rank, lo, hi, count, distinct in ranges:
+            if count != distinct:
+                return True
+            spans.setdefault((run_id, rank), []).append((lo, hi))
+        for run_id, rank, lo, hi in self.con.execute(
+            "SELECT r.run_id, r.rank, r.first_seq, r.last_seq FROM run_ranks r SEMI JOIN _touched t USING (run_id)"
+        ).fetchall():
+            spans.setdefault((run_id, rank), []).append((lo, hi))
+        for intervals in spans.values():
+            intervals.sort()
+            if any(b[0] <= a[1] for a, b in itertools.pairwise(intervals)):
+                return True
+        return False
 
     @staticmethod
     def _quarantine_rows(plan: _Plan, rejected: list[Rejected]) -> list[tuple[int, str, int, str, bool]]:
