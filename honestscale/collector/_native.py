@@ -53,37 +53,29 @@ class Landed:
     run_ids: set[str] = field(default_factory=set)
 
 
-class Batch:
-    """Lines of several files to validate together, as Arrow arrays (no per-line Python work)."""
+def lines_batch(file_id: int, first_number: int, lines: list[str | None]) -> pa.RecordBatch:
+    """Consecutive lines of one file from ``first_number``, as Arrow (None: not UTF-8, skipped)."""
+    n = len(lines)
+    return pa.record_batch(
+        [
+            pa.repeat(pa.scalar(file_id, pa.int32()), n),
+            pa.array(range(first_number, first_number + n), pa.int64()),
+            pa.array(lines, pa.string()),
+        ],
+        names=["file_id", "line", "raw"],
+    )
 
-    def __init__(self) -> None:
-        self.items: list[pa.RecordBatch] = []
 
-    def add(self, file_id: int, first_number: int, lines: list[str | None]) -> None:
-        """Consecutive lines from ``first_number``; None (not UTF-8) and blank lines are skipped."""
-        n = len(lines)
-        self.items.append(
-            pa.record_batch(
-                [
-                    pa.repeat(pa.scalar(file_id, pa.int32()), n),
-                    pa.array(range(first_number, first_number + n), pa.int64()),
-                    pa.array(lines, pa.string()),
-                ],
-                names=["file_id", "line", "raw"],
-            )
-        )
-
-    def add_numbered(self, file_id: int, numbered: list[tuple[int, str]]) -> None:
-        self.items.append(
-            pa.record_batch(
-                [
-                    pa.repeat(pa.scalar(file_id, pa.int32()), len(numbered)),
-                    pa.array([n for n, _ in numbered], pa.int64()),
-                    pa.array([t for _, t in numbered], pa.string()),
-                ],
-                names=["file_id", "line", "raw"],
-            )
-        )
+def numbered_batch(file_id: int, numbered: list[tuple[int, str]]) -> pa.RecordBatch:
+    """Lines of one file with their own numbers (events mapped from an MLPerf log)."""
+    return pa.record_batch(
+        [
+            pa.repeat(pa.scalar(file_id, pa.int32()), len(numbered)),
+            pa.array([n for n, _ in numbered], pa.int64()),
+            pa.array([t for _, t in numbered], pa.string()),
+        ],
+        names=["file_id", "line", "raw"],
+    )
 
 
 def _sql_str(value: str) -> str:
@@ -135,10 +127,10 @@ class Stage:
         self.con = con
         self.kinds: list[str] = []
 
-    def validate(self, batch: Batch) -> dict[int, list[Rejected]]:
+    def validate(self, batches: list[pa.RecordBatch]) -> dict[int, list[Rejected]]:
         """Check every line; return the rejected ones per file, with the contract's reason."""
         con = self.con
-        con.register("_in", pa.Table.from_batches(batch.items))
+        con.register("_in", pa.Table.from_batches(batches))
         try:
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _stage AS SELECT file_id, line, raw, "

@@ -16,6 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import pyarrow as pa
 import honestscale
 from honestscale.collector import _mlperf
 from honestscale.collector._content import digest, read_content, split_lines
-from honestscale.collector._native import TYPED_TABLES, Batch, Rejected, Stage
+from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import refresh_runs
@@ -140,9 +141,7 @@ class _Plan:
     file_id: int
     is_new: bool
     result: FileResult
-    first_number: int = 1  # line number of lines[0]
-    lines: list[str | None] = field(default_factory=list)  # consecutive lines from first_number
-    mapped: list[tuple[int, str]] = field(default_factory=list)  # MLPerf: (source line, event JSON)
+    arrow: pa.RecordBatch | None = None  # (file_id, line, raw) of the lines to validate and land
     undecodable: list[tuple[int, bytes]] = field(default_factory=list)
     bad: list[tuple[int, str, int, str]] = field(
         default_factory=list
@@ -176,17 +175,30 @@ class Ingester:
     def ingest(
         self, sources: Iterable[Source], *, advance: Callable[[Source, FileResult], None] | None = None
     ) -> Summary:
+        """Land ``sources``; while one batch lands, a thread reads and splits the files of the next."""
         summary = Summary()
-        batch: list[_Plan] = []
-        chars = 0
-        for source in sources:
-            plan = self._plan(source)
-            batch.append(plan)
-            chars += plan.chars
-            if chars >= BATCH_BYTES:
-                self._run(batch, summary, advance)
-                batch, chars = [], 0
-        self._run(batch, summary, advance)
+        pending = iter(sources)
+        reader = self.con.cursor()  # the planner's own connection: it only reads committed bookkeeping
+
+        def next_batch() -> list[_Plan]:
+            plans: list[_Plan] = []
+            size = 0
+            for source in pending:
+                plan = self._plan(source, reader)
+                plans.append(plan)
+                size += plan.chars
+                if size >= BATCH_BYTES:
+                    break
+            return plans
+
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="honestscale-read") as pool:
+                ahead = pool.submit(next_batch)
+                while plans := ahead.result():
+                    ahead = pool.submit(next_batch)
+                    self._run(plans, summary, advance)
+        finally:
+            reader.close()
         return summary
 
     def ingest_file(self, source: Source) -> FileResult:
@@ -198,16 +210,12 @@ class Ingester:
         if not plans:
             return
         stage = Stage(self.con)
-        batch = Batch()
+        batches = [p.arrow for p in plans if p.arrow is not None and p.arrow.num_rows]
         for plan in plans:
-            if plan.mapped:
-                batch.add_numbered(plan.file_id, plan.mapped)
-            elif plan.lines:
-                batch.add(plan.file_id, plan.first_number, plan.lines)
-            plan.lines, plan.mapped = [], []
+            plan.arrow = None
         try:
-            rejected = stage.validate(batch) if batch.items else {}
-            del batch
+            rejected = stage.validate(batches) if batches else {}
+            del batches
             started = time.perf_counter()
             self.con.execute("BEGIN")
             try:
@@ -229,7 +237,7 @@ class Ingester:
             if advance is not None:
                 advance(plan.source, plan.result)
 
-    def _plan(self, source: Source) -> _Plan:
+    def _plan(self, source: Source, reader: duckdb.DuckDBPyConnection) -> _Plan:
         path = source.path
         try:
             stat = path.stat()
@@ -237,7 +245,7 @@ class Ingester:
             raise IngestError(
                 f"cannot read {path}: {exc.strerror}", "check that it exists and is readable"
             ) from None
-        rows = self.con.execute(
+        rows = reader.execute(
             "SELECT file_id, size_bytes, mtime_ns, bytes_ingested, lines_ingested, content_hash, quarantined "
             "FROM ingested_files WHERE path = ?",
             [str(path)],
@@ -290,21 +298,19 @@ class Ingester:
             return
         if not data:
             plan.result.warnings.append("empty file: nothing to ingest")
-        plan.first_number, plan.lines = (
-            first_line,
-            lines.text,
-        )  # blank and undecodable lines are skipped in SQL
+        texts = lines.text  # blank and undecodable (None) lines are skipped in SQL
         plan.undecodable = lines.undecodable
         if lines.tail is not None:
             number = first_line + len(lines.text)
             try:
                 tail = lines.tail.decode("utf-8")
                 if tail.strip():
-                    plan.lines = [*plan.lines, tail]
+                    texts = [*texts, tail]
                     plan.tail_number = number
             except UnicodeDecodeError:
                 plan.undecodable.append((number, lines.tail))
                 plan.tail_number = number
+        plan.arrow = lines_batch(plan.file_id, first_line, texts)
         plan.end = lines.end
         plan.lines_total = first_line - 1 + len(lines.text)
         plan.content_hash = digest(memoryview(data)[: lines.end])
@@ -320,7 +326,9 @@ class Ingester:
                 plan.result.action = "rewritten"
         text = data.decode("utf-8", "backslashreplace")
         parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
-        plan.mapped = [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
+        plan.arrow = numbered_batch(
+            plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
+        )
         plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
         plan.result.other_lines = parsed.other_lines
         plan.result.warnings.extend(parsed.warnings)
