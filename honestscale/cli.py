@@ -18,12 +18,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from honestscale import __version__, _output
+from honestscale import __version__
 from honestscale.collector._sources import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
 from honestscale.runners import events as ev
-from honestscale.store import STORE_ENV, open_store, queries
+from honestscale.store import STORE_ENV, open_store
 
 app = typer.Typer(
     name="honestscale",
@@ -281,6 +281,9 @@ def runs(
     n_accelerators, accelerator, global_batch_size, local_batch_size, status, started_at,
     time_to_train_s, final_accuracy {split, metric, value} or null, source_file, ...).
     """
+    from honestscale import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
     with _store(store, read_only=True, wait=wait) as con:
         df = queries.runs(con, campaign)
     if format is TableFormat.json:
@@ -301,6 +304,9 @@ def show(
     wait: WaitOpt = 10.0,
 ) -> None:
     """One run: what it ran on, its evaluations, where its step time went, and lost events."""
+    from honestscale import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
     with _store(store, read_only=True, wait=wait) as con:
         rid = queries.resolve_run_id(con, run_id)
         run = queries.run(con, rid).row(0, named=True)
@@ -321,6 +327,9 @@ def quarantine(
     wait: WaitOpt = 10.0,
 ) -> None:
     """Lines that could not land: file, line number, reason and the raw text. JSON: [{file, line, reason, raw}]."""
+    from honestscale import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
     with _store(store, read_only=True, wait=wait) as con:
         df = queries.quarantine(con, str(file.resolve()) if file else None)
     if format is QuarantineFormat.json:

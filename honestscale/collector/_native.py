@@ -204,11 +204,13 @@ class Stage:
             con.unregister("_good")
         con.execute("DROP TABLE _k")
         # Events whose typed row holds everything keep no payload; the others keep the whole line.
-        con.execute(
-            f"INSERT INTO _acc SELECT k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}', "
-            f"CASE WHEN k.keep THEN s.raw END FROM _ok_{kind} k LEFT JOIN _stage s "
-            "ON k.keep AND s.file_id = k.file_id AND s.line = k.line"
-        )
+        envelope = f"k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}'"
+        con.execute(f"INSERT INTO _acc SELECT {envelope}, NULL FROM _ok_{kind} k WHERE NOT k.keep")
+        if any(g[2] for g in good):
+            con.execute(
+                f"INSERT INTO _acc SELECT {envelope}, s.raw FROM _ok_{kind} k "
+                "JOIN _stage s USING (file_id, line) WHERE k.keep"
+            )
 
     def land(self, recheck: Callable[[list[tuple[Any, ...]]], bool]) -> dict[int, Landed]:
         """Insert the batch's new events (inside the batch's transaction); return what landed per file.
