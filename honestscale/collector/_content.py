@@ -7,6 +7,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 
 @dataclass
 class Content:
@@ -46,29 +49,33 @@ class Lines:
     """Complete lines of ``data[start:]``, decoded, and the unterminated tail, if any."""
 
     first_number: int  # line number of text[0]
-    text: list[str | None]  # one per complete line, without newline; None where not UTF-8
+    text: pa.Array  # large_string, one per complete line, without newline; null where not UTF-8
     undecodable: list[tuple[int, bytes]]  # (line number, raw bytes) of the lines that are not UTF-8
     end: int  # offset just past the last complete line
     tail: bytes | None  # bytes after the last newline, when not empty
 
 
 def split_lines(data: bytes, start: int, first_number: int) -> Lines:
+    """Cut ``data[start:]`` into lines in Arrow (no Python object per line); check UTF-8 in one pass."""
     last_newline = data.rfind(b"\n", start)
     end = start if last_newline < 0 else last_newline + 1
-    complete, tail = data[start:end], data[end:]
-    text: list[str | None]
+    tail = data[end:] or None
     undecodable: list[tuple[int, bytes]] = []
+    if end == start:
+        return Lines(first_number, pa.array([], pa.large_string()), undecodable, end, tail)
+    parts = pc.split_pattern(pa.array([data[start:end]], pa.large_binary()), pattern=b"\n").values
+    parts = parts.slice(0, len(parts) - 1)  # the empty piece after the last newline
     try:
-        decoded = complete.decode("utf-8")
-        if "\r" in decoded:
-            decoded = decoded.replace("\r\n", "\n")
-        text = list(decoded.split("\n")[:-1])
-    except UnicodeDecodeError:
-        text = []
-        for i, raw in enumerate(complete.split(b"\n")[:-1]):
+        text = parts.cast(pa.large_string())
+    except pa.ArrowInvalid:  # some line is not UTF-8: find which, keep the others
+        decoded: list[str | None] = []
+        for i, raw in enumerate(parts.to_pylist()):
             try:
-                text.append(raw.decode("utf-8").removesuffix("\r"))
+                decoded.append(raw.decode("utf-8"))
             except UnicodeDecodeError:
-                text.append(None)
+                decoded.append(None)
                 undecodable.append((first_number + i, raw))
-    return Lines(first_number, text, undecodable, end, tail or None)
+        text = pa.array(decoded, pa.large_string())
+    if b"\r" in data[start:end]:
+        text = pc.utf8_rtrim(text, characters="\r")
+    return Lines(first_number, text, undecodable, end, tail)

@@ -53,14 +53,14 @@ class Landed:
     run_ids: set[str] = field(default_factory=set)
 
 
-def lines_batch(file_id: int, first_number: int, lines: list[str | None]) -> pa.RecordBatch:
-    """Consecutive lines of one file from ``first_number``, as Arrow (None: not UTF-8, skipped)."""
+def lines_batch(file_id: int, first_number: int, lines: pa.Array) -> pa.RecordBatch:
+    """Consecutive lines of one file from ``first_number`` (null: not UTF-8, skipped)."""
     n = len(lines)
     return pa.record_batch(
         [
             pa.repeat(pa.scalar(file_id, pa.int32()), n),
             pa.array(range(first_number, first_number + n), pa.int64()),
-            pa.array(lines, pa.string()),
+            lines,
         ],
         names=["file_id", "line", "raw"],
     )
@@ -72,7 +72,7 @@ def numbered_batch(file_id: int, numbered: list[tuple[int, str]]) -> pa.RecordBa
         [
             pa.repeat(pa.scalar(file_id, pa.int32()), len(numbered)),
             pa.array([n for n, _ in numbered], pa.int64()),
-            pa.array([t for _, t in numbered], pa.string()),
+            pa.array([t for _, t in numbered], pa.large_string()),
         ],
         names=["file_id", "line", "raw"],
     )
@@ -134,7 +134,7 @@ class Stage:
         try:
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _stage AS SELECT file_id, line, raw, "
-                "CASE WHEN json_valid(raw) THEN raw ->> '$.kind' END AS kind FROM _in "
+                "TRY(raw ->> '$.kind') AS kind FROM _in "  # NULL for lines that are not JSON objects
                 "WHERE length(raw) > 0"
             )
         finally:

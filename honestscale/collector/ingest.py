@@ -305,7 +305,7 @@ class Ingester:
             try:
                 tail = lines.tail.decode("utf-8")
                 if tail.strip():
-                    texts = [*texts, tail]
+                    texts = pa.concat_arrays([texts, pa.array([tail], pa.large_string())])
                     plan.tail_number = number
             except UnicodeDecodeError:
                 plan.undecodable.append((number, lines.tail))
