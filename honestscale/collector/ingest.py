@@ -166,6 +166,9 @@ class Ingester:
         self.con = con
         self.campaign = campaign
         self.force = force
+        # Row order inside tables carries no meaning here (every read orders explicitly): letting DuckDB
+        # insert out of order parallelises the inserts.
+        con.execute("SET preserve_insertion_order = false")
         if campaign:
             con.execute("INSERT INTO campaigns (name) VALUES (?) ON CONFLICT DO NOTHING", [campaign])
         self._next_id = int(
