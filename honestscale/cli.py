@@ -221,8 +221,8 @@ def ingest(
     """Land event files and MLPerf logs in the store: idempotent, incremental, atomic per file, lossless.
 
     Ingesting the same files again adds nothing; a file that grew adds only its new events; a
-    crash mid-file leaves the store as if the file had not been started; every line that cannot
-    be parsed goes to the quarantine with its file, line number and reason.
+    file lands whole or not at all, so after a crash or kill the next ingest completes the job;
+    every line that cannot be parsed goes to the quarantine with its file, line number and reason.
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined; 2 bad usage, unreadable
     input, or the store is held by another process past --wait.
