@@ -7,7 +7,8 @@ their events, typed rows, quarantined lines, the recomputed ``runs`` rows and th
 therefore never leaves part of a file: the file in progress (and the others of its batch) are
 as if not started, and the next ingest lands them. Files are identified by absolute path;
 what was read is remembered as a byte offset (up to the last complete line) and a hash of
-those bytes, so a file that grew adds only its new lines and an unchanged file adds nothing."""
+those bytes, so a file that grew adds only its new lines and an unchanged file adds nothing.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +33,7 @@ from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import refresh_runs
 
-# Files are validated and land together, one transaction per batch of about this much text: it bounds
-# memory, lets DuckDB use every core, and amortises a commit over many files.
-BATCH_BYTES = int(float(os.environ.get("HONESTSCALE_INGEST_BATCH_MB", "48")) * 2**20)
+BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
 
 
@@ -48,10 +47,9 @@ class FileResult:
     quarantined: int = 0
     other_lines: int = 0
     run_ids: set[str] = field(default_factory=set)
-    warnings: list[str] = field(
-        default_factory=list
-    )  # the user should look: hardware unknown, empty file ...
-    notes: list[str] = field(default_factory=list)  # for the record: repeated MLLOG lines ...
+    # For the user to look at (hardware unknown, empty file ...), and for the record (repeated MLLOG lines).
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +88,21 @@ class Summary:
         if self.skipped:
             text += f", {len(self.skipped)} other files skipped"
         return text
+
+
+def _batch_bytes() -> int:
+    """Files are validated and land together, one transaction per batch of about this much text: it
+    bounds memory, lets DuckDB use every core, and spreads a commit over many files."""
+    value = os.environ.get(BATCH_ENV, "48")
+    try:
+        mib = float(value)
+    except ValueError:
+        mib = -1.0
+    if not 0 < mib <= 65536:
+        raise HonestscaleError(
+            f"{BATCH_ENV}={value!r} is not a size in MiB", f"unset it, or set e.g. {BATCH_ENV}=48"
+        )
+    return int(mib * 2**20)
 
 
 class IngestError(HonestscaleError):
@@ -143,9 +156,8 @@ class _Plan:
     result: FileResult
     arrow: pa.RecordBatch | None = None  # (file_id, line, raw) of the lines to validate and land
     undecodable: list[tuple[int, bytes]] = field(default_factory=list)
-    bad: list[tuple[int, str, int, str]] = field(
-        default_factory=list
-    )  # (line, raw, size, reason) found early
+    # (line, raw, size, reason) of lines rejected before validation (broken :::MLLOG lines)
+    bad: list[tuple[int, str, int, str]] = field(default_factory=list)
     tail_number: int | None = None
     end: int = 0
     lines_total: int = 0
@@ -166,6 +178,7 @@ class Ingester:
         self.con = con
         self.campaign = campaign
         self.force = force
+        self.batch_bytes = _batch_bytes()
         # Row order inside tables carries no meaning here (every read orders explicitly): letting DuckDB
         # insert out of order parallelises the inserts.
         con.execute("SET preserve_insertion_order = false")
@@ -190,7 +203,7 @@ class Ingester:
                 plan = self._plan(source, reader)
                 plans.append(plan)
                 size += plan.chars
-                if size >= BATCH_BYTES:
+                if size >= self.batch_bytes:
                     break
             return plans
 
