@@ -217,9 +217,6 @@ class Ingester:
             reader.close()
         return summary
 
-    def ingest_file(self, source: Source) -> FileResult:
-        return self.ingest([source]).files[0]
-
     def _run(
         self, plans: list[_Plan], summary: Summary, advance: Callable[[Source, FileResult], None] | None
     ) -> None:
