@@ -64,9 +64,7 @@ def runs_table(df: pl.DataFrame) -> Table:
         acc = "-" if r["final_value"] is None else f"{r['final_value']:.4f} {r['final_split']}"
         accel = "-"
         if r["n_accelerators"]:
-            accel = f"{r['n_accelerators']} x {r['accelerator'] or '?'}"
-        elif r["n_accelerators"] == 0:
-            accel = "CPU"
+            accel = f"{r['n_accelerators']} x {r['accelerator'] or 'CPU worker'}"
         status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], "red"))
         table.add_row(
             r["run_id"],
@@ -190,6 +188,28 @@ def show_renderable(rec: dict[str, Any]) -> Group:
                  style="yellow")
         )  # fmt: skip
     return Group(*parts)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def summary_table(df: pl.DataFrame) -> Table:
+    table = Table(title="scaling summary (medians over repetitions; final runs)", title_justify="left")
+    cols = ("campaign", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
+            "per worker", "data", "compute", "comm", "optimizer", "test acc")  # fmt: skip
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("campaign", "framework") else "right")
+    for r in df.iter_rows(named=True):
+        table.add_row(
+            r["campaign"] or "-", r["framework"] or "-", str(r["workers"]), f"{r['succeeded']}/{r['runs']}",
+            _fmt_seconds(r["time_to_train_s"]), _fmt_seconds(r["time_to_accuracy_s"]),
+            "-" if r["samples_per_s"] is None else f"{r['samples_per_s']:,.0f}",
+            "-" if r["per_worker"] is None else f"{r['per_worker']:,.0f}",
+            _pct(r["data"]), _pct(r["compute"]), _pct(r["comm"]), _pct(r["optimizer"]),
+            "-" if r["test_accuracy"] is None else f"{r['test_accuracy']:.4f}",
+        )  # fmt: skip
+    return table
 
 
 def dumps(obj: Any) -> str:

@@ -340,6 +340,165 @@ def quarantine(
         out.print(_output.quarantine_table(df))
 
 
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def run(
+    ctx: typer.Context,
+    framework: Annotated[str, typer.Option(help="Runner to use: torch.")] = "torch",
+    workers: Annotated[int, typer.Option(help="Ranks to start on this machine.")] = 1,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Run id [default: <name>-<workers>w-<time>].")
+    ] = None,
+    ingest: Annotated[
+        bool, typer.Option("--ingest", help="Ingest the run into the store when it ends.")
+    ] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Train with N ranks on this machine; every other option goes to the runner.
+
+    The ranks get RANK, LOCAL_RANK, WORLD_SIZE and a free MASTER_PORT (like torchrun) and the
+    same run id; CPU threads are split between them. Exit code: the runner's (0 success, 3
+    target accuracy not reached, 1 failed, 143 SIGTERM, 130 interrupted).
+
+    Example (see `python -m honestscale.runners.torch_ddp --help` for the runner's options):
+
+      honestscale run --framework torch --workers 2 --model mlp --dataset digits --epochs 3 --out runs/
+    """
+    from honestscale.runners import launch
+
+    args = list(ctx.args)
+    out_dir = launch.out_dir(args)
+    if out_dir is None:
+        raise HonestscaleError("the runner needs --out FOLDER for its event files", "add e.g. --out runs/")
+    if run_id is None:
+        name = _runner_option(args, "--name") or _runner_option(args, "--model") or "run"
+        run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
+    try:
+        result = launch.launch(framework, workers, args, run_id)
+    except launch.LaunchError as exc:
+        raise HonestscaleError(str(exc), "see honestscale run --help") from None
+    run_dir = out_dir / run_id
+    verdict = "succeeded" if result.exit_code == 0 else f"ended with exit code {result.exit_code}"
+    err.print(f"run {run_id} {verdict}; events in {run_dir}", highlight=False)
+    if ingest and run_dir.is_dir():
+        with _store(store, read_only=False) as con:
+            summary = Ingester(con).ingest(discover([str(run_dir)]).sources)
+        err.print(summary.line(), highlight=False)
+    raise typer.Exit(result.exit_code)
+
+
+def _runner_option(args: list[str], name: str) -> str | None:
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+@app.command()
+def summary(
+    store: StoreOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Per campaign and worker count: time to train and to accuracy, throughput, step breakdown, test accuracy."""
+    from honestscale import _output
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        df = queries.scaling_summary(con, campaign)
+    if format is ShowFormat.json:
+        print(_output.dumps(df.to_dicts()))
+    elif df.height == 0:
+        err.print("no final runs to summarise" + (f" in campaign {campaign}" if campaign else ""))
+    else:
+        out.print(_output.summary_table(df))
+
+
+campaign_app = typer.Typer(help="Campaigns: grids of runs described in a TOML spec.", no_args_is_help=True)
+app.add_typer(campaign_app, name="campaign")
+
+
+def _runner_options(framework: str) -> set[str]:
+    if framework != "torch":
+        raise HonestscaleError(f"framework {framework!r} has no runner here yet", 'use framework = "torch"')
+    from honestscale.runners import torch_ddp
+
+    return {a.dest for a in torch_ddp.build_parser()._actions if a.dest != "help"}
+
+
+@campaign_app.command("run")
+def campaign_run(
+    spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML): see examples/digits-campaign.toml.")],
+    store: StoreOpt = None,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Run again the runs that already ended.")] = False,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Run a campaign on this machine: the tuning study, then every grid point x repetition; ingest as it goes.
+
+    Run ids are stable, so running the same spec again only does the runs that have not ended.
+    Each run's output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise.
+    """
+    from honestscale import _campaign, _output
+    from honestscale.runners import launch
+    from honestscale.store import queries
+
+    s = _campaign.load(spec, _runner_options)
+    s.out.mkdir(parents=True, exist_ok=True)
+    not_ok: list[str] = []
+
+    def execute(plans: list[_campaign.RunPlan], label: str) -> None:
+        with Progress(
+            TextColumn(f"[bold]{label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
+        ) as progress:  # fmt: skip
+            task = progress.add_task(label, total=len(plans), now="")
+            for plan in plans:
+                progress.update(task, now=plan.run_id)
+                if rerun or not _campaign.finished(s.out, plan.run_id):
+                    log = s.out / f"{plan.run_id}.log"
+                    with log.open("w") as sink:
+                        argv = plan.runner_argv(s.out, s.name, s.scaling)
+                        result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
+                    if result.exit_code != 0:
+                        not_ok.append(plan.run_id)
+                        err.print(f"[yellow]{plan.run_id}[/]: exit code {result.exit_code}, see {log}")
+                    elif not err.is_terminal:
+                        err.print(f"{plan.run_id}: done", highlight=False)
+                with _store(store, read_only=False, wait=wait) as con:
+                    Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
+                progress.advance(task)
+
+    tuned: dict[str, object] = {}
+    trial = None
+    if s.tuning is not None:
+        execute(_campaign.tuning_plans(s), f"tuning {s.tuning['name']}")
+        with _store(store, read_only=True, wait=wait) as con:
+            trials = queries.tuning_trials(con, s.name, str(s.tuning["name"]))
+        best = trials.filter(trials["validation_accuracy"].is_not_null())
+        if best.height == 0:
+            raise HonestscaleError(f"tuning study {s.tuning['name']!r}: no trial has a validation accuracy",
+                                   "look at the trials' logs in " + str(s.out))  # fmt: skip
+        trial = str(best["trial"][0])
+        point = next(p for p in _campaign.points(s.tuning["grid"]) if _campaign.slug(p) == trial)
+        tuned = dict(point)
+        err.print(
+            f"tuning {s.tuning['name']}: best trial {trial} (validation accuracy "
+            f"{best['validation_accuracy'][0]:.4f} over {best['runs'][0]} run(s)); used for every final run",
+            highlight=False,
+        )
+    execute(_campaign.final_plans(s, tuned, trial), "final runs")
+    with _store(store, read_only=True, wait=wait) as con:
+        df = queries.scaling_summary(con, s.name)
+    out.print(_output.summary_table(df))
+    if not_ok:
+        err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {', '.join(not_ok)}")
+    raise typer.Exit(1 if not_ok else 0)
+
+
 @app.command()
 def contract(
     json_schema: Annotated[

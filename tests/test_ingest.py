@@ -55,7 +55,7 @@ def test_example_campaign_lands(store: Path) -> None:
     runs = json.loads(hs("runs", "--store", store, "--format", "json").stdout)
     assert len(runs) == 4
     assert {r["status"] for r in runs} == {"success"}
-    assert sorted(r["n_accelerators"] for r in runs) == [0, 0, 0, 0]
+    assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 2, 2]  # CPU runs: one device per worker
     for r in runs:
         assert r["final_accuracy"]["split"] == "test"
         assert 0.9 < r["final_accuracy"]["value"] <= 1.0

@@ -106,7 +106,11 @@ SELECT
     coalesce(f.format, f0.format) AS source,
     coalesce(s.p ->> 'campaign', f.campaign, f0.campaign) AS campaign,
     {", ".join(_field(*spec) for spec in _FROM_RUN_START)},
-    TRY_CAST(s.p ->> 'nodes' AS INTEGER) * TRY_CAST(s.p ->> 'accelerators_per_node' AS INTEGER) AS n_accelerators,
+    -- GPUs in use; on CPU-only runs (no accelerators per node) the worker processes are the devices.
+    coalesce(
+        nullif(TRY_CAST(s.p ->> 'nodes' AS INTEGER) * TRY_CAST(s.p ->> 'accelerators_per_node' AS INTEGER), 0),
+        TRY_CAST(s.p ->> 'world_size' AS INTEGER)
+    ) AS n_accelerators,
     coalesce(stops.status, 'incomplete') AS status,
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason

@@ -138,3 +138,66 @@ def quarantine(con: duckdb.DuckDBPyConnection, path: str | None = None) -> pl.Da
         f"SELECT path AS file, line, reason, raw, raw_length, is_tail FROM quarantine {where} ORDER BY path, line",
         [path] if path else [],
     )
+
+
+def tuning_trials(con: duckdb.DuckDBPyConnection, campaign: str, study: str) -> pl.DataFrame:
+    """Trials of a tuning study with their mean final validation accuracy, best first."""
+    return _frame(
+        con,
+        """
+        WITH last_val AS (
+            SELECT run_id, arg_max(value, time) AS val FROM evals WHERE split = 'validation' GROUP BY run_id
+        )
+        SELECT r.tuning_trial AS trial, count(*) AS runs, avg(v.val) AS validation_accuracy,
+               count(*) FILTER (WHERE r.status = 'success') AS succeeded
+        FROM runs r LEFT JOIN last_val v USING (run_id)
+        WHERE r.campaign = ? AND r.purpose = 'tuning' AND r.tuning_study = ?
+        GROUP BY r.tuning_trial ORDER BY validation_accuracy DESC NULLS LAST, trial
+        """,
+        [campaign, study],
+    )
+
+
+def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Final runs grouped by campaign, framework and worker count: medians across repetitions.
+
+    Throughput of a run: samples of all ranks over the slowest rank's step time (warm-up
+    excluded). Time to accuracy: from run start to the first validation evaluation at or above
+    the run's target (runs stopped on a target accuracy only).
+    """
+    where = "AND r.campaign = ?" if campaign else ""
+    return _frame(
+        con,
+        f"""
+        WITH r AS (SELECT * FROM runs r WHERE coalesce(r.purpose, 'final') = 'final' {where}),
+        per_rank AS (
+            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
+                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
+            FROM steps WHERE NOT coalesce(warmup, false) AND run_id IN (SELECT run_id FROM r)
+            GROUP BY run_id, rank
+        ),
+        per_run AS (
+            SELECT run_id, sum(samples) / max(t_total) AS samples_per_s,
+                   sum(t_data) / sum(t_total) AS f_data, sum(t_compute) / sum(t_total) AS f_compute,
+                   sum(t_comm) / sum(t_total) AS f_comm, sum(t_optimizer) / sum(t_total) AS f_optimizer
+            FROM per_rank GROUP BY run_id
+        ),
+        tta AS (
+            SELECT r.run_id, min(v.time) - any_value(r.started_at) AS tta_s
+            FROM r JOIN evals v USING (run_id)
+            WHERE r.stop_criterion = 'target_accuracy' AND v.split = 'validation' AND v.value >= r.stop_value
+            GROUP BY r.run_id
+        ),
+        test AS (SELECT run_id, arg_max(value, time) AS test_acc FROM evals WHERE split = 'test' GROUP BY run_id)
+        SELECT r.campaign, r.framework, r.world_size AS workers, count(*) AS runs,
+               count(*) FILTER (WHERE r.status = 'success') AS succeeded,
+               median(r.time_to_train_s) AS time_to_train_s, median(tta.tta_s) AS time_to_accuracy_s,
+               median(p.samples_per_s) AS samples_per_s, median(p.samples_per_s) / r.world_size AS per_worker,
+               median(p.f_data) AS data, median(p.f_compute) AS compute, median(p.f_comm) AS comm,
+               median(p.f_optimizer) AS optimizer, median(test.test_acc) AS test_accuracy
+        FROM r LEFT JOIN per_run p USING (run_id) LEFT JOIN tta USING (run_id) LEFT JOIN test USING (run_id)
+        GROUP BY r.campaign, r.framework, r.world_size
+        ORDER BY r.campaign NULLS LAST, r.framework, r.world_size
+        """,
+        [campaign] if campaign else [],
+    )

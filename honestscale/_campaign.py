@@ -1,0 +1,255 @@
+"""Campaign specs (TOML): a grid of runs, repetitions and an optional tuning study, run on this machine.
+
+    [campaign]
+    name = "digits-scaling"          # runs are tagged with it
+    out = "runs/digits-scaling"      # event files, relative to the spec's folder
+    framework = "torch"
+    repetitions = 3                  # of every point; seeds seed, seed+1, ...
+    seed = 0
+    scaling = "strong"               # declared intent, checked by the linter
+
+    [args]                           # runner options for every run (see the runner's --help)
+    model = "mlp"
+    dataset = "digits"
+    epochs = 30
+    target_accuracy = 0.95
+
+    [grid]                           # every combination is one point
+    workers = [1, 2]
+    batch_size = [64]
+
+    [tuning]                         # optional: runs first; its best trial's values apply to every point
+    name = "lr"
+    workers = 1
+    repetitions = 1
+    select = "validation_accuracy"   # the trial with the highest final validation accuracy wins
+    grid = { lr = [0.3, 0.1, 0.03] }
+
+Every run of the tuning study is recorded with ``purpose = "tuning"`` (study and trial named);
+the grid's runs with ``purpose = "final"`` and the study and trial their values came from.
+Run ids are stable (``<campaign>-<point>-r<rep>``), so running a spec again skips the runs
+that already ended and only does the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from honestscale.errors import HonestscaleError
+
+CAMPAIGN_KEYS = {"name", "out", "framework", "repetitions", "seed", "scaling", "description"}
+TUNING_KEYS = {"name", "workers", "repetitions", "select", "grid", "args"}
+TOP_KEYS = {"campaign", "args", "grid", "tuning"}
+SELECT = {"validation_accuracy"}
+LAUNCH_KEYS = {"workers", "framework"}
+RESERVED = {"out", "run_id", "campaign", "purpose", "tuning_study", "tuning_trial", "seed", "scaling"}
+
+
+class SpecError(HonestscaleError):
+    """The campaign spec is wrong: the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    run_id: str
+    point: str  # e.g. workers=2,batch_size=64
+    framework: str
+    workers: int
+    args: dict[str, Any]  # runner options
+    purpose: str
+    seed: int
+    tuning_study: str | None = None
+    tuning_trial: str | None = None
+
+    def runner_argv(self, out: Path, campaign: str, scaling: str | None) -> list[str]:
+        argv = ["--out", str(out), "--campaign", campaign, "--purpose", self.purpose, "--seed", str(self.seed),
+                "--name", f"{campaign}-{self.point}"]  # fmt: skip
+        if scaling:
+            argv += ["--scaling", scaling]
+        if self.tuning_study:
+            argv += ["--tuning-study", self.tuning_study]
+        if self.tuning_trial:
+            argv += ["--tuning-trial", self.tuning_trial]
+        for key, value in self.args.items():
+            flag = "--" + key.replace("_", "-")
+            if value is True:
+                argv.append(flag)
+            elif value is not False and value is not None:
+                argv += [flag, str(value)]
+        return argv
+
+
+@dataclass
+class Spec:
+    path: Path
+    name: str
+    out: Path
+    framework: str
+    repetitions: int
+    seed: int
+    scaling: str | None
+    args: dict[str, Any]
+    grid: dict[str, list[Any]]
+    tuning: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def slug(point: dict[str, Any]) -> str:
+    text = ",".join(f"{k}={v}" for k, v in point.items()) or "default"
+    return re.sub(r"[^A-Za-z0-9=,._-]", "_", text)
+
+
+def _check_keys(where: str, table: dict[str, Any], allowed: set[str], path: Path) -> None:
+    for key in table:
+        if key not in allowed:
+            raise SpecError(
+                f"{path}: unknown key {key!r} in [{where}]", f"allowed there: {', '.join(sorted(allowed))}"
+            )
+
+
+def _check_runner_keys(where: str, table: dict[str, Any], runner_options: set[str], path: Path) -> None:
+    for key in table:
+        if key in RESERVED:
+            raise SpecError(
+                f"{path}: [{where}] sets {key!r}, which the campaign decides",
+                "set it in [campaign] (seed, scaling, out) or leave it out",
+            )
+        if key not in runner_options and key not in LAUNCH_KEYS:
+            close = sorted(runner_options | LAUNCH_KEYS, key=lambda o: _distance(o, key))[:3]
+            raise SpecError(
+                f"{path}: unknown runner option {key!r} in [{where}]",
+                f"did you mean one of: {', '.join(close)}?",
+            )
+
+
+def _distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
+    """Read and check a spec; ``runner_options(framework)`` gives the option names its runner accepts."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"no campaign spec at {path}", "give the path of a .toml file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
+    _check_keys("top level", raw, TOP_KEYS, path)
+    camp = raw.get("campaign")
+    if not isinstance(camp, dict) or "name" not in camp:
+        raise SpecError(f"{path}: missing [campaign] with a name", 'add [campaign] name = "my-campaign"')
+    _check_keys("campaign", camp, CAMPAIGN_KEYS, path)
+    framework = str(camp.get("framework", "torch"))
+    options = runner_options(framework)
+    args = raw.get("args", {})
+    grid = raw.get("grid", {})
+    for where, table in (("args", args), ("grid", grid)):
+        if not isinstance(table, dict):
+            raise SpecError(f"{path}: [{where}] must be a table", f"write [{where}] with key = value lines")
+        _check_runner_keys(where, table, options, path)
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(f"{path}: [grid] {key} must be a non-empty list", f"write {key} = [value, ...]")
+    repetitions = camp.get("repetitions", 1)
+    if not isinstance(repetitions, int) or repetitions < 1:
+        raise SpecError(f"{path}: [campaign] repetitions = {repetitions!r}", "use a whole number >= 1")
+    tuning = raw.get("tuning")
+    if tuning is not None:
+        _check_keys("tuning", tuning, TUNING_KEYS, path)
+        if "name" not in tuning or not isinstance(tuning.get("grid"), dict) or not tuning["grid"]:
+            raise SpecError(f"{path}: [tuning] needs a name and a grid of values to try",
+                            'e.g. [tuning] name = "lr"  grid = { lr = [0.3, 0.1] }')  # fmt: skip
+        _check_runner_keys("tuning.grid", tuning["grid"], options, path)
+        _check_runner_keys("tuning.args", tuning.get("args", {}), options, path)
+        if tuning.get("select", "validation_accuracy") not in SELECT:
+            raise SpecError(f"{path}: [tuning] select = {tuning['select']!r}", f"one of: {', '.join(SELECT)}")
+    return Spec(
+        path=path, name=str(camp["name"]), out=(path.parent / str(camp.get("out", f"runs/{camp['name']}"))),
+        framework=framework, repetitions=repetitions, seed=int(camp.get("seed", 0)), scaling=camp.get("scaling"),
+        args=dict(args), grid={k: list(v) for k, v in grid.items()}, tuning=tuning, raw=raw,
+    )  # fmt: skip
+
+
+def points(grid: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    keys = list(grid)
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        yield dict(zip(keys, combo, strict=True))
+
+
+def tuning_plans(spec: Spec) -> list[RunPlan]:
+    if spec.tuning is None:
+        return []
+    t = spec.tuning
+    plans = []
+    for point in points(t["grid"]):
+        trial = slug(point)
+        args = spec.args | t.get("args", {}) | point
+        args.pop("workers", None)
+        framework = str(args.pop("framework", spec.framework))
+        for rep in range(int(t.get("repetitions", 1))):
+            plans.append(
+                RunPlan(
+                    f"{spec.name}-tune-{t['name']}-{trial}-r{rep}",
+                    f"tune-{trial}",
+                    framework,
+                    int(t.get("workers", 1)),
+                    args,
+                    "tuning",
+                    spec.seed + rep,
+                    t["name"],
+                    trial,
+                )
+            )
+    return plans
+
+
+def final_plans(spec: Spec, tuned: dict[str, Any], trial: str | None) -> list[RunPlan]:
+    plans = []
+    for point in points(spec.grid):
+        args = spec.args | tuned | point
+        workers = int(args.pop("workers", 1))
+        framework = str(args.pop("framework", spec.framework))
+        point_slug = slug(point)
+        for rep in range(spec.repetitions):
+            plans.append(
+                RunPlan(
+                    f"{spec.name}-{point_slug}-r{rep}",
+                    point_slug,
+                    framework,
+                    workers,
+                    args,
+                    "final",
+                    spec.seed + rep,
+                    spec.tuning["name"] if spec.tuning else None,
+                    trial,
+                )
+            )
+    return plans
+
+
+def finished(out: Path, run_id: str) -> bool:
+    """Whether rank 0 of ``run_id`` already wrote its run_stop."""
+    f = out / run_id / "events-rank0.jsonl"
+    try:
+        tail = f.read_bytes()[-4096:].splitlines()
+    except OSError:
+        return False
+    for line in reversed(tail):
+        try:
+            return bool(json.loads(line).get("kind") == "run_stop")
+        except ValueError:
+            continue
+    return False

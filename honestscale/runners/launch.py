@@ -1,0 +1,144 @@
+"""The local launcher: N ranks of a runner on this machine, like torchrun, with honest bookkeeping.
+
+Each rank gets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` (a free
+port) and the same ``--run-id``; its output is prefixed with ``[rank N]``. CPU threads are split
+between the ranks (``OMP_NUM_THREADS``) unless the caller set them. When a rank fails, the
+others get SIGUSR1 (recorded as ``failed``: a peer failed) and, after a grace period, SIGKILL.
+SIGINT and SIGTERM are passed on to every rank. The exit code is that of the first rank that
+failed, or 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+# framework -> python module of its runner (more frameworks come with their runners)
+RUNNERS = {"torch": "honestscale.runners.torch_ddp"}
+GRACE_S = 15.0
+
+
+class LaunchError(ValueError):
+    """The launch cannot start: the message names the option and the fix."""
+
+
+@dataclass
+class LaunchResult:
+    run_id: str
+    exit_code: int
+    codes: list[int]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pump(stream: TextIO, prefix: str, sink: TextIO) -> None:
+    for line in stream:
+        sink.write(f"{prefix}{line}")
+        sink.flush()
+
+
+def launch(
+    framework: str,
+    workers: int,
+    runner_args: Sequence[str],
+    run_id: str,
+    *,
+    python: str = sys.executable,
+    quiet: bool = False,
+    sink: TextIO | None = None,
+) -> LaunchResult:
+    if framework not in RUNNERS:
+        raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
+    if workers < 1:
+        raise LaunchError(f"--workers {workers}: need at least 1")
+    sink = sink or sys.stdout
+    port = free_port()
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    procs: list[subprocess.Popen[str]] = []
+    pumps: list[threading.Thread] = []
+    for rank in range(workers):
+        env = dict(os.environ)
+        env.update(
+            RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(workers), LOCAL_WORLD_SIZE=str(workers),
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HONESTSCALE_LAUNCHER="local",
+        )  # fmt: skip
+        env.setdefault("OMP_NUM_THREADS", threads)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        proc = subprocess.Popen(
+            [python, "-m", RUNNERS[framework], *runner_args, "--run-id", run_id],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # our signal handling decides what reaches the ranks
+        )
+        procs.append(proc)
+        if proc.stdout is not None:
+            t = threading.Thread(target=_pump, args=(proc.stdout, "" if quiet else f"[rank {rank}] ", sink))
+            t.daemon = True
+            t.start()
+            pumps.append(t)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    first_failure: int | None = None
+    try:
+        deadline: float | None = None
+        while any(p.poll() is None for p in procs):
+            for p in procs:
+                code = p.poll()
+                if code not in (None, 0) and first_failure is None:
+                    first_failure = code
+                    for other in procs:
+                        if other.poll() is None:
+                            other.send_signal(signal.SIGUSR1)
+                    deadline = time.monotonic() + GRACE_S
+            if deadline is not None and time.monotonic() > deadline:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+            time.sleep(0.05)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    for t in pumps:
+        t.join(timeout=5)
+    codes = [p.returncode for p in procs]
+    if first_failure is None:
+        first_failure = next((c for c in codes if c != 0), 0)
+    return LaunchResult(run_id, _exit_code(first_failure), codes)
+
+
+def _exit_code(code: int) -> int:
+    """Negative Popen codes (killed by signal N) as a shell reports them: 128 + N."""
+    return 128 - code if code < 0 else code
+
+
+def out_dir(runner_args: Sequence[str]) -> Path | None:
+    """The ``--out`` folder among the runner's arguments."""
+    args = list(runner_args)
+    for i, a in enumerate(args):
+        if a == "--out" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if a.startswith("--out="):
+            return Path(a.split("=", 1)[1])
+    return None

@@ -1,0 +1,404 @@
+"""PyTorch DistributedDataParallel runner: trains a model data-parallel and writes honestscale events.
+
+Run one process per rank, under ``honestscale run --framework torch --workers N``, ``torchrun``,
+``mpirun`` or ``srun``: rank and world come from the launcher's environment. ``gloo`` on CPU,
+``nccl`` on GPU.
+
+    python -m honestscale.runners.torch_ddp --model mlp --dataset digits --epochs 3 --out runs/
+
+Each step is split into data, compute, communication (the part of backward spent waiting
+for the gradient all-reduce, measured through a DDP communication hook) and optimizer time;
+evaluations on train and validation run at chosen epochs, on test only once, at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from honestscale.runners import _world
+from honestscale.runners.instrument import (
+    CudaClock,
+    HostClock,
+    PeerFailed,
+    RunRecorder,
+    RunTerminated,
+    StepTimer,
+    TargetNotReached,
+    base_software,
+    config_hash,
+    environment,
+)
+
+# Exit codes of a rank, by how its run ended (the launcher reports the worst).
+EXIT_CODES = {RunTerminated: 143, PeerFailed: 1, TargetNotReached: 3, KeyboardInterrupt: 130}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m honestscale.runners.torch_ddp",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("what to train")
+    g.add_argument("--model", default="mlp", help="mlp, cnn, resnet18 or resnet50 (default: mlp)")
+    g.add_argument("--dataset", default="digits",
+                   help="digits (scikit-learn, offline), synthetic, folder (image folder: train/ val/ [test/]) "
+                        "or memmap ({train,validation,test}_{x,y}.npy) (default: digits)")  # fmt: skip
+    g.add_argument("--data-path", type=Path, help="folder of a folder or memmap dataset")
+    g.add_argument("--image-size", type=int, default=224, help="side of the images of a folder dataset")
+    g.add_argument("--synthetic-shape", default="3,32,32", help="input shape of synthetic samples")
+    g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
+    g.add_argument("--synthetic-classes", type=int, default=10)
+    g = p.add_argument_group("how")
+    g.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch: split evenly over the ranks")
+    g.add_argument("--lr", type=float, default=0.1)
+    g.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    g.add_argument("--momentum", type=float, default=0.9)
+    g.add_argument("--weight-decay", type=float, default=0.0)
+    g.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
+    g.add_argument("--precision", choices=["fp32", "amp-bf16", "amp-fp16"], default="fp32")
+    g.add_argument("--grad-compression", choices=["none", "fp16", "powersgd"], default="none",
+                   help="DDP communication hook compressing gradients on the wire")  # fmt: skip
+    g.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes per rank")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
+    g.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
+    g = p.add_argument_group("when to stop (the first criterion given decides; --epochs is also the cap)")
+    g.add_argument("--epochs", type=int, default=10)
+    g.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    g.add_argument("--max-samples", type=int, help="stop after this many training samples (all ranks)")
+    g.add_argument("--max-time", type=float, help="stop after this many seconds of training")
+    g.add_argument("--eval-every", type=int, default=1, help="evaluate train and validation every N epochs")
+    g = p.add_argument_group("recording")
+    g.add_argument("--out", type=Path, required=True, help="folder for <run_id>/events-rank<N>.jsonl")
+    g.add_argument("--run-id", help="the same on every rank (honestscale run passes it)")
+    g.add_argument("--campaign")
+    g.add_argument("--name")
+    g.add_argument("--purpose", choices=["final", "tuning", "baseline", "smoke"], default="final")
+    g.add_argument("--tuning-study")
+    g.add_argument("--tuning-trial")
+    g.add_argument("--scaling", choices=["strong", "weak", "none"])
+    g.add_argument(
+        "--sample-interval", type=float, default=1.0, help="seconds between system samples (0: off)"
+    )
+    return p
+
+
+def _run_id(args: argparse.Namespace, world: _world.World) -> str:
+    if args.run_id:
+        return str(args.run_id)
+    if world.slurm_job_id:
+        return f"{args.name or args.model}-slurm{world.slurm_job_id}.{world.slurm_step_id or 0}"
+    if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ["TORCHELASTIC_RUN_ID"] != "none":
+        return f"{args.name or args.model}-{os.environ['TORCHELASTIC_RUN_ID']}"
+    if world.world_size == 1:
+        return f"{args.name or args.model}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    raise SystemExit("error: --run-id is needed with more than one rank (every rank must use the same)")
+
+
+def _splits(args: argparse.Namespace) -> Any:
+    from honestscale.runners import _torch_data as data
+
+    if args.dataset == "digits":
+        return data.digits()
+    if args.dataset == "synthetic":
+        shape = tuple(int(d) for d in args.synthetic_shape.split(","))
+        return data.synthetic(shape, args.synthetic_classes, args.synthetic_size)
+    if args.dataset in ("folder", "memmap"):
+        if args.data_path is None:
+            raise data.DataError(f"--dataset {args.dataset} needs --data-path")
+        if args.dataset == "memmap":
+            return data.memmap(args.data_path)
+        return data.image_folder(args.data_path, args.image_size)
+    raise data.DataError(f"unknown dataset {args.dataset!r}: digits, synthetic, folder or memmap")
+
+
+def _stop_criterion(args: argparse.Namespace) -> tuple[str, float]:
+    if args.target_accuracy is not None:
+        return "target_accuracy", float(args.target_accuracy)
+    if args.max_samples is not None:
+        return "samples", float(args.max_samples)
+    if args.max_time is not None:
+        return "wall_time", float(args.max_time)
+    return "epochs", float(args.epochs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        world = _world.discover()
+    except _world.WorldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.batch_size % world.world_size:
+        print(f"error: --batch-size {args.batch_size} (global) is not divisible by the {world.world_size} ranks; "
+              f"use a multiple of {world.world_size}", file=sys.stderr)  # fmt: skip
+        return 2
+    run_id = _run_id(args, world)
+    with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval,
+                     device=world.local_rank if _wants_cuda(args) else None) as rec:  # fmt: skip
+        try:
+            _train(args, world, run_id, rec)
+        finally:
+            _shutdown()
+    return 0
+
+
+def _wants_cuda(args: argparse.Namespace) -> bool:
+    if args.cpu:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _shutdown() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunRecorder) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    from honestscale.runners import _torch_data as data
+
+    cuda = _wants_cuda(args)
+    device = torch.device(f"cuda:{world.local_rank}" if cuda else "cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    if args.precision == "amp-fp16" and not cuda:
+        raise data.DataError("--precision amp-fp16 needs a GPU; use amp-bf16 on the CPU")
+    torch.manual_seed(args.seed)
+    splits = _splits(args)
+    model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
+    local_batch = args.batch_size // world.world_size
+    criterion, target = _stop_criterion(args)
+    hyper = {k: v for k, v in vars(args).items() if k not in ("out", "run_id", "campaign", "name", "purpose",
+                                                             "tuning_study", "tuning_trial", "sample_interval")}  # fmt: skip
+    hyper["data_path"] = str(args.data_path) if args.data_path else None
+    definition = {k: v for k, v in hyper.items() if k not in ("seed",)} | {"world_size": world.world_size,
+                                                                        "framework": f"torch {torch.__version__}"}  # fmt: skip
+    software = base_software() | {"torch": torch.__version__}
+    if cuda:
+        software |= {
+            "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version()),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        }
+    rec.start(
+        **environment(world, Path(__file__)),
+        campaign=args.campaign, name=args.name or f"{args.model}-{splits.name}-{world.world_size}w",
+        purpose=args.purpose, tuning_study=args.tuning_study, tuning_trial=args.tuning_trial,
+        framework="torch", framework_version=torch.__version__,
+        backend=("nccl" if cuda else "gloo") if world.world_size > 1 else "none",
+        world_size=world.world_size, accelerators_per_node=(world.local_world_size if cuda else 0),
+        accelerator=torch.cuda.get_device_name(device) if cuda else None, software=software,
+        model=args.model, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        dataset=splits.name, **splits.sizes(), data_source=splits.source, data_path=splits.path,
+        input_shape=list(splits.input_shape), global_batch_size=args.batch_size, local_batch_size=local_batch,
+        optimizer=args.optimizer, learning_rate=args.lr, lr_schedule=args.lr_schedule,
+        precision=args.precision, grad_compression=args.grad_compression, seed=args.seed,
+        stop_criterion=criterion, stop_value=target, target_metric="accuracy", scope="end_to_end",
+        scaling=args.scaling, config_hash=config_hash(definition), hyperparameters=hyper,
+        command=[sys.executable, "-m", "honestscale.runners.torch_ddp", *sys.argv[1:]],
+    )  # fmt: skip
+
+    if world.world_size > 1:
+        dist.init_process_group(
+            "nccl" if cuda else "gloo",
+            init_method=f"tcp://{world.master_addr}:{world.master_port}",
+            rank=world.rank,
+            world_size=world.world_size,
+            timeout=timedelta(minutes=10),
+        )
+    clock = CudaClock() if cuda else HostClock()
+    comm = _CommTiming(clock)
+    net: torch.nn.Module = model
+    if world.world_size > 1:
+        net = DDP(model, device_ids=[world.local_rank] if cuda else None)
+        comm.register(net, args.grad_compression)
+    elif args.grad_compression != "none":
+        print("note: --grad-compression has no effect with one rank", file=sys.stderr)
+
+    sampler: DistributedSampler[Any] = DistributedSampler(splits.train, num_replicas=world.world_size, rank=world.rank, shuffle=True,
+                                 seed=args.seed, drop_last=True)  # fmt: skip
+    loader = DataLoader(splits.train, batch_size=local_batch, sampler=sampler, drop_last=True,
+                        num_workers=args.loader_workers, pin_memory=cuda,
+                        persistent_workers=args.loader_workers > 0)  # fmt: skip
+    if len(loader) == 0:
+        raise data.DataError(
+            f"{len(splits.train)} train samples over {world.world_size} ranks give no full batch of {local_batch}"
+        )
+    opt: torch.optim.Optimizer
+    if args.optimizer == "sgd":
+        opt = torch.optim.SGD(
+            net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay
+        )
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    sched = (
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
+        if args.lr_schedule == "cosine"
+        else None
+    )
+    amp_dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(args.precision)
+    scaler = torch.amp.GradScaler("cuda") if args.precision == "amp-fp16" else None
+    loss_fn = torch.nn.CrossEntropyLoss()
+    timer = StepTimer(clock)
+    w = rec.writer
+    started = time.perf_counter()
+    step = samples_seen = 0
+    reached = False
+    stop_now = False
+
+    def evaluate(split: str, ds: Any, epoch: int, limit: int | None = None) -> float:
+        model.eval()
+        correct = total = 0
+        with torch.no_grad(), torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            for xb, yb in DataLoader(ds, batch_size=512):
+                xb, yb = xb.to(device), yb.to(device)
+                correct += int((model(xb).argmax(1) == yb).sum())
+                total += len(yb)
+                if limit is not None and total >= limit:
+                    break
+        model.train()
+        acc = correct / max(total, 1)
+        w.eval(split=split, metric="accuracy", value=acc, samples=total, epoch=epoch)
+        return acc
+
+    def decide(flag: bool) -> bool:
+        """Rank 0's decision, shared by every rank."""
+        if world.world_size == 1:
+            return flag
+        t = torch.tensor([1 if flag else 0], device=device)
+        dist.broadcast(t, 0)
+        return bool(t.item())
+
+    net.train()
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        t_epoch, losses, seen = time.perf_counter(), [], 0
+        it = iter(loader)
+        while True:
+            timer.begin()
+            try:
+                xb, yb = next(it)
+            except StopIteration:
+                break
+            xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+            timer.mark("data")
+            opt.zero_grad(set_to_none=True)
+            comm.begin_step()
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                loss = loss_fn(net(xb), yb)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            timer.mark("compute")
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            if sched is not None:
+                sched.step()
+            timer.mark("optimizer")
+            for done in timer.end(comm.last_ready, epoch=epoch, step=step, samples=len(yb),
+                                  warmup=step < args.warmup_steps):  # fmt: skip
+                w.step(**done)
+            losses.append(loss.detach())
+            seen += len(yb)
+            step += 1
+            samples_seen += len(yb) * world.world_size
+            if args.max_samples is not None and samples_seen >= args.max_samples:
+                stop_now = True
+                break
+            # Ranks' clocks differ: they agree on the time limit every 10 steps (one small broadcast).
+            if (
+                args.max_time is not None
+                and step % 10 == 0
+                and decide(time.perf_counter() - started >= args.max_time)
+            ):
+                stop_now = True
+                break
+        for done in timer.flush():
+            w.step(**done)
+        mean_loss = float(torch.stack(losses).float().mean()) if losses else None
+        w.epoch(epoch=epoch, train_loss=mean_loss, samples=seen, t_total=time.perf_counter() - t_epoch)
+        last = epoch == args.epochs - 1 or stop_now
+        if world.is_main and ((epoch + 1) % args.eval_every == 0 or last or args.target_accuracy is not None):
+            evaluate("train", splits.train, epoch, limit=10000)
+            val = evaluate("validation", splits.validation, epoch)
+            reached = args.target_accuracy is not None and val >= args.target_accuracy
+        if decide(reached) or stop_now:
+            break
+    if world.is_main:
+        evaluate("test", splits.test, epoch)  # held out: once, at the end, never used to stop or select
+    if world.world_size > 1:
+        dist.barrier()
+    if args.target_accuracy is not None and not decide(reached):
+        raise TargetNotReached(
+            f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
+        )
+
+
+class _CommTiming:
+    """Marks when DDP hands the last gradient bucket to the all-reduce (via a communication hook).
+
+    The time from that mark to the end of backward is the communication the step waited for
+    (what overlapping did not hide). Wraps the plain all-reduce hook, or the fp16 / PowerSGD
+    compression hooks.
+    """
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+        self.last_ready: Any = None
+
+    def begin_step(self) -> None:
+        self.last_ready = None
+
+    def register(self, ddp: Any, compression: str) -> None:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+
+        state: Any
+        hook: Any
+        if compression == "fp16":
+            state, hook = None, default_hooks.fp16_compress_hook
+        elif compression == "powersgd":
+            state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
+                                                start_powerSGD_iter=2)  # fmt: skip
+            hook = powerSGD_hook.powerSGD_hook
+        else:
+            state, hook = None, default_hooks.allreduce_hook
+
+        # No annotations: DDP checks them against dist.GradBucket, and this module's are strings.
+        def timed(hook_state, bucket):  # type: ignore[no-untyped-def]
+            self.last_ready = self.clock.now()
+            return hook(hook_state, bucket)
+
+        ddp.register_comm_hook(state, timed)
+
+
+def run() -> None:
+    """Entry point: exit 0 on success, 3 target not reached, 143 SIGTERM, 130 Ctrl-C, 1 failure."""
+    try:
+        sys.exit(main())
+    except tuple(EXIT_CODES) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(EXIT_CODES[type(exc)])
+
+
+if __name__ == "__main__":
+    run()
