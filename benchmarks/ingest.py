@@ -44,7 +44,7 @@ def write_events(folder: Path, total: int, files: int) -> int:
     for f in range(files):
         run, rank = divmod(f, ranks_per_run)
         clock = iter(t + 0.01 * i for i in range(per_file + 10))
-        w = EventWriter(folder, f"bench-run{run:02d}", rank, clock=lambda c=clock: next(c))  # type: ignore[misc]
+        w = EventWriter(folder, f"bench-run{run:02d}", rank, clock=lambda c=clock: next(c))
         w.run_start(framework="torch", world_size=ranks_per_run, nodes=1, accelerators_per_node=4,
                     accelerator="Tesla V100-SXM2-32GB", global_batch_size=256, local_batch_size=64,
                     campaign="bench", model="resnet50", dataset="imagenet", data_source="filesystem")  # fmt: skip

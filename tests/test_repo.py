@@ -15,7 +15,8 @@ def _readme_commands() -> list[str]:
 def test_readme_opens_with_the_main_job_and_the_test_command() -> None:
     commands = _readme_commands()
     main, tests = commands[0], commands[1]
-    assert "honestscale ingest examples/digits-ddp" in main and main.startswith("python3 -m venv .venv")
+    assert "honestscale campaign run examples/digits-campaign.toml" in main
+    assert main.startswith("python3 -m venv .venv") and "torch==2.13.0" in main
     assert "pytest" in tests and "mypy" in tests and "ruff check" in tests
 
 

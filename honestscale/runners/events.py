@@ -410,7 +410,15 @@ class EventWriter:
                 "time": self._now(),
                 "kind": kind,
             }
-            event.update(_finite({k: v for k, v in fields.items() if v is not None}))
+            for key, value in fields.items():
+                if value is None:
+                    continue
+                if type(value) is float:
+                    event[key] = value if math.isfinite(value) else None
+                elif isinstance(value, dict | list | tuple):
+                    event[key] = _finite(value)
+                else:
+                    event[key] = value
             validate(event)
             data = (json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
             written = os.write(self._fd, data)

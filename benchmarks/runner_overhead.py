@@ -1,0 +1,103 @@
+"""What the runner's instrumentation costs: the same training loop with and without it, alternating, in one run.
+
+The loop is the runner's (data from a DataLoader, forward, backward, optimizer step) on the
+CPU, one rank. The instrumented blocks add what every runner step does: the step timer's
+marks, one ``step`` event written per step (JSON line, one ``write``), and the system
+sampler thread writing ``system`` events (every 0.1 s here, ten times more often than the
+default). Blocks of each kind alternate so that drift of the machine hits both equally;
+the figure is the ratio of the median step times. Goal: at most 1.02.
+
+    python benchmarks/runner_overhead.py [--model cnn] [--blocks 12] [--steps 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+from honestscale.runners import _torch_data as data  # noqa: E402
+from honestscale.runners.events import EventWriter  # noqa: E402
+from honestscale.runners.instrument import StepTimer, SystemSampler  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="cnn", choices=data.MODELS)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--blocks", type=int, default=12, help="blocks of each kind (they alternate)")
+    ap.add_argument("--steps", type=int, default=150, help="steps per block")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    splits = data.digits()
+    model = data.build_model(args.model, splits.input_shape, splits.num_classes)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loader = DataLoader(splits.train, batch_size=args.batch_size, shuffle=True, drop_last=True)
+    batches = iter(())
+
+    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
+        nonlocal batches
+        try:
+            return next(batches)  # type: ignore[call-overload,no-any-return]
+        except StopIteration:
+            batches = iter(loader)
+            return next(batches)  # type: ignore[call-overload,no-any-return]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = EventWriter(tmp, "overhead", 0)
+        sampler = SystemSampler(writer, interval=0.1).start()
+        timer = StepTimer()
+        step = 0
+
+        def block(instrumented: bool) -> float:
+            nonlocal step
+            t0 = time.perf_counter()
+            for _ in range(args.steps):
+                if instrumented:
+                    timer.begin()
+                xb, yb = next_batch()
+                if instrumented:
+                    timer.mark("data")
+                opt.zero_grad(set_to_none=True)
+                loss_fn(model(xb), yb).backward()
+                if instrumented:
+                    timer.mark("compute")
+                opt.step()
+                if instrumented:
+                    timer.mark("optimizer")
+                    for done in timer.end(None, epoch=0, step=step, samples=len(yb)):
+                        writer.step(**done)
+                step += 1
+            return (time.perf_counter() - t0) / int(args.steps)
+
+        block(False)  # warm-up, not counted
+        block(True)
+        plain: list[float] = []
+        instrumented: list[float] = []
+        for i in range(2 * args.blocks):
+            (instrumented if i % 2 else plain).append(block(bool(i % 2)))
+        sampler.stop()
+        writer.close()
+        events = sum(1 for _ in (Path(tmp) / "overhead" / "events-rank0.jsonl").open())
+    p, q = statistics.median(plain), statistics.median(instrumented)
+    print(
+        f"model {args.model}, batch {args.batch_size}, {args.blocks} x {args.steps} steps of each kind, alternating"
+    )
+    print(f"plain step        : {p * 1e3:.3f} ms (median of blocks)")
+    print(f"instrumented step : {q * 1e3:.3f} ms ({events} events written, sampler every 0.1 s)")
+    print(f"ratio instrumented/plain: {q / p:.3f}  (goal <= 1.02)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Rank and world discovery from the launchers' environments."""
+
+from __future__ import annotations
+
+import pytest
+
+from honestscale.runners._world import WorldError, discover, expand_hostlist, slurm_port
+
+
+@pytest.mark.parametrize(
+    ("hostlist", "hosts"),
+    [
+        ("node003", ["node003"]),
+        ("gpu[01-03,07]", ["gpu01", "gpu02", "gpu03", "gpu07"]),
+        ("gpu[1-2],login1", ["gpu1", "gpu2", "login1"]),
+        ("rack[1-2]-n[01-02]", ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]),
+        ("a[08-10]", ["a08", "a09", "a10"]),
+    ],
+)
+def test_slurm_hostlists_expand(hostlist: str, hosts: list[str]) -> None:
+    assert expand_hostlist(hostlist) == hosts
+
+
+def test_torchrun_first() -> None:
+    env = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "n1",
+           "MASTER_PORT": "29400", "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_NODELIST": "n[1-2]"}  # fmt: skip
+    w = discover(env)
+    assert (w.rank, w.local_rank, w.world_size, w.master_addr, w.master_port) == (3, 1, 4, "n1", 29400)
+    assert w.launcher == "torchrun" and w.nodes == 2
+
+
+def test_open_mpi_then_pmi() -> None:
+    ompi = {"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_SIZE": "8",
+            "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "MASTER_ADDR": "h0"}  # fmt: skip
+    w = discover(ompi)
+    assert (w.rank, w.local_rank, w.world_size, w.nodes, w.launcher) == (5, 1, 8, 2, "mpirun")
+    pmi = {"PMI_RANK": "2", "PMI_SIZE": "4", "SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "c[1-2]"}
+    w = discover(pmi)
+    assert (w.rank, w.world_size, w.master_addr, w.launcher) == (2, 4, "c1", "slurm")
+    assert w.master_port == slurm_port("1234")
+
+
+def test_slurm_srun() -> None:
+    env = {"SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "gpu[07-10]",
+           "SLURM_JOB_ID": "987654", "SLURM_STEP_ID": "0", "SLURM_NTASKS_PER_NODE": "2(x4)",
+           "SLURM_JOB_NUM_NODES": "4"}  # fmt: skip
+    w = discover(env)
+    assert (w.rank, w.local_rank, w.world_size, w.local_world_size) == (5, 1, 8, 2)
+    assert w.master_addr == "gpu07" and w.nodes == 4 and w.launcher == "slurm"
+    assert w.master_port == slurm_port("987654") and 20000 <= w.master_port < 30000
+    assert w.slurm_job_id == "987654" and w.slurm_step_id == "0"
+
+
+def test_single_process_and_bad_values() -> None:
+    w = discover({})
+    assert (w.rank, w.world_size, w.launcher) == (0, 1, "local")
+    with pytest.raises(WorldError, match="RANK='x' is not an integer"):
+        discover({"RANK": "x", "WORLD_SIZE": "2"})
+    with pytest.raises(WorldError, match="rank 4 is outside the world of 4"):
+        discover({"RANK": "4", "WORLD_SIZE": "4"})
+    with pytest.raises(WorldError, match="SLURM_JOB_NODELIST is not"):
+        discover({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
