@@ -116,3 +116,38 @@ def test_synthetic_data_target_not_reached_and_bad_batch(tmp_path: Path, store: 
     ]
     bad = _run(out, "--model", "mlp", "--batch-size", "63", "--epochs", "1")
     assert bad.returncode != 0 and "not divisible by the 2 ranks" in bad.stdout + bad.stderr
+
+
+def test_image_folder_resnet_bf16_and_sample_budget(tmp_path: Path, store: Path) -> None:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    root = tmp_path / "imgs"
+    for split, n in (("train", 24), ("val", 8)):  # no test/: the validation images are halved
+        for label, shade in (("cat", 40), ("dog", 200)):
+            folder = root / split / label
+            folder.mkdir(parents=True)
+            for i in range(n):
+                pixels = np.clip(rng.normal(shade, 30, (12, 12, 3)), 0, 255).astype(np.uint8)
+                Image.fromarray(pixels).save(folder / f"{i}.png")
+    out = tmp_path / "runs"
+    result = _run(out, "--model", "resnet18", "--dataset", "folder", "--data-path", str(root), "--image-size", "16",
+                  "--batch-size", "8", "--max-samples", "32", "--precision", "amp-bf16", workers=1)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = _ingest(store, out)
+    assert run["status"] == "success"
+    row = query(store, "SELECT data_source, train_size, validation_size, test_size, stop_criterion, precision, "
+                       "input_shape FROM runs")  # fmt: skip
+    assert row == [("filesystem", 48, 8, 8, "samples", "amp-bf16", "[3,16,16]")]
+    assert query(store, "SELECT sum(samples) FROM steps") == [(32,)]
+
+
+def test_time_budget_is_agreed_by_every_rank(tmp_path: Path, store: Path) -> None:
+    out = tmp_path / "runs"
+    result = _run(out, "--model", "mlp", "--epochs", "100000", "--max-time", "1.5")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = _ingest(store, out)
+    assert run["status"] == "success" and 1.5 <= run["time_to_train_s"] < 30
+    assert query(store, "SELECT stop_criterion, stop_value FROM runs") == [("wall_time", 1.5)]
+    per_rank = query(store, "SELECT rank, count(*) FROM steps GROUP BY rank ORDER BY rank")
+    assert per_rank[0][1] == per_rank[1][1]  # both ranks stopped at the same step
