@@ -25,6 +25,13 @@ from typing import TextIO
 
 # framework -> python module of its runner (more frameworks come with their runners)
 RUNNERS = {"torch": "honestscale.runners.torch_ddp"}
+# framework -> (modules the runner needs, how to install them)
+NEEDS = {
+    "torch": (
+        ("torch", "sklearn"),
+        "pip install torch==2.13.0 && pip install -e '.[torch]' (CPU wheel first)",
+    ),
+}
 GRACE_S = 15.0
 
 
@@ -65,6 +72,16 @@ def launch(
         raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
     if workers < 1:
         raise LaunchError(f"--workers {workers}: need at least 1")
+    modules, install = NEEDS[framework]
+    found = subprocess.run(
+        [python, "-c", "import importlib.util, sys; "
+         f"sys.stdout.write(','.join(m for m in {list(modules)!r} if importlib.util.find_spec(m) is None))"],
+        capture_output=True, text=True, check=False,
+    ).stdout  # fmt: skip
+    if found:
+        raise LaunchError(
+            f"the {framework} runner needs {found.replace(',', ', ')}, not installed for {python}: {install}"
+        )
     sink = sink or sys.stdout
     port = free_port()
     threads = str(max(1, (os.cpu_count() or 1) // workers))
