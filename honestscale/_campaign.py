@@ -44,9 +44,14 @@ from typing import Any
 
 from honestscale.errors import HonestscaleError
 
-CAMPAIGN_KEYS = {"name", "out", "framework", "repetitions", "seed", "scaling", "description"}
+CAMPAIGN_KEYS = {"name", "out", "framework", "repetitions", "seed", "scaling", "description", "recipe"}
+REPORT_KEYS = {
+    "center": ("median", "mean"),
+    "ci": ("nonparametric", "normal"),
+    "rate_mean": ("harmonic", "arithmetic"),
+}
 TUNING_KEYS = {"name", "workers", "repetitions", "select", "grid", "args"}
-TOP_KEYS = {"campaign", "args", "grid", "tuning"}
+TOP_KEYS = {"campaign", "args", "grid", "tuning", "report", "tool"}
 SELECT = {"validation_accuracy"}
 LAUNCH_KEYS = {"workers", "framework"}
 RESERVED = {"out", "run_id", "campaign", "purpose", "tuning_study", "tuning_trial", "seed", "scaling"}
@@ -163,6 +168,20 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: [grid] {key} must be a non-empty list", f"write {key} = [value, ...]")
+    report = raw.get("report", {})
+    if not isinstance(report, dict):
+        raise SpecError(f"{path}: [report] must be a table", 'e.g. [report] center = "median"')
+    for key, value in report.items():
+        if key not in REPORT_KEYS:
+            raise SpecError(
+                f"{path}: unknown key {key!r} in [report]", f"allowed there: {', '.join(REPORT_KEYS)}"
+            )
+        if value not in REPORT_KEYS[key]:
+            raise SpecError(f"{path}: [report] {key} = {value!r}", f"one of: {', '.join(REPORT_KEYS[key])}")
+    if "tool" in raw:
+        from honestscale.lint._config import parse
+
+        parse(raw, str(path), str(camp["name"]))  # suppressions are checked now, not at lint time
     repetitions = camp.get("repetitions", 1)
     if not isinstance(repetitions, int) or repetitions < 1:
         raise SpecError(f"{path}: [campaign] repetitions = {repetitions!r}", "use a whole number >= 1")

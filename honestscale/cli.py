@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from honestscale import __version__
+from honestscale import __version__, _output
 from honestscale.collector._sources import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
@@ -472,6 +472,16 @@ def campaign_run(
                     Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
                 progress.advance(task)
 
+    # The spec and every run it plans are recorded, so the linter can tell a dropped run from one never planned.
+    planned = [p.run_id for p in _campaign.tuning_plans(s)] + [
+        p.run_id for p in _campaign.final_plans(s, {}, None)
+    ]
+    record = {**s.raw, "spec_path": str(spec.resolve()), "planned_runs": planned}
+    with _store(store, read_only=False, wait=wait) as con:
+        con.execute(
+            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
+            [s.name, json.dumps(record, default=str)],
+        )
     tuned: dict[str, object] = {}
     trial = None
     if s.tuning is not None:
@@ -497,6 +507,74 @@ def campaign_run(
     if not_ok:
         err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {', '.join(not_ok)}")
     raise typer.Exit(1 if not_ok else 0)
+
+
+class LintFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+@app.command()
+def lint(
+    store: StoreOpt = None,
+    format: Annotated[LintFormat, typer.Option("--format", "-f", help="text, json or sarif (2.1.0).")] = (
+        LintFormat.text
+    ),
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these rules (HS101, or a prefix: HS1).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(help="Skip these rules for this call (no justification kept).")
+    ] = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="honestscale.toml with [tool.honestscale.lint] suppressions [default: ./honestscale.toml if present]."
+        ),
+    ] = None,
+    explain: Annotated[
+        str | None, typer.Option("--explain", help="Print what a rule checks, why, and the fix.")
+    ] = None,
+    rules_doc: Annotated[
+        bool, typer.Option("--rules-doc", help="Print the rules page (docs/rules.md).")
+    ] = False,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Check runs and comparisons against the twelve ways to fool the masses and the SC15 rules.
+
+    Runs are grouped into comparisons (repetitions of a configuration, scaling series, framework and
+    hardware comparisons, campaigns); every rule reports, per comparison, fail or cannot verify (with what
+    to record) and the evidence. Suppress a rule for a campaign only with a reason, in the campaign spec
+    or a honestscale.toml: [tool.honestscale.lint] ignore = [{ code = "HS106", reason = "..." }].
+
+    Exit code 1 when an error-severity rule fails, 0 otherwise.
+    """
+    from honestscale import lint as linter
+    from honestscale.lint import _config, _formats
+
+    if explain:
+        try:
+            print(_formats.explain(explain), end="")
+        except KeyError:
+            raise HonestscaleError(f"no rule {explain!r}", "see honestscale lint --rules-doc") from None
+        return
+    if rules_doc:
+        print(_formats.rules_markdown(), end="")
+        return
+    extra = []
+    if config is not None or Path("honestscale.toml").is_file():
+        extra = _config.load_file(config or Path("honestscale.toml"))
+    with _store(store, read_only=True, wait=wait) as con:
+        result = linter.lint(con, campaign=campaign, select=select, ignore=ignore, suppressions=extra)
+    if format is LintFormat.json:
+        print(_output.dumps(_formats.as_json(result)))
+    elif format is LintFormat.sarif:
+        print(_output.dumps(_formats.as_sarif(result)))
+    else:
+        out.print(_formats.as_text(result))
+    raise typer.Exit(1 if result.errors else 0)
 
 
 @app.command()

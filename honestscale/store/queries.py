@@ -201,3 +201,48 @@ def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None)
         """,
         [campaign] if campaign else [],
     )
+
+
+# ------------------------------------------------------------------------------------- for the linter
+def lint_runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Every column of every run (of one campaign)."""
+    where = "WHERE campaign = ?" if campaign else ""
+    return _frame(con, f"SELECT * FROM runs {where} ORDER BY run_id", [campaign] if campaign else [])
+
+
+def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    return _frame(
+        con,
+        f"SELECT run_id, rank, time, epoch, split, metric, value FROM evals {where} ORDER BY run_id, time, seq",
+        [campaign] if campaign else [],
+    )
+
+
+def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Per run: step counts, warm-up marks, whether steps carry a data part, and how slow the first steps are."""
+    where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    return _frame(
+        con,
+        f"""
+        WITH s AS (
+            SELECT run_id, rank, step, t_total, t_data, warmup,
+                   row_number() OVER (PARTITION BY run_id, rank ORDER BY step) AS n
+            FROM steps {where}
+        )
+        SELECT run_id,
+               count(*) AS steps,
+               count(*) FILTER (WHERE warmup) AS warmup_steps,
+               count(*) FILTER (WHERE warmup IS NOT NULL) AS warmup_marked,
+               count(t_data) AS steps_with_data,
+               median(t_total) FILTER (WHERE n > 10) AS median_step_s,
+               max(t_total) FILTER (WHERE n <= 3) AS first_steps_max_s,
+               max(t_total) FILTER (WHERE n <= 3 AND NOT coalesce(warmup, false)) AS first_unmarked_max_s
+        FROM s GROUP BY run_id ORDER BY run_id
+        """,
+        [campaign] if campaign else [],
+    )
+
+
+def campaign_specs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    return _frame(con, "SELECT name, spec FROM campaigns ORDER BY name")

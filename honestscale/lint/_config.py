@@ -1,0 +1,87 @@
+"""Suppressions with a written reason, from a campaign spec or a honestscale.toml.
+
+    [tool.honestscale.lint]
+    ignore = [
+        { code = "HS106", reason = "digits fits in memory on every node; I/O is not part of this question" },
+    ]
+
+In a campaign spec an entry applies to that campaign; in ``honestscale.toml`` it must name the
+campaign (``campaign = "..."``). An entry without a reason is refused: the report prints the reason
+beside the rule it silences.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from honestscale.errors import HonestscaleError
+from honestscale.lint._engine import Suppression, registry
+from honestscale.lint._view import View
+
+MIN_REASON = 10
+
+
+class ConfigError(HonestscaleError):
+    """A suppression is malformed: the message names where and what is missing."""
+
+
+def _table(doc: dict[str, Any]) -> list[Any]:
+    lint = ((doc.get("tool") or {}).get("honestscale") or {}).get("lint") or {}
+    unknown = set(lint) - {"ignore"}
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))} in [tool.honestscale.lint]",
+                          "only ignore = [{ code, reason, campaign }] is read")  # fmt: skip
+    entries = lint.get("ignore", [])
+    if not isinstance(entries, list):
+        raise ConfigError(
+            "[tool.honestscale.lint] ignore must be a list of tables",
+            'ignore = [{ code = "HS106", reason = "..." }]',
+        )
+    return entries
+
+
+def parse(doc: dict[str, Any], source: str, campaign: str | None) -> list[Suppression]:
+    known = registry()
+    out = []
+    for i, entry in enumerate(_table(doc), start=1):
+        where = f"{source}: [tool.honestscale.lint] ignore entry {i}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} is not a table", '{ code = "HS106", reason = "..." }')
+        code = str(entry.get("code", "")).upper()
+        if code not in known:
+            raise ConfigError(
+                f"{where}: unknown rule code {entry.get('code')!r}", f"one of {', '.join(known)}"
+            )
+        reason = str(entry.get("reason", "")).strip()
+        if len(reason) < MIN_REASON:
+            raise ConfigError(f"{where} ({code}) has no written justification",
+                              "add reason = \"why this rule does not apply to this campaign\"")  # fmt: skip
+        target = entry.get("campaign", campaign)
+        if not target:
+            raise ConfigError(f"{where} ({code}) does not name the campaign it applies to",
+                              'add campaign = "<name>": suppressions apply to one campaign only')  # fmt: skip
+        if campaign is not None and target != campaign:
+            raise ConfigError(f"{where} names campaign {target!r} inside the spec of {campaign!r}",
+                              "a spec may only suppress rules for its own campaign")  # fmt: skip
+        out.append(Suppression(code, str(target), reason, source))
+    return out
+
+
+def load_suppressions(view: View) -> list[Suppression]:
+    """The suppressions recorded with each campaign's spec."""
+    out: list[Suppression] = []
+    for name, spec in view.campaigns.items():
+        out += parse(spec, f"campaign {name} spec", name)
+    return out
+
+
+def load_file(path: Path) -> list[Suppression]:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"no file {path}", "give the path of a honestscale.toml") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
+    return parse(doc, str(path), None)

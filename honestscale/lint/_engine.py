@@ -1,0 +1,208 @@
+"""Rules, findings, the registry and the run of every rule over the view, with suppressions."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from honestscale.errors import HonestscaleError
+from honestscale.lint._view import Comparison, Run, View
+
+SEVERITIES = ("error", "warning", "info")
+SECTIONS = ("What it checks", "Why it misleads", "Example", "Fix", "Reference")
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: str
+    outcome: str  # fail | cannot_verify
+    target: str  # the comparison (or campaign) the finding is about
+    runs: list[str]
+    message: str
+    evidence: dict[str, Any]
+    fix: str
+    suppressed: str | None = None  # the written justification, when suppressed
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "outcome": self.outcome,
+            "runs": self.runs,
+            "comparison": self.target,
+            "message": self.message,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "suppressed": {"reason": self.suppressed} if self.suppressed else None,
+        }
+
+
+class Rule:
+    """A rule: ``targets`` says what it looks at, ``check`` what is wrong with one target.
+
+    Subclasses set ``code`` (HSnnn, never reused), ``name`` (the bad practice, kebab-case) and
+    ``severity``; their docstring has the sections What it checks / Why it misleads / Example /
+    Fix / Reference. ``check`` yields findings only for what fails or cannot be verified: a
+    target without findings passes.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str]
+    summary: ClassVar[str]
+
+    def targets(self, view: View) -> list[Comparison]:
+        return view.of_kind("config")
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    # helpers for subclasses
+    def fail(
+        self, target: Comparison, runs: Iterable[Run], message: str, fix: str, **evidence: Any
+    ) -> Finding:
+        return Finding(
+            self.code, self.severity, "fail", target.id, sorted(r.id for r in runs), message, evidence, fix
+        )
+
+    def cannot_verify(self, target: Comparison, runs: Iterable[Run], missing: str, record: str,
+                      **evidence: Any) -> Finding:  # fmt: skip
+        return Finding(
+            self.code, self.severity, "cannot_verify", target.id, sorted(r.id for r in runs),
+            f"cannot verify: {missing}", evidence, record,
+        )  # fmt: skip
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        return parse_sections(inspect.getdoc(cls) or "")
+
+
+def parse_sections(doc: str) -> dict[str, str]:
+    """The ``Section:`` blocks of a rule docstring."""
+    out: dict[str, str] = {}
+    current = None
+    for line in doc.splitlines():
+        m = re.match(r"^(What it checks|Why it misleads|Example|Fix|Reference):\s*(.*)$", line)
+        if m:
+            current = m.group(1)
+            out[current] = m.group(2)
+        elif current is not None:
+            out[current] = (out[current] + "\n" + line).strip("\n")
+    return {k: v.strip() for k, v in out.items()}
+
+
+def registry() -> dict[str, type[Rule]]:
+    """Every rule module under ``honestscale.lint.rules``, by code."""
+    from honestscale.lint import rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Rule)
+                and obj is not Rule
+                and obj.__module__ == module.__name__
+            ):
+                if obj.code in found:
+                    raise RuntimeError(
+                        f"rule code {obj.code} defined twice ({found[obj.code].__module__}, {module.__name__})"
+                    )
+                found[obj.code] = obj
+    return dict(sorted(found.items()))
+
+
+@dataclass
+class Suppression:
+    code: str
+    campaign: str
+    reason: str
+    source: str
+
+
+@dataclass
+class Verdict:
+    code: str
+    name: str
+    severity: str
+    passed: int = 0
+    failed: int = 0
+    cannot_verify: int = 0
+    suppressed: int = 0
+
+    @property
+    def outcome(self) -> str:
+        if self.failed:
+            return "fail"
+        if self.cannot_verify:
+            return "cannot_verify"
+        if self.suppressed:
+            return "suppressed"
+        return "pass" if self.passed else "not_applicable"
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding]
+    verdicts: list[Verdict]
+    comparisons: list[Comparison]
+    suppressions: list[Suppression] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [
+            f for f in self.findings if f.severity == "error" and f.outcome == "fail" and not f.suppressed
+        ]
+
+
+def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]]) -> set[str] | None:
+    if spec is None:
+        return None
+    out: set[str] = set()
+    for item in spec:
+        for code in filter(None, (c.strip().upper() for c in item.split(","))):
+            matched = {k for k in known if k.startswith(code)}  # HS1 selects HS101..HS112
+            if not matched:
+                raise HonestscaleError(f"no rule {code!r}", f"rules: {', '.join(known)}")
+            out |= matched
+    return out
+
+
+def run(view: View, *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
+        suppressions: Iterable[Suppression] = ()) -> LintResult:  # fmt: skip
+    known = registry()
+    chosen = _codes(select, known) or set(known)
+    chosen -= _codes(ignore, known) or set()
+    supp = list(suppressions)
+    findings: list[Finding] = []
+    verdicts: list[Verdict] = []
+    for code, cls in known.items():
+        if code not in chosen:
+            continue
+        rule = cls()
+        verdict = Verdict(code, cls.name, cls.severity)
+        for target in rule.targets(view):
+            got = list(rule.check(target, view))
+            campaign = target.key.get("campaign")
+            for f in got:
+                why = next((s.reason for s in supp if s.code == code and s.campaign == campaign), None)
+                f.suppressed = why
+            live = [f for f in got if not f.suppressed]
+            if not got:
+                verdict.passed += 1
+            elif not live:
+                verdict.suppressed += 1
+            elif any(f.outcome == "fail" for f in live):
+                verdict.failed += 1
+            else:
+                verdict.cannot_verify += 1
+            findings.extend(got)
+        verdicts.append(verdict)
+    return LintResult(findings, verdicts, view.comparisons, supp)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, View, med
+
+TOLERANCE = 0.01  # absolute accuracy (fraction)
+
+
+class IgnoreAccuracyWhenScaling(Rule):
+    """Scaling results must show accuracy at every scale, and accuracy must not fall as workers grow.
+
+    What it checks: every worker count of a scaling series has a final accuracy (or reached its target
+    accuracy), and the median final accuracy at the largest scale is not more than 1 percentage point
+    below the smallest scale's.
+    Why it misleads: larger global batches and stale or compressed gradients buy speed with accuracy; a
+    speedup quoted without accuracy at each scale hides that the faster model is a worse model (Hoefler
+    2018, "ignore accuracy when scaling up").
+    Example: ResNet-50 on 1, 8 and 64 GPUs at 76.1 %, 75.9 % and 72.3 % top-1, reported as "53x faster".
+    Fix: record an evaluation at the end of every run (honestscale runners do), train every scale to the
+    same target accuracy, and report accuracy beside every speedup.
+    Reference: T. Hoefler, "Twelve ways to fool the masses when reporting performance of deep learning
+    workloads", 2018, rule 1.
+    """
+
+    code = "HS101"
+    name = "ignore-accuracy-when-scaling"
+    severity = "error"
+    summary = "accuracy at every scale of a scaling series, and no drop as workers grow"
+
+    def targets(self, view: View) -> list[Comparison]:
+        return view.of_kind("scaling")
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        points = target.by_workers()
+        missing = {
+            w: rs for w, rs in points.items() if not any(r.final_value is not None for r in rs if r.ok)
+        }
+        if missing:
+            runs = [r for rs in missing.values() for r in rs]
+            yield self.fail(
+                target,
+                runs,
+                f"no final accuracy at {', '.join(map(str, missing))} worker(s) of this scaling series",
+                "record an eval event (test split) at the end of every run; train each scale to its target",
+                workers_without_accuracy=list(missing),
+            )
+            return
+        acc = {w: med(r.final_value for r in rs if r.ok) for w, rs in points.items()}
+        lo, hi = min(acc), max(acc)
+        base, top = acc[lo], acc[hi]
+        if base is not None and top is not None and base - top > TOLERANCE:
+            yield self.fail(
+                target,
+                points[hi] + points[lo],
+                f"accuracy falls from {base:.4f} at {lo} to {top:.4f} at {hi} workers "
+                f"({100 * (base - top):.1f} points, tolerance {100 * TOLERANCE:.0f})",
+                "retune for the larger batch (LR scaling and warm-up) or report the accuracy loss beside the speedup",
+                median_accuracy_by_workers=acc,
+            )

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, View
+
+
+class DoNotConsiderIo(Rule):
+    """Training time must include reading the data: no synthetic or memory-staged inputs, a data part per step.
+
+    What it checks: runs read real data from a filesystem (``data_source = "filesystem"``), not
+    ``synthetic`` or ``in_memory``; and their step events carry a data (I/O and preprocessing) time.
+    Why it misleads: synthetic inputs or a dataset staged in memory remove the I/O that bounds real
+    training at scale; the reported throughput cannot be reached on a cluster's shared filesystem
+    (Hoefler 2018, "do not consider I/O").
+    Example: images/s measured with synthetic tensors on 256 GPUs that would starve reading ImageNet.
+    Fix: train from the real dataset on the filesystem the users will use; record data time per step.
+    Reference: Hoefler 2018, rule 6.
+    """
+
+    code = "HS106"
+    name = "do-not-consider-io"
+    severity = "warning"
+    summary = "inputs come from a filesystem and steps record their data time"
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        staged = [r for r in target.runs if r.data_source in ("synthetic", "in_memory")]
+        if staged:
+            kinds = sorted({str(r.data_source) for r in staged})
+            yield self.fail(target, staged, f"inputs are {' / '.join(kinds)}: I/O is not part of the measurement",
+                            "read the real dataset from the filesystem the users will use", data_source=kinds)  # fmt: skip
+            return
+        no_data = [
+            r for r in target.runs if r.steps is not None and r.steps.steps and not r.steps.steps_with_data
+        ]
+        if no_data:
+            yield self.fail(target, no_data, "step events have no data time: I/O cannot be told from compute",
+                            "record t_data (waiting for the loader) in every step event")  # fmt: skip
+            return
+        unknown = [r for r in target.runs if r.data_source is None]
+        if unknown:
+            yield self.cannot_verify(target, unknown, "the runs do not say where their data came from",
+                                     "record data_source (filesystem, in_memory, synthetic) in run_start")  # fmt: skip

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, View
+
+
+class TrainForTheRightTime(Rule):
+    """Scaling runs must stop on the same criterion, and not on a wall-clock budget.
+
+    What it checks: every run of a scaling series records its stop criterion, none stops on
+    ``wall_time``, and all use the same criterion and value.
+    Why it misleads: training "for one hour" at every scale, or comparing runs stopped after N epochs
+    with runs stopped at a target accuracy, picks the moment that flatters the result (Hoefler 2018,
+    "train just for the right time").
+    Example: 8 GPUs trained to 75.9 % top-1 against 64 GPUs trained for 30 minutes, both "converged".
+    Fix: stop every scale at the same target accuracy (or the same number of epochs) and say which.
+    Reference: Hoefler 2018, rule 10.
+    """
+
+    code = "HS110"
+    name = "train-for-the-right-time"
+    severity = "error"
+    summary = "scaling runs stop on one criterion, not on wall time"
+
+    def targets(self, view: View) -> list[Comparison]:
+        return view.of_kind("scaling")
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        unknown = [r for r in target.runs if r.stop_criterion is None]
+        if unknown:
+            yield self.cannot_verify(target, unknown, "the runs do not say what stopped them",
+                                     "record stop_criterion and stop_value in run_start")  # fmt: skip
+            return
+        timed = [r for r in target.runs if r.stop_criterion == "wall_time"]
+        if timed:
+            yield self.fail(target, timed, "runs stopped on a wall-clock budget",
+                            "stop every scale at the same target accuracy or epoch count")  # fmt: skip
+            return
+        criteria = sorted({f"{r.stop_criterion}={r.stop_value:g}" if r.stop_value is not None else str(r.stop_criterion)
+                           for r in target.runs})  # fmt: skip
+        if len(criteria) > 1:
+            yield self.fail(target, target.runs, f"the series mixes stop criteria: {', '.join(criteria)}",
+                            "use one stop criterion and value for every scale", criteria=criteria)  # fmt: skip

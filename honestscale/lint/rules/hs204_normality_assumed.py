@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from scipy import stats
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, View
+
+ALPHA = 0.05
+
+
+class NormalityAssumed(Rule):
+    """Mean and standard deviation (or a t-interval) need normally distributed times; check before assuming.
+
+    What it checks: when the campaign's report is set to parametric statistics (``[report] center =
+    "mean"`` or ``ci = "normal"``), every configuration has at least 3 successful runs and a Shapiro-Wilk
+    test does not reject normality of their times to train (p >= 0.05); otherwise the parametric summary
+    fails. With the default (median and nonparametric interval) there is nothing to assume.
+    Why it misleads: run times on shared systems are skewed (a few slow runs from interference); a mean
+    with a t-interval then misplaces the centre and gives a wrong interval (Hoefler & Belli, SC15,
+    rule 4).
+    Example: five runs of 41, 41, 42, 42 and 58 minutes reported as 44.8 +- 7.3 min.
+    Fix: report the median with a nonparametric interval (the default), or test normality first.
+    Reference: Hoefler & Belli, SC15, rule 4.
+    """
+
+    code = "HS204"
+    name = "normality-assumed"
+    severity = "warning"
+    summary = "parametric summaries only where normality was checked"
+
+    def targets(self, view: View) -> list[Comparison]:
+        return [c for c in view.of_kind("config") if _parametric(view, c)]
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        times = [r.time_to_train_s for r in target.runs if r.ok and r.time_to_train_s is not None]
+        if len(times) < 3:
+            yield self.cannot_verify(target, target.runs, f"{len(times)} run(s): normality cannot be tested",
+                                     "run at least 3 (better 6) repetitions, or use the median and a nonparametric CI")  # fmt: skip
+            return
+        if len(set(times)) == 1:
+            return
+        p = float(stats.shapiro(times).pvalue)
+        if p < ALPHA:
+            yield self.fail(target, target.runs, f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
+                            "but the report is set to mean / normal interval",
+                            'use [report] center = "median" and ci = "nonparametric"', shapiro_p=round(p, 4),
+                            times_s=[round(t, 3) for t in times])  # fmt: skip
+
+
+def _parametric(view: View, target: Comparison) -> bool:
+    report = view.campaigns.get(target.key.get("campaign") or "", {}).get("report") or {}
+    return bool(report.get("center") == "mean" or report.get("ci") == "normal")

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, View
+
+
+class FailedRunsDropped(Rule):
+    """Failed, aborted, timed-out and killed runs must stay in the record of a comparison.
+
+    What it checks: no run of the campaign is ``incomplete`` (an event file without run_stop: a killed
+    job that was never collected as such), and every run the campaign spec planned (points x
+    repetitions) is in the store, whatever its status. Without a recorded spec the planned runs are
+    unknown and this cannot be verified.
+    Why it misleads: keeping the three good runs of five, or dropping the configurations that crashed,
+    biases every median and hides instability; MLPerf counts an aborted run as infinitely slow for that
+    reason (Hoefler & Belli, SC15, rule 10 on reporting all results).
+    Example: "median 38 min over 5 runs" where 2 more runs timed out and were discarded.
+    Fix: run campaigns with honestscale campaign run (the spec is recorded) and collect every job,
+    failed ones included.
+    Reference: Hoefler & Belli, SC15, rule 10; MLPerf Training rules (aborted runs).
+    """
+
+    code = "HS206"
+    name = "failed-runs-dropped"
+    severity = "error"
+    summary = "every planned run is recorded, failed and killed ones included"
+
+    def targets(self, view: View) -> list[Comparison]:
+        return view.of_kind("campaign")
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        incomplete = [r for r in target.runs if r.status == "incomplete"]
+        if incomplete:
+            yield self.fail(target, incomplete, f"{len(incomplete)} run(s) have no run_stop (killed, never collected)",
+                            "collect the jobs: their status (timeout, cancelled, failed) must be recorded")  # fmt: skip
+        spec = view.campaigns.get(target.key.get("campaign") or "", {})
+        planned = spec.get("planned_runs")
+        if not planned:
+            yield self.cannot_verify(target, target.runs, "the campaign's planned runs are not recorded",
+                                     "run campaigns with `honestscale campaign run SPEC` so the plan is recorded")  # fmt: skip
+            return
+        present = {r.id for r in target.runs}
+        missing = sorted(set(planned) - present)
+        if missing:
+            yield self.fail(target, target.runs, f"{len(missing)} planned run(s) are not in the store",
+                            "run or collect them; a failed run is recorded as failed, not left out",
+                            missing=missing[:20], planned=len(planned))  # fmt: skip

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, Run, View
+
+
+def _missing(run: Run) -> list[str]:
+    get = run.row.get
+    missing = []
+    framework = get("framework")
+    if not framework or framework == "unknown":
+        missing.append("framework")
+    elif not get("framework_version") and not any(ch.isdigit() for ch in str(framework)):
+        missing.append("framework_version")
+    if not get("n_nodes"):
+        missing.append("nodes")
+    gpu = (get("accelerators_per_node") or 0) > 0
+    if gpu and not get("accelerator"):
+        missing.append("accelerator")
+    if not get("cpu"):
+        missing.append("cpu")
+    if not get("software"):
+        missing.append("software")
+    if (get("n_nodes") or 1) > 1 and not get("interconnect"):
+        missing.append("interconnect")
+    return missing
+
+
+class EnvironmentUndocumented(Rule):
+    """Hardware and software must be documented well enough to reproduce the runs.
+
+    What it checks: every run records its framework and version, node count, CPU model, software
+    stack (CUDA, cuDNN, NCCL, driver or the CPU equivalents), the accelerator model when it used
+    accelerators, and the interconnect when it spanned nodes. Placeholders such as "TODO" count as
+    missing.
+    Why it misleads: without the environment the result cannot be reproduced or compared, and
+    differences caused by a driver or a network are attributed to the method (Hoefler & Belli, SC15,
+    rule 9 on documenting the setup).
+    Example: a system description whose CPU is "CPUName" and whose network is "TODO".
+    Fix: let the runners capture the environment (honestscale does), and complete MLPerf-style system
+    descriptions.
+    Reference: Hoefler & Belli, SC15, rule 9.
+    """
+
+    code = "HS207"
+    name = "environment-undocumented"
+    severity = "warning"
+    summary = "framework, hardware, software stack and interconnect are recorded"
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        gaps = {r.id: _missing(r) for r in target.runs}
+        bad = [r for r in target.runs if gaps[r.id]]
+        if bad:
+            fields = sorted({f for r in bad for f in gaps[r.id]})
+            yield self.fail(target, bad, f"environment not documented: {', '.join(fields)} missing",
+                            f"record {', '.join(fields)} in run_start (or the system description)", missing=fields)  # fmt: skip

@@ -1,0 +1,164 @@
+"""Build campaigns from events for the linter's rule cases (tests/lint_cases/HSnnn.yaml).
+
+A case describes runs compactly; this module writes them as real event files with the
+contract's EventWriter (run_start, steps, evaluations, run_stop), ingests them with the collector
+into a fresh store, and records the campaign spec the way `honestscale campaign run` does.
+
+The default campaign is a careful one: ResNet-50 on ImageNet on A100s, strong scaling from 1 to 8
+workers, 6 repetitions per point, a tuning study, test accuracy, real data, fixed target - it
+passes every rule. Each case changes what its rule is about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from honestscale.collector._sources import discover
+from honestscale.collector.ingest import Ingester
+from honestscale.runners.events import EventWriter
+from honestscale.store import open_store
+
+T0 = 1_750_000_000.0
+
+BASE: dict[str, Any] = {
+    "campaign": "c",
+    "framework": "torch",
+    "framework_version": "2.4.0",
+    "launcher": "slurm",
+    "backend": "nccl",
+    "accelerator": "NVIDIA A100-SXM4-40GB",
+    "cpu": "AMD EPYC 7742 64-Core Processor",
+    "interconnect": "InfiniBand HDR",
+    "software": {"cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5", "driver": "550.54"},
+    "model": "resnet50",
+    "dataset": "imagenet",
+    "train_size": 1_231_167,
+    "validation_size": 50_000,
+    "test_size": 50_000,
+    "data_source": "filesystem",
+    "data_path": "/lustre/datasets/imagenet",
+    "input_shape": [3, 224, 224],
+    "global_batch_size": 1024,
+    "optimizer": "sgd",
+    "learning_rate": 0.4,
+    "precision": "amp-bf16",
+    "stop_criterion": "target_accuracy",
+    "stop_value": 0.759,
+    "target_metric": "top1_accuracy",
+    "scope": "end_to_end",
+    "scaling": "strong",
+    "purpose": "final",
+}
+
+# run keys that are not run_start fields
+SHAPE_KEYS = {
+    "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
+    "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep",
+}  # fmt: skip
+
+
+def _hash(start: dict[str, Any]) -> str:
+    keep = {k: v for k, v in start.items() if k not in ("seed", "campaign", "purpose", "tuning_trial")}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float) -> None:
+    workers = int(spec.get("workers", 1))
+    start = {**BASE, **{k: v for k, v in spec.items() if k not in SHAPE_KEYS}}
+    start.setdefault("world_size", workers)
+    start.setdefault("nodes", max(1, workers // 4))
+    start.setdefault("accelerators_per_node", min(workers, 4) if start.get("accelerator") else 0)
+    if start.get("global_batch_size") and "local_batch_size" not in start:
+        start["local_batch_size"] = max(1, int(start["global_batch_size"]) // workers)
+    start.setdefault("config_hash", _hash(start))
+    start["seed"] = rep
+    start = {k: v for k, v in start.items() if v is not None}
+    ttt = spec.get("ttt_by_rep", [None] * 100)[rep] or float(spec.get("ttt", 3600.0 / workers))
+    n_steps = int(spec.get("steps", 20))
+    step_s = float(spec.get("step_s", 0.1))
+    clock = [t0]
+    w = EventWriter(out, run_id, 0, clock=lambda: clock[0])
+    w.run_start(**start)
+    for i in range(n_steps):
+        clock[0] = t0 + (i + 1) * ttt / (n_steps + 2)
+        t = float(spec.get("first_step_s", step_s)) if i == 0 else step_s
+        fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": 128, "t_total": t, "t_compute": t * 0.8,
+                                  "t_comm": t * 0.1, "t_optimizer": t * 0.05}  # fmt: skip
+        if spec.get("t_data", True):
+            fields["t_data"] = t * 0.05
+        if spec.get("warmup_marked", True):
+            fields["warmup"] = i < 2
+        w.step(**fields)
+    clock[0] = t0 + ttt * 0.99
+    for e in spec.get("evals", []):
+        w.eval(**e)
+    if spec.get("val_acc", 0.762) is not None:
+        w.eval(split="validation", metric="top1_accuracy", value=float(spec.get("val_acc", 0.762)), epoch=40)
+    if spec.get("test_acc", 0.760) is not None and spec.get("split", "test") == "test":
+        w.eval(split="test", metric="top1_accuracy", value=float(spec.get("test_acc", 0.760)), epoch=40)
+    clock[0] = t0 + ttt
+    status = spec.get("status", "success")
+    if status != "incomplete":
+        w.run_stop(status, None if status == "success" else f"{status} in the fixture")
+    w.close()
+
+
+def build(tmp: Path, case: dict[str, Any]) -> Path:
+    """Write the case's runs as events, ingest them into a fresh store, record the spec; return the store."""
+    out = tmp / "events"
+    planned: list[str] = []
+    t0 = T0
+    for i, spec in enumerate(case["runs"]):
+        for rep in range(int(spec.get("reps", 6))):
+            run_id = f"{spec.get('id', 'p' + str(i))}-w{spec.get('workers', 1)}-r{rep}"
+            write_run(out, run_id, spec, rep, t0)
+            planned.append(run_id)
+            t0 += 10_000
+    store = tmp / "store.duckdb"
+    con = open_store(store)
+    try:
+        Ingester(con).ingest(discover([str(out)]).sources)
+        record = dict(case.get("spec", {}))
+        if record.get("planned_runs", True) is not False:
+            record["planned_runs"] = planned + list(case.get("also_planned", []))
+        else:
+            record.pop("planned_runs")
+        campaign = case.get("campaign", "c")
+        if case.get("record_spec", True):
+            con.execute("INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
+                        [campaign, json.dumps(record)])  # fmt: skip
+    finally:
+        con.close()
+    return store
+
+
+def open_ro(store: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(store), read_only=True)
+
+
+GOOD: list[dict[str, Any]] = [
+    {"id": "base", "workers": 1, "ttt": 28_800.0, "tuning_study": "lr", "tuning_trial": "lr=0.4"},
+    {"id": "big", "workers": 8, "ttt": 4_000.0, "tuning_study": "lr", "tuning_trial": "lr=0.4"},
+    {"id": "trial-a", "purpose": "tuning", "tuning_study": "lr", "tuning_trial": "lr=0.4", "workers": 8, "reps": 1,
+     "learning_rate": 0.4, "stop_criterion": "epochs", "stop_value": 10, "split": "validation", "ttt": 1000.0},
+    {"id": "trial-b", "purpose": "tuning", "tuning_study": "lr", "tuning_trial": "lr=0.8", "workers": 8, "reps": 1,
+     "learning_rate": 0.8, "stop_criterion": "epochs", "stop_value": 10, "split": "validation", "ttt": 1000.0},
+]  # fmt: skip
+
+
+def case_runs(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """The good campaign with the case's changes: ``change`` {id or 'finals' or 'all': fields}, ``remove``, ``add``."""
+    if "runs" in case:
+        return list(case["runs"])
+    runs = [dict(r) for r in GOOD if r["id"] not in case.get("remove", [])]
+    for target, fields in (case.get("change") or {}).items():
+        for r in runs:
+            final = r.get("purpose", "final") == "final"
+            if target == "all" or (target == "finals" and final) or r["id"] == target:
+                r.update(fields)
+    return runs + list(case.get("add", []))

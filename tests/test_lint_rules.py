@@ -1,0 +1,85 @@
+"""Every rule against campaigns built from events: the cases in tests/lint_cases/HSnnn.yaml.
+
+Each case starts from a careful campaign (tests/lint_campaigns.py) and changes what its rule is
+about; the rule must then fail, say it cannot verify, or pass (having actually checked something).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from honestscale.lint import lint, registry
+from honestscale.lint._engine import SECTIONS
+from tests.conftest import REPO
+from tests.lint_campaigns import build, case_runs, open_ro
+
+CASES_DIR = Path(__file__).parent / "lint_cases"
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(CASES_DIR.glob("HS*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        assert doc["rule"] == path.stem, path
+        out.extend((doc["rule"], case) for case in doc["cases"])
+    return out
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize(("code", "case"), CASES, ids=[f"{c}-{k['name'][:50]}" for c, k in CASES])
+def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
+    store = build(tmp_path, case | {"runs": case_runs(case)})
+    con = open_ro(store)
+    try:
+        result = lint(con, select=[code])
+    finally:
+        con.close()
+    mine = [f for f in result.findings if f.code == code]
+    (verdict,) = [v for v in result.verdicts if v.code == code]
+    outcomes = {f.outcome for f in mine}
+    detail = [(f.outcome, f.target, f.message) for f in mine]
+    if case["expect"] == "pass":
+        assert not mine, detail
+        assert verdict.passed >= 1, "the rule checked nothing: a pass case must give it something to check"
+    elif case["expect"] == "fail":
+        assert "fail" in outcomes, detail
+        assert all(f.fix and f.runs for f in mine)
+    else:
+        assert outcomes == {"cannot_verify"}, detail
+        assert all(f.message.startswith("cannot verify:") and f.fix for f in mine)
+
+
+def test_every_rule_is_documented_and_has_failing_and_passing_cases() -> None:
+    rules = registry()
+    assert list(rules) == sorted(rules) and len(rules) >= 19
+    assert [c for c in rules if c.startswith("HS1")] == [f"HS1{n:02d}" for n in range(1, 13)]
+    by_rule: dict[str, set[str]] = {}
+    for code, case in CASES:
+        by_rule.setdefault(code, set()).add(case["expect"])
+    names = set()
+    for code, cls in rules.items():
+        assert cls.severity in ("error", "warning", "info"), code
+        assert cls.name not in names and cls.name == cls.name.lower()
+        names.add(cls.name)
+        sections = cls.doc_sections()
+        assert set(SECTIONS) <= set(sections), f"{code} lacks {set(SECTIONS) - set(sections)}"
+        assert all(len(sections[s]) > 20 for s in SECTIONS), code
+        assert cls.__module__.split(".")[-1].startswith(code.lower() + "_"), (
+            "one module per rule, named after it"
+        )
+        assert "pass" in by_rule.get(code, set()), f"{code} has no passing case"
+        assert "fail" in by_rule.get(code, set()), f"{code} has no failing case"
+
+
+def test_rules_page_is_generated_from_the_docstrings() -> None:
+    from honestscale.lint._formats import rules_markdown
+
+    assert (REPO / "docs" / "rules.md").read_text() == rules_markdown(), (
+        "regenerate: honestscale lint --rules-doc > docs/rules.md"
+    )
