@@ -21,7 +21,7 @@ CASES_DIR = Path(__file__).parent / "lint_cases"
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
-    out = []
+    out: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(CASES_DIR.glob("HS*.yaml")):
         doc = yaml.safe_load(path.read_text())
         assert doc["rule"] == path.stem, path
