@@ -87,7 +87,7 @@ class _Memmap(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return len(self.y)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.from_numpy(np.asarray(self.x[i], dtype=np.float32)), torch.tensor(int(self.y[i]))
+        return torch.from_numpy(np.array(self.x[i], dtype=np.float32)), torch.tensor(int(self.y[i]))
 
 
 def memmap(path: Path) -> Splits:

@@ -346,9 +346,10 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
             break
     if world.is_main:
         evaluate("test", splits.test, epoch)  # held out: once, at the end, never used to stop or select
+    reached = decide(reached)
     if world.world_size > 1:
-        dist.barrier()
-    if args.target_accuracy is not None and not decide(reached):
+        dist.barrier()  # the last collective: no rank tears the group down while another still uses it
+    if args.target_accuracy is not None and not reached:
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
         )

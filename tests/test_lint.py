@@ -1,0 +1,160 @@
+"""The linter end to end: real MLPerf logs, a real campaign from honestscale's runners, formats, suppressions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import hs, query
+from tests.lint_campaigns import GOOD, build, case_runs
+
+
+@pytest.fixture(scope="module")
+def mlperf_store(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("lint-mlperf") / "s.duckdb"
+    assert hs("ingest", mlperf, "--store", store).returncode == 0
+    return store
+
+
+def test_mlperf_v07_scaling_series_is_weak_and_flagged(mlperf_store: Path) -> None:
+    text = hs("lint", "--store", mlperf_store)
+    assert "Traceback" not in text.stderr
+    assert "weak scaling, workers [4, 8, 16]" in text.stdout
+    findings = json.loads(hs("lint", "--store", mlperf_store, "-f", "json").stdout)
+    by_code: dict[str, list[dict[str, object]]] = {}
+    for f in findings:
+        by_code.setdefault(str(f["code"]), []).append(f)
+    hs102 = by_code["HS102"]
+    assert {f["outcome"] for f in hs102} == {"fail"}
+    assert all("validation accuracy, not a test accuracy" in str(f["message"]) for f in hs102)
+    dell = [f for f in hs102 if "C4140" in " ".join(map(str, f["runs"]))]  # type: ignore[call-overload]
+    assert len(dell) == 3  # one per configuration: 1, 2 and 4 nodes
+    (hs103,) = by_code["HS103"]
+    assert hs103["outcome"] == "cannot_verify" and "no tuning runs are recorded" in str(hs103["message"])
+    (hs111,) = by_code["HS111"]
+    assert hs111["evidence"]["mode"] == "weak"  # type: ignore[index]
+    assert hs111["evidence"]["global_batch_by_workers"] == {"4": [832], "8": [1664], "16": [3328]}  # type: ignore[index]
+    assert set(findings[0]) >= {
+        "code",
+        "severity",
+        "outcome",
+        "runs",
+        "comparison",
+        "message",
+        "evidence",
+        "fix",
+    }
+    google = [f for f in by_code["HS207"] if "Google" in " ".join(map(str, f["runs"]))]  # type: ignore[call-overload]
+    assert google and "cpu" in google[0]["evidence"]["missing"]  # type: ignore[index]
+
+
+def test_sarif_and_exit_codes(tmp_path: Path) -> None:
+    store = build(tmp_path, {"runs": case_runs({"change": {"big": {"global_batch_size": 8192}}})})
+    sarif = json.loads(hs("lint", "--store", store, "-f", "sarif").stdout)
+    assert sarif["version"] == "2.1.0"
+    driver = sarif["runs"][0]["tool"]["driver"]
+    assert driver["name"] == "honestscale" and len(driver["rules"]) >= 19
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "HS111"]
+    assert result["level"] == "error" and "batches are weak scaling" in result["message"]["text"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
+    failing = hs("lint", "--store", store)
+    assert failing.returncode == 1 and "HS111 FAIL" in failing.stdout
+    assert hs("lint", "--store", store, "--ignore", "HS111").returncode == 0
+    only = json.loads(hs("lint", "--store", store, "--select", "HS1", "-f", "json").stdout)
+    assert {f["code"] for f in only} <= {f"HS1{n:02d}" for n in range(1, 13)}
+    bad = hs("lint", "--store", store, "--select", "HS999")
+    assert bad.returncode == 2 and "no rule 'HS999'" in bad.stderr
+
+
+def test_explain_prints_the_docstring_sections() -> None:
+    out = hs("lint", "--explain", "hs106").stdout
+    assert out.startswith("HS106 do-not-consider-io (warning)")
+    for section in ("What it checks:", "Why it misleads:", "Example:", "Fix:", "Reference:"):
+        assert section in out
+    assert hs("lint", "--explain", "HS000").returncode == 2
+
+
+def test_suppression_needs_a_reason_and_applies_to_its_campaign_only(tmp_path: Path) -> None:
+    reason = "synthetic inputs on purpose: this campaign measures the interconnect, not the pipeline"
+    case = {"change": {"finals": {"data_source": "synthetic"}},
+            "spec": {"tool": {"honestscale": {"lint": {"ignore": [{"code": "HS106", "reason": reason}]}}}}}  # fmt: skip
+    store = build(tmp_path, case | {"runs": case_runs(case)})
+    findings = json.loads(hs("lint", "--store", store, "-f", "json", "--select", "HS106").stdout)
+    assert findings and all(f["suppressed"] == {"reason": reason} for f in findings)
+    text = hs("lint", "--store", store, "--select", "HS106").stdout
+    assert "SUPPRESSED" in text and reason[:40] in text.replace("\n", " ")
+    cfg = tmp_path / "honestscale.toml"
+    cfg.write_text('[tool.honestscale.lint]\nignore = [{ code = "HS202", reason = "pilot study" }]\n')
+    refused = hs("lint", "--store", store, "--config", cfg)
+    assert refused.returncode == 2 and "does not name the campaign" in refused.stderr
+    cfg.write_text('[tool.honestscale.lint]\nignore = [{ code = "HS202", campaign = "c" }]\n')
+    refused = hs("lint", "--store", store, "--config", cfg)
+    assert refused.returncode == 2 and "no written justification" in refused.stderr
+
+
+def test_campaign_spec_suppression_without_reason_is_refused_before_running(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[campaign]\nname = "x"\n[args]\nmodel = "mlp"\n[grid]\nworkers = [1]\n'
+                    '[tool.honestscale.lint]\nignore = [{ code = "HS106" }]\n')  # fmt: skip
+    result = hs("campaign", "run", spec, "--store", tmp_path / "s.duckdb")
+    assert result.returncode == 2 and "no written justification" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_careful_campaign_from_the_runners_passes_every_rule(tmp_path: Path) -> None:
+    """Everything recorded: real data read from disk, test split, tuning trials, one config per point,
+    a fixed target, 6 repetitions, the plan: no rule may fail or say it cannot verify."""
+    pytest.importorskip("torch")
+    from honestscale.runners._torch_data import digits
+
+    data = tmp_path / "digits"
+    data.mkdir()
+    splits = digits()
+    for name in ("train", "validation", "test"):
+        ds = getattr(splits, name)
+        np.save(data / f"{name}_x.npy", ds.tensors[0].numpy())
+        np.save(data / f"{name}_y.npy", ds.tensors[1].numpy())
+    spec = tmp_path / "careful.toml"
+    spec.write_text(f"""
+[campaign]
+name = "careful"
+out = "runs"
+repetitions = 6
+scaling = "strong"
+
+[args]
+model = "mlp"
+dataset = "memmap"
+data_path = "{data}"
+batch_size = 64
+epochs = 60
+target_accuracy = 0.93
+sample_interval = 0
+
+[grid]
+workers = [1, 2]
+
+[tuning]
+name = "lr"
+workers = 1
+grid = {{ lr = [0.2, 0.05] }}
+args = {{ target_accuracy = false, epochs = 5 }}
+""")
+    store = tmp_path / "s.duckdb"
+    run = hs("campaign", "run", spec, "--store", store, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert query(store, "SELECT count(*) FROM runs WHERE purpose = 'final' AND status = 'success'") == [(12,)]
+    result = hs("lint", "--store", store, "--campaign", "careful", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+    assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
+
+
+def test_good_fixture_campaign_passes_every_rule(tmp_path: Path) -> None:
+    store = build(tmp_path, {"runs": [dict(r) for r in GOOD]})
+    result = hs("lint", "--store", store, "-f", "json")
+    assert result.returncode == 0 and json.loads(result.stdout) == []
