@@ -88,7 +88,8 @@ stops AS (
            max(time) AS stopped_at,
            count(DISTINCT rank) AS ranks_stopped,
            arg_min(payload ->> 'status', {_SEVERITY}) AS status,
-           arg_min(payload ->> 'reason', {_SEVERITY}) AS reason
+           -- among the worst, the earliest: the first rank to fail says why; the others fail because of it
+           arg_min(payload ->> 'reason', ({_SEVERITY}) * 1e10 + time) AS reason
     FROM markers WHERE run_id IN __RUN_IDS__ AND kind = 'run_stop' GROUP BY run_id
 ),
 fin AS (
