@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -143,10 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = _run_id(args, world)
     with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval,
                      device=world.local_rank if _wants_cuda(args) else None) as rec:  # fmt: skip
-        try:
-            _train(args, world, run_id, rec)
-        finally:
-            _shutdown()
+        _train(args, world, run_id, rec)
     return 0
 
 
@@ -156,13 +154,6 @@ def _wants_cuda(args: argparse.Namespace) -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
-
-
-def _shutdown() -> None:
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunRecorder) -> None:
@@ -393,12 +384,27 @@ class _CommTiming:
 
 
 def run() -> None:
-    """Entry point: exit 0 on success, 3 target not reached, 143 SIGTERM, 130 Ctrl-C, 1 failure."""
+    """Entry point: exit 0 on success, 3 target not reached, 143 SIGTERM, 130 Ctrl-C, 1 failure.
+
+    The process ends with ``os._exit`` once every event is written (each was a complete write
+    already): tearing down gloo/NCCL process groups at interpreter exit races with the peers and
+    can abort a run that succeeded, so the group is left to the operating system.
+    """
     try:
-        sys.exit(main())
+        code = main()
     except tuple(EXIT_CODES) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(EXIT_CODES[type(exc)])
+        code = EXIT_CODES[type(exc)]
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
