@@ -36,13 +36,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from honestscale.errors import HonestscaleError
+from honestscale.errors import HonestscaleError, read_toml
 
 CAMPAIGN_KEYS = {"name", "out", "framework", "repetitions", "seed", "scaling", "description", "recipe"}
 REPORT_KEYS = {
@@ -146,12 +145,7 @@ def _distance(a: str, b: str) -> int:
 
 def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     """Read and check a spec; ``runner_options(framework)`` gives the option names its runner accepts."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"no campaign spec at {path}", "give the path of a .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
+    raw = read_toml(path, SpecError, "campaign spec (.toml)")
     _check_keys("top level", raw, TOP_KEYS, path)
     camp = raw.get("campaign")
     if not isinstance(camp, dict) or "name" not in camp:

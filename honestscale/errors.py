@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+from typing import Any
+
 
 class HonestscaleError(Exception):
     """An error caused by input or environment; the CLI prints ``message`` and ``fix`` and exits 2."""
@@ -15,3 +19,15 @@ class HonestscaleError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.fix else f"{self.message}\n  fix: {self.fix}"
+
+
+def read_toml(path: Path, error: type[HonestscaleError], what: str) -> dict[str, Any]:
+    """A TOML file as a dict, or ``error`` naming the file (missing) or the line (malformed)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"no {what} at {path}", f"give the path of a {what}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {path}: {exc}", "check the path and that it is a text file") from None

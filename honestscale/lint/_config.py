@@ -12,11 +12,10 @@ beside the rule it silences.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from honestscale.errors import HonestscaleError
+from honestscale.errors import HonestscaleError, read_toml
 from honestscale.lint._engine import Suppression, registry
 from honestscale.lint._view import View
 
@@ -78,10 +77,4 @@ def load_suppressions(view: View) -> list[Suppression]:
 
 
 def load_file(path: Path) -> list[Suppression]:
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"no file {path}", "give the path of a honestscale.toml") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
-    return parse(doc, str(path), None)
+    return parse(read_toml(path, ConfigError, "honestscale.toml"), str(path), None)
