@@ -577,6 +577,60 @@ def lint(
     raise typer.Exit(1 if result.errors else 0)
 
 
+class ReportFormat(StrEnum):
+    pdf = "pdf"
+    json = "json"
+
+
+@app.command()
+def report(
+    store: StoreOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The PDF to write.")] = Path("report.pdf"),
+    html: Annotated[Path | None, typer.Option("--html", help="Also write the report as HTML here.")] = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="pdf, or json: the analysis model.")
+    ] = (ReportFormat.pdf),
+    config: Annotated[Path | None, typer.Option(help="honestscale.toml with lint suppressions.")] = None,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """The paper-ready scaling report: PDF (and HTML), figures, tables, the lint verdicts.
+
+    Per scaling series: medians with 95 % order-statistic intervals, speedup and efficiency against
+    the base case (printed with its absolute time), Amdahl or Gustafson bounds, step breakdown,
+    accuracy at every scale, the MLPerf score for MLPerf logs; every rule's verdict with the
+    justification of suppressed ones; every run, tuning and failed ones included. The folder
+    <output>_files/ holds the figures (PDF, SVG) and tables (CSV, LaTeX booktabs) for a paper.
+    `--format json` prints the numbers behind every table and figure instead.
+    """
+    from honestscale import report as reporting
+    from honestscale.lint import _config
+
+    extra = []
+    if config is not None or Path("honestscale.toml").is_file():
+        extra = _config.load_file(config or Path("honestscale.toml"))
+    with _store(store, read_only=True, wait=wait) as con:
+        if format is ReportFormat.json:
+            model, _ = reporting.analyse(con, campaign, extra)
+            print(_output.dumps(model.as_json()))
+            return
+        if not output.parent.exists():
+            raise HonestscaleError(
+                f"folder {output.parent} does not exist", "create it or choose another --output"
+            )
+        outputs = reporting.report(con, pdf=output, html=html, campaign=campaign, suppressions=extra)
+    err.print(
+        f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
+        highlight=False,
+    )
+    if html is not None:
+        err.print(f"wrote {html}", highlight=False)
+    if outputs.refused:
+        err.print(
+            f"[yellow]refused to fetch {len(outputs.refused)} URL(s) that are not the report's own assets[/]"
+        )
+
+
 @app.command()
 def contract(
     json_schema: Annotated[

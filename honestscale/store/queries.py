@@ -246,3 +246,23 @@ def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
 
 def campaign_specs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return _frame(con, "SELECT name, spec FROM campaigns ORDER BY name")
+
+
+def run_step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Per run (warm-up excluded): samples/s over the slowest rank, and the fraction of step time per part."""
+    where = "AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    return _frame(
+        con,
+        f"""
+        WITH per_rank AS (
+            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
+                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
+            FROM steps WHERE NOT coalesce(warmup, false) {where} GROUP BY run_id, rank
+        )
+        SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
+               sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
+               sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer
+        FROM per_rank GROUP BY run_id ORDER BY run_id
+        """,
+        [campaign] if campaign else [],
+    )

@@ -1,0 +1,164 @@
+"""The scaling report: numbers from the real MLPerf logs, the PDF, the paper exports, and its safety."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from honestscale.report._model import median_ci, mlperf_score
+from honestscale.report._render import AssetFetcher
+from tests.conftest import hs
+from tests.lint_campaigns import build, case_runs
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) not installed"
+)
+
+
+def _ttt(log: Path) -> float:
+    recs = [
+        json.loads(line.split(":::MLLOG", 1)[1])
+        for line in log.read_text().splitlines()
+        if ":::MLLOG" in line
+    ]
+    start = next(r["time_ms"] for r in recs if r["key"] == "run_start")
+    stop = next(r["time_ms"] for r in recs if r["key"] == "run_stop")
+    return float(stop - start) / 1000.0
+
+
+@pytest.fixture(scope="module")
+def dell(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("report")
+    store = tmp / "s.duckdb"
+    assert hs("ingest", mlperf / "DellEMC", "--store", store).returncode == 0
+    pdf = tmp / "report.pdf"
+    result = hs("report", "--store", store, "-o", pdf, "--html", tmp / "report.html", timeout=300)
+    assert result.returncode == 0, result.stderr
+    return store, pdf
+
+
+def test_mlperf_scores_and_speedups_match_the_logs(mlperf: Path, dell: tuple[Path, Path]) -> None:
+    store, _ = dell
+    model = json.loads(hs("report", "--store", store, "--format", "json").stdout)
+    (series,) = [c for c in model["comparisons"] if c["kind"] == "scaling"]
+    assert series["mode"] == "weak" and series["metric"] == "MLPerf score" and series["base_workers"] == 4
+    expected = {}
+    for system, workers in (("C4140", 4), ("2xC4140", 8), ("4xC4140", 16)):
+        times = sorted(
+            _ttt(p) for p in (mlperf / "DellEMC" / "results" / system / "resnet").glob("result_*.txt")
+        )
+        expected[workers] = sum(times[1:-1]) / 3  # MLPerf: drop the best and the worst, mean of the rest
+    points = {p["workers"]: p for p in series["points"]}
+    for workers, score in expected.items():
+        assert points[workers]["mlperf_score_s"] == pytest.approx(score, rel=1e-6)
+    assert [round(expected[w] / 60, 1) for w in (4, 8, 16)] == [154.0, 76.6, 39.9]
+    assert (
+        points[8]["speedup"] == pytest.approx(expected[4] / expected[8])
+        and round(points[8]["speedup"], 2) == 2.01
+    )
+    assert round(points[16]["speedup"], 2) == 3.86
+    assert points[16]["efficiency"] == pytest.approx(points[16]["speedup"] * 4 / 16)
+    assert series["fit"]["law"] == "gustafson"
+    assert model["lint"]["verdicts"] and {v["code"] for v in model["lint"]["verdicts"]} >= {"HS102", "HS111"}
+    assert model["totals"]["runs"] == 15
+
+
+def test_pdf_shows_the_numbers_and_renders_as_pages(dell: tuple[Path, Path], tmp_path: Path) -> None:
+    _, pdf = dell
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    for needle in ("154.0", "76.6", "39.9", "2.01", "3.86", "Weak scaling", "Base case: 4 worker(s)", "HS102",
+                   "Lint verdicts", "All runs", "Reproducibility", "Page 2 of"):  # fmt: skip
+        assert needle in text, needle
+    subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) >= 5
+    exports = pdf.with_name("report_files")
+    for pattern in (
+        "fig1-speedup.pdf",
+        "fig1-speedup.svg",
+        "fig1-time.pdf",
+        "table1-*.csv",
+        "table1-*.tex",
+        "runs.csv",
+    ):
+        assert list(exports.glob(pattern)), pattern
+    tex = next(exports.glob("table1-*.tex")).read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    svg = (exports / "fig1-speedup.svg").read_text()
+    assert "<svg" in svg and "<image" not in svg  # vector, not a bitmap
+    html = pdf.with_name("report.html").read_text()
+    assert 'href="report_files/report.css"' in html
+
+
+def test_median_ci_and_mlperf_score() -> None:
+    assert median_ci([1, 2, 3, 4, 5]) == (None, None)  # 5 runs: no 95 % interval
+    assert median_ci([float(x) for x in range(1, 21)]) == (6.0, 15.0)
+    assert mlperf_score([10.0, 12.0, 11.0, None, 13.0]) == pytest.approx(
+        12.0
+    )  # aborted = infinite, dropped as worst
+    assert mlperf_score([10.0, None, None, 11.0, 12.0]) is None  # two aborted: the mean is infinite
+
+
+class _Counter(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        _Counter.hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Any:
+    _Counter.hits = []
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counter)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+
+
+def test_hostile_names_are_text_and_fetch_nothing(tmp_path: Path, server: Any) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    hostile = f'<img src="{url}/name.png"></style><link rel=stylesheet href="{url}/x.css">'
+    case = {"change": {"finals": {"name": hostile, "system": f"<img src={url}/sys.png>",
+                                  "cpu": "</style><style>@import url(" + url + "/i.css);</style>"}}}  # fmt: skip
+    store = build(tmp_path, case | {"runs": case_runs(case)})
+    pdf = tmp_path / "r.pdf"
+    result = hs("report", "--store", store, "-o", pdf, "--html", tmp_path / "r.html", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert _Counter.hits == []
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "<img src=" in text  # shown as text
+    html = (tmp_path / "r.html").read_text()
+    assert "&lt;img src=" in html and f'<img src="{url}' not in html
+
+
+def test_the_fetcher_refuses_what_the_default_would_fetch(tmp_path: Path, server: Any) -> None:
+    from weasyprint import HTML
+
+    url = f"http://127.0.0.1:{server.server_address[1]}/probe.png"
+    outside = tmp_path / "secret.png"
+    outside.write_bytes(b"\x89PNG")
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    page = f'<p>x</p><img src="{url}"><img src="{outside.as_uri()}">'
+    HTML(string=page).write_pdf(str(tmp_path / "control.pdf"))
+    assert _Counter.hits, "control: without the fetcher WeasyPrint does fetch (so this test can fail)"
+    _Counter.hits = []
+    fetcher = AssetFetcher(assets)
+    HTML(string=page, base_url=str(assets) + "/", url_fetcher=fetcher).write_pdf(str(tmp_path / "safe.pdf"))
+    assert _Counter.hits == [] and len(fetcher.refused) == 2
