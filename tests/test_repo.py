@@ -17,7 +17,7 @@ def test_readme_opens_with_the_main_job_and_the_test_command() -> None:
     main, tests = commands[0], commands[1]
     assert "honestscale campaign run examples/digits-campaign.toml" in main
     assert main.startswith("python3 -m venv .venv") and "torch==2.13.0" in main
-    assert main.endswith("honestscale lint --campaign digits-scaling")
+    assert "honestscale lint --campaign digits-scaling" in main and main.endswith("-o report.pdf")
     assert "pytest" in tests and "mypy" in tests and "ruff check" in tests
 
 

@@ -118,6 +118,10 @@ def accuracy(c: ComparisonModel) -> Figure:
     ax.plot(
         [p.workers for p in pts], [100 * (p.accuracy or 0) for p in pts], "o-", color="#31a354", ms=4, lw=1.2
     )
+    values = [100 * (p.accuracy or 0) for p in pts]
+    if values:  # at least 4 points of range: run-to-run noise must not look like a collapse
+        mid, half = (max(values) + min(values)) / 2, max(2.0, (max(values) - min(values)) / 2 + 0.5)
+        ax.set_ylim(mid - half, mid + half)
     split = "/".join(sorted({p.accuracy_split or "?" for p in pts}))
     ax.set_ylabel(f"final accuracy, {split} [%]")
     ax.set_title("accuracy at every scale (median)")

@@ -206,6 +206,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
         from weasyprint import HTML
 
         fetcher = AssetFetcher(assets)
-        HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(pdf))
+        # full_fonts: embed the fonts whole; subsetting them in Python costs more than the bytes it saves
+        HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(pdf), full_fonts=True)
         refused = fetcher.refused
     return Outputs(html or page, pdf, assets, exports, refused)
