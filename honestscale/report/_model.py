@@ -177,7 +177,7 @@ def _point(workers: int, runs: list[Run], steps: dict[str, dict[str, float]], ml
 
 def _fit(mode: str | None, points: list[Point], base: int) -> Fit | None:
     data = [(p.workers / base, p.speedup) for p in points if p.speedup is not None]
-    if len(data) < 2:
+    if len(data) < 3:  # the base point fits any law: two points leave one to fit one parameter
         return None
     n = np.array([d[0] for d in data], dtype=float)
     s = np.array([d[1] for d in data], dtype=float)
