@@ -50,7 +50,7 @@ REPORT_KEYS = {
     "rate_mean": ("harmonic", "arithmetic"),
 }
 TUNING_KEYS = {"name", "workers", "repetitions", "select", "grid", "args"}
-TOP_KEYS = {"campaign", "args", "grid", "tuning", "report", "tool"}
+TOP_KEYS = {"campaign", "args", "grid", "tuning", "report", "tool", "slurm"}
 SELECT = {"validation_accuracy"}
 LAUNCH_KEYS = {"workers", "framework"}
 RESERVED = {"out", "run_id", "campaign", "purpose", "tuning_study", "tuning_trial", "seed", "scaling"}

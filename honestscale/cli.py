@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import duckdb
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from honestscale import __version__, _output
@@ -23,7 +26,7 @@ from honestscale.collector._sources import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
 from honestscale.runners import events as ev
-from honestscale.store import STORE_ENV, open_store
+from honestscale.store import STORE_ENV, open_store, resolve_store_path
 
 app = typer.Typer(
     name="honestscale",
@@ -93,7 +96,9 @@ def _main(
 
 @contextlib.contextmanager
 def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    con = open_store(store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{m}[/]"))
+    con = open_store(
+        store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
+    )
     try:
         yield con
     finally:
@@ -104,7 +109,7 @@ def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None
     if quiet:
         return
     for warning in result.warnings:
-        err.print(f"[yellow]warning[/] {result.path}: {warning}", highlight=False)
+        err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
     if verbose:
         for note in result.notes:
             err.print(f"note {result.path}: {note}", highlight=False)
@@ -430,6 +435,42 @@ def _runner_options(framework: str) -> set[str]:
     return {a.dest for a in torch_ddp.build_parser()._actions if a.dest != "help"}
 
 
+def _record_spec(store: Path | None, s: Any, wait: float) -> None:
+    """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned."""
+    from honestscale import _campaign
+
+    planned = [p.run_id for p in _campaign.tuning_plans(s)] + [
+        p.run_id for p in _campaign.final_plans(s, {}, None)
+    ]
+    record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": planned}
+    with _store(store, read_only=False, wait=wait) as con:
+        con.execute(
+            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
+            [s.name, json.dumps(record, default=str)],
+        )
+
+
+def _best_trial(store: Path | None, s: Any, wait: float) -> tuple[dict[str, object], str]:
+    """The tuning study's best trial by mean final validation accuracy, as grid values and its name."""
+    from honestscale import _campaign
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        trials = queries.tuning_trials(con, s.name, str(s.tuning["name"]))
+    best = trials.filter(trials["validation_accuracy"].is_not_null())
+    if best.height == 0:
+        raise HonestscaleError(f"tuning study {s.tuning['name']!r}: no trial has a validation accuracy",
+                               "look at the trials' logs in " + str(s.out))  # fmt: skip
+    trial = str(best["trial"][0])
+    point = next(p for p in _campaign.points(s.tuning["grid"]) if _campaign.slug(p) == trial)
+    err.print(
+        f"tuning {s.tuning['name']}: best trial {trial} (validation accuracy "
+        f"{best['validation_accuracy'][0]:.4f} over {best['runs'][0]} run(s)); used for every final run",
+        highlight=False,
+    )
+    return dict(point), trial
+
+
 @campaign_app.command("run")
 def campaign_run(
     spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML): see examples/digits-campaign.toml.")],
@@ -465,47 +506,27 @@ def campaign_run(
                         result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
                     if result.exit_code != 0:
                         not_ok.append(plan.run_id)
-                        err.print(f"[yellow]{plan.run_id}[/]: exit code {result.exit_code}, see {log}")
+                        err.print(
+                            f"[yellow]{escape(plan.run_id)}[/]: exit code {result.exit_code}, see {escape(str(log))}"
+                        )
                     elif not err.is_terminal:
                         err.print(f"{plan.run_id}: done", highlight=False)
                 with _store(store, read_only=False, wait=wait) as con:
                     Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
                 progress.advance(task)
 
-    # The spec and every run it plans are recorded, so the linter can tell a dropped run from one never planned.
-    planned = [p.run_id for p in _campaign.tuning_plans(s)] + [
-        p.run_id for p in _campaign.final_plans(s, {}, None)
-    ]
-    record = {**s.raw, "spec_path": str(spec.resolve()), "planned_runs": planned}
-    with _store(store, read_only=False, wait=wait) as con:
-        con.execute(
-            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
-            [s.name, json.dumps(record, default=str)],
-        )
+    _record_spec(store, s, wait)
     tuned: dict[str, object] = {}
     trial = None
     if s.tuning is not None:
         execute(_campaign.tuning_plans(s), f"tuning {s.tuning['name']}")
-        with _store(store, read_only=True, wait=wait) as con:
-            trials = queries.tuning_trials(con, s.name, str(s.tuning["name"]))
-        best = trials.filter(trials["validation_accuracy"].is_not_null())
-        if best.height == 0:
-            raise HonestscaleError(f"tuning study {s.tuning['name']!r}: no trial has a validation accuracy",
-                                   "look at the trials' logs in " + str(s.out))  # fmt: skip
-        trial = str(best["trial"][0])
-        point = next(p for p in _campaign.points(s.tuning["grid"]) if _campaign.slug(p) == trial)
-        tuned = dict(point)
-        err.print(
-            f"tuning {s.tuning['name']}: best trial {trial} (validation accuracy "
-            f"{best['validation_accuracy'][0]:.4f} over {best['runs'][0]} run(s)); used for every final run",
-            highlight=False,
-        )
+        tuned, trial = _best_trial(store, s, wait)
     execute(_campaign.final_plans(s, tuned, trial), "final runs")
     with _store(store, read_only=True, wait=wait) as con:
         df = queries.scaling_summary(con, s.name)
     out.print(_output.summary_table(df))
     if not_ok:
-        err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {', '.join(not_ok)}")
+        err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {escape(', '.join(not_ok))}")
     raise typer.Exit(1 if not_ok else 0)
 
 
@@ -631,6 +652,195 @@ def report(
         )
 
 
+def _load_slurm_campaign(spec: Path) -> tuple[Any, Any]:
+    from honestscale import _campaign, _slurm
+
+    s = _campaign.load(spec, _runner_options)
+    return s, _slurm.parse(s)
+
+
+@campaign_app.command("submit")
+def campaign_submit(
+    spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML) with a [slurm] table.")],
+    store: StoreOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the sbatch scripts; submit nothing.")
+    ] = False,
+    arrays: Annotated[bool, typer.Option(help="Repetitions of a point as one job array.")] = True,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Submit a campaign to Slurm: one job array per grid point (a task per repetition), one srun per run.
+
+    Everything is checked first (keys, partition, shapes, the framework on the [slurm] python); nothing is
+    submitted if anything is wrong. With a [tuning] study, the trials are submitted first; run submit
+    again once they have ended and been collected: it then submits the final runs with the best trial.
+    The scripts, job ids and the plan are recorded in the store.
+    """
+    from honestscale import _campaign, _slurm
+
+    s, sl = _load_slurm_campaign(spec)
+    for framework in {s.framework, *(str(v) for v in s.grid.get("framework", []))}:
+        _slurm.check_framework(sl, framework)
+    # every run's shape is checked now, before the store or Slurm is touched
+    _slurm.scripts(s, sl, _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None), arrays=arrays)
+    if not dry_run and shutil.which("sinfo"):
+        parts = subprocess.run(
+            ["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=60
+        ).stdout.split()
+        if parts and sl.partition not in parts:
+            raise HonestscaleError(f"partition {sl.partition!r} does not exist here (sinfo: {', '.join(parts)})",
+                                   "set [slurm] partition to one of them")  # fmt: skip
+    submitted: set[str] = set()
+    if resolve_store_path(store).exists():  # a dry run never creates a store
+        with _store(store, read_only=dry_run, wait=wait) as con:
+            submitted = {
+                r[0]
+                for r in con.execute(
+                    "SELECT DISTINCT run_id FROM slurm_jobs WHERE campaign = ?", [s.name]
+                ).fetchall()
+            }
+    plans = [p for p in _campaign.tuning_plans(s) if p.run_id not in submitted]
+    stage = "tuning trials"
+    if not plans:
+        tuned: dict[str, object] = {}
+        trial = None
+        if s.tuning is not None:
+            tuned, trial = _best_trial(store, s, wait)
+        plans = [p for p in _campaign.final_plans(s, tuned, trial) if p.run_id not in submitted]
+        stage = "final runs"
+    jobs = _slurm.scripts(
+        s, sl, plans, arrays=arrays
+    )  # shapes are checked here, before anything is submitted
+    if dry_run:
+        for job in jobs:
+            print(f"# --- {job.point}: {len(job.plans)} run(s) ---")
+            print(job.script)
+        return
+    if not jobs:
+        err.print("every run of this campaign has been submitted: see `honestscale campaign status`")
+        return
+    _record_spec(store, s, wait)
+    with _store(store, read_only=False, wait=wait) as con:
+        done = _slurm.submit(con, s, jobs)
+    err.print(f"submitted {len(jobs)} job(s) for {len(done)} {stage} of {s.name}; "
+              f"follow with `honestscale campaign status {spec}`", highlight=False)  # fmt: skip
+
+
+def _states_table(states: list[Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{len(states)} runs", title_justify="left")
+    for col in ("run", "job", "state", "reason", "seen by"):
+        table.add_column(col)
+    for st in states:
+        style = {"COMPLETED": "green", "RUNNING": "cyan", "PENDING": "yellow"}.get(st.state, "red")
+        table.add_row(st.run_id, st.job_id, f"[{style}]{st.state}[/]", st.reason or "", st.source)
+    return table
+
+
+@campaign_app.command("status")
+def campaign_status(
+    spec: Annotated[Path, typer.Argument(help="The campaign spec that was submitted.")],
+    store: StoreOpt = None,
+    follow: Annotated[bool, typer.Option("--follow", help="Refresh until every job has ended.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between refreshes with --follow.")] = 10.0,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Where the campaign's jobs are: one squeue call for all of them, scontrol for finished ones, then events."""
+    from rich.live import Live
+
+    from honestscale import _slurm
+
+    s, _ = _load_slurm_campaign(spec)
+
+    def poll() -> list[Any]:
+        with _store(store, read_only=False, wait=wait) as con:
+            return _slurm.poll(con, s.name, s.out)
+
+    states = poll()
+    if not states:
+        err.print(f"no job of campaign {s.name} has been submitted")
+        return
+    if follow:
+        with Live(_states_table(states), console=out, refresh_per_second=1) as live:
+            while any(st.state not in _slurm.TERMINAL for st in states):
+                time.sleep(interval)
+                states = poll()
+                live.update(_states_table(states))
+    else:
+        out.print(_states_table(states))
+    counts: dict[str, int] = {}
+    for st in states:
+        counts[st.state] = counts.get(st.state, 0) + 1
+    print(", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items())))
+
+
+@campaign_app.command("collect")
+def campaign_collect(
+    spec: Annotated[Path, typer.Argument(help="The campaign spec that was submitted.")],
+    store: StoreOpt = None,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Ingest what the campaign's runs wrote; jobs that timed out, were cancelled, failed or never started are
+    recorded with that status (a run_stop naming the Slurm job), never dropped."""
+    from honestscale import _campaign, _slurm
+
+    s, _ = _load_slurm_campaign(spec)
+    plans = {p.run_id: p for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)}
+    with _store(store, read_only=False, wait=wait) as con:
+        states = _slurm.poll(con, s.name, s.out)
+    written = _slurm.record_unfinished(s, states, plans)
+    for run_id in written:
+        err.print(f"recorded {run_id}: ended by Slurm without a run_stop from the runner", highlight=False)
+    if not s.out.is_dir():
+        err.print(f"nothing to collect in {s.out} yet")
+        return
+    with _store(store, read_only=False, wait=wait) as con:
+        summary = Ingester(con, campaign=s.name).ingest(discover([str(s.out)]).sources)
+    pending = [st for st in states if st.state not in _slurm.TERMINAL]
+    print(summary.line() + (f"; {len(pending)} job(s) still pending or running" if pending else ""))
+
+
+@campaign_app.command("resubmit")
+def campaign_resubmit(
+    spec: Annotated[Path, typer.Argument(help="The campaign spec that was submitted.")],
+    store: StoreOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the scripts; submit nothing.")] = False,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Run again only the points whose runs did not succeed, as new runs (<run_id>.retryN): the failed runs stay recorded."""
+    import dataclasses
+
+    from honestscale import _campaign, _slurm
+
+    s, sl = _load_slurm_campaign(spec)
+    with _store(store, read_only=True, wait=wait) as con:
+        status = dict(con.execute("SELECT run_id, status FROM runs WHERE campaign = ?", [s.name]).fetchall())
+        ids = {
+            r[0] for r in con.execute("SELECT run_id FROM slurm_jobs WHERE campaign = ?", [s.name]).fetchall()
+        }
+    plans = {p.run_id: p for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)}
+    retry = []
+    for run_id, plan in plans.items():
+        if run_id not in ids or status.get(run_id) == "success":
+            continue
+        if any(status.get(f"{run_id}.retry{n}") == "success" for n in range(1, 20)):
+            continue
+        n = 1 + max((int(i.rsplit("retry", 1)[1]) for i in ids if i.startswith(run_id + ".retry")), default=0)
+        retry.append(dataclasses.replace(plan, run_id=f"{run_id}.retry{n}"))
+    if not retry:
+        err.print("nothing to resubmit: every submitted run succeeded (collect first if jobs just ended)")
+        return
+    jobs = _slurm.scripts(s, sl, retry, arrays=False)
+    if dry_run:
+        for job in jobs:
+            print(job.script)
+        return
+    with _store(store, read_only=False, wait=wait) as con:
+        done = _slurm.submit(con, s, jobs)
+    err.print(f"resubmitted {len(done)} run(s): {', '.join(r for r, _ in done)}", highlight=False)
+
+
 @app.command()
 def contract(
     json_schema: Annotated[
@@ -665,9 +875,9 @@ def main() -> None:
     try:
         app()
     except HonestscaleError as exc:
-        err.print(f"[red]error[/]: {exc.message}", highlight=False)
+        err.print(f"[red]error[/]: {escape(exc.message)}", highlight=False)
         if exc.fix:
-            err.print(f"  [bold]fix[/]: {exc.fix}", highlight=False)
+            err.print(f"  [bold]fix[/]: {escape(exc.fix)}", highlight=False)
         sys.exit(exc.exit_code)
 
 

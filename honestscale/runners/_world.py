@@ -88,6 +88,10 @@ def slurm_port(job_id: str) -> int:
 def discover(env: Mapping[str, str] | None = None) -> World:
     env = os.environ if env is None else env
     slurm_job = env.get("SLURM_JOB_ID")
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get(
+        "SLURM_ARRAY_TASK_ID"
+    ):  # an array task: name it as squeue does
+        slurm_job = f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     slurm_step = env.get("SLURM_STEP_ID")
     nodes_env = env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")
     node_list = tuple(expand_hostlist(env["SLURM_JOB_NODELIST"])) if env.get("SLURM_JOB_NODELIST") else ()

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -291,6 +292,44 @@ def _raise(exc: type[Exception], what: str) -> Callable[[int, FrameType | None],
     return handler
 
 
+def _terminated_status(what: str) -> tuple[str, str]:
+    """SIGTERM under Slurm: ask the controller whether the job hit its time limit or was cancelled."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return "timeout", what
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    ref = f"{array}_{task}" if array and task else job
+    try:
+        text = subprocess.run(["scontrol", "-o", "show", "job", ref], capture_output=True, text=True, timeout=3,
+                              check=False).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    fields = dict(re.findall(r"\b(JobState|RunTime|TimeLimit)=(\S+)", text))
+    state = fields.get("JobState", "").upper()
+    run_s, limit_s = _slurm_seconds(fields.get("RunTime")), _slurm_seconds(fields.get("TimeLimit"))
+    if state.startswith("CANCELLED") or (
+        not state.startswith("TIMEOUT") and run_s is not None and limit_s is not None and run_s < limit_s
+    ):
+        return (
+            "cancelled",
+            f"SIGTERM: Slurm job {ref} was cancelled before its time limit ({state or 'state unknown'})",
+        )
+    if state:
+        return "timeout", f"SIGTERM: Slurm job {ref} reached its time limit ({state})"
+    return "timeout", what
+
+
+def _slurm_seconds(text: str | None) -> int | None:
+    """Slurm durations: [D-]HH:MM:SS, MM:SS or UNLIMITED."""
+    if not text or not re.fullmatch(r"(\d+-)?\d+(:\d+){0,2}", text):
+        return None
+    days, _, clock = text.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    return (int(days) if days else 0) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+
+
 class RunRecorder:
     """One rank's run from ``run_start`` to a ``run_stop`` on every exit path.
 
@@ -341,7 +380,7 @@ class RunRecorder:
             if exc is None:
                 self.stop("success")
             elif isinstance(exc, RunTerminated):
-                self.stop("timeout", str(exc))
+                self.stop(*_terminated_status(str(exc)))
             elif isinstance(exc, KeyboardInterrupt):
                 self.stop("cancelled", "interrupted (SIGINT)")
             elif isinstance(exc, TargetNotReached):

@@ -46,6 +46,27 @@ class LaunchResult:
     codes: list[int]
 
 
+def check_installed(framework: str, python: str = sys.executable) -> None:
+    """Refuse, naming the packages and the install command, when ``python`` lacks what the runner needs."""
+    if framework not in RUNNERS:
+        raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
+    modules, install = NEEDS[framework]
+    code = (
+        "import importlib.util, sys; "
+        f"sys.stdout.write(','.join(m for m in {list(modules)!r} if importlib.util.find_spec(m) is None))"
+    )
+    try:
+        found = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, check=False, timeout=60
+        ).stdout
+    except OSError as exc:
+        raise LaunchError(f"cannot run {python}: {exc.strerror}") from None
+    if found:
+        raise LaunchError(
+            f"the {framework} runner needs {found.replace(',', ', ')}, not installed for {python}: {install}"
+        )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -72,16 +93,7 @@ def launch(
         raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
     if workers < 1:
         raise LaunchError(f"--workers {workers}: need at least 1")
-    modules, install = NEEDS[framework]
-    found = subprocess.run(
-        [python, "-c", "import importlib.util, sys; "
-         f"sys.stdout.write(','.join(m for m in {list(modules)!r} if importlib.util.find_spec(m) is None))"],
-        capture_output=True, text=True, check=False,
-    ).stdout  # fmt: skip
-    if found:
-        raise LaunchError(
-            f"the {framework} runner needs {found.replace(',', ', ')}, not installed for {python}: {install}"
-        )
+    check_installed(framework, python)
     sink = sink or sys.stdout
     port = free_port()
     threads = str(max(1, (os.cpu_count() or 1) // workers))

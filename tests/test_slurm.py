@@ -1,0 +1,179 @@
+"""Campaigns on a real one-node Slurm (scripts/slurm-local): submitted, tracked, collected, killed.
+
+The session fixture starts slurmctld, slurmd and munged in a folder of their own and stops them after.
+In CI (CI=true) a missing Slurm is a failure, not a skip: .ci/run installs slurm-wlm and munge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, hs, query
+
+SPEC = """
+[campaign]
+name = "{name}"
+out = "runs"
+repetitions = {reps}
+scaling = "strong"
+
+[args]
+model = "mlp"
+dataset = "digits"
+epochs = {epochs}
+sample_interval = 0.5
+
+[grid]
+workers = {workers}
+
+[slurm]
+partition = "local"
+time = "{time}"
+cpus_per_task = 1
+{extra}
+"""
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    if shutil.which("slurmctld") is None or shutil.which("munged") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("slurm-wlm and munge must be installed in CI (.ci/run does it)")
+        pytest.skip("slurm-wlm / munge not installed")
+    folder = tmp_path_factory.mktemp("slurm")
+    start = subprocess.run([str(REPO / "scripts" / "slurm-local"), "start", str(folder)], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert start.returncode == 0, start.stderr
+    env = {"SLURM_CONF": str(folder / "slurm.conf")}
+    yield env
+    subprocess.run(
+        [str(REPO / "scripts" / "slurm-local"), "stop", str(folder)], capture_output=True, timeout=60
+    )
+
+
+def _spec(tmp: Path, name: str, *, workers: str = "[1]", reps: int = 1, epochs: int = 3, time_limit: str = "00:10:00",
+          extra: str = "") -> Path:  # fmt: skip
+    folder = tmp / name
+    folder.mkdir()
+    path = folder / "spec.toml"
+    path.write_text(
+        SPEC.format(name=name, workers=workers, reps=reps, epochs=epochs, time=time_limit, extra=extra)
+    )
+    return path
+
+
+def _until(cond: object, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _states(spec: Path, store: Path, env: dict[str, str]) -> str:
+    return hs("campaign", "status", spec, "--store", store, env=env).stdout
+
+
+def test_slurm_bad_specs_are_refused_before_submission(tmp_path: Path, slurm: dict[str, str]) -> None:
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    cases = [
+        ("unknown", "nodez = 2", "unknown key 'nodez' in [slurm]"),
+        ("shape", "tasks_per_node = 1\nnodes = 1", "2 workers do not fit 1 node(s) x 1 task(s) per node"),
+        ("python", f'python = "{bare / "bin" / "python"}"', "needs torch, sklearn, not installed"),
+    ]
+    for name, extra, message in cases:
+        spec = _spec(tmp_path, name, workers="[2]", extra=extra)
+        store = tmp_path / f"{name}.duckdb"
+        result = hs("campaign", "submit", spec, "--store", store, env=slurm)
+        assert result.returncode == 2 and message in result.stderr, (name, result.stderr)
+        assert not list(spec.parent.glob("runs/*.sbatch")) and not store.exists()
+    spec = _spec(tmp_path, "nopart", extra="")
+    spec.write_text(spec.read_text().replace('partition = "local"', ""))
+    result = hs("campaign", "submit", spec, "--store", tmp_path / "np.duckdb", env=slurm)
+    assert result.returncode == 2 and "[slurm] has no partition" in result.stderr
+    spec = _spec(tmp_path, "wrongpart")
+    spec.write_text(spec.read_text().replace('partition = "local"', 'partition = "gpu-a100"'))
+    result = hs("campaign", "submit", spec, "--store", tmp_path / "wp.duckdb", env=slurm)
+    assert result.returncode == 2 and "partition 'gpu-a100' does not exist here" in result.stderr
+
+
+def test_slurm_dry_run_prints_arrays_with_one_srun_per_run(tmp_path: Path, slurm: dict[str, str]) -> None:
+    spec = _spec(
+        tmp_path,
+        "dry",
+        workers="[1, 2]",
+        reps=3,
+        extra='modules = ["cuda/12.4"]\n[slurm.env]\nNCCL_DEBUG = "WARN"',
+    )
+    result = hs("campaign", "submit", spec, "--store", tmp_path / "s.duckdb", "--dry-run", env=slurm)
+    assert result.returncode == 0, result.stderr
+    scripts = result.stdout
+    assert scripts.count("#!/bin/bash") == 2 and scripts.count("#SBATCH --array=0,1,2") == 2
+    assert "#SBATCH --ntasks-per-node=2" in scripts and "module load cuda/12.4" in scripts
+    assert "export NCCL_DEBUG=WARN" in scripts and scripts.count("srun --kill-on-bad-exit=1") == 2
+    assert '--run-id "dry-workers=2-r${REP}"' in scripts and '--seed "${SEED}"' in scripts
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+@pytest.mark.slow
+def test_slurm_campaign_is_submitted_tracked_collected_linted_and_reported(
+    tmp_path: Path, slurm: dict[str, str]
+) -> None:
+    spec = _spec(tmp_path, "slurmcamp", workers="[1, 2]", reps=3)
+    store = tmp_path / "s.duckdb"
+    sub = hs("campaign", "submit", spec, "--store", store, env=slurm)
+    assert sub.returncode == 0, sub.stderr
+    assert query(store, "SELECT count(*), count(DISTINCT split_part(job_id, '_', 1)) FROM slurm_jobs") == [
+        (6, 2)
+    ]
+    _until(lambda: _states(spec, store, slurm).strip().endswith("6 completed"), 300, "the 6 runs")
+    collected = hs("campaign", "collect", spec, "--store", store, env=slurm)
+    assert collected.returncode == 0, collected.stderr
+    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert len(runs) == 6 and {r["status"] for r in runs} == {"success"}
+    assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 1, 2, 2, 2]
+    rows = query(store, "SELECT launcher, slurm_job_id FROM runs")
+    assert {r[0] for r in rows} == {"slurm"} and all("_" in str(r[1]) for r in rows)  # array tasks: 123_4
+    scripts = query(store, "SELECT DISTINCT script FROM slurm_jobs")
+    assert len(scripts) == 2 and all("srun" in str(s[0]) for s in scripts)
+    lint = hs("lint", "--store", store, "--campaign", "slurmcamp")
+    assert lint.returncode in (0, 1) and "Traceback" not in lint.stderr and "HS202" in lint.stdout
+    report = hs("report", "--store", store, "--campaign", "slurmcamp", "-o", tmp_path / "r.pdf", timeout=300)
+    assert report.returncode == 0 and (tmp_path / "r.pdf").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slurm: dict[str, str]) -> None:
+    late = _spec(tmp_path, "late", epochs=1_000_000, time_limit="00:01:00")
+    killed = _spec(tmp_path, "killed", epochs=1_000_000)
+    held = _spec(tmp_path, "held", extra='sbatch = ["--hold"]')
+    stores = {s: tmp_path / f"{s.parent.name}.duckdb" for s in (late, killed, held)}
+    for spec, store in stores.items():
+        assert hs("campaign", "submit", spec, "--store", store, env=slurm).returncode == 0
+    rank0 = killed.parent / "runs" / "killed-workers=1-r0" / "events-rank0.jsonl"
+    _until(lambda: rank0.exists() and rank0.read_text().count('"step"') > 20, 120, "the run to be training")
+    job = query(stores[killed], "SELECT job_id FROM slurm_jobs")[0][0]
+    held_job = query(stores[held], "SELECT job_id FROM slurm_jobs")[0][0]
+    subprocess.run(["scancel", str(job), str(held_job)], env={**os.environ, **slurm}, check=True)
+    _until(lambda: "1 timeout" in _states(late, stores[late], slurm), 240, "the time limit")
+    _until(lambda: "1 cancelled" in _states(killed, stores[killed], slurm), 60, "the cancellation")
+    for spec, store in stores.items():
+        assert hs("campaign", "collect", spec, "--store", store, env=slurm).returncode == 0
+    (t,) = json.loads(hs("runs", "--store", stores[late], "-f", "json").stdout)
+    assert t["status"] == "timeout" and "time limit" in t["reason"]
+    assert query(stores[late], "SELECT count(*) FROM steps")[0][0] > 20  # the partial events are kept
+    (c,) = json.loads(hs("runs", "--store", stores[killed], "-f", "json").stdout)
+    assert c["status"] == "cancelled" and "cancelled" in c["reason"]
+    (h,) = json.loads(hs("runs", "--store", stores[held], "-f", "json").stdout)
+    assert h["status"] == "cancelled" and "never started" in h["reason"]
