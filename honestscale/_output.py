@@ -60,6 +60,9 @@ def runs_table(df: pl.DataFrame) -> Table:
     for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
         table.add_column(col, overflow="fold")
     table.add_column("final accuracy", overflow="fold")
+    slurm = "slurm_job_id" in df.columns and df["slurm_job_id"].drop_nulls().len() > 0
+    if slurm:
+        table.add_column("slurm job")
     for r in df.iter_rows(named=True):
         acc = "-" if r["final_value"] is None else f"{r['final_value']:.4f} {r['final_split']}"
         accel = "-"
@@ -76,6 +79,7 @@ def runs_table(df: pl.DataFrame) -> Table:
             status,
             _fmt_seconds(r["time_to_train_s"]),
             acc,
+            *([r["slurm_job_id"] or "-"] if slurm else []),
         )
     return table
 

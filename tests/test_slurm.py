@@ -143,8 +143,11 @@ def test_slurm_campaign_is_submitted_tracked_collected_linted_and_reported(
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert len(runs) == 6 and {r["status"] for r in runs} == {"success"}
     assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 1, 2, 2, 2]
-    rows = query(store, "SELECT launcher, slurm_job_id FROM runs")
-    assert {r[0] for r in rows} == {"slurm"} and all("_" in str(r[1]) for r in rows)  # array tasks: 123_4
+    assert {r["launcher"] for r in runs} == {"slurm"} and all(
+        "_" in str(r["slurm_job_id"]) for r in runs
+    )  # 123_4
+    table = hs("runs", "--store", store).stdout
+    assert "slurm job" in table and runs[0]["slurm_job_id"] in table
     scripts = query(store, "SELECT DISTINCT script FROM slurm_jobs")
     assert len(scripts) == 2 and all("srun" in str(s[0]) for s in scripts)
     lint = hs("lint", "--store", store, "--campaign", "slurmcamp")

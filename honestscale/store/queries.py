@@ -30,6 +30,8 @@ RUN_LIST_COLUMNS = (
     "framework",
     "framework_version",
     "purpose",
+    "launcher",
+    "slurm_job_id",
     "world_size",
     "n_nodes",
     "n_accelerators",
