@@ -160,6 +160,22 @@ def tuning_trials(con: duckdb.DuckDBPyConnection, campaign: str, study: str) -> 
     )
 
 
+def _step_parts(where: str) -> str:
+    """CTEs per_rank and per_run: warm-up excluded, throughput over the slowest rank, fraction of each part."""
+    return f"""
+        per_rank AS (
+            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
+                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
+            FROM steps WHERE NOT coalesce(warmup, false) AND {where} GROUP BY run_id, rank
+        ),
+        per_run AS (
+            SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
+                   sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
+                   sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer
+            FROM per_rank GROUP BY run_id
+        )"""
+
+
 def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
     """Final runs grouped by campaign, framework and worker count: medians across repetitions.
 
@@ -172,18 +188,7 @@ def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None)
         con,
         f"""
         WITH r AS (SELECT * FROM runs r WHERE coalesce(r.purpose, 'final') = 'final' {where}),
-        per_rank AS (
-            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
-                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
-            FROM steps WHERE NOT coalesce(warmup, false) AND run_id IN (SELECT run_id FROM r)
-            GROUP BY run_id, rank
-        ),
-        per_run AS (
-            SELECT run_id, sum(samples) / max(t_total) AS samples_per_s,
-                   sum(t_data) / sum(t_total) AS f_data, sum(t_compute) / sum(t_total) AS f_compute,
-                   sum(t_comm) / sum(t_total) AS f_comm, sum(t_optimizer) / sum(t_total) AS f_optimizer
-            FROM per_rank GROUP BY run_id
-        ),
+        {_step_parts("run_id IN (SELECT run_id FROM r)")},
         tta AS (
             SELECT r.run_id, min(v.time) - any_value(r.started_at) AS tta_s
             FROM r JOIN evals v USING (run_id)
@@ -195,8 +200,8 @@ def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None)
                count(*) FILTER (WHERE r.status = 'success') AS succeeded,
                median(r.time_to_train_s) AS time_to_train_s, median(tta.tta_s) AS time_to_accuracy_s,
                median(p.samples_per_s) AS samples_per_s, median(p.samples_per_s) / r.world_size AS per_worker,
-               median(p.f_data) AS data, median(p.f_compute) AS compute, median(p.f_comm) AS comm,
-               median(p.f_optimizer) AS optimizer, median(test.test_acc) AS test_accuracy
+               median(p.data) AS data, median(p.compute) AS compute, median(p.comm) AS comm,
+               median(p.optimizer) AS optimizer, median(test.test_acc) AS test_accuracy
         FROM r LEFT JOIN per_run p USING (run_id) LEFT JOIN tta USING (run_id) LEFT JOIN test USING (run_id)
         GROUP BY r.campaign, r.framework, r.world_size
         ORDER BY r.campaign NULLS LAST, r.framework, r.world_size
@@ -252,19 +257,9 @@ def campaign_specs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def run_step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
     """Per run (warm-up excluded): samples/s over the slowest rank, and the fraction of step time per part."""
-    where = "AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    where = "run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else "true"
     return _frame(
         con,
-        f"""
-        WITH per_rank AS (
-            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
-                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
-            FROM steps WHERE NOT coalesce(warmup, false) {where} GROUP BY run_id, rank
-        )
-        SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
-               sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
-               sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer
-        FROM per_rank GROUP BY run_id ORDER BY run_id
-        """,
+        f"WITH {_step_parts(where)} SELECT * FROM per_run ORDER BY run_id",
         [campaign] if campaign else [],
     )
