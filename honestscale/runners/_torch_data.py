@@ -12,11 +12,10 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
+from honestscale.runners._data import DataError as DataError  # re-exported for the runner
+from honestscale.runners._data import digits_arrays
+
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp"}
-
-
-class DataError(ValueError):
-    """The dataset cannot be used; the message names the path and the fix."""
 
 
 @dataclass
@@ -35,26 +34,14 @@ class Splits:
 
 
 def digits(seed: int = 0) -> Splits:
-    """scikit-learn's bundled 8x8 digits (1,797 images, offline): 1,257 train / 270 validation / 270 test.
+    """scikit-learn's bundled 8x8 digits, split as every runner splits it (see ``_data.digits_arrays``)."""
+    arrays = digits_arrays(seed)
 
-    The split is fixed (stratified, seed 0) whatever the run's seed, so the test set never moves.
-    """
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-    except ImportError:
-        raise DataError("the digits dataset needs scikit-learn: pip install 'honestscale[torch]'") from None
-    x, y = load_digits(return_X_y=True)
-    x = (x / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
-    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, test_size=540, random_state=seed, stratify=y)
-    x_va, x_te, y_va, y_te = train_test_split(
-        x_rest, y_rest, test_size=270, random_state=seed, stratify=y_rest
-    )
+    def ds(split: str) -> TensorDataset:
+        x, y = arrays[split]
+        return TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
 
-    def ds(a: np.ndarray, b: np.ndarray) -> TensorDataset:
-        return TensorDataset(torch.from_numpy(a), torch.from_numpy(b).long())
-
-    return Splits(ds(x_tr, y_tr), ds(x_va, y_va), ds(x_te, y_te), (1, 8, 8), 10, "digits", "in_memory")
+    return Splits(ds("train"), ds("validation"), ds("test"), (1, 8, 8), 10, "digits", "in_memory")
 
 
 class _Synthetic(Dataset[tuple[torch.Tensor, torch.Tensor]]):
