@@ -24,14 +24,44 @@ from types import FrameType
 from typing import TextIO
 
 # framework -> python module of its runner (more frameworks come with their runners)
-RUNNERS = {"torch": "honestscale.runners.torch_ddp"}
+RUNNERS = {"torch": "honestscale.runners.torch_ddp", "tensorflow": "honestscale.runners.tf_keras"}
+# framework -> (environment variable naming its python, default virtual environment folder); None: this python
+ENVIRONMENTS: dict[str, tuple[str, str] | None] = {
+    "torch": None,
+    "tensorflow": ("HONESTSCALE_TF_PYTHON", ".venv-tf"),
+}
 # framework -> (modules the runner needs, how to install them)
 NEEDS = {
     "torch": (
         ("torch", "sklearn"),
         "pip install torch==2.13.0 && pip install -e '.[torch]' (CPU wheel first)",
     ),
+    "tensorflow": (
+        ("tensorflow", "tf_keras", "sklearn", "honestscale"),
+        "python3 -m venv .venv-tf && .venv-tf/bin/pip install tensorflow-cpu tf-keras scikit-learn "
+        "&& .venv-tf/bin/pip install --no-deps -e .",
+    ),
 }
+
+
+def python_for(framework: str) -> str:
+    """The interpreter of a framework's environment: $HONESTSCALE_<FW>_PYTHON, else ./.venv-<fw>, else
+    .venv-<fw> in the honestscale checkout; torch runs in honestscale's own environment."""
+    spec = ENVIRONMENTS.get(framework)
+    if spec is None:
+        return sys.executable
+    var, folder = spec
+    if os.environ.get(var):
+        return os.environ[var]
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        candidate = root / folder / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    raise LaunchError(
+        f"no {framework} environment: set {var} to its python, or create ./{folder}: {NEEDS[framework][1]}"
+    )
+
+
 GRACE_S = 15.0
 
 
@@ -85,7 +115,7 @@ def launch(
     runner_args: Sequence[str],
     run_id: str,
     *,
-    python: str = sys.executable,
+    python: str | None = None,
     quiet: bool = False,
     sink: TextIO | None = None,
 ) -> LaunchResult:
@@ -93,6 +123,7 @@ def launch(
         raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
     if workers < 1:
         raise LaunchError(f"--workers {workers}: need at least 1")
+    python = python or python_for(framework)
     check_installed(framework, python)
     sink = sink or sys.stdout
     port = free_port()

@@ -1,0 +1,259 @@
+"""TensorFlow/Keras runner: MultiWorkerMirroredStrategy and Keras ``fit``, writing honestscale events.
+
+One process per worker, like the PyTorch runner: ``honestscale run --framework tensorflow`` builds a
+``TF_CONFIG`` from the launcher's RANK/WORLD_SIZE/MASTER_PORT; under ``srun`` the workers are taken
+from Slurm (``SlurmClusterResolver``). Keras 2 (``tf-keras``, selected with TF_USE_LEGACY_KERAS=1)
+is used because Keras 3's ``fit`` does not run under MultiWorkerMirroredStrategy.
+
+    python -m honestscale.runners.tf_keras --model mlp --dataset digits --epochs 3 --out runs/
+
+Each step's data time is the time the input generator took to produce the batch (no prefetch, so
+the step waits for it); the rest of the step is compute and the strategy's all-reduce, which Keras
+does not let a callback separate: communication is recorded as not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from honestscale.runners import _world
+from honestscale.runners.instrument import (
+    PeerFailed,
+    RunRecorder,
+    RunTerminated,
+    TargetNotReached,
+    base_software,
+    config_hash,
+    environment,
+)
+
+EXIT_CODES = {RunTerminated: 143, PeerFailed: 1, TargetNotReached: 3, KeyboardInterrupt: 130}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m honestscale.runners.tf_keras", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    p.add_argument("--dataset", default="digits", choices=["digits", "synthetic"])
+    p.add_argument("--synthetic-size", type=int, default=10000)
+    p.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--target-accuracy", type=float)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--run-id")
+    p.add_argument("--campaign")
+    p.add_argument("--name")
+    p.add_argument("--purpose", choices=["final", "tuning", "baseline", "smoke"], default="final")
+    p.add_argument("--tuning-study")
+    p.add_argument("--tuning-trial")
+    p.add_argument("--scaling", choices=["strong", "weak", "none"])
+    p.add_argument("--sample-interval", type=float, default=1.0)
+    return p
+
+
+def _tf_config(world: _world.World) -> None:
+    if world.world_size == 1 or os.environ.get("TF_CONFIG"):
+        return
+    if world.launcher == "slurm":
+        return  # SlurmClusterResolver reads the job's nodes and tasks
+    hosts = [f"{world.master_addr}:{world.master_port + 1 + i}" for i in range(world.world_size)]
+    os.environ["TF_CONFIG"] = json.dumps(
+        {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": world.rank}}
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    world = _world.discover()
+    if args.batch_size % world.world_size:
+        print(f"error: --batch-size {args.batch_size} is not divisible by the {world.world_size} workers",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    run_id = args.run_id or (
+        f"{args.name or args.model}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        if world.world_size == 1
+        else None
+    )
+    if run_id is None:
+        print("error: --run-id is needed with more than one worker", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    _tf_config(world)
+    with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
+        _train(args, world, rec)
+    return 0
+
+
+def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
+    import numpy as np
+    import tensorflow as tf
+    import tf_keras as keras
+
+    from honestscale.runners._data import digits_arrays
+
+    tf.random.set_seed(args.seed)
+    if world.world_size == 1:
+        strategy: Any = tf.distribute.get_strategy()
+    elif world.launcher == "slurm":
+        resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=world.master_port)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    else:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    if args.dataset == "digits":
+        data = digits_arrays()
+        source = "in_memory"
+    else:
+        rng = np.random.default_rng(0)
+        n = args.synthetic_size
+        data = {s: (rng.standard_normal((m, 1, 8, 8)).astype("float32"), rng.integers(0, 10, m))
+                for s, m in (("train", n), ("validation", n // 10), ("test", n // 10))}  # fmt: skip
+        source = "synthetic"
+    sample_shape = [
+        int(d) for d in data["train"][0].shape[1:]
+    ]  # recorded channels first, as every runner does
+    # Keras convolutions want channels last
+    data = {k: (np.transpose(x, (0, 2, 3, 1)), y) for k, (x, y) in data.items()}
+    shape = data["train"][0].shape[1:]
+    local = args.batch_size // world.world_size
+    with strategy.scope():
+        layers = [keras.Input(shape)]
+        if args.model == "cnn":
+            layers += [keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+                       keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+                       keras.layers.GlobalAveragePooling2D()]  # fmt: skip
+        layers += [keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
+                   keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]  # fmt: skip
+        model = keras.Sequential(layers)
+        model.compile(optimizer=keras.optimizers.SGD(args.lr, momentum=args.momentum),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])  # fmt: skip
+    criterion, value = (
+        ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
+    )
+    hyper = {k: v for k, v in vars(args).items() if k not in ("out", "run_id", "campaign", "name", "purpose",
+                                                             "tuning_study", "tuning_trial", "sample_interval")}  # fmt: skip
+    rec.start(
+        **environment(world, Path(__file__)), campaign=args.campaign,
+        name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
+        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework="tensorflow",
+        framework_version=tf.__version__, backend="grpc" if world.world_size > 1 else "none",
+        world_size=world.world_size, accelerators_per_node=0,
+        software=base_software() | {"tensorflow": tf.__version__, "keras": keras.__version__},
+        model=args.model, model_params=int(model.count_params()), dataset=args.dataset,
+        train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
+        data_source=source, input_shape=sample_shape,
+        global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,
+        lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
+        stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
+        config_hash=config_hash({k: v for k, v in hyper.items() if k != "seed"} | {"world_size": world.world_size,
+                                                                                 "framework": "tensorflow"}),
+        hyperparameters=hyper, command=[sys.executable, "-m", "honestscale.runners.tf_keras", *sys.argv[1:]],
+    )  # fmt: skip
+    x_train, y_train = data["train"]
+    w = rec.writer
+    timing = {"data": 0.0}
+    steps_per_epoch = len(y_train) // args.batch_size
+
+    def batches() -> Any:
+        """This worker's shard of each global batch; the time spent here is the step's data time."""
+        rng = np.random.default_rng(args.seed)
+        while True:
+            order = rng.permutation(len(y_train))
+            for s in range(steps_per_epoch):
+                t0 = time.perf_counter()
+                idx = order[
+                    s * args.batch_size + world.rank * local : s * args.batch_size + (world.rank + 1) * local
+                ]
+                batch = (x_train[idx], y_train[idx])
+                timing["data"] = time.perf_counter() - t0
+                yield batch
+
+    spec = (tf.TensorSpec((local, *shape), tf.float32), tf.TensorSpec((local,), tf.int64))
+    ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF  # we shard
+    ds = ds.with_options(options)
+
+    class Events(keras.callbacks.Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = 0
+            self.t0 = 0.0
+            self.epoch_t0 = 0.0
+            self.reached = False
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.epoch_t0 = time.perf_counter()
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            total = time.perf_counter() - self.t0
+            data_t = min(timing["data"], total)
+            w.step(epoch=self.epoch, step=self.step, samples=local, t_total=total, t_data=data_t,
+                   t_compute=total - data_t, t_comm=0.0, t_optimizer=0.0, comm_measured=False,
+                   warmup=self.step < args.warmup_steps)  # fmt: skip
+            self.step += 1
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            logs = logs or {}
+            w.epoch(epoch=epoch, train_loss=float(logs.get("loss", float("nan"))), samples=steps_per_epoch * local,
+                    train_accuracy=float(logs.get("accuracy", float("nan"))), t_total=time.perf_counter() - self.epoch_t0)  # fmt: skip
+            acc = {}
+            for split in ("train", "validation"):
+                x, y = data[split]
+                acc[split] = float(self.model.evaluate(x, y, batch_size=256, verbose=0)[1])
+                if world.is_main:
+                    w.eval(split=split, metric="accuracy", value=acc[split], samples=len(y), epoch=epoch)
+            if args.target_accuracy is not None and acc["validation"] >= args.target_accuracy:
+                self.reached = True
+                self.model.stop_training = True
+
+    events = Events()
+    events.epoch = 0
+
+    class EpochTracker(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            events.epoch = epoch
+
+    model.fit(
+        ds, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=[EpochTracker(), events]
+    )
+    x_test, y_test = data["test"]
+    test = float(model.evaluate(x_test, y_test, batch_size=256, verbose=0)[1])  # once, at the end
+    if world.is_main:
+        w.eval(split="test", metric="accuracy", value=test, samples=len(y_test), epoch=events.epoch)
+    if args.target_accuracy is not None and not events.reached:
+        raise TargetNotReached(
+            f"validation accuracy never reached {args.target_accuracy} in {args.epochs} epochs"
+        )
+
+
+def run() -> None:
+    try:
+        code = main()
+    except tuple(EXIT_CODES) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        code = EXIT_CODES[type(exc)]
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

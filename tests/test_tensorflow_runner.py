@@ -1,0 +1,52 @@
+"""The TensorFlow/Keras runner for real: 2 workers under MultiWorkerMirroredStrategy, in its own environment.
+
+The environment is .venv-tf (or $HONESTSCALE_TF_PYTHON); .ci/run builds it, so in CI a missing one fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from honestscale.runners import launch
+from tests.conftest import hs, query
+
+
+@pytest.fixture(scope="module")
+def tf_python() -> str:
+    try:
+        python = launch.python_for("tensorflow")
+        launch.check_installed("tensorflow", python)
+    except launch.LaunchError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the TensorFlow environment must exist in CI: {exc}")
+        pytest.skip(str(exc))
+    return python
+
+
+def test_tensorflow_two_workers_land_as_one_run(tmp_path: Path, store: Path, tf_python: str) -> None:
+    out = tmp_path / "runs"
+    result = hs("run", "--framework", "tensorflow", "--workers", "2", "--model", "mlp", "--dataset", "digits",
+                "--epochs", "3", "--out", out, "--ingest", "--store", store, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert run["status"] == "success" and run["framework"] == "tensorflow" and run["n_accelerators"] == 2
+    assert run["framework_version"] and run["final_accuracy"]["split"] == "test"
+    assert run["final_accuracy"]["value"] > 0.8
+    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    assert shown["backend"] == "grpc" and shown["launcher"] == "local" and shown["input_shape"] == [1, 8, 8]
+    assert {e["split"] for e in shown["evals"]} == {"train", "validation", "test"}
+    assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
+    parts = query(store, "SELECT t_data + t_compute + t_comm + t_optimizer, t_total FROM steps")
+    assert parts and all(abs(p - t) <= 0.05 * t for p, t in parts)
+    # the same digits split as the PyTorch runner: comparable in one campaign
+    assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
+
+
+def test_missing_environment_names_the_one_command(tmp_path: Path) -> None:
+    env = {"HONESTSCALE_TF_PYTHON": str(tmp_path / "nope" / "python")}
+    result = hs("run", "--framework", "tensorflow", "--workers", "1", "--out", tmp_path, env=env)
+    assert result.returncode == 2 and "cannot run" in result.stderr
