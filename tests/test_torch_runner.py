@@ -65,7 +65,7 @@ def test_sigterm_mid_epoch_records_timeout_and_every_earlier_event(tmp_path: Pat
     assert runs[0]["status"] == "timeout" and "SIGTERM" in runs[0]["reason"]
     for rank in (0, 1):
         seqs = [r[0] for r in query(store, "SELECT seq FROM events WHERE rank = ? ORDER BY seq", [rank])]
-        assert seqs == list(range(len(seqs))) and len(seqs) > 40  # nothing lost before the kill
+        assert seqs == list(range(len(seqs))) and len(seqs) > 10  # nothing lost before the kill
     assert query(store, "SELECT count(DISTINCT rank) FROM markers WHERE kind = 'run_stop'") == [(2,)]
 
 
