@@ -391,3 +391,67 @@ class RunRecorder:
             self.writer.close()
             for sig, old in self._old.items():
                 signal.signal(sig, old)
+
+
+# ------------------------------------------------------------------------------------- runner plumbing
+EXIT_CODES: dict[type[BaseException], int] = {
+    RunTerminated: 143,
+    PeerFailed: 1,
+    TargetNotReached: 3,
+    KeyboardInterrupt: 130,
+}
+
+
+def add_recording_args(parser: Any) -> None:
+    """The options every runner takes to name and file its run (argparse)."""
+    g = parser.add_argument_group("recording")
+    g.add_argument("--out", type=Path, required=True, help="folder for <run_id>/events-rank<N>.jsonl")
+    g.add_argument("--run-id", help="the same on every rank (honestscale run passes it)")
+    g.add_argument("--campaign")
+    g.add_argument("--name")
+    g.add_argument("--purpose", choices=["final", "tuning", "baseline", "smoke"], default="final")
+    g.add_argument("--tuning-study")
+    g.add_argument("--tuning-trial")
+    g.add_argument("--scaling", choices=["strong", "weak", "none"])
+    g.add_argument(
+        "--sample-interval", type=float, default=1.0, help="seconds between system samples (0: off)"
+    )
+
+
+RECORDING_KEYS = (
+    "out",
+    "run_id",
+    "campaign",
+    "name",
+    "purpose",
+    "tuning_study",
+    "tuning_trial",
+    "sample_interval",
+)
+
+
+def run_entry(main: Callable[[], int]) -> None:
+    """A runner's entry point: exit 0 on success, 3 target not reached, 143 SIGTERM, 130 Ctrl-C, 1 failure.
+
+    The process ends with ``os._exit`` once every event is written (each was a complete write
+    already): tearing down gloo/NCCL/gRPC groups at interpreter exit races with the peers and can
+    abort a run that succeeded, so they are left to the operating system.
+    """
+    import sys
+    import traceback
+
+    try:
+        code = main()
+    except tuple(EXIT_CODES) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        code = EXIT_CODES[type(exc)]
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

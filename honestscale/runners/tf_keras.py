@@ -19,22 +19,20 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from honestscale.runners import _world
 from honestscale.runners.instrument import (
-    PeerFailed,
+    RECORDING_KEYS,
     RunRecorder,
-    RunTerminated,
     TargetNotReached,
+    add_recording_args,
     base_software,
     config_hash,
     environment,
+    run_entry,
 )
-
-EXIT_CODES = {RunTerminated: 143, PeerFailed: 1, TargetNotReached: 3, KeyboardInterrupt: 130}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,15 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-accuracy", type=float)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--run-id")
-    p.add_argument("--campaign")
-    p.add_argument("--name")
-    p.add_argument("--purpose", choices=["final", "tuning", "baseline", "smoke"], default="final")
-    p.add_argument("--tuning-study")
-    p.add_argument("--tuning-trial")
-    p.add_argument("--scaling", choices=["strong", "weak", "none"])
-    p.add_argument("--sample-interval", type=float, default=1.0)
+    add_recording_args(p)
     return p
 
 
@@ -141,8 +131,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     criterion, value = (
         ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
     )
-    hyper = {k: v for k, v in vars(args).items() if k not in ("out", "run_id", "campaign", "name", "purpose",
-                                                             "tuning_study", "tuning_trial", "sample_interval")}  # fmt: skip
+    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     rec.start(
         **environment(world, Path(__file__)), campaign=args.campaign,
         name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
@@ -242,17 +231,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
 
 
 def run() -> None:
-    try:
-        code = main()
-    except tuple(EXIT_CODES) as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        code = EXIT_CODES[type(exc)]
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_entry(main)
 
 
 if __name__ == "__main__":

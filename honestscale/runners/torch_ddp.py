@@ -17,27 +17,24 @@ import argparse
 import os
 import sys
 import time
-import traceback
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from honestscale.runners import _world
 from honestscale.runners.instrument import (
+    RECORDING_KEYS,
     CudaClock,
     HostClock,
-    PeerFailed,
     RunRecorder,
-    RunTerminated,
     StepTimer,
     TargetNotReached,
+    add_recording_args,
     base_software,
     config_hash,
     environment,
+    run_entry,
 )
-
-# Exit codes of a rank, by how its run ended (the launcher reports the worst).
-EXIT_CODES = {RunTerminated: 143, PeerFailed: 1, TargetNotReached: 3, KeyboardInterrupt: 130}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,18 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-samples", type=int, help="stop after this many training samples (all ranks)")
     g.add_argument("--max-time", type=float, help="stop after this many seconds of training")
     g.add_argument("--eval-every", type=int, default=1, help="evaluate train and validation every N epochs")
-    g = p.add_argument_group("recording")
-    g.add_argument("--out", type=Path, required=True, help="folder for <run_id>/events-rank<N>.jsonl")
-    g.add_argument("--run-id", help="the same on every rank (honestscale run passes it)")
-    g.add_argument("--campaign")
-    g.add_argument("--name")
-    g.add_argument("--purpose", choices=["final", "tuning", "baseline", "smoke"], default="final")
-    g.add_argument("--tuning-study")
-    g.add_argument("--tuning-trial")
-    g.add_argument("--scaling", choices=["strong", "weak", "none"])
-    g.add_argument(
-        "--sample-interval", type=float, default=1.0, help="seconds between system samples (0: off)"
-    )
+    add_recording_args(p)
     return p
 
 
@@ -175,8 +161,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
     local_batch = args.batch_size // world.world_size
     criterion, target = _stop_criterion(args)
-    hyper = {k: v for k, v in vars(args).items() if k not in ("out", "run_id", "campaign", "name", "purpose",
-                                                             "tuning_study", "tuning_trial", "sample_interval")}  # fmt: skip
+    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if args.data_path else None
     definition = {k: v for k, v in hyper.items() if k not in ("seed",)} | {"world_size": world.world_size,
                                                                         "framework": f"torch {torch.__version__}"}  # fmt: skip
@@ -384,27 +369,7 @@ class _CommTiming:
 
 
 def run() -> None:
-    """Entry point: exit 0 on success, 3 target not reached, 143 SIGTERM, 130 Ctrl-C, 1 failure.
-
-    The process ends with ``os._exit`` once every event is written (each was a complete write
-    already): tearing down gloo/NCCL process groups at interpreter exit races with the peers and
-    can abort a run that succeeded, so the group is left to the operating system.
-    """
-    try:
-        code = main()
-    except tuple(EXIT_CODES) as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        code = EXIT_CODES[type(exc)]
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_entry(main)
 
 
 if __name__ == "__main__":
