@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from honestscale.runners import events as ev
+from honestscale.store._sql import sql_string
 
 TYPED_TABLES = {"step": "steps", "epoch": "epochs", "eval": "evals", "system": "system_samples"}
 
@@ -78,23 +79,19 @@ def numbered_batch(file_id: int, numbered: list[tuple[int, str]]) -> pa.RecordBa
     )
 
 
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _kind_sql(kind: str) -> tuple[str, str, str]:
     """(json paths list, json_transform structure, value predicate) for ``kind``."""
     fields = ev.fields_of(kind)
-    paths = "[" + ", ".join(_sql_str(f"$.{f.name}") for f in fields) + "]"
+    paths = "[" + ", ".join(sql_string(f"$.{f.name}") for f in fields) + "]"
     structure = json.dumps({f.name: _DUCK_TYPE[f.type] for f in fields})
     conds = [f"j.schema = {ev.SCHEMA_VERSION}"]
     for f in fields:
         col = f'j."{f.name}"'
         if f.enum is not None and f.name != "kind":
-            conds.append(f"({col} IS NULL OR {col} IN ({', '.join(map(_sql_str, f.enum))}))")
+            conds.append(f"({col} IS NULL OR {col} IN ({', '.join(map(sql_string, f.enum))}))")
         if f.minimum is not None:
             conds.append(f"({col} IS NULL OR {col} >= {f.minimum!r})")
-    return paths, _sql_str(structure), " AND ".join(conds)
+    return paths, sql_string(structure), " AND ".join(conds)
 
 
 _KIND_SQL = {kind: _kind_sql(kind) for kind in ev.KINDS}

@@ -32,6 +32,7 @@ from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_b
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import refresh_runs
+from honestscale.store._sql import sql_in_list
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
@@ -135,7 +136,7 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
     if runs:
         # Rare path (a file rewritten in place, or --force): recount those runs from their events.
-        literal = "(" + ", ".join("'" + r.replace("'", "''") + "'" for r in runs) + ")"
+        literal = sql_in_list(sorted(runs))
         con.execute(f"DELETE FROM run_ranks WHERE run_id IN {literal}")
         con.execute(
             "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "

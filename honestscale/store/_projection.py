@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 import duckdb
 
+from honestscale.store._sql import sql_in_list
+
 # runs column <- run_start field, with its SQL type. JSON columns keep the JSON value.
 _FROM_RUN_START: tuple[tuple[str, str, str], ...] = (
     ("name", "name", "VARCHAR"),
@@ -148,7 +150,7 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> None
     if not ids:
         return
     # A literal list (not a join) lets DuckDB skip the row groups of other runs.
-    literal = "(" + ", ".join("'" + i.replace("'", "''") + "'" for i in ids) + ")"
+    literal = sql_in_list(ids)
     con.execute(f"DELETE FROM runs WHERE run_id IN {literal}")
     sql = _INSERT.replace("INSERT INTO runs", f"INSERT INTO runs ({', '.join(_COLUMNS)})", 1)
     con.execute(sql.replace("__RUN_IDS__", literal))
