@@ -12,7 +12,7 @@ from typing import Literal
 
 from honestscale.errors import HonestscaleError
 
-Format = Literal["native", "mlperf"]
+Format = Literal["native", "mlperf", "horovod-timeline"]
 
 NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 MLLOG_MARK = b":::MLLOG"
@@ -51,9 +51,12 @@ def _head(path: Path) -> bytes:
 
 
 def classify(path: Path) -> Format | None:
-    """``native`` for .jsonl files, ``mlperf`` for any file with a :::MLLOG line near its start, else None."""
+    """``native`` for .jsonl files, ``horovod-timeline`` for horovod-timeline*.json, ``mlperf`` for any file
+    with a :::MLLOG line near its start, else None."""
     if _is_native_name(path):
         return "native"
+    if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
+        return "horovod-timeline"
     try:
         head = _head(path)
     except OSError:

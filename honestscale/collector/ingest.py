@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 import honestscale
-from honestscale.collector import _mlperf
+from honestscale.collector import _mlperf, _timeline
 from honestscale.collector._content import digest, read_content, split_lines
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
 from honestscale.collector._sources import Source
@@ -57,6 +57,7 @@ class FileResult:
 class Summary:
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
+    timeline_steps: int = 0  # steps whose communication time came from a Horovod timeline
 
     @property
     def events(self) -> int:
@@ -88,6 +89,8 @@ class Summary:
             text += f", {self.duplicates:,} duplicate events skipped"
         if self.skipped:
             text += f", {len(self.skipped)} other files skipped"
+        if self.timeline_steps:
+            text += f", communication of {self.timeline_steps:,} steps from Horovod timelines"
         return text
 
 
@@ -194,7 +197,9 @@ class Ingester:
     ) -> Summary:
         """Land ``sources``; while one batch lands, a thread reads and splits the files of the next."""
         summary = Summary()
-        pending = iter(sources)
+        sources = list(sources)
+        timelines = [s.path for s in sources if s.format == "horovod-timeline"]
+        pending = iter([s for s in sources if s.format != "horovod-timeline"])
         reader = self.con.cursor()  # the planner's own connection: it only reads committed bookkeeping
 
         def next_batch() -> list[_Plan]:
@@ -216,6 +221,14 @@ class Ingester:
                     self._run(plans, summary, advance)
         finally:
             reader.close()
+        for path in timelines:  # after the events: they annotate steps that must already be there
+            self.con.execute("BEGIN")
+            try:
+                summary.timeline_steps += _timeline.apply(self.con, path)
+                self.con.execute("COMMIT")
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
         return summary
 
     def _run(

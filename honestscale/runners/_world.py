@@ -3,7 +3,8 @@
 Checked in this order, the first that is complete wins:
 
 1. torchrun (and ``honestscale run``): ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``;
-2. Open MPI (``mpirun``, ``horovodrun``): ``OMPI_COMM_WORLD_RANK``, ``..._LOCAL_RANK``, ``..._SIZE``,
+2. ``horovodrun`` with Gloo: ``HOROVOD_RANK``, ``HOROVOD_SIZE``, ``HOROVOD_LOCAL_RANK``, ``HOROVOD_LOCAL_SIZE``;
+   Open MPI (``mpirun``, ``horovodrun`` with MPI): ``OMPI_COMM_WORLD_RANK``, ``..._LOCAL_RANK``, ``..._SIZE``,
    ``..._LOCAL_SIZE``; then PMI (MPICH, Intel MPI, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``;
 3. Slurm (``srun``): ``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NTASKS``, with the master address the first
    host of ``SLURM_JOB_NODELIST`` (expanded: ``gpu[01-04,07]``) and a port derived from the job id;
@@ -29,7 +30,7 @@ class World:
     local_world_size: int
     master_addr: str
     master_port: int
-    launcher: str  # torchrun | mpirun | slurm | local
+    launcher: str  # torchrun | horovodrun | mpirun | slurm | local
     nodes: int
     node_list: tuple[str, ...] = ()
     slurm_job_id: str | None = None
@@ -112,6 +113,25 @@ def discover(env: Mapping[str, str] | None = None) -> World:
                 master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
                 master_port=_int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_PORT,
                 launcher=launcher,
+                nodes=nodes(max(1, -(-world // max(local_world, 1)))),
+                node_list=node_list,
+                slurm_job_id=slurm_job,
+                slurm_step_id=slurm_step,
+            )
+        )
+    if "HOROVOD_RANK" in env and "HOROVOD_SIZE" in env:
+        world = _int(env, "HOROVOD_SIZE")
+        local_world = _int(env, "HOROVOD_LOCAL_SIZE") if "HOROVOD_LOCAL_SIZE" in env else world
+        return _checked(
+            World(
+                rank=_int(env, "HOROVOD_RANK"),
+                local_rank=_int(env, "HOROVOD_LOCAL_RANK") if "HOROVOD_LOCAL_RANK" in env else 0,
+                world_size=world,
+                local_world_size=local_world,
+                master_addr=env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR")
+                or (node_list[0] if node_list else "127.0.0.1"),
+                master_port=_int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_PORT,
+                launcher="horovodrun",
                 nodes=nodes(max(1, -(-world // max(local_world, 1)))),
                 node_list=node_list,
                 slurm_job_id=slurm_job,

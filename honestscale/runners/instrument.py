@@ -295,6 +295,9 @@ def _raise(exc: type[Exception], what: str) -> Callable[[int, FrameType | None],
 def _terminated_status(what: str) -> tuple[str, str]:
     """SIGTERM under Slurm: ask the controller whether the job hit its time limit or was cancelled."""
     job = os.environ.get("SLURM_JOB_ID")
+    if not job and os.environ.get("HOROVOD_RANK"):
+        # horovodrun terminates every rank when one fails (or when it is itself stopped)
+        return "failed", "SIGTERM from horovodrun: another rank failed, or the launch was stopped"
     if not job:
         return "timeout", what
     array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")

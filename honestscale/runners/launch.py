@@ -6,6 +6,10 @@ between the ranks (``OMP_NUM_THREADS``) unless the caller set them. When a rank 
 others get SIGUSR1 (recorded as ``failed``: a peer failed) and, after a grace period, SIGKILL.
 SIGINT and SIGTERM are passed on to every rank. The exit code is that of the first rank that
 failed, or 0.
+
+Horovod's frameworks (``horovod-torch``, ``horovod-tf``) are started through Horovod's own launcher,
+``horovodrun -np N -H localhost:N --gloo``, from their environment; it sets ``HOROVOD_RANK``... for
+each rank and prefixes their output with ``[1,rank]``.
 """
 
 from __future__ import annotations
@@ -23,13 +27,32 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-# framework -> python module of its runner (more frameworks come with their runners)
-RUNNERS = {"torch": "honestscale.runners.torch_ddp", "tensorflow": "honestscale.runners.tf_keras"}
+# framework -> python module of its runner, and the arguments that select the framework's flavour
+RUNNERS = {
+    "torch": "honestscale.runners.torch_ddp",
+    "tensorflow": "honestscale.runners.tf_keras",
+    "horovod-torch": "honestscale.runners.torch_ddp",
+    "horovod-tf": "honestscale.runners.tf_keras",
+    "mxnet": "honestscale.runners.mxnet_gluon",
+}
+RUNNER_ARGS: dict[str, tuple[str, ...]] = {
+    "horovod-torch": ("--distributed", "horovod"),
+    "horovod-tf": ("--distributed", "horovod"),
+}
+# Horovod's ranks are started by its own launcher, horovodrun (Gloo), found beside the environment's python
+HOROVOD = ("horovod-torch", "horovod-tf")
+_HVD_ENV = ("HONESTSCALE_HVD_PYTHON", ".venv-hvd")
 # framework -> (environment variable naming its python, default virtual environment folder); None: this python
 ENVIRONMENTS: dict[str, tuple[str, str] | None] = {
     "torch": None,
     "tensorflow": ("HONESTSCALE_TF_PYTHON", ".venv-tf"),
+    "horovod-torch": _HVD_ENV,
+    "horovod-tf": _HVD_ENV,
+    "mxnet": ("HONESTSCALE_MX_PYTHON", ".venv-mx"),
 }
+_HVD_INSTALL = (
+    "bash scripts/build-horovod-env .venv-hvd (Horovod 0.28.1 with torch 2.13 and TensorFlow 2.15; ~8 min)"
+)
 # framework -> (modules the runner needs, how to install them)
 NEEDS = {
     "torch": (
@@ -41,7 +64,20 @@ NEEDS = {
         "python3 -m venv .venv-tf && .venv-tf/bin/pip install tensorflow-cpu tf-keras scikit-learn "
         "&& .venv-tf/bin/pip install --no-deps -e .",
     ),
+    # the compiled extension, not the package folder: Horovod installs every front end's Python code
+    "horovod-torch": (("torch", "horovod.torch.mpi_lib_v2", "sklearn", "honestscale"), _HVD_INSTALL),
+    "horovod-tf": (("tensorflow", "horovod.tensorflow.mpi_lib", "sklearn", "honestscale"), _HVD_INSTALL),
+    "mxnet": (
+        ("mxnet", "sklearn", "honestscale"),
+        "python3 -m venv .venv-mx && .venv-mx/bin/pip install mxnet==1.9.1 'numpy<1.24' scikit-learn "
+        "&& .venv-mx/bin/pip install --no-deps -e .",
+    ),
 }
+
+
+def runner_command(framework: str) -> list[str]:
+    """``-m module [flavour arguments]``: what follows the python that runs one rank of ``framework``."""
+    return ["-m", RUNNERS[framework], *RUNNER_ARGS.get(framework, ())]
 
 
 def python_for(framework: str) -> str:
@@ -82,8 +118,13 @@ def check_installed(framework: str, python: str = sys.executable) -> None:
         raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
     modules, install = NEEDS[framework]
     code = (
-        "import importlib.util, sys; "
-        f"sys.stdout.write(','.join(m for m in {list(modules)!r} if importlib.util.find_spec(m) is None))"
+        "import importlib.util, sys\n"
+        "def missing(m):\n"
+        "    try:\n"
+        "        return importlib.util.find_spec(m) is None\n"
+        "    except ImportError:\n"
+        "        return True\n"
+        f"sys.stdout.write(','.join(m for m in {list(modules)!r} if missing(m)))"
     )
     try:
         found = subprocess.run(
@@ -128,18 +169,31 @@ def launch(
     sink = sink or sys.stdout
     port = free_port()
     threads = str(max(1, (os.cpu_count() or 1) // workers))
+    base = dict(os.environ)
+    base.setdefault("OMP_NUM_THREADS", threads)
+    base.setdefault("PYTHONUNBUFFERED", "1")
+    rank_cmd = [python, *runner_command(framework), *runner_args, "--run-id", run_id]
+    jobs: list[tuple[list[str], dict[str, str], str]] = []
+    if framework in HOROVOD:
+        # horovodrun starts the ranks (Gloo rendezvous) and prefixes their output with [1,rank]
+        horovodrun = str(Path(python).parent / "horovodrun")
+        if not Path(horovodrun).exists():
+            raise LaunchError(f"{horovodrun} not found: {NEEDS[framework][1]}")
+        cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]
+        jobs.append((cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, ""))
+    else:
+        for rank in range(workers):
+            env = dict(base)
+            env.update(
+                RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(workers), LOCAL_WORLD_SIZE=str(workers),
+                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HONESTSCALE_LAUNCHER="local",
+            )  # fmt: skip
+            jobs.append((rank_cmd, env, f"[rank {rank}] "))
     procs: list[subprocess.Popen[str]] = []
     pumps: list[threading.Thread] = []
-    for rank in range(workers):
-        env = dict(os.environ)
-        env.update(
-            RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(workers), LOCAL_WORLD_SIZE=str(workers),
-            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HONESTSCALE_LAUNCHER="local",
-        )  # fmt: skip
-        env.setdefault("OMP_NUM_THREADS", threads)
-        env.setdefault("PYTHONUNBUFFERED", "1")
+    for cmd, env, prefix in jobs:
         proc = subprocess.Popen(
-            [python, "-m", RUNNERS[framework], *runner_args, "--run-id", run_id],
+            cmd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -149,7 +203,7 @@ def launch(
         )
         procs.append(proc)
         if proc.stdout is not None:
-            t = threading.Thread(target=_pump, args=(proc.stdout, "" if quiet else f"[rank {rank}] ", sink))
+            t = threading.Thread(target=_pump, args=(proc.stdout, "" if quiet else prefix, sink))
             t.daemon = True
             t.start()
             pumps.append(t)

@@ -7,9 +7,15 @@ is used because Keras 3's ``fit`` does not run under MultiWorkerMirroredStrategy
 
     python -m honestscale.runners.tf_keras --model mlp --dataset digits --epochs 3 --out runs/
 
+With ``--distributed horovod`` (``honestscale run --framework horovod-tf``, under ``horovodrun``)
+the same model is trained by Horovod's Keras ``DistributedOptimizer`` instead of the strategy; Horovod's
+Keras front end needs Keras 2 inside TensorFlow (``tf.keras``), so this runs on TensorFlow <= 2.15.
+
 Each step's data time is the time the input generator took to produce the batch (no prefetch, so
-the step waits for it); the rest of the step is compute and the strategy's all-reduce, which Keras
-does not let a callback separate: communication is recorded as not measured.
+the step waits for it); the rest of the step is compute and the all-reduce, which Keras does not let
+a callback separate: communication is recorded as not measured, except with ``--horovod-timeline``,
+where rank 0 writes Horovod's timeline beside its events and the collector turns its all-reduce
+phases into each step's communication time.
 """
 
 from __future__ import annotations
@@ -48,12 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-accuracy", type=float)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--distributed", choices=["strategy", "horovod"], default="strategy",
+                   help="MultiWorkerMirroredStrategy or Horovod's DistributedOptimizer (default: strategy)")  # fmt: skip
+    p.add_argument("--horovod-timeline", action="store_true",
+                   help="with Horovod: record its timeline; its all-reduce phases become communication time")  # fmt: skip
     add_recording_args(p)
     return p
 
 
 def _tf_config(world: _world.World) -> None:
-    if world.world_size == 1 or os.environ.get("TF_CONFIG"):
+    if world.world_size == 1 or os.environ.get("TF_CONFIG") or world.launcher == "horovodrun":
         return
     if world.launcher == "slurm":
         return  # SlurmClusterResolver reads the job's nodes and tasks
@@ -78,23 +88,52 @@ def main(argv: list[str] | None = None) -> int:
     if run_id is None:
         print("error: --run-id is needed with more than one worker", file=sys.stderr)
         return 2
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    _tf_config(world)
+    if args.distributed == "strategy":
+        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # Horovod's TensorFlow <= 2.15 has Keras 2 built in
+        _tf_config(world)
+    elif args.horovod_timeline:
+        os.environ["HOROVOD_TIMELINE"] = "DYNAMIC"  # started by rank 0 once its event folder exists
     with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
         _train(args, world, rec)
     return 0
 
 
+def _keras_version(keras: Any) -> str:
+    """tf_keras has __version__; the Keras 2 inside TensorFlow <= 2.15 is the ``keras`` package's."""
+    if hasattr(keras, "__version__"):
+        return str(keras.__version__)
+    from importlib.metadata import version
+
+    return version("keras")
+
+
 def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
     import numpy as np
     import tensorflow as tf
-    import tf_keras as keras
 
     from honestscale.runners._data import digits_arrays
 
+    hvd: Any = None
+    keras: Any
+    if args.distributed == "horovod":
+        if int(tf.__version__.split(".")[1]) >= 16:
+            raise RuntimeError(f"Horovod's Keras front end needs TensorFlow <= 2.15 (Keras 2), this is {tf.__version__}: "
+                               "use the Horovod environment, bash scripts/build-horovod-env")  # fmt: skip
+        import horovod.tensorflow.keras
+
+        hvd, keras = horovod.tensorflow.keras, tf.keras
+        hvd.init()
+        if hvd.size() != world.world_size or hvd.rank() != world.rank:
+            raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
+                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun")  # fmt: skip
+    else:
+        import tf_keras
+
+        keras = tf_keras
+
     tf.random.set_seed(args.seed)
-    if world.world_size == 1:
+    if world.world_size == 1 or hvd is not None:
         strategy: Any = tf.distribute.get_strategy()
     elif world.launcher == "slurm":
         resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=world.master_port)
@@ -126,19 +165,32 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         layers += [keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
                    keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]  # fmt: skip
         model = keras.Sequential(layers)
-        model.compile(optimizer=keras.optimizers.SGD(args.lr, momentum=args.momentum),
+        optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
+        if hvd is not None:
+            optimizer = hvd.DistributedOptimizer(optimizer)
+        model.compile(optimizer=optimizer,
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])  # fmt: skip
     criterion, value = (
         ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
     )
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
+    framework, version, backend = "tensorflow", tf.__version__, "grpc"
+    software = base_software() | {"tensorflow": tf.__version__, "keras": _keras_version(keras)}
+    if hvd is not None:
+        import horovod
+
+        framework, version = "horovod-tf", str(horovod.__version__)
+        backend = "mpi" if hvd.mpi_enabled() else "gloo"
+        software["horovod"] = version
+        if args.horovod_timeline and world.is_main:
+            # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
+            hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
     rec.start(
         **environment(world, Path(__file__)), campaign=args.campaign,
         name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
-        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework="tensorflow",
-        framework_version=tf.__version__, backend="grpc" if world.world_size > 1 else "none",
-        world_size=world.world_size, accelerators_per_node=0,
-        software=base_software() | {"tensorflow": tf.__version__, "keras": keras.__version__},
+        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework=framework,
+        framework_version=version, backend=backend if world.world_size > 1 else "none",
+        world_size=world.world_size, accelerators_per_node=0, software=software,
         model=args.model, model_params=int(model.count_params()), dataset=args.dataset,
         train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
         data_source=source, input_shape=sample_shape,
@@ -146,7 +198,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
         stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
         config_hash=config_hash({k: v for k, v in hyper.items() if k != "seed"} | {"world_size": world.world_size,
-                                                                                 "framework": "tensorflow"}),
+                                                                                 "framework": framework}),
         hyperparameters=hyper, command=[sys.executable, "-m", "honestscale.runners.tf_keras", *sys.argv[1:]],
     )  # fmt: skip
     x_train, y_train = data["train"]
@@ -217,9 +269,12 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             events.epoch = epoch
 
-    model.fit(
-        ds, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=[EpochTracker(), events]
-    )
+    callbacks = [EpochTracker(), events]
+    if hvd is not None:
+        callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
+    model.fit(ds, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=callbacks)
+    if hvd is not None and args.horovod_timeline and world.is_main:
+        hvd.stop_timeline()
     x_test, y_test = data["test"]
     test = float(model.evaluate(x_test, y_test, batch_size=256, verbose=0)[1])  # once, at the end
     if world.is_main:

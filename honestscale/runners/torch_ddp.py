@@ -2,7 +2,9 @@
 
 Run one process per rank, under ``honestscale run --framework torch --workers N``, ``torchrun``,
 ``mpirun`` or ``srun``: rank and world come from the launcher's environment. ``gloo`` on CPU,
-``nccl`` on GPU.
+``nccl`` on GPU. With ``--distributed horovod`` (``honestscale run --framework horovod-torch``, under
+``horovodrun``) the same model and loop are distributed by Horovod's ``DistributedOptimizer`` instead
+of DDP; its exposed communication is the wait in ``optimizer.synchronize()``.
 
     python -m honestscale.runners.torch_ddp --model mlp --dataset digits --epochs 3 --out runs/
 
@@ -14,6 +16,7 @@ evaluations on train and validation run at chosen epochs, on test only once, at 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -63,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--precision", choices=["fp32", "amp-bf16", "amp-fp16"], default="fp32")
     g.add_argument("--grad-compression", choices=["none", "fp16", "powersgd"], default="none",
                    help="DDP communication hook compressing gradients on the wire")  # fmt: skip
+    g.add_argument("--distributed", choices=["ddp", "horovod"], default="ddp",
+                   help="DDP (torch.distributed) or Horovod's DistributedOptimizer (default: ddp)")  # fmt: skip
     g.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes per rank")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
@@ -134,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _horovod_version() -> str:
+    import horovod
+
+    return str(horovod.__version__)
+
+
 def _wants_cuda(args: argparse.Namespace) -> bool:
     if args.cpu:
         return False
@@ -156,6 +167,17 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         torch.cuda.set_device(device)
     if args.precision == "amp-fp16" and not cuda:
         raise data.DataError("--precision amp-fp16 needs a GPU; use amp-bf16 on the CPU")
+    hvd: Any = None
+    if args.distributed == "horovod":
+        import horovod.torch
+
+        hvd = horovod.torch
+        hvd.init()
+        if hvd.size() != world.world_size or hvd.rank() != world.rank:
+            raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
+                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun")  # fmt: skip
+        if args.grad_compression == "powersgd":
+            raise data.DataError("--grad-compression powersgd is a DDP hook: with Horovod use none or fp16")
     torch.manual_seed(args.seed)
     splits = _splits(args)
     model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
@@ -163,9 +185,15 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     criterion, target = _stop_criterion(args)
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if args.data_path else None
+    framework, version = ("horovod-torch", _horovod_version()) if hvd else ("torch", torch.__version__)
     definition = {k: v for k, v in hyper.items() if k not in ("seed",)} | {"world_size": world.world_size,
-                                                                        "framework": f"torch {torch.__version__}"}  # fmt: skip
+                                                                        "framework": f"{framework} {version}"}  # fmt: skip
     software = base_software() | {"torch": torch.__version__}
+    backend = ("nccl" if cuda else "gloo") if world.world_size > 1 else "none"
+    if hvd:
+        software["horovod"] = version
+        if world.world_size > 1 and not (cuda and hvd.nccl_built()):
+            backend = "mpi" if hvd.mpi_enabled() else "gloo"
     if cuda:
         software |= {
             "cuda": str(torch.version.cuda),
@@ -176,8 +204,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         **environment(world, Path(__file__)),
         campaign=args.campaign, name=args.name or f"{args.model}-{splits.name}-{world.world_size}w",
         purpose=args.purpose, tuning_study=args.tuning_study, tuning_trial=args.tuning_trial,
-        framework="torch", framework_version=torch.__version__,
-        backend=("nccl" if cuda else "gloo") if world.world_size > 1 else "none",
+        framework=framework, framework_version=version, backend=backend,
         world_size=world.world_size, accelerators_per_node=(world.local_world_size if cuda else 0),
         accelerator=torch.cuda.get_device_name(device) if cuda else None, software=software,
         model=args.model, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -190,7 +217,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         command=[sys.executable, "-m", "honestscale.runners.torch_ddp", *sys.argv[1:]],
     )  # fmt: skip
 
-    if world.world_size > 1:
+    if world.world_size > 1 and hvd is None:
         dist.init_process_group(
             "nccl" if cuda else "gloo",
             init_method=f"tcp://{world.master_addr}:{world.master_port}",
@@ -201,10 +228,10 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     clock = CudaClock() if cuda else HostClock()
     comm = _CommTiming(clock)
     net: torch.nn.Module = model
-    if world.world_size > 1:
+    if world.world_size > 1 and hvd is None:
         net = DDP(model, device_ids=[world.local_rank] if cuda else None)
         comm.register(net, args.grad_compression)
-    elif args.grad_compression != "none":
+    elif args.grad_compression != "none" and (hvd is None or world.world_size == 1):
         print("note: --grad-compression has no effect with one rank", file=sys.stderr)
 
     sampler: DistributedSampler[Any] = DistributedSampler(splits.train, num_replicas=world.world_size, rank=world.rank, shuffle=True,
@@ -223,6 +250,14 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         )
     else:
         opt = torch.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    if hvd:
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        compression = hvd.Compression.fp16 if args.grad_compression == "fp16" else hvd.Compression.none
+        opt = hvd.DistributedOptimizer(
+            opt, named_parameters=model.named_parameters(), compression=compression
+        )
+    hvd_opt: Any = opt
     sched = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
         if args.lr_schedule == "cosine"
@@ -258,6 +293,8 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         if world.world_size == 1:
             return flag
         t = torch.tensor([1 if flag else 0], device=device)
+        if hvd:
+            return bool(hvd.broadcast(t, 0, name="honestscale.decide").item())
         dist.broadcast(t, 0)
         return bool(t.item())
 
@@ -274,7 +311,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
                 break
             xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
             timer.mark("data")
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad() if hvd else opt.zero_grad(set_to_none=True)  # Horovod takes no argument
             comm.begin_step()
             with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
                 loss = loss_fn(net(xb), yb)
@@ -282,12 +319,16 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
                 scaler.scale(loss).backward()
             else:
                 loss.backward()
+            if hvd:  # backward started each gradient's all-reduce; synchronize() waits for the rest
+                comm.last_ready = clock.now()
+                hvd_opt.synchronize()
             timer.mark("compute")
-            if scaler is not None:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
+            with hvd_opt.skip_synchronize() if hvd else contextlib.nullcontext():
+                if scaler is not None:
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    opt.step()
             if sched is not None:
                 sched.step()
             timer.mark("optimizer")
@@ -324,7 +365,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         evaluate("test", splits.test, epoch)  # held out: once, at the end, never used to stop or select
     reached = decide(reached)
     if world.world_size > 1:
-        dist.barrier()  # the last collective: no rank tears the group down while another still uses it
+        hvd.barrier() if hvd else dist.barrier()  # the last collective: no rank tears the group down while another still uses it
     if args.target_accuracy is not None and not reached:
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"

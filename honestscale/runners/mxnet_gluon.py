@@ -1,0 +1,291 @@
+"""MXNet Gluon runner: data-parallel training through the kvstore ``dist_sync``, writing honestscale events.
+
+MXNet 1.9.1 is the last release: the project was retired to the Apache Attic in 2023. It runs on Python 3.11
+only with ``numpy<1.24``, so it lives in its own environment (``./.venv-mx``), which needs only this module,
+the event contract and the instrumentation (standard library), never the store or the report.
+
+One process per worker, like the other runners: ``honestscale run --framework mxnet --workers N`` or
+``srun``. MXNet's parameter server needs a scheduler and servers beside the workers; they are derived from
+the launcher: rank 0 also starts the scheduler, and local rank 0 of every node starts one server, as
+child processes that end with the job (``DMLC_*`` variables already set by the caller win).
+
+    python -m honestscale.runners.mxnet_gluon --model mlp --dataset digits --epochs 3 --out runs/
+
+MXNet's engine is asynchronous: each step waits for its work (``waitall``) at the end of each part, so
+data, compute (forward + backward), communication (the kvstore push/pull of the gradients, nothing else
+overlaps it) and optimizer (the update on the worker) are each measured, at the cost of that overlap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from honestscale.runners import _world
+from honestscale.runners.instrument import (
+    RECORDING_KEYS,
+    HostClock,
+    RunRecorder,
+    StepTimer,
+    TargetNotReached,
+    add_recording_args,
+    base_software,
+    config_hash,
+    environment,
+    run_entry,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m honestscale.runners.mxnet_gluon", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    g = p.add_argument_group("what to train")
+    g.add_argument("--model", default="mlp", choices=["mlp", "cnn"], help="(default: mlp)")
+    g.add_argument("--dataset", default="digits", choices=["digits", "synthetic", "memmap"],
+                   help="digits (scikit-learn, offline), synthetic, or memmap ({train,validation,test}_{x,y}.npy "
+                        "in --data-path) (default: digits)")  # fmt: skip
+    g.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
+    g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
+    g = p.add_argument_group("how")
+    g.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
+    g.add_argument("--lr", type=float, default=0.1)
+    g.add_argument("--momentum", type=float, default=0.9)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
+    g = p.add_argument_group("when to stop")
+    g.add_argument("--epochs", type=int, default=10)
+    g.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    add_recording_args(p)
+    return p
+
+
+def _parameter_server(world: _world.World) -> list[subprocess.Popen[bytes]]:
+    """Set this worker's DMLC_* variables; start the scheduler (rank 0) and this node's server (local rank 0)."""
+    env = {
+        "DMLC_PS_ROOT_URI": world.master_addr,
+        "DMLC_PS_ROOT_PORT": str(world.master_port),
+        "DMLC_NUM_SERVER": str(world.nodes),
+        "DMLC_NUM_WORKER": str(world.world_size),
+    }
+    if world.master_addr in ("127.0.0.1", "localhost"):
+        env["DMLC_NODE_HOST"] = "127.0.0.1"
+    for k, v in env.items():
+        os.environ.setdefault(k, v)
+    children = []
+    roles = (["scheduler"] if world.is_main else []) + (["server"] if world.local_rank == 0 else [])
+    for role in roles:
+        child_env = dict(os.environ, DMLC_ROLE=role, OMP_NUM_THREADS="1")
+        # importing mxnet with DMLC_ROLE=scheduler|server runs that role until the workers finish
+        children.append(subprocess.Popen([sys.executable, "-c", "import mxnet"], env=child_env,
+                                         stdin=subprocess.DEVNULL, start_new_session=True))  # fmt: skip
+    os.environ["DMLC_ROLE"] = "worker"
+    return children
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        world = _world.discover()
+    except _world.WorldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.batch_size % world.world_size:
+        print(f"error: --batch-size {args.batch_size} (global) is not divisible by the {world.world_size} workers; "
+              f"use a multiple of {world.world_size}", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.dataset == "memmap" and args.data_path is None:
+        print("error: --dataset memmap needs --data-path FOLDER", file=sys.stderr)
+        return 2
+    run_id = args.run_id or (
+        f"{args.name or args.model}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        if world.world_size == 1
+        else None
+    )
+    if run_id is None:
+        print("error: --run-id is needed with more than one worker", file=sys.stderr)
+        return 2
+    children = _parameter_server(world) if world.world_size > 1 else []
+    try:
+        with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
+            _train(args, world, rec)
+    finally:
+        for child in children:
+            try:
+                child.wait(timeout=30)  # the servers stop once every worker has left the kvstore
+            except subprocess.TimeoutExpired:
+                child.kill()
+    return 0
+
+
+def _arrays(args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None]:
+    import numpy as np
+
+    if args.dataset == "digits":
+        from honestscale.runners._data import digits_arrays
+
+        return digits_arrays(), "in_memory", None
+    if args.dataset == "memmap":
+        folder = Path(args.data_path)
+        return (
+            {s: (np.load(folder / f"{s}_x.npy", mmap_mode="r"), np.load(folder / f"{s}_y.npy"))
+             for s in ("train", "validation", "test")},
+            "filesystem",
+            str(folder),
+        )  # fmt: skip
+    rng = np.random.default_rng(0)
+    n = args.synthetic_size
+    return (
+        {s: (rng.standard_normal((m, 1, 8, 8)).astype("float32"), rng.integers(0, 10, m))
+         for s, m in (("train", n), ("validation", n // 10), ("test", n // 10))},
+        "synthetic",
+        None,
+    )  # fmt: skip
+
+
+def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd, gluon
+
+    mx.random.seed(args.seed)
+    np.random.seed(args.seed)
+    data, source, path = _arrays(args)
+    x_train, y_train = data["train"]
+    shape = tuple(int(d) for d in x_train.shape[1:])
+    classes = int(max(int(np.max(y)) for _x, y in data.values())) + 1
+    net = gluon.nn.HybridSequential()
+    if args.model == "cnn":
+        net.add(gluon.nn.Conv2D(32, 3, padding=1, activation="relu"),
+                gluon.nn.Conv2D(64, 3, padding=1, activation="relu"),
+                gluon.nn.GlobalAvgPool2D())  # fmt: skip
+    net.add(gluon.nn.Flatten(), gluon.nn.Dense(128, activation="relu"), gluon.nn.Dense(128, activation="relu"),
+            gluon.nn.Dense(classes))  # fmt: skip
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    net(mx.nd.zeros((1, *shape)))  # shapes are inferred on the first call
+    net.hybridize()
+    params = sum(int(np.prod(p.shape)) for p in net.collect_params().values() if p.grad_req != "null")
+    kv = mx.kv.create("dist_sync") if world.world_size > 1 else None
+    if kv is not None and (kv.rank != world.rank or kv.num_workers != world.world_size):
+        # ps-lite numbers workers in the order they reach the scheduler: its rank decides the shard
+        world = _world.World(**{**world.__dict__, "rank": kv.rank})
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": args.lr, "momentum": args.momentum},
+                            kvstore=kv, update_on_kvstore=False)  # fmt: skip
+    local = args.batch_size // world.world_size
+    criterion, value = (
+        ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
+    )
+    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
+    hyper["data_path"] = str(args.data_path) if args.data_path else None
+    rec.start(
+        **environment(world, Path(__file__)), campaign=args.campaign,
+        name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
+        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework="mxnet",
+        framework_version=mx.__version__, backend="ps" if world.world_size > 1 else "none",
+        world_size=world.world_size, accelerators_per_node=0,
+        software=base_software() | {"mxnet": mx.__version__, "numpy": np.__version__},
+        model=args.model, model_params=params, dataset=args.dataset,
+        train_size=len(y_train), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
+        data_source=source, data_path=path, input_shape=list(shape),
+        global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,
+        lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
+        stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
+        config_hash=config_hash({k: v for k, v in hyper.items() if k != "seed"} | {"world_size": world.world_size,
+                                                                                 "framework": "mxnet"}),
+        hyperparameters=hyper, command=[sys.executable, "-m", "honestscale.runners.mxnet_gluon", *sys.argv[1:]],
+    )  # fmt: skip
+    w = rec.writer
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    clock = HostClock()
+    timer = StepTimer(clock)
+    steps_per_epoch = len(y_train) // args.batch_size
+    if steps_per_epoch == 0:
+        raise ValueError(f"{len(y_train)} train samples give no full global batch of {args.batch_size}")
+    flag_key = 1_000_000  # a kvstore key beside the trainer's parameter indices
+    if kv is not None:
+        kv.init(flag_key, mx.nd.zeros((1,)))
+
+    def decide(flag: bool) -> bool:
+        """Rank 0's decision, shared by every worker (a push/pull through the kvstore is a collective)."""
+        if kv is None:
+            return flag
+        out = mx.nd.zeros((1,))
+        kv.push(flag_key, mx.nd.array([1.0 if (flag and world.is_main) else 0.0]))
+        kv.pull(flag_key, out=out)
+        return bool(out.asscalar() > 0)
+
+    def evaluate(split: str, epoch: int, limit: int | None = None) -> float:
+        x, y = data[split]
+        n = min(len(y), limit) if limit else len(y)
+        correct = 0
+        for i in range(0, n, 512):
+            pred = net(mx.nd.array(np.asarray(x[i : min(i + 512, n)]))).argmax(axis=1).asnumpy()
+            correct += int((pred.astype("int64") == np.asarray(y[i : min(i + 512, n)])).sum())
+        acc = correct / max(n, 1)
+        w.eval(split=split, metric="accuracy", value=acc, samples=n, epoch=epoch)
+        return acc
+
+    rng = np.random.default_rng(args.seed)
+    step = 0
+    reached = False
+    epoch = 0
+    for epoch in range(args.epochs):
+        t_epoch, losses = time.perf_counter(), []
+        order = rng.permutation(len(y_train))  # the same permutation on every worker: each takes its shard
+        for s in range(steps_per_epoch):
+            timer.begin()
+            idx = np.sort(
+                order[
+                    s * args.batch_size + world.rank * local : s * args.batch_size + (world.rank + 1) * local
+                ]
+            )
+            xb, yb = mx.nd.array(np.asarray(x_train[idx])), mx.nd.array(np.asarray(y_train[idx]))
+            mx.nd.waitall()
+            timer.mark("data")
+            with autograd.record():
+                loss = loss_fn(net(xb), yb)
+            loss.backward()
+            mx.nd.waitall()
+            comm_from = clock.now()
+            if kv is not None:
+                trainer.allreduce_grads()
+                mx.nd.waitall()
+            timer.mark("compute")
+            trainer.update(args.batch_size)  # gradients are summed over the global batch
+            mx.nd.waitall()
+            timer.mark("optimizer")
+            for done in timer.end(comm_from if kv is not None else None, epoch=epoch, step=step, samples=local,
+                                  warmup=step < args.warmup_steps):  # fmt: skip
+                w.step(**done)
+            losses.append(float(loss.mean().asscalar()))
+            step += 1
+        for done in timer.flush():
+            w.step(**done)
+        w.epoch(epoch=epoch, train_loss=float(np.mean(losses)), samples=steps_per_epoch * local,
+                t_total=time.perf_counter() - t_epoch)  # fmt: skip
+        if world.is_main:
+            evaluate("train", epoch, limit=10000)
+            val = evaluate("validation", epoch)
+            reached = args.target_accuracy is not None and val >= args.target_accuracy
+        if decide(reached):
+            reached = True
+            break
+    if world.is_main:
+        evaluate("test", epoch)  # held out: once, at the end, never used to stop or select
+    reached = decide(reached)
+    if args.target_accuracy is not None and not reached:
+        raise TargetNotReached(
+            f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
+        )
+
+
+def run() -> None:
+    run_entry(main)
+
+
+if __name__ == "__main__":
+    run()
