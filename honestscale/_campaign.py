@@ -143,6 +143,24 @@ def _distance(a: str, b: str) -> int:
     return prev[-1]
 
 
+def _shared_options(default: str, raw: dict[str, Any], runner_options: Callable[[str], set[str]]) -> set[str]:
+    """The runner options every framework named in the spec accepts (a cross-framework grid uses only those)."""
+    named = {default}
+    tuning: dict[str, Any] = raw["tuning"] if isinstance(raw.get("tuning"), dict) else {}
+    for table in (raw.get("args"), raw.get("grid"), tuning.get("args"), tuning.get("grid")):
+        if isinstance(table, dict) and "framework" in table:
+            value = table["framework"]
+            named.update(str(v) for v in (value if isinstance(value, list) else [value]))
+    if (
+        isinstance(raw.get("args"), dict)
+        and "framework" in raw["args"]
+        and "framework" not in (raw.get("grid") or {})
+    ):
+        named.discard(default)  # [args] framework overrides the campaign's default everywhere
+        named.add(str(raw["args"]["framework"]))
+    return set.intersection(*(runner_options(f) for f in sorted(named)))
+
+
 def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     """Read and check a spec; ``runner_options(framework)`` gives the option names its runner accepts."""
     raw = read_toml(path, SpecError, "campaign spec (.toml)")
@@ -152,9 +170,9 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         raise SpecError(f"{path}: missing [campaign] with a name", 'add [campaign] name = "my-campaign"')
     _check_keys("campaign", camp, CAMPAIGN_KEYS, path)
     framework = str(camp.get("framework", "torch"))
-    options = runner_options(framework)
     args = raw.get("args", {})
     grid = raw.get("grid", {})
+    options = _shared_options(framework, raw, runner_options)
     for where, table in (("args", args), ("grid", grid)):
         if not isinstance(table, dict):
             raise SpecError(f"{path}: [{where}] must be a table", f"write [{where}] with key = value lines")

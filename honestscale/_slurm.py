@@ -13,12 +13,15 @@ The spec's ``[slurm]`` table says how runs are placed::
     modules = ["cuda/12.4"]      # `module load` before the run
     container = "/images/pytorch.sif"   # run inside Apptainer/Singularity (--nv when GPUs are asked)
     max_in_flight = 8            # array throttle: repetitions of a point running at once
-    python = "/path/to/venv/bin/python"  # the interpreter on the compute nodes [default: this one]
+    python = "/path/to/venv/bin/python"  # the interpreter on the compute nodes [default: the framework's
+                                         # environment, as `honestscale run` finds it]
     [slurm.env]
     NCCL_DEBUG = "WARN"
 
 Each grid point becomes one job array (one task per repetition), each task one ``srun`` launching
-every rank of the run, so each rank finds its rank, world size and master address from Slurm.
+every rank of the run, so each rank finds its rank, world size and master address from Slurm
+(MXNet's workers derive the scheduler and server roles from them). Horovod's frameworks, built with
+Gloo, are started by ``horovodrun`` on the allocated hosts instead.
 Tuning trials are arrays too. Everything is checked before anything is submitted.
 """
 
@@ -29,7 +32,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +70,7 @@ class SlurmSpec:
     modules: list[str] = field(default_factory=list)
     container: str | None = None
     max_in_flight: int | None = None
-    python: str = sys.executable
+    python: str = ""  # empty: each framework's own environment (launch.python_for)
     env: dict[str, str] = field(default_factory=dict)
     sbatch: list[str] = field(default_factory=list)
 
@@ -112,9 +114,14 @@ def _shape(plan: _campaign.RunPlan, s: SlurmSpec, path: Path) -> tuple[int, int]
     return nodes, plan.workers // nodes
 
 
+def python_of(s: SlurmSpec, framework: str) -> str:
+    """The interpreter that runs ``framework`` on the compute nodes: [slurm] python, else its environment."""
+    return s.python or launch.python_for(framework)
+
+
 def check_framework(s: SlurmSpec, framework: str) -> None:
     try:
-        launch.check_installed(framework, s.python) if not s.container else None
+        launch.check_installed(framework, python_of(s, framework)) if not s.container else None
     except launch.LaunchError as exc:
         raise SlurmError(str(exc), "install the framework for the [slurm] python, or set container") from None
 
@@ -153,10 +160,10 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
     argv = first.runner_argv(out, spec.name, spec.scaling)
     i = argv.index("--seed")
     argv[i + 1] = "${SEED}" if array else argv[i + 1]
-    module = launch.RUNNERS[first.framework]
+    module = " ".join(launch.runner_command(first.framework)[1:])
     # ${SEED} and ${REP} must expand in the array task; every other argument is quoted literally
     runner = " ".join(f'"{a}"' if "${" in a else shlex.quote(a) for a in [*argv, "--run-id", run_id])
-    python = shlex.quote(s.python)
+    python = shlex.quote(python_of(s, first.framework))
     if s.container:
         gpu = " --nv" if s.gpus_per_task else ""
         python = f"apptainer exec{gpu} {shlex.quote(s.container)} python"
@@ -193,7 +200,19 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
     lines.append(f"export OMP_NUM_THREADS={s.cpus_per_task}")
     if array:
         lines += ["REP=${SLURM_ARRAY_TASK_ID}", f"SEED=$(( {spec.seed} + REP ))"]
-    lines.append(f"srun --kill-on-bad-exit=1 {python} -m {module} {runner}")
+    if first.framework in launch.HOROVOD:
+        # Horovod built with Gloo: horovodrun starts the ranks on the allocated nodes (over ssh beyond the first)
+        horovodrun = (
+            python.replace(" python", " horovodrun")
+            if s.container
+            else shlex.quote(str(Path(python_of(s, first.framework)).parent / "horovodrun"))
+        )
+        lines.append(
+            'HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/$/:${SLURM_NTASKS_PER_NODE%%(*}/" | paste -sd,)'
+        )
+        lines.append(f'{horovodrun} -np "$SLURM_NTASKS" -H "$HOSTS" --gloo {python} -m {module} {runner}')
+    else:
+        lines.append(f"srun --kill-on-bad-exit=1 {python} -m {module} {runner}")
     return "\n".join(lines) + "\n"
 
 

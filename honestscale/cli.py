@@ -428,11 +428,18 @@ app.add_typer(campaign_app, name="campaign")
 
 
 def _runner_options(framework: str) -> set[str]:
-    if framework != "torch":
-        raise HonestscaleError(f"framework {framework!r} has no runner here yet", 'use framework = "torch"')
-    from honestscale.runners import torch_ddp
+    """The option names (argparse dests) the framework's runner accepts; its flavour option is the launcher's."""
+    import importlib
 
-    return {a.dest for a in torch_ddp.build_parser()._actions if a.dest != "help"}
+    from honestscale.runners import launch
+
+    if framework not in launch.RUNNERS:
+        raise HonestscaleError(
+            f"framework {framework!r} has no runner", f"one of: {', '.join(launch.RUNNERS)}"
+        )
+    # runner modules import their framework inside functions: the parser is there without it
+    parser = importlib.import_module(launch.RUNNERS[framework]).build_parser()
+    return {a.dest for a in parser._actions if a.dest not in ("help", "distributed")}
 
 
 def _record_spec(store: Path | None, s: Any, wait: float) -> None:
@@ -488,6 +495,14 @@ def campaign_run(
     from honestscale.store import queries
 
     s = _campaign.load(spec, _runner_options)
+    frameworks = sorted({p.framework for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)})
+    for framework in frameworks:  # every environment is checked before the first run starts
+        try:
+            launch.check_installed(framework, launch.python_for(framework))
+        except launch.LaunchError as exc:
+            raise HonestscaleError(
+                f"{spec}: {exc}", "create that environment, or drop the framework"
+            ) from None
     s.out.mkdir(parents=True, exist_ok=True)
     not_ok: list[str] = []
 

