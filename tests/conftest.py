@@ -93,3 +93,42 @@ def query(path: Path, sql: str, params: list[object] | None = None) -> list[tupl
         return con.execute(sql, params or []).fetchall()
     finally:
         con.close()
+
+
+def framework_python(framework: str) -> str:
+    """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
+    import os
+
+    from honestscale.runners import launch
+
+    try:
+        python = launch.python_for(framework)
+        launch.check_installed(framework, python)
+    except launch.LaunchError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the {framework} environment must exist in CI: {exc}")
+        pytest.skip(str(exc))
+    return python
+
+
+def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> tuple[dict[str, Any], Path]:
+    """``honestscale run --framework F --workers 2 --model mlp --dataset digits --epochs 3``, ingested: the run
+    as ``honestscale show`` gives it, and the run's folder."""
+    import json
+
+    out = tmp_path / "runs"
+    result = hs("run", "--framework", framework, "--workers", "2", "--model", "mlp", "--dataset", "digits",
+                "--epochs", "3", "--out", out, "--run-id", f"{framework}-2w", "--ingest", "--store", store, *extra,
+                timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert run["status"] == "success" and run["framework"] == framework and run["n_accelerators"] == 2
+    assert run["framework_version"] and run["final_accuracy"]["split"] == "test"
+    assert run["final_accuracy"]["value"] > 0.8, run
+    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    assert {e["split"] for e in shown["evals"]} == {"train", "validation", "test"}
+    assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
+    assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
+    parts = query(store, "SELECT t_data + t_compute + t_comm + t_optimizer, t_total FROM steps")
+    assert parts and all(abs(p - t) <= 0.05 * t + 1e-6 for p, t in parts)
+    return shown, out / f"{framework}-2w"

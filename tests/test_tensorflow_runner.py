@@ -6,25 +6,16 @@ The environment is .venv-tf (or $HONESTSCALE_TF_PYTHON); .ci/run builds it, so i
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from honestscale.runners import launch
-from tests.conftest import hs, query
+from tests.conftest import framework_python, hs, query
 
 
 @pytest.fixture(scope="module")
 def tf_python() -> str:
-    try:
-        python = launch.python_for("tensorflow")
-        launch.check_installed("tensorflow", python)
-    except launch.LaunchError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the TensorFlow environment must exist in CI: {exc}")
-        pytest.skip(str(exc))
-    return python
+    return framework_python("tensorflow")
 
 
 def test_tensorflow_two_workers_land_as_one_run(tmp_path: Path, store: Path, tf_python: str) -> None:
