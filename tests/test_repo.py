@@ -28,6 +28,8 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_ci_builds_every_framework_environment_the_readme_shows() -> None:
     ci = (REPO / ".ci" / "run").read_text().splitlines()
-    environments = [c for c in _readme_commands() if c.startswith(("python3 -m venv .venv-", "bash scripts/build-"))]
+    environments = [
+        c for c in _readme_commands() if c.startswith(("python3 -m venv .venv-", "bash scripts/build-"))
+    ]
     lines = [line for c in environments for line in c.splitlines()]
     assert len(lines) == 3 and all(line in ci for line in lines)
