@@ -41,3 +41,31 @@ def test_missing_environment_names_the_one_command(tmp_path: Path) -> None:
     env = {"HONESTSCALE_TF_PYTHON": str(tmp_path / "nope" / "python")}
     result = hs("run", "--framework", "tensorflow", "--workers", "1", "--out", tmp_path, env=env)
     assert result.returncode == 2 and "cannot run" in result.stderr
+
+
+def test_resnet18_on_a_memmap_dataset_matches_the_pytorch_model(
+    tmp_path: Path, store: Path, tf_python: str
+) -> None:
+    import numpy as np
+
+    from honestscale.runners._data import digits_arrays
+    from honestscale.runners._torch_data import build_model
+
+    data = tmp_path / "digits-npy"
+    data.mkdir()
+    for split, (x, y) in digits_arrays().items():
+        np.save(data / f"{split}_x.npy", x)
+        np.save(data / f"{split}_y.npy", y)
+    out = tmp_path / "runs"
+    result = hs("run", "--framework", "tensorflow", "--workers", "2", "--model", "resnet18", "--dataset", "memmap",
+                "--data-path", data, "--epochs", "1", "--out", out, "--run-id", "tf-resnet", "--ingest", "--store",
+                store, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    shown = json.loads(hs("show", "tf-resnet", "--store", store, "-f", "json").stdout)
+    assert shown["status"] == "success" and shown["data_source"] == "filesystem"
+    assert shown["data_path"] == str(data) and shown["input_shape"] == [1, 8, 8]
+    # the same architecture as the PyTorch runner's ResNet-18: the same number of trainable parameters
+    torch_params = sum(
+        p.numel() for p in build_model("resnet18", (1, 8, 8), 10).parameters() if p.requires_grad
+    )
+    assert shown["model_params"] == torch_params

@@ -29,3 +29,39 @@ def digits_arrays(seed: int = 0) -> dict[str, tuple[Any, Any]]:
         x_rest, y_rest, test_size=270, random_state=seed, stratify=y_rest
     )
     return {"train": (x_tr, y_tr), "validation": (x_va, y_va), "test": (x_te, y_te)}
+
+
+SPLITS = ("train", "validation", "test")
+
+
+def memmap_arrays(folder: Any) -> dict[str, tuple[Any, Any]]:
+    """``<folder>/{train,validation,test}_{x,y}.npy``: images read through memory maps (real file I/O per batch),
+    labels loaded. Images (N, C, H, W) or (N, features), channels first as every runner records them."""
+    from pathlib import Path
+
+    import numpy as np
+
+    folder = Path(folder)
+    out = {}
+    for split in SPLITS:
+        files = [folder / f"{split}_{part}.npy" for part in ("x", "y")]
+        for f in files:
+            if not f.is_file():
+                raise DataError(
+                    f"{f} is missing: a memmap dataset needs {', '.join(f'{s}_x.npy and {s}_y.npy' for s in SPLITS)}"
+                )
+        out[split] = (np.load(files[0], mmap_mode="r"), np.load(files[1]).astype(np.int64))
+    return out
+
+
+def synthetic_arrays(
+    size: int, shape: tuple[int, ...] = (1, 8, 8), classes: int = 10
+) -> dict[str, tuple[Any, Any]]:
+    """Random inputs and labels (recorded as ``synthetic``): throughput only, accuracy means nothing."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return {
+        s: (rng.standard_normal((m, *shape)).astype("float32"), rng.integers(0, classes, m))
+        for s, m in (("train", size), ("validation", size // 10), ("test", size // 10))
+    }

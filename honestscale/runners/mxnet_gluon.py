@@ -123,28 +123,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _arrays(args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None]:
-    import numpy as np
+    from honestscale.runners import _data
 
     if args.dataset == "digits":
-        from honestscale.runners._data import digits_arrays
-
-        return digits_arrays(), "in_memory", None
+        return _data.digits_arrays(), "in_memory", None
     if args.dataset == "memmap":
-        folder = Path(args.data_path)
-        return (
-            {s: (np.load(folder / f"{s}_x.npy", mmap_mode="r"), np.load(folder / f"{s}_y.npy"))
-             for s in ("train", "validation", "test")},
-            "filesystem",
-            str(folder),
-        )  # fmt: skip
-    rng = np.random.default_rng(0)
-    n = args.synthetic_size
-    return (
-        {s: (rng.standard_normal((m, 1, 8, 8)).astype("float32"), rng.integers(0, 10, m))
-         for s, m in (("train", n), ("validation", n // 10), ("test", n // 10))},
-        "synthetic",
-        None,
-    )  # fmt: skip
+        return _data.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
+    return _data.synthetic_arrays(args.synthetic_size), "synthetic", None
 
 
 def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:

@@ -44,8 +44,12 @@ from honestscale.runners.instrument import (
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m honestscale.runners.tf_keras", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    p.add_argument("--dataset", default="digits", choices=["digits", "synthetic"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet18", "resnet50"],
+                   help="MLP, small CNN, ResNet-18 (defined here) or ResNet-50 (keras.applications, untrained)")  # fmt: skip
+    p.add_argument("--dataset", default="digits", choices=["digits", "synthetic", "memmap"],
+                   help="digits (scikit-learn, offline), synthetic, or memmap ({train,validation,test}_{x,y}.npy "
+                        "in --data-path, images channels first) (default: digits)")  # fmt: skip
+    p.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
     p.add_argument("--synthetic-size", type=int, default=10000)
     p.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
     p.add_argument("--lr", type=float, default=0.1)
@@ -99,6 +103,43 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _model(keras: Any, name: str, shape: tuple[int, ...], classes: int) -> Any:
+    """The runners' models in Keras (outputs are logits, as in the other runners)."""
+    if name in ("cnn", "resnet18", "resnet50") and len(shape) != 3:
+        raise ValueError(f"model {name} needs image inputs (H, W, C), the dataset gives {shape}")
+    if name == "resnet50":
+        return keras.applications.ResNet50(weights=None, input_shape=shape, classes=classes,
+                                           classifier_activation=None)  # fmt: skip
+    inputs = keras.Input(shape)
+    x = inputs
+    if name == "cnn":
+        x = keras.layers.Conv2D(32, 3, padding="same", activation="relu")(x)
+        x = keras.layers.Conv2D(64, 3, padding="same", activation="relu")(x)
+        x = keras.layers.GlobalAveragePooling2D()(x)
+    elif name == "resnet18":
+        x = keras.layers.Conv2D(64, 3, padding="same", use_bias=False)(x)
+        x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
+        for i, filters in enumerate((64, 128, 256, 512)):
+            for j in range(2):  # two basic blocks per stage
+                stride = 2 if i > 0 and j == 0 else 1
+                shortcut = x
+                y = keras.layers.Conv2D(filters, 3, stride, padding="same", use_bias=False)(x)
+                y = keras.layers.ReLU()(keras.layers.BatchNormalization()(y))
+                y = keras.layers.BatchNormalization()(
+                    keras.layers.Conv2D(filters, 3, padding="same", use_bias=False)(y)
+                )
+                if stride != 1 or shortcut.shape[-1] != filters:
+                    shortcut = keras.layers.Conv2D(filters, 1, stride, use_bias=False)(shortcut)
+                    shortcut = keras.layers.BatchNormalization()(shortcut)
+                x = keras.layers.ReLU()(keras.layers.Add()([y, shortcut]))
+        x = keras.layers.GlobalAveragePooling2D()(x)
+        return keras.Model(inputs, keras.layers.Dense(classes)(x))
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(128, activation="relu")(x)
+    x = keras.layers.Dense(128, activation="relu")(x)
+    return keras.Model(inputs, keras.layers.Dense(classes)(x))
+
+
 def _keras_version(keras: Any) -> str:
     """tf_keras has __version__; the Keras 2 inside TensorFlow <= 2.15 is the ``keras`` package's."""
     if hasattr(keras, "__version__"):
@@ -111,8 +152,6 @@ def _keras_version(keras: Any) -> str:
 def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
     import numpy as np
     import tensorflow as tf
-
-    from honestscale.runners._data import digits_arrays
 
     hvd: Any = None
     keras: Any
@@ -140,31 +179,28 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     else:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    from honestscale.runners import _data
+
+    path = None
     if args.dataset == "digits":
-        data = digits_arrays()
-        source = "in_memory"
+        data, source = _data.digits_arrays(), "in_memory"
+    elif args.dataset == "memmap":
+        if args.data_path is None:
+            raise _data.DataError("--dataset memmap needs --data-path FOLDER")
+        data, source, path = _data.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
     else:
-        rng = np.random.default_rng(0)
-        n = args.synthetic_size
-        data = {s: (rng.standard_normal((m, 1, 8, 8)).astype("float32"), rng.integers(0, 10, m))
-                for s, m in (("train", n), ("validation", n // 10), ("test", n // 10))}  # fmt: skip
-        source = "synthetic"
+        data, source = _data.synthetic_arrays(args.synthetic_size), "synthetic"
     sample_shape = [
         int(d) for d in data["train"][0].shape[1:]
     ]  # recorded channels first, as every runner does
-    # Keras convolutions want channels last
-    data = {k: (np.transpose(x, (0, 2, 3, 1)), y) for k, (x, y) in data.items()}
+    # Keras convolutions want channels last (a memmap stays a memmap: transposing is a view)
+    if len(sample_shape) == 3:
+        data = {k: (np.transpose(x, (0, 2, 3, 1)), y) for k, (x, y) in data.items()}
+    classes = int(max(int(np.max(y)) for _x, y in data.values())) + 1
     shape = data["train"][0].shape[1:]
     local = args.batch_size // world.world_size
     with strategy.scope():
-        layers = [keras.Input(shape)]
-        if args.model == "cnn":
-            layers += [keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-                       keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-                       keras.layers.GlobalAveragePooling2D()]  # fmt: skip
-        layers += [keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
-                   keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]  # fmt: skip
-        model = keras.Sequential(layers)
+        model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
         optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
         if hvd is not None:
             optimizer = hvd.DistributedOptimizer(optimizer)
@@ -174,6 +210,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
     )
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
+    hyper["data_path"] = str(args.data_path) if args.data_path else None
     framework, version, backend = "tensorflow", tf.__version__, "grpc"
     software = base_software() | {"tensorflow": tf.__version__, "keras": _keras_version(keras)}
     if hvd is not None:
@@ -191,9 +228,9 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework=framework,
         framework_version=version, backend=backend if world.world_size > 1 else "none",
         world_size=world.world_size, accelerators_per_node=0, software=software,
-        model=args.model, model_params=int(model.count_params()), dataset=args.dataset,
+        model=args.model, model_params=int(sum(np.prod(w.shape) for w in model.trainable_weights)), dataset=args.dataset,
         train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
-        data_source=source, input_shape=sample_shape,
+        data_source=source, data_path=path, input_shape=sample_shape,
         global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,
         lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
         stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
