@@ -377,7 +377,9 @@ def run(
     if out_dir is None:
         raise HonestscaleError("the runner needs --out FOLDER for its event files", "add e.g. --out runs/")
     if run_id is None:
-        name = _runner_option(args, "--name") or _runner_option(args, "--model") or "run"
+        from honestscale.runners._usermodel import label
+
+        name = _runner_option(args, "--name") or label(_runner_option(args, "--model") or "run")
         run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
     try:
         result = launch.launch(framework, workers, args, run_id)

@@ -33,15 +33,21 @@ class Splits:
         return {f"{k}_size": len(getattr(self, k)) for k in ("train", "validation", "test")}  # type: ignore[arg-type]
 
 
-def digits(seed: int = 0) -> Splits:
-    """scikit-learn's bundled 8x8 digits, split as every runner splits it (see ``_data.digits_arrays``)."""
-    arrays = digits_arrays(seed)
+def from_arrays(arrays: dict[str, tuple[Any, Any]], name: str, source: str = "in_memory") -> Splits:
+    """NumPy splits ``{"train": (x, y), ...}`` held in memory."""
 
     def ds(split: str) -> TensorDataset:
         x, y = arrays[split]
-        return TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+        return TensorDataset(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.asarray(y)))
 
-    return Splits(ds("train"), ds("validation"), ds("test"), (1, 8, 8), 10, "digits", "in_memory")
+    shape = tuple(int(d) for d in arrays["train"][0].shape[1:])
+    classes = int(max(int(np.max(y)) for _x, y in arrays.values())) + 1
+    return Splits(ds("train"), ds("validation"), ds("test"), shape, classes, name, source)
+
+
+def digits(seed: int = 0) -> Splits:
+    """scikit-learn's bundled 8x8 digits, split as every runner splits it (see ``_data.digits_arrays``)."""
+    return from_arrays(digits_arrays(seed), "digits")
 
 
 class _Synthetic(Dataset[tuple[torch.Tensor, torch.Tensor]]):

@@ -138,6 +138,47 @@ def check_installed(framework: str, python: str = sys.executable) -> None:
         )
 
 
+def check_user_files(framework: str, python: str, runner_args: Sequence[str]) -> None:
+    """A user's ``--model FILE.py:FUNC`` (or ``--dataset``) is imported, built and run on one batch in the
+    framework's environment before any worker starts; a problem is refused with the file, function and fix."""
+    args = list(runner_args)
+
+    def option(name: str) -> str | None:
+        for i, a in enumerate(args):
+            if a == name and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(name + "="):
+                return a.split("=", 1)[1]
+        return None
+
+    model, dataset = option("--model"), option("--dataset")
+    if not any(v and ".py:" in v for v in (model, dataset)):
+        return
+    cmd = [
+        python,
+        "-m",
+        "honestscale.runners._usermodel",
+        "--framework",
+        framework,
+        "--model",
+        model or "mlp",
+    ]
+    if model and ".py:" not in model:
+        return  # a built-in model on a user dataset: the runner checks the dataset when it loads it
+    cmd += ["--dataset", dataset or "digits"] + (["--data-path", p] if (p := option("--data-path")) else [])
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600, env=env)
+    lines = result.stdout.strip().splitlines()
+    import json
+
+    try:
+        answer = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        answer = {}
+    if result.returncode != 0 or "error" in answer:
+        raise LaunchError(answer.get("error") or f"checking {model} failed: {result.stderr.strip()[-2000:]}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -166,6 +207,7 @@ def launch(
         raise LaunchError(f"--workers {workers}: need at least 1")
     python = python or python_for(framework)
     check_installed(framework, python)
+    check_user_files(framework, python, runner_args)
     sink = sink or sys.stdout
     port = free_port()
     threads = str(max(1, (os.cpu_count() or 1) // workers))

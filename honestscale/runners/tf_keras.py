@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _world
+from honestscale.runners import _usermodel, _world
 from honestscale.runners.instrument import (
     RECORDING_KEYS,
     RunRecorder,
@@ -44,11 +44,13 @@ from honestscale.runners.instrument import (
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m honestscale.runners.tf_keras", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet18", "resnet50"],
-                   help="MLP, small CNN, ResNet-18 (defined here) or ResNet-50 (keras.applications, untrained)")  # fmt: skip
-    p.add_argument("--dataset", default="digits", choices=["digits", "synthetic", "memmap"],
-                   help="digits (scikit-learn, offline), synthetic, or memmap ({train,validation,test}_{x,y}.npy "
-                        "in --data-path, images channels first) (default: digits)")  # fmt: skip
+    p.add_argument("--model", default="mlp",
+                   help="mlp, cnn, resnet18 (defined here), resnet50 (keras.applications, untrained), or your own: "
+                        "FILE.py:FUNCTION returning an uncompiled Keras Model (default: mlp)")  # fmt: skip
+    p.add_argument("--dataset", default="digits",
+                   help="digits (scikit-learn, offline), synthetic, memmap ({train,validation,test}_{x,y}.npy "
+                        "in --data-path, images channels first), or FILE.py:FUNCTION returning NumPy splits "
+                        "(default: digits)")  # fmt: skip
     p.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
     p.add_argument("--synthetic-size", type=int, default=10000)
     p.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     run_id = args.run_id or (
-        f"{args.name or args.model}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        f"{args.name or _usermodel.label(args.model)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         if world.world_size == 1
         else None
     )
@@ -182,14 +184,23 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     from honestscale.runners import _data
 
     path = None
-    if args.dataset == "digits":
+    dataset_name = args.dataset
+    if _usermodel.is_spec(args.dataset):
+        data, source, dataset_name = (
+            _usermodel.dataset(args.dataset),
+            "in_memory",
+            _usermodel.name(args.dataset),
+        )
+    elif args.dataset == "digits":
         data, source = _data.digits_arrays(), "in_memory"
     elif args.dataset == "memmap":
         if args.data_path is None:
             raise _data.DataError("--dataset memmap needs --data-path FOLDER")
         data, source, path = _data.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
-    else:
+    elif args.dataset == "synthetic":
         data, source = _data.synthetic_arrays(args.synthetic_size), "synthetic"
+    else:
+        raise _data.DataError(f"--dataset {args.dataset!r}: digits, synthetic, memmap or FILE.py:FUNCTION")
     sample_shape = [
         int(d) for d in data["train"][0].shape[1:]
     ]  # recorded channels first, as every runner does
@@ -200,7 +211,11 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     shape = data["train"][0].shape[1:]
     local = args.batch_size // world.world_size
     with strategy.scope():
-        model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
+        if _usermodel.is_spec(args.model):  # the user's single-device model, built under the strategy's scope
+            file, func, fn = _usermodel.factory(args.model)
+            model = _usermodel.call(fn, file, func, input_shape=tuple(sample_shape), num_classes=classes)
+        else:
+            model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
         optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
         if hvd is not None:
             optimizer = hvd.DistributedOptimizer(optimizer)
@@ -224,11 +239,12 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
             hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
     rec.start(
         **environment(world, Path(__file__)), campaign=args.campaign,
-        name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
+        name=args.name or f"{_usermodel.label(args.model)}-{_usermodel.label(args.dataset)}-{world.world_size}w", purpose=args.purpose,
         tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework=framework,
         framework_version=version, backend=backend if world.world_size > 1 else "none",
         world_size=world.world_size, accelerators_per_node=0, software=software,
-        model=args.model, model_params=int(sum(np.prod(w.shape) for w in model.trainable_weights)), dataset=args.dataset,
+        model=_usermodel.name(args.model) if _usermodel.is_spec(args.model) else args.model,
+        model_params=int(sum(np.prod(w.shape) for w in model.trainable_weights)), dataset=dataset_name,
         train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
         data_source=source, data_path=path, input_shape=sample_shape,
         global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,

@@ -24,7 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _world
+from honestscale.runners import _usermodel, _world
 from honestscale.runners.instrument import (
     RECORDING_KEYS,
     CudaClock,
@@ -47,10 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g = p.add_argument_group("what to train")
-    g.add_argument("--model", default="mlp", help="mlp, cnn, resnet18 or resnet50 (default: mlp)")
+    g.add_argument("--model", default="mlp",
+                   help="mlp, cnn, resnet18, resnet50, or your own: FILE.py:FUNCTION returning a plain nn.Module "
+                        "(called with input_shape and num_classes if it takes them) (default: mlp)")  # fmt: skip
     g.add_argument("--dataset", default="digits",
-                   help="digits (scikit-learn, offline), synthetic, folder (image folder: train/ val/ [test/]) "
-                        "or memmap ({train,validation,test}_{x,y}.npy) (default: digits)")  # fmt: skip
+                   help="digits (scikit-learn, offline), synthetic, folder (image folder: train/ val/ [test/]), "
+                        "memmap ({train,validation,test}_{x,y}.npy), or FILE.py:FUNCTION returning "
+                        '{"train": (x, y), "validation": ..., "test": ...} NumPy arrays (default: digits)')  # fmt: skip
     g.add_argument("--data-path", type=Path, help="folder of a folder or memmap dataset")
     g.add_argument("--image-size", type=int, default=224, help="side of the images of a folder dataset")
     g.add_argument("--synthetic-shape", default="3,32,32", help="input shape of synthetic samples")
@@ -85,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_id(args: argparse.Namespace, world: _world.World) -> str:
     if args.run_id:
         return str(args.run_id)
+    args.name = args.name or _usermodel.label(args.model)
     if world.slurm_job_id:
         return f"{args.name or args.model}-slurm{world.slurm_job_id}.{world.slurm_step_id or 0}"
     if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ["TORCHELASTIC_RUN_ID"] != "none":
@@ -97,6 +101,8 @@ def _run_id(args: argparse.Namespace, world: _world.World) -> str:
 def _splits(args: argparse.Namespace) -> Any:
     from honestscale.runners import _torch_data as data
 
+    if _usermodel.is_spec(args.dataset):
+        return data.from_arrays(_usermodel.dataset(args.dataset), _usermodel.name(args.dataset))
     if args.dataset == "digits":
         return data.digits()
     if args.dataset == "synthetic":
@@ -180,7 +186,18 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
             raise data.DataError("--grad-compression powersgd is a DDP hook: with Horovod use none or fp16")
     torch.manual_seed(args.seed)
     splits = _splits(args)
-    model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
+    model_name = args.model
+    if _usermodel.is_spec(args.model):  # the user's single-device model, distributed below like the built-ins
+        path, func, fn = _usermodel.factory(args.model)
+        built = _usermodel.call(
+            fn, path, func, input_shape=splits.input_shape, num_classes=splits.num_classes
+        )
+        if not isinstance(built, torch.nn.Module):
+            raise _usermodel.UserModelError(f"{path}: {func}() returned {type(built).__name__}, not an nn.Module",
+                                            "return the plain single-device model")  # fmt: skip
+        model, model_name = built.to(device), _usermodel.name(args.model)
+    else:
+        model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
     local_batch = args.batch_size // world.world_size
     criterion, target = _stop_criterion(args)
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
@@ -213,12 +230,12 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
 
     rec.start(
         **environment(world, Path(__file__)),
-        campaign=args.campaign, name=args.name or f"{args.model}-{splits.name}-{world.world_size}w",
+        campaign=args.campaign, name=args.name or f"{model_name}-{splits.name}-{world.world_size}w",
         purpose=args.purpose, tuning_study=args.tuning_study, tuning_trial=args.tuning_trial,
         framework=framework, framework_version=version, backend=backend,
         world_size=world.world_size, accelerators_per_node=(world.local_world_size if cuda else 0),
         accelerator=torch.cuda.get_device_name(device) if cuda else None, software=software,
-        model=args.model, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        model=model_name, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
         dataset=splits.name, **splits.sizes(), data_source=splits.source, data_path=splits.path,
         input_shape=list(splits.input_shape), global_batch_size=args.batch_size, local_batch_size=local_batch,
         optimizer=args.optimizer, learning_rate=args.lr, lr_schedule=args.lr_schedule,
