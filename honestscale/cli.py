@@ -492,6 +492,12 @@ def campaign_run(
     Run ids are stable, so running the same spec again only does the runs that have not ended.
     Each run's output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise.
     """
+    not_ok = _run_campaign(spec, store, rerun, wait)
+    raise typer.Exit(1 if not_ok else 0)
+
+
+def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> list[str]:
+    """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
     from honestscale import _campaign, _output
     from honestscale.runners import launch
     from honestscale.store import queries
@@ -544,7 +550,177 @@ def campaign_run(
     out.print(_output.summary_table(df))
     if not_ok:
         err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {escape(', '.join(not_ok))}")
+    return not_ok
+
+
+@app.command()
+def advise(
+    store: StoreOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Which setup to use and why: fastest per sample and to the target, where the step time goes (data/I/O,
+    compute, communication, optimizer, rank imbalance), projected efficiency at larger worker counts (Amdahl or
+    Gustafson, 95 % bootstrap interval over repetitions), and what to try.
+
+    Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
+    """
+    from honestscale import _advise
+
+    with _store(store, read_only=True, wait=wait) as con:
+        advice = _advise.advise(con, campaign)
+    if format is ShowFormat.json:
+        print(_output.dumps(advice.as_json()))
+        return
+    for line in _advise.lines(advice):
+        out.print(line, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def probe(
+    model: Annotated[
+        str, typer.Option(help="Your model: FILE.py:FUNCTION returning a plain single-device model.")
+    ],
+    workers: Annotated[str, typer.Option(help="Worker counts to try, comma-separated.")] = "1,2",
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            help="Frameworks to try, comma-separated [default: every one whose environment is here and "
+            "that takes this model: torch and horovod-torch for an nn.Module]."
+        ),
+    ] = None,
+    dataset: Annotated[
+        str, typer.Option(help="digits, synthetic, memmap (with --data-path) or FILE.py:FUNCTION.")
+    ] = ("digits"),
+    data_path: Annotated[Path | None, typer.Option(help="Folder of a memmap dataset.")] = None,
+    samples: Annotated[int, typer.Option(help="Training samples per run (all workers together).")] = 20000,
+    batch_size: Annotated[int, typer.Option(help="Global batch (split over the workers).")] = 64,
+    warmup_steps: Annotated[
+        int, typer.Option(help="First steps of each run flagged as warm-up, not timed.")
+    ] = 5,
+    repetitions: Annotated[int, typer.Option(help="Runs per point (2+ give projection intervals).")] = 2,
+    name: Annotated[str | None, typer.Option(help="Campaign name [default: probe-<model>].")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the spec, logs and events.")] = Path(
+        "runs"
+    ),
+    store: StoreOpt = None,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Short fixed-size trainings of your model across worker counts and frameworks, then the advisor's verdict.
+
+    Every run trains the same number of samples (--samples; the first --warmup-steps steps are recorded as
+    warm-up and left out of the timings), so time and throughput compare across worker counts. The probe
+    writes a campaign spec (<out>/<name>.toml: rerun it, or submit it to Slurm with `honestscale campaign
+    submit` after adding a [slurm] table), runs it here, ingests every run, and prints `honestscale advise`.
+
+      honestscale probe --model examples/byo/mycnn.py:build --workers 1,2
+    """
+    from honestscale import _advise
+    from honestscale.runners import _usermodel, launch
+
+    try:
+        counts = sorted({int(w) for w in workers.split(",") if w.strip()})
+    except ValueError:
+        raise HonestscaleError(f"--workers {workers!r}", "give whole numbers, e.g. --workers 1,2,4") from None
+    if not counts or counts[0] < 1:
+        raise HonestscaleError(f"--workers {workers!r}", "give worker counts of at least 1, e.g. 1,2,4")
+    if not _usermodel.is_spec(model):
+        raise HonestscaleError(
+            f"--model {model!r} is not FILE.py:FUNCTION", "e.g. --model examples/byo/mycnn.py:build"
+        )
+    runner_args = ["--model", model, "--dataset", dataset] + (
+        ["--data-path", str(data_path)] if data_path else []
+    )
+    probe_frameworks = ["torch", "horovod-torch"]  # the runners with a fixed sample budget (--max-samples)
+    chosen = [f.strip() for f in framework.split(",")] if framework else []
+    for f in chosen:
+        if f not in probe_frameworks:
+            raise HonestscaleError(f"--framework {f}: probe runs {', '.join(probe_frameworks)}",
+                                   "train other frameworks with honestscale run or a campaign")  # fmt: skip
+    usable = []
+    for f in chosen or probe_frameworks:
+        try:
+            python = launch.python_for(f)
+            launch.check_installed(f, python)
+        except launch.LaunchError as exc:
+            if chosen:
+                raise HonestscaleError(
+                    str(exc), "create that environment or leave the framework out"
+                ) from None
+            err.print(f"skipping {f}: {exc}", highlight=False)
+            continue
+        try:
+            launch.check_user_files(f, python, runner_args)
+        except launch.LaunchError as exc:
+            raise HonestscaleError(str(exc), "fix the model file; no run was started") from None
+        usable.append(f)
+    if not usable:
+        raise HonestscaleError(
+            "no framework environment can run this model here", "see README: Framework environments"
+        )
+    campaign = name or f"probe-{_usermodel.label(model)}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if dataset == "digits":  # read from files, as real training reads its data: I/O is part of what is probed
+        data_path, dataset = _stage_digits(out_dir / "digits-npy"), "memmap"
+    spec = out_dir / f"{campaign}.toml"
+    absolute = {
+        "model": f"{Path(model.rsplit(':', 1)[0]).resolve()}:{model.rsplit(':', 1)[1]}",
+        "dataset": dataset,
+    }
+    if _usermodel.is_spec(dataset):
+        absolute["dataset"] = f"{Path(dataset.rsplit(':', 1)[0]).resolve()}:{dataset.rsplit(':', 1)[1]}"
+    args = {**absolute, "batch_size": batch_size, "max_samples": samples, "epochs": 1000,
+            "warmup_steps": warmup_steps, "eval_every": 1000, "sample_interval": 0.5}  # fmt: skip
+    if data_path:
+        args["data_path"] = str(data_path.resolve())
+    spec.write_text(_probe_spec(campaign, repetitions, args, usable, counts), encoding="utf-8")
+    err.print(f"probe {campaign}: {len(usable)} framework(s) x {len(counts)} worker count(s) x {repetitions} "
+              f"run(s) of {samples:,} samples; spec {spec}", highlight=False)  # fmt: skip
+    not_ok = _run_campaign(spec, store, False, wait)
+    with _store(store, read_only=True, wait=wait) as con:
+        advice = _advise.advise(con, campaign)
+    out.print("\nverdict", style="bold")
+    for line in _advise.lines(advice):
+        out.print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if not_ok else 0)
+
+
+def _stage_digits(folder: Path) -> Path:
+    """scikit-learn's digits, split as every runner splits it, saved as a memmap dataset (NumPy files)."""
+    import numpy as np
+
+    from honestscale.runners._data import digits_arrays
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, (x, y) in digits_arrays().items():
+        np.save(folder / f"{split}_x.npy", x)
+        np.save(folder / f"{split}_y.npy", y)
+    return folder
+
+
+def _probe_spec(
+    name: str, repetitions: int, args: dict[str, Any], frameworks: list[str], workers: list[int]
+) -> str:
+    def toml(v: Any) -> str:
+        return json.dumps(v)  # strings, numbers and lists of them are the same in TOML and JSON
+
+    lines = [
+        "# written by honestscale probe: short fixed-size trainings of one model",
+        "[campaign]",
+        f"name = {toml(name)}",
+        'out = "."',
+        f"repetitions = {repetitions}",
+        'scaling = "strong"',
+        "",
+        "[args]",
+    ]
+    lines += [f"{k} = {toml(v)}" for k, v in args.items()]
+    lines += ["", "[grid]", f"framework = {toml(frameworks)}", f"workers = {toml(workers)}", "",
+              "[tool.honestscale.lint]",
+              'ignore = [{ code = "HS110", reason = "a probe trains a fixed number of samples on purpose: it measures '
+              'where step time goes, not time to a converged model" }]']  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 class LintFormat(StrEnum):

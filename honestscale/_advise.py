@@ -1,0 +1,311 @@
+"""The advisor: which setup to use, where the time goes, how far it scales, what to try, with the numbers.
+
+It reads the store through the linter's view and never recommends from runs that fail HS101 (accuracy ignored
+when scaling), HS106 (I/O not considered) or HS110 (trained for the wrong time): those are listed as excluded.
+Projections fit Amdahl's law (strong scaling) or Gustafson's (weak) to the median times; their 95 % intervals
+come from a bootstrap over the repetitions of each point (none with one run per point, which it says).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from statistics import median
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from honestscale.lint._config import load_suppressions
+from honestscale.lint._engine import run as lint_run
+from honestscale.lint._view import Run, View, build, comparisons
+from honestscale.report._model import Point, _point
+from honestscale.store import queries
+
+BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
+PARTS = ("data", "compute", "comm", "optimizer")
+PART_NAMES = {
+    "data": "data loading / I/O",
+    "compute": "compute",
+    "comm": "communication",
+    "optimizer": "optimizer",
+}
+IMBALANCE = 1.10  # slowest rank's step time over the fastest's, above which ranks are called unbalanced
+BOOTSTRAP = 2000
+
+
+@dataclass
+class Setup:
+    model: str
+    dataset: str
+    framework: str
+    workers: int
+    runs: int
+    succeeded: int
+    time_s: float | None
+    tta_s: float | None
+    samples_per_s: float | None
+    per_worker: float | None
+    breakdown: dict[str, float | None]
+    comm_measured: bool
+    imbalance: float | None  # median over runs of slowest rank / fastest rank step time
+    dominant: str | None
+    dominant_share: float | None
+    loader_workers: int | None
+    local_batch: int | None
+    lr: float | None
+
+
+@dataclass
+class Projection:
+    model: str
+    dataset: str
+    framework: str
+    law: str  # amdahl | gustafson
+    parallel_fraction: float
+    interval: tuple[float, float] | None  # 95 % bootstrap interval of the parallel fraction
+    measured: list[tuple[int, float]]  # (workers, speedup)
+    projected: list[dict[str, Any]]  # workers, efficiency, low, high
+
+
+@dataclass
+class Advice:
+    campaign: str | None
+    setups: list[Setup]
+    excluded: dict[str, list[str]]  # run id -> failing blocking rules
+    fastest_per_sample: Setup | None
+    fastest_to_target: Setup | None
+    projections: list[Projection]
+    suggestions: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _excluded(view: View) -> dict[str, list[str]]:
+    result = lint_run(view, select=BLOCKING, suppressions=load_suppressions(view))
+    out: dict[str, list[str]] = defaultdict(list)
+    for f in result.findings:
+        if f.outcome == "fail" and not f.suppressed:
+            for run_id in f.runs:
+                if f.code not in out[run_id]:
+                    out[run_id].append(f.code)
+    return dict(out)
+
+
+def _imbalance(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, float]:
+    where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    rows = con.execute(
+        f"""SELECT run_id, max(t) / nullif(min(t), 0) FROM (
+              SELECT run_id, rank, sum(t_total) AS t FROM steps
+              WHERE NOT coalesce(warmup, false) {"AND" + where[5:] if where else ""} GROUP BY run_id, rank)
+            GROUP BY run_id HAVING count(*) > 1""",
+        [campaign] if campaign else [],
+    ).fetchall()
+    return {r[0]: float(r[1]) for r in rows if r[1] is not None}
+
+
+def _hyper(runs: list[Run], key: str) -> Any:
+    values = {(r.attrs.get("hyperparameters") or {}).get(key) for r in runs}
+    return values.pop() if len(values) == 1 else None
+
+
+def _setups(kept: list[Run], steps: dict[str, dict[str, Any]], imbalance: dict[str, float]) -> list[Setup]:
+    groups: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
+    for r in kept:
+        if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
+            groups[
+                (str(r.row.get("model")), str(r.row.get("dataset")), r.framework or "?", r.workers)
+            ].append(r)
+    out = []
+    for (model, dataset, framework, workers), runs in sorted(groups.items()):
+        p: Point = _point(workers, runs, steps, False)
+        ok = [r for r in runs if r.ok and r.id in steps]
+        shares = {k: v for k, v in p.breakdown.items() if v is not None}
+        dominant = max(shares, key=lambda k: shares[k]) if shares else None
+        spreads = [imbalance[r.id] for r in ok if r.id in imbalance]
+        out.append(
+            Setup(
+                model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
+                succeeded=p.succeeded, time_s=p.time_s, tta_s=p.tta_s, samples_per_s=p.throughput,
+                per_worker=p.per_worker, breakdown=p.breakdown,
+                comm_measured=bool(ok) and all(steps[r.id].get("comm_measured") for r in ok),
+                imbalance=median(spreads) if spreads else None, dominant=dominant,
+                dominant_share=shares.get(dominant) if dominant else None,
+                loader_workers=_hyper(runs, "loader_workers"),
+                local_batch=next((int(r.row["local_batch_size"]) for r in runs if r.row.get("local_batch_size")), None),
+                lr=_hyper(runs, "lr"),
+            )
+        )  # fmt: skip
+    return out
+
+
+def _fit_p(workers: np.ndarray, speedup: np.ndarray, law: str) -> float:
+    """Least squares in closed form: Amdahl 1/S - 1 = p (1/N - 1); Gustafson S - 1 = p (N - 1)."""
+    if law == "gustafson":
+        a, b = workers - 1, speedup - 1
+    else:
+        a, b = 1 / workers - 1, 1 / speedup - 1
+    denom = float(np.sum(a * a))
+    return float(np.clip(np.sum(a * b) / denom, 0.0, 1.0)) if denom > 0 else 1.0
+
+
+def _p_of(times: dict[int, list[float]], ws: list[int], n: np.ndarray, law: str) -> float:
+    meds = np.array([float(np.median(times[w])) for w in ws])
+    return _fit_p(n, meds[0] / meds, law)
+
+
+def _efficiency(p: float, n: float, law: str) -> float:
+    s = (1 - p) + p * n if law == "gustafson" else 1 / ((1 - p) + p / n)
+    return s / n
+
+
+def _projections(view: View, kept_ids: set[str]) -> list[Projection]:
+    rng = np.random.default_rng(0)
+    out = []
+    for c in view.comparisons:
+        if c.kind != "scaling":
+            continue
+        by_workers = {
+            w: [r.time_to_train_s for r in rs if r.ok and r.id in kept_ids and r.time_to_train_s]
+            for w, rs in c.by_workers().items()
+        }
+        by_workers = {w: t for w, t in by_workers.items() if t}
+        if len(by_workers) < 2:
+            continue
+        law = "gustafson" if c.mode == "weak" else "amdahl"
+        ws = sorted(by_workers)
+        base = ws[0]
+        n = np.array([w / base for w in ws], dtype=float)
+
+        p = _p_of(by_workers, ws, n, law)
+        interval = None
+        if all(len(t) >= 2 for t in by_workers.values()):
+            draws = [
+                _p_of({w: list(rng.choice(t, size=len(t))) for w, t in by_workers.items()}, ws, n, law)
+                for _ in range(BOOTSTRAP)
+            ]
+            interval = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
+        targets = sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
+        projected = []
+        for w in targets:
+            row = {"workers": w, "efficiency": _efficiency(p, w / base, law), "low": None, "high": None}
+            if interval is not None:
+                effs = [_efficiency(q, w / base, law) for q in interval]
+                row["low"], row["high"] = min(effs), max(effs)
+            projected.append(row)
+        meds = [float(np.median(by_workers[w])) for w in ws]
+        out.append(
+            Projection(
+                model=str(c.key.get("model")), dataset=str(c.key.get("dataset")), framework=str(c.key.get("framework")),
+                law=law, parallel_fraction=p, interval=interval,
+                measured=[(w, meds[0] / m) for w, m in zip(ws, meds, strict=True)], projected=projected,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
+    tips: list[str] = []
+    for s in setups:
+        if s.dominant is None or s.dominant_share is None:
+            continue
+        where = f"{s.framework} at {s.workers} worker(s)"
+        share = f"{100 * s.dominant_share:.0f} %"
+        if s.dominant == "data" and s.dominant_share >= 0.25:
+            tips.append(f"{where} is data/I/O bound ({share} of the step loading data): raise --loader-workers "
+                        f"(now {s.loader_workers or 0}), stage the data on node-local storage, or preprocess once")  # fmt: skip
+        elif s.dominant == "comm" and s.dominant_share >= 0.25:
+            k = 4
+            lr = f"{s.lr * k:g}" if s.lr else "k x the current"
+            tips.append(f"{where} is communication bound ({share} of the step waiting for the gradient exchange): "
+                        f"a larger per-worker batch (e.g. {k} x {s.local_batch or '?'} with the linear scaling rule, "
+                        f"lr {lr}, with warm-up), gradient compression (--grad-compression fp16 or powersgd), or fewer "
+                        f"nodes with more workers per node")  # fmt: skip
+        elif s.dominant == "optimizer" and s.dominant_share >= 0.25:
+            tips.append(
+                f"{where} spends {share} in the optimizer step: a fused/foreach optimizer or a larger batch"
+            )
+        if s.imbalance is not None and s.imbalance > IMBALANCE:
+            tips.append(f"{where}: the slowest rank's step time is {100 * (s.imbalance - 1):.0f} % above the fastest's "
+                        f"(load imbalance or a straggler): check the host load and other jobs on the node (HS208), "
+                        f"and uneven data shards")  # fmt: skip
+        if not s.comm_measured and s.workers > 1:
+            tips.append(f"{where}: the framework does not expose its all-reduce, so communication is counted in "
+                        f"compute; run it with Horovod and --horovod-timeline to see it")  # fmt: skip
+    for p in projections:
+        low = [r for r in p.projected if r["efficiency"] < 0.5]
+        if low:
+            r = low[0]
+            tips.append(f"{p.framework}: {p.law} projects {100 * r['efficiency']:.0f} % efficiency at {r['workers']} "
+                        f"workers (parallel fraction {p.parallel_fraction:.3f}): do not go that wide for this model; "
+                        f"use fewer workers or make each worker's share of the work larger")  # fmt: skip
+    return tips
+
+
+def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advice:
+    view = build(con, campaign)
+    excluded = _excluded(view)
+    kept = [r for r in view.runs if r.id not in excluded]
+    kept_view = View(kept, comparisons(kept), view.campaigns)
+    steps = {r["run_id"]: r for r in queries.run_step_fractions(con, campaign).iter_rows(named=True)}
+    setups = _setups(kept, steps, _imbalance(con, campaign))
+    usable = [s for s in setups if s.succeeded]
+    per_sample = max(
+        (s for s in usable if s.samples_per_s), key=lambda s: s.samples_per_s or 0.0, default=None
+    )
+    with_tta = [s for s in usable if s.tta_s is not None]
+    to_target = min(with_tta, key=lambda s: s.tta_s or 0.0) if with_tta else None
+    projections = _projections(kept_view, {r.id for r in kept})
+    return Advice(
+        campaign, setups, excluded, per_sample, to_target, projections, _suggest(usable, projections)
+    )
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f} %"
+
+
+def lines(a: Advice) -> list[str]:
+    """The advice as plain sentences (the CLI prints them; ``--format json`` gives the numbers)."""
+    out: list[str] = []
+    if a.excluded:
+        out.append(f"Excluded {len(a.excluded)} run(s) failing {', '.join(BLOCKING)}: "
+                   + ", ".join(f"{r} ({', '.join(c)})" for r, c in sorted(a.excluded.items())))  # fmt: skip
+    if not a.setups:
+        out.append("No successful final runs to advise from: run a campaign or `honestscale probe` first.")
+        return out
+    for s in a.setups:
+        parts = ", ".join(
+            f"{PART_NAMES[k]} {_pct(s.breakdown.get(k))}"
+            + ("" if k != "comm" or s.comm_measured else " (not exposed)")
+            for k in PARTS
+        )
+        verdict = (
+            f"{PART_NAMES[s.dominant]} bound ({_pct(s.dominant_share)})" if s.dominant else "no step data"
+        )
+        rate = f"{s.samples_per_s:,.0f} samples/s" if s.samples_per_s else "throughput unknown"
+        out.append(f"{s.model} / {s.framework} at {s.workers} worker(s): {verdict}; {rate}; step time: {parts}"
+                   + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else ""))  # fmt: skip
+    if a.fastest_per_sample:
+        f = a.fastest_per_sample
+        out.append(f"Fastest per sample: {f.framework} at {f.workers} worker(s), {f.samples_per_s:,.0f} samples/s "
+                   f"({f.per_worker or 0:,.0f} per worker).")  # fmt: skip
+    if a.fastest_to_target:
+        f = a.fastest_to_target
+        out.append(
+            f"Fastest to the target accuracy: {f.framework} at {f.workers} worker(s), median {f.tta_s:.2f} s."
+        )
+    for p in a.projections:
+        ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval
+              else " (no interval: needs 2+ repetitions per point)")  # fmt: skip
+        proj = "; ".join(
+            f"{r['workers']} workers {_pct(r['efficiency'])}"
+            + (f" [{_pct(r['low'])}-{_pct(r['high'])}]" if r["low"] is not None else "")
+            for r in p.projected
+        )
+        measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
+        out.append(f"{p.model} / {p.framework}: speedup {measured}; {p.law.capitalize()} parallel fraction "
+                   f"{p.parallel_fraction:.3f}{ci}; projected efficiency {proj}.")  # fmt: skip
+    out += [f"Try: {t}." for t in a.suggestions]
+    return out
