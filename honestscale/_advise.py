@@ -234,6 +234,13 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
             tips.append(f"{where}: the framework does not expose its all-reduce, so communication is counted in "
                         f"compute; run it with Horovod and --horovod-timeline to see it")  # fmt: skip
     for p in projections:
+        base = p.measured[0][0]
+        fast = [(w, sp) for w, sp in p.measured if sp > 1.1 * w / base]
+        if fast:
+            w, sp = fast[0]
+            tips.append(f"{p.framework}: {sp:.2f}x on {w} workers is above the ideal {w / base:g}x: the base case is "
+                        f"slow rather than the scaled one fast; check that nothing else ran on the node during the "
+                        f"base runs (HS208), cache effects and the threads per worker before trusting the projection")  # fmt: skip
         low = [r for r in p.projected if r["efficiency"] < 0.5]
         if low:
             r = low[0]
@@ -278,7 +285,7 @@ def lines(a: Advice) -> list[str]:
     for s in a.setups:
         parts = ", ".join(
             f"{PART_NAMES[k]} {_pct(s.breakdown.get(k))}"
-            + ("" if k != "comm" or s.comm_measured else " (not exposed)")
+            + ("" if k != "comm" or s.comm_measured or s.workers == 1 else " (not exposed)")
             for k in PARTS
         )
         verdict = (
