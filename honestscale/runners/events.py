@@ -99,6 +99,12 @@ _RUN_START: tuple[Field, ...] = (
     Field("cpu", "string", "Host CPU model."),
     Field("interconnect", "string", "Node interconnect, e.g. 'InfiniBand EDR', '1Gb Ethernet'."),
     Field(
+        "isolation",
+        "object",
+        "How alone the measurement was, at run start: exclusive (Slurm allocation not shared), host_load_1m, "
+        "cpus, ranks_on_host, other_accelerator_processes (NVML), data_filesystem (e.g. ext4, nfs, lustre).",
+    ),
+    Field(
         "software",
         "object",
         "Software stack: cuda, cudnn, nccl, driver, python, os, mpi ... (name -> version).",

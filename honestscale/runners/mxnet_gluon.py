@@ -167,7 +167,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if args.data_path else None
     rec.start(
-        **environment(world, Path(__file__)), campaign=args.campaign,
+        **environment(world, Path(__file__), data_path=path), campaign=args.campaign,
         name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
         tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework="mxnet",
         framework_version=mx.__version__, backend="ps" if world.world_size > 1 else "none",

@@ -238,7 +238,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
             # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
             hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
     rec.start(
-        **environment(world, Path(__file__)), campaign=args.campaign,
+        **environment(world, Path(__file__), data_path=path), campaign=args.campaign,
         name=args.name or f"{_usermodel.label(args.model)}-{_usermodel.label(args.dataset)}-{world.world_size}w", purpose=args.purpose,
         tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework=framework,
         framework_version=version, backend=backend if world.world_size > 1 else "none",

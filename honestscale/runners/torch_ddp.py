@@ -229,7 +229,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     import torch._dynamo
 
     rec.start(
-        **environment(world, Path(__file__)),
+        **environment(world, Path(__file__), data_path=splits.path, device=world.local_rank if cuda else None),
         campaign=args.campaign, name=args.name or f"{model_name}-{splits.name}-{world.world_size}w",
         purpose=args.purpose, tuning_study=args.tuning_study, tuning_trial=args.tuning_trial,
         framework=framework, framework_version=version, backend=backend,

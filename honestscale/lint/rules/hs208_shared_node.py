@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, Run, View
+
+BUSY = 1.5  # 1-minute load above this many times the host's CPUs (or the run's own ranks, if more) is a busy host
+SHARED_FILESYSTEMS = (
+    "nfs",
+    "nfs4",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "cifs",
+    "smb3",
+    "fuse.sshfs",
+    "ceph",
+    "panfs",
+)
+
+
+def _problems(run: Run) -> list[str] | None:
+    """What made the run's node not quiet; None when the run recorded nothing about it."""
+    iso: dict[str, Any] | None = run.attrs.get("isolation")
+    if not iso:
+        return None
+    found = []
+    if iso.get("exclusive") is False:
+        found.append("the Slurm allocation shared its nodes (not --exclusive)")
+    others = iso.get("other_accelerator_processes")
+    if isinstance(others, int) and others > 0:
+        found.append(f"{others} other process(es) on the accelerator")
+    load, cpus, ranks = iso.get("host_load_1m"), iso.get("cpus"), iso.get("ranks_on_host") or 1
+    if isinstance(load, (int, float)) and isinstance(cpus, int) and load > BUSY * max(cpus, ranks):
+        found.append(f"host load {load:g} on {cpus} CPUs at the start")
+    return found
+
+
+class SharedNode(Rule):
+    """Measurements must come from a node that nobody else was using.
+
+    What it checks: the runners record, at run start, whether the Slurm allocation was exclusive, how many
+    other processes used the accelerator (NVML), the host's 1-minute load against its CPUs, and the filesystem
+    the data came from. A run fails when its allocation shared the node, another process used its accelerator,
+    or the host was busy (load above 1.5 x its CPUs, or its own ranks if more); it cannot be verified when the
+    run recorded none of this. Data on a shared filesystem (NFS, Lustre, GPFS, ...) is listed in the evidence.
+    Why it misleads: other users' jobs, I/O and GPU work slow some runs and not others; the difference is then
+    read as a property of the framework or of the scale (the seeds ask for "close to ideal situations, not
+    influenced by other users' I/O activity or GPU utilization"; Hoefler & Belli, SC15, rule 9 on the setup).
+    Example: the one-worker base case ran while a compiler used both cores of the node, so the two-worker run
+    looks superlinear.
+    Fix: allocate nodes exclusively (`#SBATCH --exclusive`), check the accelerator is free, rerun the affected
+    runs when the node is quiet, and stage data on node-local storage when the shared filesystem is busy.
+    Reference: Hoefler & Belli, SC15, rule 9 (document and control the environment).
+    """
+
+    code = "HS208"
+    name = "shared-node"
+    severity = "warning"
+    summary = "runs measured on an exclusive, quiet node with a free accelerator"
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        problems = {r.id: _problems(r) for r in target.runs}
+        unknown = [r for r in target.runs if problems[r.id] is None]
+        bad = [r for r in target.runs if problems[r.id]]
+        shared_fs = sorted(
+            {str(r.attrs["isolation"].get("data_filesystem")) for r in target.runs
+             if problems[r.id] is not None and r.attrs["isolation"].get("data_filesystem") in SHARED_FILESYSTEMS}
+        )  # fmt: skip
+        if bad:
+            reasons = sorted({p for r in bad for p in problems[r.id] or []})
+            yield self.fail(target, bad, f"measured on a shared or busy node: {'; '.join(reasons)}",
+                            "rerun these on an exclusive, quiet node (#SBATCH --exclusive, accelerator free)",
+                            reasons=reasons, shared_filesystems=shared_fs)  # fmt: skip
+        if unknown:
+            yield self.cannot_verify(target, unknown, "the runs do not record whether the node was theirs alone",
+                                     "record isolation in run_start (honestscale's runners do)")  # fmt: skip
