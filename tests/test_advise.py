@@ -1,0 +1,62 @@
+"""The advisor and the probe for real: a user's model probed at 1 and 2 workers, the verdict checked against the
+store's own step times, and runs failing HS106 never advised from."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.conftest import REPO, hs, query
+
+MODEL = REPO / "examples" / "byo" / "mycnn.py"
+PARTS = {
+    "data": "data loading / I/O",
+    "compute": "compute",
+    "comm": "communication",
+    "optimizer": "optimizer",
+}
+
+
+def test_probe_prints_the_dominant_part_of_the_step_with_its_share(tmp_path: Path, store: Path) -> None:
+    result = hs("probe", "--model", f"{MODEL}:build", "--workers", "1,2", "--framework", "torch", "--samples",
+                "4000", "--repetitions", "2", "--out", tmp_path / "probe", "--store", store, timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    verdict = result.stdout[result.stdout.index("verdict") :]
+    # the spec it wrote is a real campaign: fixed samples, warm-up steps, the user's model
+    spec = (tmp_path / "probe" / "probe-mycnn-build.toml").read_text()
+    assert "max_samples = 4000" in spec and "warmup_steps = 5" in spec and 'framework = ["torch"]' in spec
+    rows = query(store, "SELECT world_size, status, model, data_source FROM runs ORDER BY 1")
+    assert [r[0] for r in rows] == [1, 1, 2, 2] and {r[1:] for r in rows} == {
+        ("success", "mycnn:build", "filesystem")
+    }
+    # every step sums its parts; warm-up steps are recorded and flagged
+    assert query(store, "SELECT count(*) FILTER (warmup) FROM steps")[0][0] >= 5 * 2 * 3
+    advice = json.loads(
+        hs("advise", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout
+    )
+    shares = dict(query(store, """
+        SELECT r.world_size, median(p) FROM (
+            SELECT run_id, sum(t_comm) / sum(t_total) AS p FROM steps WHERE NOT warmup GROUP BY run_id) s
+        JOIN runs r USING (run_id) GROUP BY 1"""))  # fmt: skip
+    for setup in advice["setups"]:
+        parts = {k: v for k, v in setup["breakdown"].items() if v is not None}
+        assert setup["dominant"] == max(parts, key=lambda k: parts[k])
+        pct = f"{100 * setup['dominant_share']:.0f} %"
+        line = (
+            f"mycnn:build / torch at {setup['workers']} worker(s): {PARTS[setup['dominant']]} bound ({pct})"
+        )
+        assert line in verdict, (line, verdict)
+        assert abs(setup["breakdown"]["comm"] - shares[setup["workers"]]) < 1e-6  # the store's own numbers
+    assert re.search(r"Amdahl parallel fraction \d\.\d{3} \(95 % bootstrap interval", verdict)
+    assert advice["projections"] and advice["projections"][0]["interval"] is not None
+
+
+def test_advice_never_comes_from_runs_that_fail_hs106(tmp_path: Path, store: Path) -> None:
+    result = hs("run", "--framework", "torch", "--workers", "1", "--model", "mlp", "--dataset", "digits", "--epochs",
+                "1", "--campaign", "inmem", "--out", tmp_path / "runs", "--run-id", "inmem-1", "--ingest", "--store",
+                store, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = hs("advise", "--store", store, "--campaign", "inmem").stdout
+    assert "Excluded 1 run(s) failing HS101, HS106, HS110: inmem-1 (HS106" in " ".join(text.split())
+    assert "No successful final runs to advise from" in text
