@@ -379,7 +379,7 @@ def run(
     if run_id is None:
         from honestscale.runners._usermodel import label
 
-        name = _runner_option(args, "--name") or label(_runner_option(args, "--model") or "run")
+        name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
         run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
     try:
         result = launch.launch(framework, workers, args, run_id)
@@ -393,15 +393,6 @@ def run(
             summary = Ingester(con).ingest(discover([str(run_dir)]).sources)
         err.print(summary.line(), highlight=False)
     raise typer.Exit(result.exit_code)
-
-
-def _runner_option(args: list[str], name: str) -> str | None:
-    for i, a in enumerate(args):
-        if a == name and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith(name + "="):
-            return a.split("=", 1)[1]
-    return None
 
 
 @app.command()

@@ -186,37 +186,27 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     """Write figures, tables (CSV, LaTeX), the HTML and (when asked) the PDF."""
     assets.mkdir(parents=True, exist_ok=True)
     exports: list[Path] = []
-    scaling = []
-    number = 0
-    for i, c in enumerate([c for c in model.comparisons if c.kind == "scaling"], start=1):
-        figs = []
-        for r in _figures.render(c, i, assets):
-            number += 1
-            figs.append({"name": r.name, "caption": r.caption, "number": number})
-            exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
-        header, rows = _results_rows(c)
-        stem = f"table{i}-{_slug(c.label)}"
-        (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
-        (assets / f"{stem}.tex").write_text(
-            latex_table(header, rows, f"{c.label}: {c.mode} scaling"), encoding="utf-8"
-        )
-        exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
-        scaling.append(ScalingView(c, f"cmp-{i}", figs))
-    frameworks = []
-    for i, c in enumerate([c for c in model.comparisons if c.kind == "framework"], start=1):
-        figs = []
-        for r in _figures.render_frameworks(c, i, assets):
-            number += 1
-            figs.append({"name": r.name, "caption": r.caption, "number": number})
-            exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
-        header, rows = _framework_rows(c)
-        stem = f"frameworks{i}-{_slug(c.label)}"
-        (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
-        (assets / f"{stem}.tex").write_text(
-            latex_table(header, rows, f"{c.label}: frameworks"), encoding="utf-8"
-        )
-        exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
-        frameworks.append(ScalingView(c, f"fw-{i}", figs))
+    scaling: list[ScalingView] = []
+    frameworks: list[ScalingView] = []
+    figure_numbers = iter(range(1, 10_000))
+    kinds = (
+        ("scaling", _figures.render, _results_rows, "table", "cmp", "{label}: {mode} scaling", scaling),
+        ("framework", _figures.render_frameworks, _framework_rows, "frameworks", "fw", "{label}: frameworks",
+         frameworks),
+    )  # fmt: skip
+    for kind, draw, table, prefix, anchor, caption, views in kinds:
+        for i, c in enumerate([c for c in model.comparisons if c.kind == kind], start=1):
+            figs = []
+            for r in draw(c, i, assets):
+                figs.append({"name": r.name, "caption": r.caption, "number": next(figure_numbers)})
+                exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
+            header, rows = table(c)
+            stem = f"{prefix}{i}-{_slug(c.label)}"
+            (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
+            title = caption.format(label=c.label, mode=c.mode)
+            (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
+            exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
+            views.append(ScalingView(c, f"{anchor}-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "accuracy",
                   "split", "config hash"]  # fmt: skip
     run_rows = [[r.run_id, r.purpose or "", r.status, str(r.workers or ""), str(r.global_batch or ""),

@@ -144,12 +144,7 @@ def check_user_files(framework: str, python: str, runner_args: Sequence[str]) ->
     args = list(runner_args)
 
     def option(name: str) -> str | None:
-        for i, a in enumerate(args):
-            if a == name and i + 1 < len(args):
-                return args[i + 1]
-            if a.startswith(name + "="):
-                return a.split("=", 1)[1]
-        return None
+        return runner_option(args, name)
 
     model, dataset = option("--model"), option("--dataset")
     if not any(v and ".py:" in v for v in (model, dataset)):
@@ -177,6 +172,17 @@ def check_user_files(framework: str, python: str, runner_args: Sequence[str]) ->
         answer = {}
     if result.returncode != 0 or "error" in answer:
         raise LaunchError(answer.get("error") or f"checking {model} failed: {result.stderr.strip()[-2000:]}")
+
+
+def runner_option(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` among a runner's arguments (the last wins)."""
+    found = None
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith(name + "="):
+            found = a.split("=", 1)[1]
+    return found
 
 
 def free_port() -> int:
@@ -291,10 +297,5 @@ def _exit_code(code: int) -> int:
 
 def out_dir(runner_args: Sequence[str]) -> Path | None:
     """The ``--out`` folder among the runner's arguments."""
-    args = list(runner_args)
-    for i, a in enumerate(args):
-        if a == "--out" and i + 1 < len(args):
-            return Path(args[i + 1])
-        if a.startswith("--out="):
-            return Path(a.split("=", 1)[1])
-    return None
+    found = runner_option(runner_args, "--out")
+    return Path(found) if found else None
