@@ -114,9 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
             _train(args, world, rec)
     finally:
+        # ps-lite's scheduler and servers would wait for a finalize that os._exit skips: every worker passed a
+        # kvstore barrier after its last exchange, so they are stopped (after a short grace for in-flight replies)
+        time.sleep(1.0 if children else 0.0)
+        for child in children:
+            child.terminate()
         for child in children:
             try:
-                child.wait(timeout=30)  # the servers stop once every worker has left the kvstore
+                child.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 child.kill()
     return 0
@@ -262,6 +267,8 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     if world.is_main:
         evaluate("test", epoch)  # held out: once, at the end, never used to stop or select
     reached = decide(reached)
+    if kv is not None:
+        kv._barrier()  # every worker is past its last push/pull: the scheduler and servers may now be stopped
     if args.target_accuracy is not None and not reached:
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
