@@ -19,8 +19,7 @@ import numpy as np
 from honestscale.lint._config import load_suppressions
 from honestscale.lint._engine import run as lint_run
 from honestscale.lint._view import Run, View, build, comparisons
-from honestscale.report._model import Point, _point
-from honestscale.store import queries
+from honestscale.report._model import Point, _point, _steps
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -93,24 +92,12 @@ def _excluded(view: View) -> dict[str, list[str]]:
     return dict(out)
 
 
-def _imbalance(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, float]:
-    where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
-    rows = con.execute(
-        f"""SELECT run_id, max(t) / nullif(min(t), 0) FROM (
-              SELECT run_id, rank, sum(t_total) AS t FROM steps
-              WHERE NOT coalesce(warmup, false) {"AND" + where[5:] if where else ""} GROUP BY run_id, rank)
-            GROUP BY run_id HAVING count(*) > 1""",
-        [campaign] if campaign else [],
-    ).fetchall()
-    return {r[0]: float(r[1]) for r in rows if r[1] is not None}
-
-
 def _hyper(runs: list[Run], key: str) -> Any:
     values = {(r.attrs.get("hyperparameters") or {}).get(key) for r in runs}
     return values.pop() if len(values) == 1 else None
 
 
-def _setups(kept: list[Run], steps: dict[str, dict[str, Any]], imbalance: dict[str, float]) -> list[Setup]:
+def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
     groups: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
     for r in kept:
         if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
@@ -123,7 +110,7 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]], imbalance: dict[s
         ok = [r for r in runs if r.ok and r.id in steps]
         shares = {k: v for k, v in p.breakdown.items() if v is not None}
         dominant = max(shares, key=lambda k: shares[k]) if shares else None
-        spreads = [imbalance[r.id] for r in ok if r.id in imbalance]
+        spreads = [steps[r.id]["imbalance"] for r in ok if steps[r.id].get("imbalance") is not None]
         out.append(
             Setup(
                 model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
@@ -255,8 +242,8 @@ def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advic
     excluded = _excluded(view)
     kept = [r for r in view.runs if r.id not in excluded]
     kept_view = View(kept, comparisons(kept), view.campaigns)
-    steps = {r["run_id"]: r for r in queries.run_step_fractions(con, campaign).iter_rows(named=True)}
-    setups = _setups(kept, steps, _imbalance(con, campaign))
+    steps = _steps(con, campaign)
+    setups = _setups(kept, steps)
     usable = [s for s in setups if s.succeeded]
     per_sample = max(
         (s for s in usable if s.samples_per_s), key=lambda s: s.samples_per_s or 0.0, default=None

@@ -104,6 +104,15 @@ class Spec:
     tuning: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
+    def plans(self) -> list[RunPlan]:
+        """Every run the spec plans: the tuning trials, then the final runs (their ids do not depend on the
+        tuning's outcome, which only fills in the chosen options)."""
+        return tuning_plans(self) + final_plans(self, {}, None)
+
+    def frameworks(self) -> list[str]:
+        """Every framework the spec's runs use, tuning trials included."""
+        return sorted({p.framework for p in self.plans()})
+
 
 def slug(point: dict[str, Any]) -> str:
     text = ",".join(f"{k}={v}" for k, v in point.items()) or "default"
@@ -143,22 +152,12 @@ def _distance(a: str, b: str) -> int:
     return prev[-1]
 
 
-def _shared_options(default: str, raw: dict[str, Any], runner_options: Callable[[str], set[str]]) -> set[str]:
-    """The runner options every framework named in the spec accepts (a cross-framework grid uses only those)."""
-    named = {default}
-    tuning: dict[str, Any] = raw["tuning"] if isinstance(raw.get("tuning"), dict) else {}
-    for table in (raw.get("args"), raw.get("grid"), tuning.get("args"), tuning.get("grid")):
-        if isinstance(table, dict) and "framework" in table:
-            value = table["framework"]
-            named.update(str(v) for v in (value if isinstance(value, list) else [value]))
-    if (
-        isinstance(raw.get("args"), dict)
-        and "framework" in raw["args"]
-        and "framework" not in (raw.get("grid") or {})
-    ):
-        named.discard(default)  # [args] framework overrides the campaign's default everywhere
-        named.add(str(raw["args"]["framework"]))
-    return set.intersection(*(runner_options(f) for f in sorted(named)))
+def _check_lists(where: str, grid: dict[str, Any], path: Path) -> None:
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(
+                f"{path}: [{where}] {key} must be a non-empty list", f"write {key} = [value, ...]"
+            )
 
 
 def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
@@ -172,14 +171,10 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     framework = str(camp.get("framework", "torch"))
     args = raw.get("args", {})
     grid = raw.get("grid", {})
-    options = _shared_options(framework, raw, runner_options)
     for where, table in (("args", args), ("grid", grid)):
         if not isinstance(table, dict):
             raise SpecError(f"{path}: [{where}] must be a table", f"write [{where}] with key = value lines")
-        _check_runner_keys(where, table, options, path)
-    for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise SpecError(f"{path}: [grid] {key} must be a non-empty list", f"write {key} = [value, ...]")
+    _check_lists("grid", grid, path)
     report = raw.get("report", {})
     if not isinstance(report, dict):
         raise SpecError(f"{path}: [report] must be a table", 'e.g. [report] center = "median"')
@@ -203,15 +198,22 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         if "name" not in tuning or not isinstance(tuning.get("grid"), dict) or not tuning["grid"]:
             raise SpecError(f"{path}: [tuning] needs a name and a grid of values to try",
                             'e.g. [tuning] name = "lr"  grid = { lr = [0.3, 0.1] }')  # fmt: skip
-        _check_runner_keys("tuning.grid", tuning["grid"], options, path)
-        _check_runner_keys("tuning.args", tuning.get("args", {}), options, path)
+        _check_lists("tuning.grid", tuning["grid"], path)
         if tuning.get("select", "validation_accuracy") not in SELECT:
             raise SpecError(f"{path}: [tuning] select = {tuning['select']!r}", f"one of: {', '.join(SELECT)}")
-    return Spec(
+    spec = Spec(
         path=path, name=str(camp["name"]), out=(path.parent / str(camp.get("out", f"runs/{camp['name']}"))),
         framework=framework, repetitions=repetitions, seed=int(camp.get("seed", 0)), scaling=camp.get("scaling"),
         args=dict(args), grid={k: list(v) for k, v in grid.items()}, tuning=tuning, raw=raw,
     )  # fmt: skip
+    # a cross-framework spec may use only the options every framework of its runs accepts
+    options = set.intersection(*(runner_options(f) for f in spec.frameworks()))
+    _check_runner_keys("args", args, options, path)
+    _check_runner_keys("grid", grid, options, path)
+    if tuning is not None:
+        _check_runner_keys("tuning.grid", tuning["grid"], options, path)
+        _check_runner_keys("tuning.args", tuning.get("args", {}), options, path)
+    return spec
 
 
 def points(grid: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:

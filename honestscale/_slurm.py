@@ -163,10 +163,13 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
     module = " ".join(launch.runner_command(first.framework)[1:])
     # ${SEED} and ${REP} must expand in the array task; every other argument is quoted literally
     runner = " ".join(f'"{a}"' if "${" in a else shlex.quote(a) for a in [*argv, "--run-id", run_id])
-    python = shlex.quote(python_of(s, first.framework))
-    if s.container:
+    if s.container:  # the container's own python and horovodrun
         gpu = " --nv" if s.gpus_per_task else ""
-        python = f"apptainer exec{gpu} {shlex.quote(s.container)} python"
+        prefix = f"apptainer exec{gpu} {shlex.quote(s.container)} "
+        python, horovodrun = prefix + "python", prefix + "horovodrun"
+    else:
+        local = python_of(s, first.framework)
+        python, horovodrun = shlex.quote(local), shlex.quote(launch.horovodrun_for(local))
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={shlex.quote(('hs-' + spec.name + '-' + first.point)[:120])}",
@@ -202,11 +205,6 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
         lines += ["REP=${SLURM_ARRAY_TASK_ID}", f"SEED=$(( {spec.seed} + REP ))"]
     if first.framework in launch.HOROVOD:
         # Horovod built with Gloo: horovodrun starts the ranks on the allocated nodes (over ssh beyond the first)
-        horovodrun = (
-            python.replace(" python", " horovodrun")
-            if s.container
-            else shlex.quote(str(Path(python_of(s, first.framework)).parent / "horovodrun"))
-        )
         lines.append(
             'HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/$/:${SLURM_NTASKS_PER_NODE%%(*}/" | paste -sd,)'
         )

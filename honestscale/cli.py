@@ -437,11 +437,8 @@ def _runner_options(framework: str) -> set[str]:
 
 def _record_spec(store: Path | None, s: Any, wait: float) -> None:
     """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned."""
-    from honestscale import _campaign
 
-    planned = [p.run_id for p in _campaign.tuning_plans(s)] + [
-        p.run_id for p in _campaign.final_plans(s, {}, None)
-    ]
+    planned = [p.run_id for p in s.plans()]
     record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": planned}
     with _store(store, read_only=False, wait=wait) as con:
         con.execute(
@@ -494,8 +491,7 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
     from honestscale.store import queries
 
     s = _campaign.load(spec, _runner_options)
-    frameworks = sorted({p.framework for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)})
-    for framework in frameworks:  # every environment is checked before the first run starts
+    for framework in s.frameworks():  # every environment is checked before the first run starts
         try:
             launch.check_installed(framework, launch.python_for(framework))
         except launch.LaunchError as exc:
@@ -655,12 +651,10 @@ def probe(
     if dataset == "digits":  # read from files, as real training reads its data: I/O is part of what is probed
         data_path, dataset = _stage_digits(out_dir / "digits-npy"), "memmap"
     spec = out_dir / f"{campaign}.toml"
-    absolute = {
-        "model": f"{Path(model.rsplit(':', 1)[0]).resolve()}:{model.rsplit(':', 1)[1]}",
-        "dataset": dataset,
+    absolute = {  # the spec lives in --out: user files are named by absolute path
+        "model": _usermodel.resolved(model),
+        "dataset": _usermodel.resolved(dataset) if _usermodel.is_spec(dataset) else dataset,
     }
-    if _usermodel.is_spec(dataset):
-        absolute["dataset"] = f"{Path(dataset.rsplit(':', 1)[0]).resolve()}:{dataset.rsplit(':', 1)[1]}"
     args = {**absolute, "batch_size": batch_size, "max_samples": samples, "epochs": 1000,
             "warmup_steps": warmup_steps, "eval_every": 1000, "sample_interval": 0.5}  # fmt: skip
     if data_path:
@@ -866,7 +860,7 @@ def campaign_submit(
     for framework in {s.framework, *(str(v) for v in s.grid.get("framework", []))}:
         _slurm.check_framework(sl, framework)
     # every run's shape is checked now, before the store or Slurm is touched
-    _slurm.scripts(s, sl, _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None), arrays=arrays)
+    _slurm.scripts(s, sl, s.plans(), arrays=arrays)
     if not dry_run and shutil.which("sinfo"):
         parts = subprocess.run(
             ["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=60
@@ -967,10 +961,10 @@ def campaign_collect(
 ) -> None:
     """Ingest what the campaign's runs wrote; jobs that timed out, were cancelled, failed or never started are
     recorded with that status (a run_stop naming the Slurm job), never dropped."""
-    from honestscale import _campaign, _slurm
+    from honestscale import _slurm
 
     s, _ = _load_slurm_campaign(spec)
-    plans = {p.run_id: p for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)}
+    plans = {p.run_id: p for p in s.plans()}
     with _store(store, read_only=False, wait=wait) as con:
         states = _slurm.poll(con, s.name, s.out)
     written = _slurm.record_unfinished(s, states, plans)
@@ -995,7 +989,7 @@ def campaign_resubmit(
     """Run again only the points whose runs did not succeed, as new runs (<run_id>.retryN): the failed runs stay recorded."""
     import dataclasses
 
-    from honestscale import _campaign, _slurm
+    from honestscale import _slurm
 
     s, sl = _load_slurm_campaign(spec)
     with _store(store, read_only=True, wait=wait) as con:
@@ -1003,7 +997,7 @@ def campaign_resubmit(
         ids = {
             r[0] for r in con.execute("SELECT run_id FROM slurm_jobs WHERE campaign = ?", [s.name]).fetchall()
         }
-    plans = {p.run_id: p for p in _campaign.tuning_plans(s) + _campaign.final_plans(s, {}, None)}
+    plans = {p.run_id: p for p in s.plans()}
     retry = []
     for run_id, plan in plans.items():
         if run_id not in ids or status.get(run_id) == "success":

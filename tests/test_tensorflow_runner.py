@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import framework_python, hs, query
+from tests.conftest import framework_python, hs, two_worker_run
 
 
 @pytest.fixture(scope="module")
@@ -19,22 +19,9 @@ def tf_python() -> str:
 
 
 def test_tensorflow_two_workers_land_as_one_run(tmp_path: Path, store: Path, tf_python: str) -> None:
-    out = tmp_path / "runs"
-    result = hs("run", "--framework", "tensorflow", "--workers", "2", "--model", "mlp", "--dataset", "digits",
-                "--epochs", "3", "--out", out, "--ingest", "--store", store, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
-    assert run["status"] == "success" and run["framework"] == "tensorflow" and run["n_accelerators"] == 2
-    assert run["framework_version"] and run["final_accuracy"]["split"] == "test"
-    assert run["final_accuracy"]["value"] > 0.8
-    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    # one run, 2 workers, test-split evals, every step's parts summing to its total, digits split as in PyTorch
+    shown, _ = two_worker_run(tmp_path, store, "tensorflow")
     assert shown["backend"] == "grpc" and shown["launcher"] == "local" and shown["input_shape"] == [1, 8, 8]
-    assert {e["split"] for e in shown["evals"]} == {"train", "validation", "test"}
-    assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
-    parts = query(store, "SELECT t_data + t_compute + t_comm + t_optimizer, t_total FROM steps")
-    assert parts and all(abs(p - t) <= 0.05 * t for p, t in parts)
-    # the same digits split as the PyTorch runner: comparable in one campaign
-    assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
 
 
 def test_missing_environment_names_the_one_command(tmp_path: Path) -> None:

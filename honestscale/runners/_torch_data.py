@@ -13,7 +13,7 @@ from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
 from honestscale.runners._data import DataError as DataError  # re-exported for the runner
-from honestscale.runners._data import digits_arrays
+from honestscale.runners._data import digits_arrays, memmap_arrays
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp"}
 
@@ -85,20 +85,10 @@ class _Memmap(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
 def memmap(path: Path) -> Splits:
     """``<path>/{train,validation,test}_{x,y}.npy`` read through memory maps (real I/O from the filesystem)."""
-    arrays = {}
-    for split in ("train", "validation", "test"):
-        for part in ("x", "y"):
-            f = path / f"{split}_{part}.npy"
-            if not f.is_file():
-                raise DataError(
-                    f"{f} is missing: a memmap dataset needs train/validation/test _x.npy and _y.npy"
-                )
-            arrays[f"{split}_{part}"] = np.load(f, mmap_mode="r")
-    shape = tuple(int(d) for d in arrays["train_x"].shape[1:])
-    classes = int(max(int(np.max(arrays[f"{s}_y"])) for s in ("train", "validation", "test"))) + 1
-    train, validation, test = (
-        _Memmap(arrays[f"{s}_x"], arrays[f"{s}_y"]) for s in ("train", "validation", "test")
-    )
+    arrays = memmap_arrays(path)
+    shape = tuple(int(d) for d in arrays["train"][0].shape[1:])
+    classes = int(max(int(np.max(y)) for _x, y in arrays.values())) + 1
+    train, validation, test = (_Memmap(*arrays[s]) for s in ("train", "validation", "test"))
     return Splits(train, validation, test, shape, classes, path.name, "filesystem", str(path))
 
 

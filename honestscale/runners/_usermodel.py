@@ -119,6 +119,12 @@ def label(value: str) -> str:
     return name(value).replace(":", "-") if is_spec(value) else value
 
 
+def resolved(spec: str) -> str:
+    """The same ``FILE.py:FUNCTION`` with the file's absolute path (for a spec run from another folder)."""
+    path, func = split_spec(spec)
+    return f"{path.resolve()}:{func}"
+
+
 def name(spec: str) -> str:
     """The model name recorded for a user model: ``<file stem>:<function>``."""
     path, func = split_spec(spec)
@@ -151,17 +157,15 @@ def dataset(spec: str) -> dict[str, tuple[Any, Any]]:
     return out
 
 
-def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
-    """Build the user's model as the runner will and run one batch through it; return its name and size."""
-    import numpy as np
+def _torch_family(framework: str) -> bool:
+    return framework in ("torch", "horovod-torch")
 
-    x = data["train"][0]
-    shape = tuple(int(d) for d in x.shape[1:])
-    classes = int(max(int(np.max(v[1])) for v in data.values())) + 1
-    path, func, fn = factory(model_spec)
-    model = call(fn, path, func, input_shape=shape, num_classes=classes)
-    batch = np.asarray(x[:2], dtype=np.float32)
-    if framework in ("torch", "horovod-torch"):
+
+def build(spec: str, framework: str, input_shape: tuple[int, ...], num_classes: int) -> Any:
+    """The user's plain model from ``spec``, checked to be what ``framework``'s runner distributes."""
+    path, func, fn = factory(spec)
+    model = call(fn, path, func, input_shape=input_shape, num_classes=num_classes)
+    if _torch_family(framework):
         import torch
 
         if not isinstance(model, torch.nn.Module):
@@ -169,6 +173,30 @@ def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> 
                 f"{path}: {func}() returned {type(model).__name__}, not a torch.nn.Module",
                 "return the plain single-device model (e.g. nn.Sequential(...)); honestscale wraps it in DDP",
             )
+    else:
+        from honestscale.runners import _keras
+
+        if not isinstance(model, _keras.keras2().Model):
+            raise UserModelError(
+                f"{path}: {func}() returned {type(model).__name__}, not a Keras Model (tf_keras / tf.keras)",
+                "return an uncompiled keras.Model; honestscale compiles and distributes it",
+            )
+    return model
+
+
+def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """Build the user's model as the runner will and run one batch through it; return its name and size."""
+    import numpy as np
+
+    x = data["train"][0]
+    shape = tuple(int(d) for d in x.shape[1:])
+    classes = int(max(int(np.max(v[1])) for v in data.values())) + 1
+    path, func = split_spec(model_spec)
+    model = build(model_spec, framework, shape, classes)
+    batch = np.asarray(x[:2], dtype=np.float32)
+    if _torch_family(framework):
+        import torch
+
         try:
             with torch.no_grad():
                 out = model(torch.from_numpy(batch))
@@ -179,18 +207,8 @@ def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> 
             ) from None
         params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     else:
-        import tensorflow as tf
+        from honestscale.runners import _keras
 
-        keras: Any = tf.keras
-        if int(tf.__version__.split(".")[1]) >= 16:
-            import tf_keras
-
-            keras = tf_keras
-        if not isinstance(model, keras.Model):
-            raise UserModelError(
-                f"{path}: {func}() returned {type(model).__name__}, not a Keras Model (tf_keras / tf.keras)",
-                "return an uncompiled keras.Model; honestscale compiles and distributes it",
-            )
         keras_batch = np.transpose(batch, (0, 2, 3, 1)) if batch.ndim == 4 else batch
         try:
             out = model(keras_batch, training=False)
@@ -200,7 +218,7 @@ def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> 
                 f"(channels last): {type(exc).__name__}: {exc}",
                 "make its Input accept (height, width, channels)",
             ) from None
-        params = int(sum(np.prod(w.shape) for w in model.trainable_weights))
+        params = _keras.trainable_params(model)
     out_shape = tuple(int(d) for d in out.shape)
     if out_shape != (len(batch), classes):
         raise UserModelError(

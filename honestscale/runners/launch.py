@@ -14,6 +14,7 @@ each rank and prefixes their output with ``[1,rank]``.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
+
+from honestscale.runners import _usermodel
 
 # framework -> python module of its runner, and the arguments that select the framework's flavour
 RUNNERS = {
@@ -141,37 +144,27 @@ def check_installed(framework: str, python: str = sys.executable) -> None:
 def check_user_files(framework: str, python: str, runner_args: Sequence[str]) -> None:
     """A user's ``--model FILE.py:FUNC`` (or ``--dataset``) is imported, built and run on one batch in the
     framework's environment before any worker starts; a problem is refused with the file, function and fix."""
-    args = list(runner_args)
-
-    def option(name: str) -> str | None:
-        return runner_option(args, name)
-
-    model, dataset = option("--model"), option("--dataset")
-    if not any(v and ".py:" in v for v in (model, dataset)):
-        return
-    cmd = [
-        python,
-        "-m",
-        "honestscale.runners._usermodel",
-        "--framework",
-        framework,
-        "--model",
-        model or "mlp",
-    ]
-    if model and ".py:" not in model:
-        return  # a built-in model on a user dataset: the runner checks the dataset when it loads it
-    cmd += ["--dataset", dataset or "digits"] + (["--data-path", p] if (p := option("--data-path")) else [])
+    model = runner_option(runner_args, "--model")
+    if model is None or not _usermodel.is_spec(model):
+        return  # a built-in model (on a user dataset too: the runner checks the dataset when it loads it)
+    cmd = [python, "-m", "honestscale.runners._usermodel", "--framework", framework, "--model", model,
+           "--dataset", runner_option(runner_args, "--dataset") or "digits"]  # fmt: skip
+    if data_path := runner_option(runner_args, "--data-path"):
+        cmd += ["--data-path", data_path]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600, env=env)
     lines = result.stdout.strip().splitlines()
-    import json
-
     try:
         answer = json.loads(lines[-1]) if lines else {}
     except json.JSONDecodeError:
         answer = {}
     if result.returncode != 0 or "error" in answer:
         raise LaunchError(answer.get("error") or f"checking {model} failed: {result.stderr.strip()[-2000:]}")
+
+
+def horovodrun_for(python: str) -> str:
+    """Horovod's launcher, installed beside the environment's python."""
+    return str(Path(python).parent / "horovodrun")
 
 
 def runner_option(args: Sequence[str], name: str) -> str | None:
@@ -224,7 +217,7 @@ def launch(
     jobs: list[tuple[list[str], dict[str, str], str]] = []
     if framework in HOROVOD:
         # horovodrun starts the ranks (Gloo rendezvous) and prefixes their output with [1,rank]
-        horovodrun = str(Path(python).parent / "horovodrun")
+        horovodrun = horovodrun_for(python)
         if not Path(horovodrun).exists():
             raise LaunchError(f"{horovodrun} not found: {NEEDS[framework][1]}")
         cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]

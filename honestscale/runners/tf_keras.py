@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _usermodel, _world
+from honestscale.runners import _keras, _usermodel, _world
 from honestscale.runners.instrument import (
     RECORDING_KEYS,
     RunRecorder,
@@ -142,36 +142,23 @@ def _model(keras: Any, name: str, shape: tuple[int, ...], classes: int) -> Any:
     return keras.Model(inputs, keras.layers.Dense(classes)(x))
 
 
-def _keras_version(keras: Any) -> str:
-    """tf_keras has __version__; the Keras 2 inside TensorFlow <= 2.15 is the ``keras`` package's."""
-    if hasattr(keras, "__version__"):
-        return str(keras.__version__)
-    from importlib.metadata import version
-
-    return version("keras")
-
-
 def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
     import numpy as np
     import tensorflow as tf
 
     hvd: Any = None
-    keras: Any
+    keras: Any = _keras.keras2()
     if args.distributed == "horovod":
-        if int(tf.__version__.split(".")[1]) >= 16:
+        if _keras.legacy_needed(tf):
             raise RuntimeError(f"Horovod's Keras front end needs TensorFlow <= 2.15 (Keras 2), this is {tf.__version__}: "
                                "use the Horovod environment, bash scripts/build-horovod-env")  # fmt: skip
         import horovod.tensorflow.keras
 
-        hvd, keras = horovod.tensorflow.keras, tf.keras
+        hvd = horovod.tensorflow.keras
         hvd.init()
         if hvd.size() != world.world_size or hvd.rank() != world.rank:
             raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
                                     f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun")  # fmt: skip
-    else:
-        import tf_keras
-
-        keras = tf_keras
 
     tf.random.set_seed(args.seed)
     if world.world_size == 1 or hvd is not None:
@@ -212,8 +199,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     local = args.batch_size // world.world_size
     with strategy.scope():
         if _usermodel.is_spec(args.model):  # the user's single-device model, built under the strategy's scope
-            file, func, fn = _usermodel.factory(args.model)
-            model = _usermodel.call(fn, file, func, input_shape=tuple(sample_shape), num_classes=classes)
+            model = _usermodel.build(args.model, "tensorflow", tuple(sample_shape), classes)
         else:
             model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
         optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
@@ -227,7 +213,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if args.data_path else None
     framework, version, backend = "tensorflow", tf.__version__, "grpc"
-    software = base_software() | {"tensorflow": tf.__version__, "keras": _keras_version(keras)}
+    software = base_software() | {"tensorflow": tf.__version__, "keras": _keras.version(keras)}
     if hvd is not None:
         import horovod
 
@@ -244,7 +230,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         framework_version=version, backend=backend if world.world_size > 1 else "none",
         world_size=world.world_size, accelerators_per_node=0, software=software,
         model=_usermodel.name(args.model) if _usermodel.is_spec(args.model) else args.model,
-        model_params=int(sum(np.prod(w.shape) for w in model.trainable_weights)), dataset=dataset_name,
+        model_params=_keras.trainable_params(model), dataset=dataset_name,
         train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
         data_source=source, data_path=path, input_shape=sample_shape,
         global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,

@@ -188,13 +188,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     splits = _splits(args)
     model_name = args.model
     if _usermodel.is_spec(args.model):  # the user's single-device model, distributed below like the built-ins
-        path, func, fn = _usermodel.factory(args.model)
-        built = _usermodel.call(
-            fn, path, func, input_shape=splits.input_shape, num_classes=splits.num_classes
-        )
-        if not isinstance(built, torch.nn.Module):
-            raise _usermodel.UserModelError(f"{path}: {func}() returned {type(built).__name__}, not an nn.Module",
-                                            "return the plain single-device model")  # fmt: skip
+        built = _usermodel.build(args.model, "torch", splits.input_shape, splits.num_classes)
         model, model_name = built.to(device), _usermodel.name(args.model)
     else:
         model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)

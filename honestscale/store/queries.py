@@ -161,7 +161,8 @@ def tuning_trials(con: duckdb.DuckDBPyConnection, campaign: str, study: str) -> 
 
 
 def _step_parts(where: str) -> str:
-    """CTEs per_rank and per_run: warm-up excluded, throughput over the slowest rank, fraction of each part."""
+    """CTEs per_rank and per_run: warm-up excluded, throughput over the slowest rank, fraction of each part,
+    whether communication was measured, and the rank imbalance."""
     return f"""
         per_rank AS (
             SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
@@ -173,7 +174,9 @@ def _step_parts(where: str) -> str:
             SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
                    sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
                    sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer,
-                   bool_or(comm_measured) AS comm_measured
+                   bool_or(comm_measured) AS comm_measured,
+                   -- the slowest rank's step time over the fastest's (load imbalance, stragglers)
+                   CASE WHEN count(*) > 1 THEN max(t_total) / nullif(min(t_total), 0) END AS imbalance
             FROM per_rank GROUP BY run_id
         )"""
 
