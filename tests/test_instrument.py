@@ -117,3 +117,23 @@ def test_sigterm_writes_timeout_and_keeps_earlier_events(tmp_path: Path) -> None
     assert events[-1]["kind"] == "run_stop" and events[-1]["status"] == "timeout"
     steps = [e["step"] for e in events if e["kind"] == "step"]
     assert steps == list(range(len(steps))) and len(steps) >= 6
+
+
+def test_a_second_signal_while_stopping_does_not_replace_the_first(tmp_path: Path) -> None:
+    """SIGTERM from the launcher, then its SIGUSR1 (sent when a peer exited on the same SIGTERM) arriving while
+    this rank is still unwinding: the run records the first cause, and always writes its run_stop."""
+    import os
+    import signal
+
+    from honestscale.runners.instrument import RunTerminated
+
+    with pytest.raises(RunTerminated), RunRecorder(tmp_path, "r", discover({}), sample_interval=0) as rec:
+        rec.start(framework="torch", world_size=1)
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler raises here
+        finally:
+            os.kill(os.getpid(), signal.SIGUSR1)  # the peer's SIGUSR1, during the unwinding
+            time.sleep(0.1)
+    events = _events(tmp_path / "r" / "events-rank0.jsonl")
+    assert events[-1]["kind"] == "run_stop" and events[-1]["status"] == "timeout", events[-1]

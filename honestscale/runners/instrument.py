@@ -355,8 +355,15 @@ class TargetNotReached(Exception):
     """Training ended (epochs, samples or time spent) without reaching the target accuracy."""
 
 
-def _raise(exc: type[Exception], what: str) -> Callable[[int, FrameType | None], None]:
+def _raise(exc: type[Exception], what: str, stopping: list[bool]) -> Callable[[int, FrameType | None], None]:
+    """A handler raising ``exc`` once: after the first stop (signal or end of the block), later signals are
+    ignored, so a second one (the launcher's SIGUSR1 after a peer's SIGTERM exit) cannot interrupt the unwinding
+    or the start of ``__exit__`` and lose the run_stop."""
+
     def handler(signum: int, frame: FrameType | None) -> None:
+        if stopping[0]:
+            return
+        stopping[0] = True
         raise exc(what)
 
     return handler
@@ -421,6 +428,7 @@ class RunRecorder:
         self.world = world
         self.sampler = SystemSampler(self.writer, sample_interval, device) if sample_interval > 0 else None
         self._old: dict[int, Any] = {}
+        self._stopping = [False]  # shared with the signal handlers
 
     def __enter__(self) -> RunRecorder:
         if threading.current_thread() is threading.main_thread():
@@ -428,7 +436,7 @@ class RunRecorder:
                 (signal.SIGTERM, RunTerminated, "SIGTERM: time limit reached or run cancelled"),
                 (signal.SIGUSR1, PeerFailed, "stopped by the launcher because another rank failed"),
             ):
-                self._old[sig] = signal.signal(sig, _raise(exc, what))
+                self._old[sig] = signal.signal(sig, _raise(exc, what, self._stopping))
         return self
 
     def start(self, **fields: Any) -> None:
@@ -443,6 +451,7 @@ class RunRecorder:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._stopping[0] = True  # first: from here no handler raises
         main = threading.current_thread() is threading.main_thread()
         if main:  # a second signal must not cut the run_stop in half
             for sig in self._old:
