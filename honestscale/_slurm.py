@@ -15,13 +15,16 @@ The spec's ``[slurm]`` table says how runs are placed::
     max_in_flight = 8            # array throttle: repetitions of a point running at once
     python = "/path/to/venv/bin/python"  # the interpreter on the compute nodes [default: the framework's
                                          # environment, as `honestscale run` finds it]
+    mpi = "pmix"                 # Horovod's ranks: srun --mpi=pmix (or "pmi2"), or "horovodrun" (Gloo) in the job
     [slurm.env]
     NCCL_DEBUG = "WARN"
 
 Each grid point becomes one job array (one task per repetition), each task one ``srun`` launching
 every rank of the run, so each rank finds its rank, world size and master address from Slurm
-(MXNet's workers derive the scheduler and server roles from them). Horovod's frameworks, built with
-Gloo, are started by ``horovodrun`` on the allocated hosts instead.
+(MXNet's workers derive the scheduler and server roles from them). Horovod's frameworks are started by
+``srun --mpi=pmix`` too (Horovod built with MPI: Slurm's PMIx plugin wires Open MPI up, each rank is one
+Slurm task); with ``mpi = "horovodrun"`` (a Gloo-only build) ``horovodrun --gloo`` starts them on the
+allocated hosts instead.
 Tuning trials are arrays too. Everything is checked before anything is submitted.
 """
 
@@ -44,13 +47,16 @@ from honestscale.runners import launch
 
 SLURM_KEYS = {
     "partition", "account", "qos", "time", "tasks_per_node", "nodes", "cpus_per_task", "gpus_per_task", "modules",
-    "container", "max_in_flight", "python", "env", "sbatch",
+    "container", "max_in_flight", "python", "env", "sbatch", "mpi",
 }  # fmt: skip
 TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
             "DEADLINE"}  # fmt: skip
 STATUS_OF = {"TIMEOUT": "timeout", "DEADLINE": "timeout", "CANCELLED": "cancelled", "PREEMPTED": "cancelled",
              "FAILED": "failed", "NODE_FAIL": "failed", "OUT_OF_MEMORY": "failed", "BOOT_FAIL": "failed",
              "COMPLETED": "failed"}  # a COMPLETED job without a run_stop: the runner died silently  # fmt: skip
+
+
+MPI_MODES = ("pmix", "pmi2", "horovodrun")
 
 
 class SlurmError(HonestscaleError):
@@ -73,6 +79,7 @@ class SlurmSpec:
     python: str = ""  # empty: each framework's own environment (launch.python_for)
     env: dict[str, str] = field(default_factory=dict)
     sbatch: list[str] = field(default_factory=list)
+    mpi: str = "pmix"  # how Horovod's ranks start: srun --mpi=pmix|pmi2, or horovodrun (Gloo) inside the job
 
 
 def parse(spec: _campaign.Spec) -> SlurmSpec:
@@ -93,6 +100,11 @@ def parse(spec: _campaign.Spec) -> SlurmSpec:
     if not re.fullmatch(r"(\d+-)?\d{1,2}(:\d{2}){0,2}", str(raw.get("time", "01:00:00"))):
         raise _campaign.SpecError(
             f"{path}: [slurm] time = {raw['time']!r}", 'use Slurm\'s format, e.g. "00:30:00" or "2-00:00:00"'
+        )
+    if str(raw.get("mpi", "pmix")) not in MPI_MODES:
+        raise _campaign.SpecError(
+            f"{path}: [slurm] mpi = {raw['mpi']!r}",
+            'use "pmix" or "pmi2" (srun --mpi=..., Horovod built with MPI) or "horovodrun" (Gloo)',
         )
     out = SlurmSpec(**raw)
     out.env = {str(k): str(v) for k, v in (raw.get("env") or {}).items()}
@@ -124,6 +136,38 @@ def check_framework(s: SlurmSpec, framework: str) -> None:
         launch.check_installed(framework, python_of(s, framework)) if not s.container else None
     except launch.LaunchError as exc:
         raise SlurmError(str(exc), "install the framework for the [slurm] python, or set container") from None
+    if framework in launch.HOROVOD and s.mpi != "horovodrun":
+        _check_srun_mpi(s, framework)
+
+
+def _check_srun_mpi(s: SlurmSpec, framework: str) -> None:
+    """``srun --mpi=<plugin>`` needs the plugin in this Slurm and a Horovod built with MPI."""
+    if shutil.which("srun"):
+        listed = subprocess.run(
+            ["srun", "--mpi=list"], capture_output=True, text=True, timeout=60, check=False
+        )
+        plugins = set(re.findall(r"\b(pmix|pmi2|cray_shasta|none)\b", listed.stdout + listed.stderr))
+        if listed.returncode == 0 and plugins and s.mpi not in plugins:
+            raise SlurmError(f"[slurm] mpi = {s.mpi!r}: this Slurm has no such MPI plugin (srun --mpi=list: "
+                             f"{', '.join(sorted(plugins))})",
+                             'use one it lists, or mpi = "horovodrun" to start the ranks with Horovod\'s Gloo')  # fmt: skip
+    if s.container:
+        return  # the container's Horovod: checked when the job starts (the ranks then disagree on the world)
+    python = python_of(s, framework)
+    module = launch.HOROVOD_MODULE[framework]
+    code = f"import {module} as h; print(h.mpi_built())"
+    found = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    if found.stdout.strip() != "True":
+        raise SlurmError(
+            f"the Horovod of {python} was built without MPI, which srun --mpi={s.mpi} needs"
+            + (
+                f" ({found.stderr.strip().splitlines()[-1]})"
+                if found.returncode and found.stderr.strip()
+                else ""
+            ),
+            "rebuild it with Open MPI (apt-get install openmpi-bin libopenmpi-dev; bash scripts/build-horovod-env), "
+            'or set [slurm] mpi = "horovodrun" to start the ranks with horovodrun --gloo',
+        )
 
 
 @dataclass
@@ -203,7 +247,10 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
     lines.append(f"export OMP_NUM_THREADS={s.cpus_per_task}")
     if array:
         lines += ["REP=${SLURM_ARRAY_TASK_ID}", f"SEED=$(( {spec.seed} + REP ))"]
-    if first.framework in launch.HOROVOD:
+    if first.framework in launch.HOROVOD and s.mpi != "horovodrun":
+        # Horovod built with MPI: Slurm starts every rank, its PMI plugin wires up Open MPI
+        lines.append(f"srun --mpi={s.mpi} --kill-on-bad-exit=1 {python} -m {module} {runner}")
+    elif first.framework in launch.HOROVOD:
         # Horovod built with Gloo: horovodrun starts the ranks on the allocated nodes (over ssh beyond the first)
         lines.append(
             'HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/$/:${SLURM_NTASKS_PER_NODE%%(*}/" | paste -sd,)'

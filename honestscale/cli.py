@@ -591,6 +591,22 @@ def probe(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the spec, logs and events.")] = Path(
         "runs"
     ),
+    slurm: Annotated[
+        bool, typer.Option("--slurm", help="Submit the runs to Slurm, wait for them, collect, then advise.")
+    ] = False,
+    partition: Annotated[
+        str | None, typer.Option(help="With --slurm: the partition [default: Slurm's default one].")
+    ] = None,
+    account: Annotated[str | None, typer.Option(help="With --slurm: the account to charge.")] = None,
+    time_limit: Annotated[str, typer.Option("--time", help="With --slurm: time limit per run.")] = "00:30:00",
+    tasks_per_node: Annotated[
+        int | None, typer.Option(help="With --slurm: ranks per node [default: every rank on one node].")
+    ] = None,
+    cpus_per_task: Annotated[int, typer.Option(help="With --slurm: CPU cores per rank.")] = 1,
+    gpus_per_task: Annotated[
+        int | None, typer.Option(help="With --slurm: GPUs per rank (omit on CPU partitions).")
+    ] = None,
+    poll: Annotated[float, typer.Option(help="With --slurm: seconds between squeue polls.")] = 10.0,
     store: StoreOpt = None,
     wait: WaitOpt = 30.0,
 ) -> None:
@@ -598,13 +614,34 @@ def probe(
 
     Every run trains the same number of samples (--samples; the first --warmup-steps steps are recorded as
     warm-up and left out of the timings), so time and throughput compare across worker counts. The probe
-    writes a campaign spec (<out>/<name>.toml: rerun it, or submit it to Slurm with `honestscale campaign
-    submit` after adding a [slurm] table), runs it here, ingests every run, and prints `honestscale advise`.
+    writes a campaign spec (<out>/<name>.toml, rerun it with `honestscale campaign run`), runs it, ingests
+    every run, and prints `honestscale advise`.
+
+    With --slurm the spec gets a [slurm] table from the options below and is submitted (one job array per
+    point, every rank started by srun); the probe waits for the jobs (squeue/scontrol), collects them (a job
+    Slurm killed is recorded, not dropped) and advises. --out must be on a filesystem the compute nodes
+    share. Interrupted while waiting, the jobs keep running: `honestscale campaign status|collect <spec>`.
 
       honestscale probe --model examples/byo/mycnn.py:build --workers 1,2
+
+      honestscale probe --model mycnn.py:build --workers 1,2,4,8 --slurm --partition gpu --gpus-per-task 1 \\
+          --tasks-per-node 4 --cpus-per-task 8
     """
-    from honestscale import _advise
+    from honestscale import _advise, _slurm
     from honestscale.runners import _usermodel, launch
+
+    slurm_given = [n for n, v in (("--partition", partition), ("--account", account), ("--tasks-per-node",
+                   tasks_per_node), ("--gpus-per-task", gpus_per_task)) if v is not None]  # fmt: skip
+    if slurm_given and not slurm:
+        raise HonestscaleError(
+            f"{', '.join(slurm_given)} only apply to Slurm", "add --slurm, or leave them out"
+        )
+    slurm_table: dict[str, Any] = {}
+    if slurm:
+        slurm_table = {"partition": partition or _default_partition(), "time": time_limit,
+                       "cpus_per_task": cpus_per_task}  # fmt: skip
+        slurm_table |= {k: v for k, v in (("account", account), ("tasks_per_node", tasks_per_node),
+                        ("gpus_per_task", gpus_per_task)) if v is not None}  # fmt: skip
 
     try:
         counts = sorted({int(w) for w in workers.split(",") if w.strip()})
@@ -637,6 +674,14 @@ def probe(
                 ) from None
             err.print(f"skipping {f}: {exc}", highlight=False)
             continue
+        if slurm:
+            try:  # the compute nodes' interpreter is this environment's: can it start this framework there?
+                _slurm.check_framework(_slurm.SlurmSpec(**slurm_table), f)
+            except HonestscaleError as exc:
+                if chosen:
+                    raise
+                err.print(f"skipping {f} on Slurm: {exc.message}", highlight=False)
+                continue
         try:
             launch.check_user_files(f, python, runner_args)
         except launch.LaunchError as exc:
@@ -659,10 +704,24 @@ def probe(
             "warmup_steps": warmup_steps, "eval_every": 1000, "sample_interval": 0.5}  # fmt: skip
     if data_path:
         args["data_path"] = str(data_path.resolve())
-    spec.write_text(_probe_spec(campaign, repetitions, args, usable, counts), encoding="utf-8")
+    spec.write_text(_probe_spec(campaign, repetitions, args, usable, counts, slurm_table), encoding="utf-8")
     err.print(f"probe {campaign}: {len(usable)} framework(s) x {len(counts)} worker count(s) x {repetitions} "
-              f"run(s) of {samples:,} samples; spec {spec}", highlight=False)  # fmt: skip
-    not_ok = _run_campaign(spec, store, False, wait)
+              f"run(s) of {samples:,} samples{' on Slurm' if slurm else ''}; spec {spec}", highlight=False)  # fmt: skip
+    if slurm:
+        _submit_campaign(spec, store, dry_run=False, arrays=True, wait=wait)
+        try:
+            _wait_for_jobs(spec, store, wait, poll)
+        except KeyboardInterrupt:
+            err.print(f"stopped waiting; the jobs go on running: follow with `honestscale campaign status {spec}`, "
+                      f"then `honestscale campaign collect {spec}` and `honestscale advise --campaign {campaign}`",
+                      highlight=False)  # fmt: skip
+            raise typer.Exit(130) from None
+        _collect_campaign(spec, store, wait)
+        with _store(store, read_only=True, wait=wait) as con:
+            not_ok = [r[0] for r in con.execute(
+                "SELECT run_id FROM runs WHERE campaign = ? AND status <> 'success'", [campaign]).fetchall()]  # fmt: skip
+    else:
+        not_ok = _run_campaign(spec, store, False, wait)
     with _store(store, read_only=True, wait=wait) as con:
         advice = _advise.advise(con, campaign)
     out.print("\nverdict", style="bold")
@@ -684,8 +743,26 @@ def _stage_digits(folder: Path) -> Path:
     return folder
 
 
+def _default_partition() -> str:
+    """Slurm's default partition (sinfo marks it with *)."""
+    from honestscale import _slurm
+
+    names = _slurm._run(["sinfo", "-h", "-o", "%P"], "sinfo").split()
+    default = [n.rstrip("*") for n in names if n.endswith("*")]
+    if not default:
+        raise HonestscaleError(
+            f"this Slurm has no default partition (sinfo: {', '.join(names) or 'none'})", "give --partition"
+        )
+    return default[0]
+
+
 def _probe_spec(
-    name: str, repetitions: int, args: dict[str, Any], frameworks: list[str], workers: list[int]
+    name: str,
+    repetitions: int,
+    args: dict[str, Any],
+    frameworks: list[str],
+    workers: list[int],
+    slurm: dict[str, Any] | None = None,
 ) -> str:
     def toml(v: Any) -> str:
         return json.dumps(v)  # strings, numbers and lists of them are the same in TOML and JSON
@@ -705,6 +782,8 @@ def _probe_spec(
               "[tool.honestscale.lint]",
               'ignore = [{ code = "HS110", reason = "a probe trains a fixed number of samples on purpose: it measures '
               'where step time goes, not time to a converged model" }]']  # fmt: skip
+    if slurm:
+        lines += ["", "[slurm]", *(f"{k} = {toml(v)}" for k, v in slurm.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -854,10 +933,15 @@ def campaign_submit(
     again once they have ended and been collected: it then submits the final runs with the best trial.
     The scripts, job ids and the plan are recorded in the store.
     """
+    _submit_campaign(spec, store, dry_run=dry_run, arrays=arrays, wait=wait)
+
+
+def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: bool, wait: float) -> int:
+    """campaign submit: check everything, then sbatch the runs not submitted yet; the number of jobs."""
     from honestscale import _campaign, _slurm
 
     s, sl = _load_slurm_campaign(spec)
-    for framework in {s.framework, *(str(v) for v in s.grid.get("framework", []))}:
+    for framework in s.frameworks():
         _slurm.check_framework(sl, framework)
     # every run's shape is checked now, before the store or Slurm is touched
     _slurm.scripts(s, sl, s.plans(), arrays=arrays)
@@ -893,15 +977,16 @@ def campaign_submit(
         for job in jobs:
             print(f"# --- {job.point}: {len(job.plans)} run(s) ---")
             print(job.script)
-        return
+        return 0
     if not jobs:
         err.print("every run of this campaign has been submitted: see `honestscale campaign status`")
-        return
+        return 0
     _record_spec(store, s, wait)
     with _store(store, read_only=False, wait=wait) as con:
         done = _slurm.submit(con, s, jobs)
     err.print(f"submitted {len(jobs)} job(s) for {len(done)} {stage} of {s.name}; "
               f"follow with `honestscale campaign status {spec}`", highlight=False)  # fmt: skip
+    return len(jobs)
 
 
 def _states_table(states: list[Any]) -> Any:
@@ -961,6 +1046,10 @@ def campaign_collect(
 ) -> None:
     """Ingest what the campaign's runs wrote; jobs that timed out, were cancelled, failed or never started are
     recorded with that status (a run_stop naming the Slurm job), never dropped."""
+    _collect_campaign(spec, store, wait)
+
+
+def _collect_campaign(spec: Path, store: Path | None, wait: float) -> None:
     from honestscale import _slurm
 
     s, _ = _load_slurm_campaign(spec)
@@ -977,6 +1066,34 @@ def campaign_collect(
         summary = Ingester(con, campaign=s.name).ingest(discover([str(s.out)]).sources)
     pending = [st for st in states if st.state not in _slurm.TERMINAL]
     print(summary.line() + (f"; {len(pending)} job(s) still pending or running" if pending else ""))
+
+
+def _wait_for_jobs(spec: Path, store: Path | None, wait: float, interval: float) -> None:
+    """Poll the campaign's jobs (squeue, then scontrol) until every one has ended, with a progress bar."""
+    from honestscale import _slurm
+
+    s, _ = _load_slurm_campaign(spec)
+    with Progress(
+        TextColumn(f"[bold]{escape(s.name)} on Slurm[/]"), BarColumn(), TextColumn("{task.completed}/{task.total} ended"),
+        TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("jobs", total=None, now="")
+        last = ""
+        while True:
+            with _store(store, read_only=False, wait=wait) as con:
+                states = _slurm.poll(con, s.name, s.out)
+            counts: dict[str, int] = {}
+            for st in states:
+                counts[st.state] = counts.get(st.state, 0) + 1
+            now = ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
+            ended = sum(st.state in _slurm.TERMINAL for st in states)
+            progress.update(task, total=len(states), completed=ended, now=now)
+            if not err.is_terminal and now != last:
+                err.print(f"{s.name}: {now}", highlight=False)
+            last = now
+            if ended == len(states):
+                return
+            time.sleep(interval)
 
 
 @campaign_app.command("resubmit")

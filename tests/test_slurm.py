@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, hs, query
+from tests.conftest import REPO, framework_python, hs, query
 
 SPEC = """
 [campaign]
@@ -91,6 +92,7 @@ def test_slurm_bad_specs_are_refused_before_submission(tmp_path: Path, slurm: di
         ("unknown", "nodez = 2", "unknown key 'nodez' in [slurm]"),
         ("shape", "tasks_per_node = 1\nnodes = 1", "2 workers do not fit 1 node(s) x 1 task(s) per node"),
         ("python", f'python = "{bare / "bin" / "python"}"', "needs torch, sklearn, not installed"),
+        ("mpi", 'mpi = "pmi3"', "[slurm] mpi = 'pmi3'"),
     ]
     for name, extra, message in cases:
         spec = _spec(tmp_path, name, workers="[2]", extra=extra)
@@ -180,3 +182,62 @@ def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slu
     assert c["status"] == "cancelled" and "cancelled" in c["reason"]
     (h,) = json.loads(hs("runs", "--store", stores[held], "-f", "json").stdout)
     assert h["status"] == "cancelled" and "never started" in h["reason"]
+
+
+@pytest.mark.slow
+def test_slurm_horovod_ranks_are_started_by_srun_pmix(tmp_path: Path, slurm: dict[str, str]) -> None:
+    """Horovod built with Open MPI: each rank is a Slurm task of `srun --mpi=pmix`, wired up by Slurm's PMIx."""
+    framework_python("horovod-tf")
+    framework_python("horovod-torch")
+    spec = _spec(tmp_path, "hvdpmix", workers="[2]", epochs=2)
+    text = spec.read_text().replace("[grid]", '[grid]\nframework = ["horovod-torch", "horovod-tf"]')
+    spec.write_text(text.replace("sample_interval = 0.5", "sample_interval = 0.5\nbatch_size = 64"))
+    dry = hs("campaign", "submit", spec, "--store", tmp_path / "dry.duckdb", "--dry-run", env=slurm)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.count("srun --mpi=pmix --kill-on-bad-exit=1") == 2 and "horovodrun" not in dry.stdout
+    store = tmp_path / "s.duckdb"
+    sub = hs("campaign", "submit", spec, "--store", store, env=slurm)
+    assert sub.returncode == 0, sub.stderr
+    _until(lambda: _states(spec, store, slurm).strip().endswith("2 completed"), 400, "the 2 Horovod runs")
+    assert hs("campaign", "collect", spec, "--store", store, env=slurm).returncode == 0
+    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    outs = "".join(p.read_text() for p in spec.parent.glob("runs/*.slurm.out"))
+    assert sorted(r["framework"] for r in runs) == ["horovod-tf", "horovod-torch"], outs[-3000:]
+    for r in runs:
+        assert r["status"] == "success" and r["n_accelerators"] == 2, (r, outs[-3000:])
+        shown = json.loads(hs("show", r["run_id"], "--store", store, "-f", "json").stdout)
+        # Slurm started the ranks and Horovod exchanged gradients over MPI, not Gloo
+        assert shown["launcher"] == "slurm" and shown["backend"] == "mpi", shown
+        assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
+        assert shown["final_accuracy"]["value"] > 0.5
+
+
+@pytest.mark.slow
+def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm: dict[str, str]) -> None:
+    model = f"{REPO / 'examples' / 'byo' / 'mycnn.py'}:build"
+    lonely = hs(
+        "probe", "--model", model, "--partition", "local", "--store", tmp_path / "x.duckdb", env=slurm
+    )
+    assert lonely.returncode == 2 and "--partition only apply to Slurm" in lonely.stderr
+    store = tmp_path / "s.duckdb"
+    result = hs("probe", "--model", model, "--workers", "1,2", "--framework", "torch", "--samples", "2000",
+                "--repetitions", "2", "--slurm", "--time", "00:10:00", "--poll", "2", "--out", tmp_path / "probe",
+                "--store", store, env=slurm, timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    spec = (tmp_path / "probe" / "probe-mycnn-build.toml").read_text()
+    assert '[slurm]\npartition = "local"' in spec  # Slurm's default partition, from sinfo
+    # one job array per worker count, a task per repetition, every rank started by srun
+    assert query(store, "SELECT count(*), count(DISTINCT split_part(job_id, '_', 1)) FROM slurm_jobs") == [
+        (4, 2)
+    ]
+    assert all(
+        "srun --kill-on-bad-exit=1" in str(s[0]) for s in query(store, "SELECT script FROM slurm_jobs")
+    )
+    rows = query(store, "SELECT world_size, status, launcher, model, slurm_job_id FROM runs ORDER BY 1")
+    assert [r[:4] for r in rows] == [(w, "success", "slurm", "mycnn:build") for w in (1, 1, 2, 2)]
+    assert all("_" in str(r[4]) for r in rows)
+    verdict = result.stdout[result.stdout.index("verdict") :]
+    for workers in (1, 2):
+        assert re.search(rf"mycnn:build / torch at {workers} worker\(s\): .+ bound \(\d+ %\)", verdict), (
+            verdict
+        )

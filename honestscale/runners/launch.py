@@ -44,6 +44,7 @@ RUNNER_ARGS: dict[str, tuple[str, ...]] = {
 }
 # Horovod's ranks are started by its own launcher, horovodrun (Gloo), found beside the environment's python
 HOROVOD = ("horovod-torch", "horovod-tf")
+HOROVOD_MODULE = {"horovod-torch": "horovod.torch", "horovod-tf": "horovod.tensorflow"}
 _HVD_ENV = ("HONESTSCALE_HVD_PYTHON", ".venv-hvd")
 # framework -> (environment variable naming its python, default virtual environment folder); None: this python
 ENVIRONMENTS: dict[str, tuple[str, str] | None] = {

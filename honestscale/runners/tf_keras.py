@@ -158,7 +158,8 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         hvd.init()
         if hvd.size() != world.world_size or hvd.rank() != world.rank:
             raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
-                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun")  # fmt: skip
+                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun, or with "
+                                    "srun --mpi=pmix and a Horovod built with MPI")  # fmt: skip
 
     tf.random.set_seed(args.seed)
     if world.world_size == 1 or hvd is not None:

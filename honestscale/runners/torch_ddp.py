@@ -181,7 +181,8 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         hvd.init()
         if hvd.size() != world.world_size or hvd.rank() != world.rank:
             raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
-                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun")  # fmt: skip
+                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun, or with "
+                                    "srun --mpi=pmix and a Horovod built with MPI")  # fmt: skip
         if args.grad_compression == "powersgd":
             raise data.DataError("--grad-compression powersgd is a DDP hook: with Horovod use none or fp16")
     torch.manual_seed(args.seed)
