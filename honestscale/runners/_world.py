@@ -7,7 +7,8 @@ Checked in this order, the first that is complete wins:
    Open MPI (``mpirun``, ``horovodrun`` with MPI): ``OMPI_COMM_WORLD_RANK``, ``..._LOCAL_RANK``, ``..._SIZE``,
    ``..._LOCAL_SIZE``; then PMI (MPICH, Intel MPI, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``;
 3. Slurm (``srun``; ``srun --mpi=pmix`` for Horovod built with MPI): ``SLURM_PROCID``, ``SLURM_LOCALID``,
-   ``SLURM_NTASKS``, with the master address the first host of ``SLURM_JOB_NODELIST`` (expanded: ``gpu[01-04,07]``) and a port derived from the job id;
+   ``SLURM_NTASKS``, with the master address the first host of ``SLURM_JOB_NODELIST`` (expanded:
+   ``gpu[01-04,07]``) and a port derived from the job id;
 4. otherwise one process: rank 0 of 1.
 """
 
