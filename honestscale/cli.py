@@ -606,6 +606,14 @@ def probe(
     gpus_per_task: Annotated[
         int | None, typer.Option(help="With --slurm: GPUs per rank (omit on CPU partitions).")
     ] = None,
+    exclusive: Annotated[
+        bool,
+        typer.Option(
+            "--exclusive/--shared",
+            help="With --slurm: each run on nodes of its own (sbatch --exclusive), as HS208 asks; --shared lets "
+            "runs share nodes with other jobs (measurements then fail HS208).",
+        ),
+    ] = True,
     poll: Annotated[float, typer.Option(help="With --slurm: seconds between squeue polls.")] = 10.0,
     store: StoreOpt = None,
     wait: WaitOpt = 30.0,
@@ -618,7 +626,7 @@ def probe(
     every run, and prints `honestscale advise`.
 
     With --slurm the spec gets a [slurm] table from the options below and is submitted (one job array per
-    point, every rank started by srun); the probe waits for the jobs (squeue/scontrol), collects them (a job
+    point, every rank started by srun, each run on nodes of its own unless --shared); the probe waits for the jobs (squeue/scontrol), collects them (a job
     Slurm killed is recorded, not dropped) and advises. --out must be on a filesystem the compute nodes
     share. Interrupted while waiting, the jobs keep running: `honestscale campaign status|collect <spec>`.
 
@@ -642,6 +650,8 @@ def probe(
                        "cpus_per_task": cpus_per_task}  # fmt: skip
         slurm_table |= {k: v for k, v in (("account", account), ("tasks_per_node", tasks_per_node),
                         ("gpus_per_task", gpus_per_task)) if v is not None}  # fmt: skip
+        if exclusive:
+            slurm_table["sbatch"] = ["--exclusive"]
 
     try:
         counts = sorted({int(w) for w in workers.split(",") if w.strip()})

@@ -226,6 +226,7 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     spec = (tmp_path / "probe" / "probe-mycnn-build.toml").read_text()
     assert '[slurm]\npartition = "local"' in spec  # Slurm's default partition, from sinfo
+    assert 'sbatch = ["--exclusive"]' in spec
     # one job array per worker count, a task per repetition, every rank started by srun
     assert query(store, "SELECT count(*), count(DISTINCT split_part(job_id, '_', 1)) FROM slurm_jobs") == [
         (4, 2)
@@ -236,6 +237,12 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
     rows = query(store, "SELECT world_size, status, launcher, model, slurm_job_id FROM runs ORDER BY 1")
     assert [r[:4] for r in rows] == [(w, "success", "slurm", "mycnn:build") for w in (1, 1, 2, 2)]
     assert all("_" in str(r[4]) for r in rows)
+    # each run had the node to itself (the runners read it back from scontrol), so HS208 finds nothing
+    for events in (tmp_path / "probe").glob("*/events-rank0.jsonl"):
+        start = json.loads(events.read_text().splitlines()[0])
+        assert start["kind"] == "run_start" and start["isolation"]["exclusive"] is True, events
+    lint = json.loads(hs("lint", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout)
+    assert lint and not [f for f in lint if f["code"] == "HS208"]
     verdict = result.stdout[result.stdout.index("verdict") :]
     for workers in (1, 2):
         assert re.search(rf"mycnn:build / torch at {workers} worker\(s\): .+ bound \(\d+ %\)", verdict), (
