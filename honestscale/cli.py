@@ -574,7 +574,8 @@ def probe(
         str | None,
         typer.Option(
             help="Frameworks to try, comma-separated [default: every one whose environment is here and "
-            "that takes this model: torch and horovod-torch for an nn.Module]."
+            "that takes this model: torch and horovod-torch for an nn.Module, tensorflow and horovod-tf for a "
+            "Keras Model]."
         ),
     ] = None,
     dataset: Annotated[
@@ -666,13 +667,13 @@ def probe(
     runner_args = ["--model", model, "--dataset", dataset] + (
         ["--data-path", str(data_path)] if data_path else []
     )
-    probe_frameworks = ["torch", "horovod-torch"]  # the runners with a fixed sample budget (--max-samples)
+    probe_frameworks = ["torch", "horovod-torch", "tensorflow", "horovod-tf"]  # those with --max-samples
     chosen = [f.strip() for f in framework.split(",")] if framework else []
     for f in chosen:
         if f not in probe_frameworks:
             raise HonestscaleError(f"--framework {f}: probe runs {', '.join(probe_frameworks)}",
                                    "train other frameworks with honestscale run or a campaign")  # fmt: skip
-    usable = []
+    usable, other_family = [], []
     for f in chosen or probe_frameworks:
         try:
             python = launch.python_for(f)
@@ -694,12 +695,19 @@ def probe(
                 continue
         try:
             launch.check_user_files(f, python, runner_args)
+        except launch.WrongFamily as exc:  # a Keras model is not probed with torch, nor the reverse
+            if chosen:
+                raise HonestscaleError(str(exc), "leave that framework out; no run was started") from None
+            other_family.append(f"{f}: {exc}")
+            continue
         except launch.LaunchError as exc:
             raise HonestscaleError(str(exc), "fix the model file; no run was started") from None
         usable.append(f)
     if not usable:
         raise HonestscaleError(
-            "no framework environment can run this model here", "see README: Framework environments"
+            "no framework environment can run this model here"
+            + "".join(f"\n  {line}" for line in other_family),
+            "see README: Framework environments",
         )
     campaign = name or f"probe-{_usermodel.label(model)}"
     out_dir.mkdir(parents=True, exist_ok=True)

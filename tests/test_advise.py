@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import REPO, hs, query
+from tests.conftest import REPO, framework_python, hs, query
 
 MODEL = REPO / "examples" / "byo" / "mycnn.py"
 PARTS = {
@@ -60,3 +60,38 @@ def test_advice_never_comes_from_runs_that_fail_hs106(tmp_path: Path, store: Pat
     text = hs("advise", "--store", store, "--campaign", "inmem").stdout
     assert "Excluded 1 run(s) failing HS101, HS106, HS110: inmem-1 (HS106" in " ".join(text.split())
     assert "No successful final runs to advise from" in text
+
+
+def test_probe_of_a_keras_model_runs_the_tensorflow_frameworks_only(tmp_path: Path, store: Path) -> None:
+    framework_python("tensorflow")
+    framework_python("horovod-tf")
+    model = f"{REPO / 'examples' / 'byo' / 'mykeras.py'}:build"
+    result = hs("probe", "--model", model, "--workers", "1,2", "--samples", "1500", "--repetitions", "1",
+                "--warmup-steps", "3", "--out", tmp_path / "probe", "--store", store, timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    spec = (tmp_path / "probe" / "probe-mykeras-build.toml").read_text()
+    # the PyTorch frameworks cannot build a Keras model: left out, not failed
+    assert 'framework = ["tensorflow", "horovod-tf"]' in spec, result.stderr
+    rows = query(
+        store,
+        "SELECT framework, world_size, status, model, stop_criterion, stop_value FROM runs ORDER BY 1, 2",
+    )
+    assert [r[:2] for r in rows] == [
+        ("horovod-tf", 1),
+        ("horovod-tf", 2),
+        ("tensorflow", 1),
+        ("tensorflow", 2),
+    ]
+    assert {r[2:] for r in rows} == {("success", "mykeras:build", "samples", 1500.0)}
+    # a fixed sample budget: every run stopped at the first global batch that reached it (24 x 64 >= 1500)
+    trained = query(
+        store, "SELECT run_id, sum(samples), count(*) FILTER (warmup) FROM steps WHERE rank = 0 GROUP BY 1"
+    )
+    world = dict(query(store, "SELECT run_id, world_size FROM runs"))
+    assert all(n * world[r] == 24 * 64 and w == 3 for r, n, w in trained), trained
+    verdict = result.stdout[result.stdout.index("verdict") :]
+    for framework in ("tensorflow", "horovod-tf"):
+        for workers in (1, 2):
+            assert re.search(
+                rf"mykeras:build / {framework} at {workers} worker\(s\): .+ bound \(\d+ %\)", verdict
+            )

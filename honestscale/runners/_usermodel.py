@@ -35,6 +35,14 @@ class UserModelError(ValueError):
         return f"{self.args[0]}; fix: {self.fix}"
 
 
+class WrongFamily(UserModelError):
+    """The model is written for another framework family (a Keras model for torch, a file importing torch in
+    TensorFlow's environment): not a broken file, a framework that cannot run it."""
+
+
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "tf_keras", "mxnet")
+
+
 def is_spec(value: str | None) -> bool:
     """Whether a --model/--dataset value names a user file (``file.py:function``) rather than a built-in."""
     return bool(value) and ".py:" in str(value)
@@ -60,16 +68,28 @@ def _load(path: Path) -> ModuleType:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        tb = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(tb) if Path(f.filename).resolve() == path.resolve()), None)
-        where = f"{path}, line {line}" if line else str(path)
-        raise UserModelError(
-            f"{where}: importing it raised {type(exc).__name__}: {exc}",
-            "fix the file so that `python " + str(path) + "` runs without error",
-        ) from None
+        raise _other_framework(path, exc) or _import_error(path, exc) from None
     finally:
         sys.path.remove(str(path.resolve().parent))
     return module
+
+
+def _other_framework(path: Path, exc: Exception) -> WrongFamily | None:
+    """A file written for another framework, run in this framework's environment: it cannot import that one."""
+    if not isinstance(exc, ModuleNotFoundError) or (exc.name or "").split(".")[0] not in FRAMEWORK_MODULES:
+        return None
+    return WrongFamily(f"{path} imports {exc.name}, which this framework's environment does not have",
+                       "train it with the framework it is written for")  # fmt: skip
+
+
+def _import_error(path: Path, exc: Exception) -> UserModelError:
+    tb = traceback.extract_tb(exc.__traceback__)
+    line = next((f.lineno for f in reversed(tb) if Path(f.filename).resolve() == path.resolve()), None)
+    where = f"{path}, line {line}" if line else str(path)
+    return UserModelError(
+        f"{where}: importing it raised {type(exc).__name__}: {exc}",
+        "fix the file so that `python " + str(path) + "` runs without error",
+    )
 
 
 def factory(spec: str) -> tuple[Path, str, Any]:
@@ -108,7 +128,7 @@ def call(fn: Any, path: Path, func: str, **available: Any) -> Any:
     try:
         return fn(**kwargs)
     except Exception as exc:
-        raise UserModelError(
+        raise _other_framework(path, exc) or UserModelError(
             f"{path}: {func}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) raised {type(exc).__name__}: {exc}",
             f"fix {func}() so that it builds the model for these arguments",
         ) from None
@@ -169,7 +189,7 @@ def build(spec: str, framework: str, input_shape: tuple[int, ...], num_classes: 
         import torch
 
         if not isinstance(model, torch.nn.Module):
-            raise UserModelError(
+            raise WrongFamily(
                 f"{path}: {func}() returned {type(model).__name__}, not a torch.nn.Module",
                 "return the plain single-device model (e.g. nn.Sequential(...)); honestscale wraps it in DDP",
             )
@@ -177,7 +197,7 @@ def build(spec: str, framework: str, input_shape: tuple[int, ...], num_classes: 
         from honestscale.runners import _keras
 
         if not isinstance(model, _keras.keras2().Model):
-            raise UserModelError(
+            raise WrongFamily(
                 f"{path}: {func}() returned {type(model).__name__}, not a Keras Model (tf_keras / tf.keras)",
                 "return an uncompiled keras.Model; honestscale compiles and distributes it",
             )
@@ -252,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             data = _data.digits_arrays()
         print(json.dumps(check(args.framework, args.model, data)))
     except (UserModelError, _data.DataError) as exc:
-        print(json.dumps({"error": str(exc)}))
+        print(json.dumps({"error": str(exc), "wrong_family": isinstance(exc, WrongFamily)}))
         return 2
     return 0
 

@@ -109,6 +109,10 @@ class LaunchError(ValueError):
     """The launch cannot start: the message names the option and the fix."""
 
 
+class WrongFamily(LaunchError):
+    """The user's model is written for another framework family than the one asked for."""
+
+
 @dataclass
 class LaunchResult:
     run_id: str
@@ -160,7 +164,8 @@ def check_user_files(framework: str, python: str, runner_args: Sequence[str]) ->
     except json.JSONDecodeError:
         answer = {}
     if result.returncode != 0 or "error" in answer:
-        raise LaunchError(answer.get("error") or f"checking {model} failed: {result.stderr.strip()[-2000:]}")
+        error = WrongFamily if answer.get("wrong_family") else LaunchError
+        raise error(answer.get("error") or f"checking {model} failed: {result.stderr.strip()[-2000:]}")
 
 
 def horovodrun_for(python: str) -> str:

@@ -57,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--target-accuracy", type=float)
+    p.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    p.add_argument("--max-samples", type=int,
+                   help="stop after this many training samples (all workers together; --epochs is the cap)")  # fmt: skip
+    p.add_argument("--eval-every", type=int, default=1, help="evaluate train and validation every N epochs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--distributed", choices=["strategy", "horovod"], default="strategy",
@@ -209,7 +212,11 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         model.compile(optimizer=optimizer,
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])  # fmt: skip
     criterion, value = (
-        ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
+        ("target_accuracy", args.target_accuracy)
+        if args.target_accuracy
+        else ("samples", args.max_samples)
+        if args.max_samples is not None
+        else ("epochs", args.epochs)
     )
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if args.data_path else None
@@ -272,10 +279,13 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
             self.step = 0
             self.t0 = 0.0
             self.epoch_t0 = 0.0
+            self.epoch_step0 = 0
             self.reached = False
+            self.samples = 0  # every worker counts the same global batches, so all stop at the same step
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.epoch_t0 = time.perf_counter()
+            self.epoch_step0 = self.step
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             self.t0 = time.perf_counter()
@@ -287,11 +297,17 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
                    t_compute=total - data_t, t_comm=0.0, t_optimizer=0.0, comm_measured=False,
                    warmup=self.step < args.warmup_steps)  # fmt: skip
             self.step += 1
+            self.samples += args.batch_size
+            if args.max_samples is not None and self.samples >= args.max_samples:
+                self.model.stop_training = True  # Keras ends the epoch after this step
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             logs = logs or {}
-            w.epoch(epoch=epoch, train_loss=float(logs.get("loss", float("nan"))), samples=steps_per_epoch * local,
+            w.epoch(epoch=epoch, train_loss=float(logs.get("loss", float("nan"))), samples=(self.step - self.epoch_step0) * local,
                     train_accuracy=float(logs.get("accuracy", float("nan"))), t_total=time.perf_counter() - self.epoch_t0)  # fmt: skip
+            last = epoch == args.epochs - 1 or self.model.stop_training
+            if (epoch + 1) % args.eval_every and not last and args.target_accuracy is None:
+                return
             acc = {}
             for split in ("train", "validation"):
                 x, y = data[split]
