@@ -261,7 +261,7 @@ def _script(spec: _campaign.Spec, s: SlurmSpec, group: list[_campaign.RunPlan], 
     return "\n".join(lines) + "\n"
 
 
-def _run(cmd: list[str], what: str) -> str:
+def command(cmd: list[str], what: str) -> str:
     if shutil.which(cmd[0]) is None:
         raise SlurmError(
             f"{cmd[0]} not found: no Slurm client here",
@@ -285,7 +285,7 @@ def submit(
     for job in jobs:
         path = folder / f"{job.plans[0].run_id}.sbatch"
         path.write_text(job.script, encoding="utf-8")
-        job_id = _run(["sbatch", "--parsable", str(path)], f"sbatch {path}").strip().split(";")[0]
+        job_id = command(["sbatch", "--parsable", str(path)], f"sbatch {path}").strip().split(";")[0]
         for p in job.plans:
             task = f"{job_id}_{p.seed - spec.seed}" if job.array else job_id
             con.execute(
@@ -325,7 +325,7 @@ def poll(con: duckdb.DuckDBPyConnection, campaign: str, out: Path) -> list[JobSt
     live: dict[str, tuple[str, str]] = {}
     if shutil.which("squeue"):
         ids = sorted({j.split("_")[0] for _, j, _ in jobs})
-        text = _run(["squeue", "-h", "-r", "-o", "%i|%T|%r", "-j", ",".join(ids)], "squeue") if ids else ""
+        text = command(["squeue", "-h", "-r", "-o", "%i|%T|%r", "-j", ",".join(ids)], "squeue") if ids else ""
         for line in text.splitlines():
             job, state, reason = [*line.split("|"), "", ""][:3]
             live[job.strip()] = (state.strip(), reason.strip())

@@ -627,9 +627,10 @@ def probe(
     every run, and prints `honestscale advise`.
 
     With --slurm the spec gets a [slurm] table from the options below and is submitted (one job array per
-    point, every rank started by srun, each run on nodes of its own unless --shared); the probe waits for the jobs (squeue/scontrol), collects them (a job
-    Slurm killed is recorded, not dropped) and advises. --out must be on a filesystem the compute nodes
-    share. Interrupted while waiting, the jobs keep running: `honestscale campaign status|collect <spec>`.
+    point, every rank started by srun, each run on nodes of its own unless --shared); the probe waits for
+    the jobs (squeue/scontrol), collects them (a job Slurm killed is recorded, not dropped) and advises.
+    --out must be on a filesystem the compute nodes share. Interrupted while waiting, the jobs keep
+    running: `honestscale campaign status|collect <spec>`.
 
       honestscale probe --model examples/byo/mycnn.py:build --workers 1,2
 
@@ -765,7 +766,7 @@ def _default_partition() -> str:
     """Slurm's default partition (sinfo marks it with *)."""
     from honestscale import _slurm
 
-    names = _slurm._run(["sinfo", "-h", "-o", "%P"], "sinfo").split()
+    names = _slurm.command(["sinfo", "-h", "-o", "%P"], "sinfo").split()
     default = [n.rstrip("*") for n in names if n.endswith("*")]
     if not default:
         raise HonestscaleError(
