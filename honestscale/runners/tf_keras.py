@@ -335,6 +335,11 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     test = float(model.evaluate(x_test, y_test, batch_size=256, verbose=0)[1])  # once, at the end
     if world.is_main:
         w.eval(split="test", metric="accuracy", value=test, samples=len(y_test), epoch=events.epoch)
+    if hvd is not None:
+        hvd.allreduce(tf.constant(0.0), name="honestscale.end")  # every rank is past its last Horovod call
+        # MPI_Finalize (Horovod built with MPI): under srun --mpi=pmix a rank that exits without it makes PMIx
+        # abort the step, killing the ranks still writing their last events
+        hvd.shutdown()
     if args.target_accuracy is not None and not events.reached:
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {args.epochs} epochs"

@@ -381,6 +381,10 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     reached = decide(reached)
     if world.world_size > 1:
         hvd.barrier() if hvd else dist.barrier()  # the last collective: no rank tears the group down while another still uses it
+    if hvd:
+        # MPI_Finalize (Horovod built with MPI): under srun --mpi=pmix a rank that exits without it makes PMIx
+        # abort the step, killing the ranks still writing their last events
+        hvd.shutdown()
     if args.target_accuracy is not None and not reached:
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
