@@ -266,6 +266,11 @@ def lines(a: Advice) -> list[str]:
     if a.excluded:
         out.append(f"Excluded {len(a.excluded)} run(s) failing {', '.join(BLOCKING)}: "
                    + ", ".join(f"{r} ({', '.join(c)})" for r, c in sorted(a.excluded.items())))  # fmt: skip
+    if not a.setups and a.excluded and all("HS101" in c for c in a.excluded.values()):
+        out.append("Nothing to advise from: test accuracy differs across worker counts by more than HS101 allows "
+                   "(`honestscale lint --select HS101` gives the numbers). Train longer (probe --samples) until "
+                   "it settles, or check the learning rate and batch at the larger worker count.")  # fmt: skip
+        return out
     if not a.setups:
         out.append("No successful final runs to advise from: run a campaign or `honestscale probe` first.")
         return out
