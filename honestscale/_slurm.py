@@ -35,8 +35,10 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -140,17 +142,24 @@ def check_framework(s: SlurmSpec, framework: str) -> None:
         _check_srun_mpi(s, framework)
 
 
+@cache
+def _mpi_plugins() -> frozenset[str]:
+    """The MPI plugins ``srun --mpi=list`` names (empty when there is no srun or it says nothing readable)."""
+    if not shutil.which("srun"):
+        return frozenset()
+    listed = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True, timeout=60, check=False)
+    if listed.returncode != 0:
+        return frozenset()
+    return frozenset(re.findall(r"\b(pmix|pmi2|cray_shasta|none)\b", listed.stdout + listed.stderr))
+
+
 def _check_srun_mpi(s: SlurmSpec, framework: str) -> None:
     """``srun --mpi=<plugin>`` needs the plugin in this Slurm and a Horovod built with MPI."""
-    if shutil.which("srun"):
-        listed = subprocess.run(
-            ["srun", "--mpi=list"], capture_output=True, text=True, timeout=60, check=False
-        )
-        plugins = set(re.findall(r"\b(pmix|pmi2|cray_shasta|none)\b", listed.stdout + listed.stderr))
-        if listed.returncode == 0 and plugins and s.mpi not in plugins:
-            raise SlurmError(f"[slurm] mpi = {s.mpi!r}: this Slurm has no such MPI plugin (srun --mpi=list: "
-                             f"{', '.join(sorted(plugins))})",
-                             'use one it lists, or mpi = "horovodrun" to start the ranks with Horovod\'s Gloo')  # fmt: skip
+    plugins = _mpi_plugins()
+    if plugins and s.mpi not in plugins:
+        raise SlurmError(f"[slurm] mpi = {s.mpi!r}: this Slurm has no such MPI plugin (srun --mpi=list: "
+                         f"{', '.join(sorted(plugins))})",
+                         'use one it lists, or mpi = "horovodrun" to start the ranks with Horovod\'s Gloo')  # fmt: skip
     if s.container:
         return  # the container's Horovod: checked when the job starts (the ranks then disagree on the world)
     python = python_of(s, framework)
@@ -360,6 +369,12 @@ def poll(con: duckdb.DuckDBPyConnection, campaign: str, out: Path) -> list[JobSt
             [s.state, s.reason, s.exit_code, campaign, s.run_id, s.job_id],
         )
     return states
+
+
+def tally(states: list[JobState]) -> str:
+    """``2 completed, 1 running``: how many jobs are in each state."""
+    counts = Counter(s.state for s in states)
+    return ", ".join(f"{n} {state.lower()}" for state, n in sorted(counts.items()))
 
 
 def _run_stop(out: Path, run_id: str) -> str | None:

@@ -1051,10 +1051,7 @@ def campaign_status(
                 live.update(_states_table(states))
     else:
         out.print(_states_table(states))
-    counts: dict[str, int] = {}
-    for st in states:
-        counts[st.state] = counts.get(st.state, 0) + 1
-    print(", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items())))
+    print(_slurm.tally(states))
 
 
 @campaign_app.command("collect")
@@ -1101,10 +1098,7 @@ def _wait_for_jobs(spec: Path, store: Path | None, wait: float, interval: float)
         while True:
             with _store(store, read_only=False, wait=wait) as con:
                 states = _slurm.poll(con, s.name, s.out)
-            counts: dict[str, int] = {}
-            for st in states:
-                counts[st.state] = counts.get(st.state, 0) + 1
-            now = ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
+            now = _slurm.tally(states)
             ended = sum(st.state in _slurm.TERMINAL for st in states)
             progress.update(task, total=len(states), completed=ended, now=now)
             if not err.is_terminal and now != last:

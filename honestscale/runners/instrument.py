@@ -484,6 +484,32 @@ EXIT_CODES: dict[type[BaseException], int] = {
 }
 
 
+def add_training_args(parser: Any, *, sample_budget: bool = True) -> tuple[Any, Any]:
+    """The training options every runner takes with the same name, default and meaning (a cross-framework
+    campaign may use only options every runner in it accepts); returns the "how" and "when to stop" groups for
+    the runner's own options. ``sample_budget``: the runner can stop after N samples (--max-samples) and
+    evaluate every N epochs (--eval-every)."""
+    how = parser.add_argument_group("how")
+    how.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
+    how.add_argument("--lr", type=float, default=0.1)
+    how.add_argument("--momentum", type=float, default=0.9)
+    how.add_argument("--seed", type=int, default=0)
+    how.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
+    stop = parser.add_argument_group(
+        "when to stop (the first criterion given decides; --epochs is also the cap)"
+    )
+    stop.add_argument("--epochs", type=int, default=10)
+    stop.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    if sample_budget:
+        stop.add_argument(
+            "--max-samples", type=int, help="stop after this many training samples (all workers)"
+        )
+        stop.add_argument(
+            "--eval-every", type=int, default=1, help="evaluate train and validation every N epochs"
+        )
+    return how, stop
+
+
 def add_recording_args(parser: Any) -> None:
     """The options every runner takes to name and file its run (argparse)."""
     g = parser.add_argument_group("recording")

@@ -34,6 +34,7 @@ from honestscale.runners.instrument import (
     StepTimer,
     TargetNotReached,
     add_recording_args,
+    add_training_args,
     base_software,
     config_hash,
     environment,
@@ -51,15 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "in --data-path) (default: digits)")  # fmt: skip
     g.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
     g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
-    g = p.add_argument_group("how")
-    g.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
-    g.add_argument("--lr", type=float, default=0.1)
-    g.add_argument("--momentum", type=float, default=0.9)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
-    g = p.add_argument_group("when to stop")
-    g.add_argument("--epochs", type=int, default=10)
-    g.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    add_training_args(p, sample_budget=False)
     add_recording_args(p)
     return p
 

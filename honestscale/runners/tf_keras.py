@@ -34,6 +34,7 @@ from honestscale.runners.instrument import (
     RunRecorder,
     TargetNotReached,
     add_recording_args,
+    add_training_args,
     base_software,
     config_hash,
     environment,
@@ -53,19 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: digits)")  # fmt: skip
     p.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
     p.add_argument("--synthetic-size", type=int, default=10000)
-    p.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
-    p.add_argument("--max-samples", type=int,
-                   help="stop after this many training samples (all workers together; --epochs is the cap)")  # fmt: skip
-    p.add_argument("--eval-every", type=int, default=1, help="evaluate train and validation every N epochs")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--distributed", choices=["strategy", "horovod"], default="strategy",
+    g, _ = add_training_args(p)
+    g.add_argument("--distributed", choices=["strategy", "horovod"], default="strategy",
                    help="MultiWorkerMirroredStrategy or Horovod's DistributedOptimizer (default: strategy)")  # fmt: skip
-    p.add_argument("--horovod-timeline", action="store_true",
+    g.add_argument("--horovod-timeline", action="store_true",
                    help="with Horovod: record its timeline; its all-reduce phases become communication time")  # fmt: skip
     add_recording_args(p)
     return p

@@ -33,6 +33,7 @@ from honestscale.runners.instrument import (
     StepTimer,
     TargetNotReached,
     add_recording_args,
+    add_training_args,
     base_software,
     config_hash,
     environment,
@@ -59,11 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--synthetic-shape", default="3,32,32", help="input shape of synthetic samples")
     g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
     g.add_argument("--synthetic-classes", type=int, default=10)
-    g = p.add_argument_group("how")
-    g.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch: split evenly over the ranks")
-    g.add_argument("--lr", type=float, default=0.1)
+    g, stop = add_training_args(p)
     g.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    g.add_argument("--momentum", type=float, default=0.9)
     g.add_argument("--weight-decay", type=float, default=0.0)
     g.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     g.add_argument("--precision", choices=["fp32", "amp-bf16", "amp-fp16"], default="fp32")
@@ -72,15 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--distributed", choices=["ddp", "horovod"], default="ddp",
                    help="DDP (torch.distributed) or Horovod's DistributedOptimizer (default: ddp)")  # fmt: skip
     g.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes per rank")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
     g.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
-    g = p.add_argument_group("when to stop (the first criterion given decides; --epochs is also the cap)")
-    g.add_argument("--epochs", type=int, default=10)
-    g.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
-    g.add_argument("--max-samples", type=int, help="stop after this many training samples (all ranks)")
-    g.add_argument("--max-time", type=float, help="stop after this many seconds of training")
-    g.add_argument("--eval-every", type=int, default=1, help="evaluate train and validation every N epochs")
+    stop.add_argument("--max-time", type=float, help="stop after this many seconds of training")
     add_recording_args(p)
     return p
 
