@@ -255,7 +255,10 @@ def launch(
             t.start()
             pumps.append(t)
 
+    stopped: list[int] = []  # a signal we passed on: ranks exiting on it are stopping, not failing
+
     def forward(signum: int, frame: FrameType | None) -> None:
+        stopped.append(signum)
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signum)
@@ -270,7 +273,9 @@ def launch(
                 if code not in (None, 0) and first_failure is None:
                     first_failure = code
                     for other in procs:
-                        if other.poll() is None:
+                        # SIGUSR1 says "a peer failed"; after our own SIGTERM/SIGINT the others have theirs
+                        # already (a rank busy in a collective may handle the later SIGUSR1 first)
+                        if other.poll() is None and not stopped:
                             other.send_signal(signal.SIGUSR1)
                     deadline = time.monotonic() + GRACE_S
             if deadline is not None and time.monotonic() > deadline:
