@@ -66,7 +66,7 @@ BASE: dict[str, Any] = {
 # run keys that are not run_start fields
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
-    "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep",
+    "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s",
 }  # fmt: skip
 
 
@@ -88,14 +88,19 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     start = {k: v for k, v in start.items() if v is not None}
     ttt = spec.get("ttt_by_rep", [None] * 100)[rep] or float(spec.get("ttt", 3600.0 / workers))
     n_steps = int(spec.get("steps", 20))
-    step_s = float(spec.get("step_s", 0.1))
+    # steps take the same share of every run's time, so step throughput and time to train agree
+    step_s = float(spec.get("step_s", ttt / 72_000))
+    n_stalls = int(spec.get("stalls", 0))  # steps that stall (a busy host), spread after the warm-up
+    stalled = {2 + j * max(1, (n_steps - 2) // max(1, n_stalls)) for j in range(n_stalls)}
     clock = [t0]
     w = EventWriter(out, run_id, 0, clock=lambda: clock[0])
     w.run_start(**start)
     for i in range(n_steps):
         clock[0] = t0 + (i + 1) * ttt / (n_steps + 2)
         t = float(spec.get("first_step_s", step_s)) if i == 0 else step_s
-        fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": 128, "t_total": t, "t_compute": t * 0.8,
+        if i in stalled:
+            t = float(spec.get("stall_s", 50 * step_s))
+        fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": int(start.get("global_batch_size") or 128), "t_total": t, "t_compute": t * 0.8,
                                   "t_comm": t * 0.1, "t_optimizer": t * 0.05}  # fmt: skip
         if spec.get("t_data", True):
             fields["t_data"] = t * 0.05

@@ -47,6 +47,17 @@ class Steps:
     median_step_s: float | None
     first_steps_max_s: float | None
     first_unmarked_max_s: float | None
+    # synchronous steps (slowest rank per step), warm-up excluded; None when the run has no such step
+    sync_steps: int | None = None
+    sync_median_s: float | None = None
+    fence_s: float | None = None  # Tukey's upper fence, Q3 + 1.5 IQR
+    samples_per_step: float | None = None  # median samples of all ranks per step
+    step_time_s: float | None = None  # sum of the synchronous steps
+    samples_timed: float | None = None  # samples of those steps
+    outliers: int | None = None  # steps above the fence
+    outlier_excess_s: float | None = None  # their time beyond the median step
+    slowest_step_s: float | None = None
+    samples_trained: float | None = None  # every step, warm-up included
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,40 @@ class Run:
     @property
     def ok(self) -> bool:
         return self.row.get("status") == "success"
+
+    @property
+    def throughput(self) -> float | None:
+        """Samples/s over the run's timed steps: samples of every rank over the synchronous steps' time
+        (warm-up excluded, stalls included)."""
+        s = self.steps
+        if s is None or not s.step_time_s or not s.samples_timed:
+            return None
+        return s.samples_timed / s.step_time_s
+
+    @property
+    def steady_rate(self) -> float | None:
+        """Steady-state throughput, samples/s: samples per step over the median synchronous step (warm-up
+        excluded), which stalls and outliers do not move."""
+        s = self.steps
+        if s is None or not s.sync_median_s or not s.samples_per_step:
+            return None
+        return s.samples_per_step / s.sync_median_s
+
+    @property
+    def end_to_end_rate(self) -> float | None:
+        """Samples trained over the time to train (evaluations, stalls and warm-up included)."""
+        s, t = self.steps, self.row.get("time_to_train_s")
+        if s is None or not s.samples_trained or not t:
+            return None
+        return float(s.samples_trained) / float(t)
+
+    @property
+    def stall_share(self) -> float | None:
+        """The outlier steps' time beyond the median step, as a share of the time to train."""
+        s, t = self.steps, self.row.get("time_to_train_s")
+        if s is None or s.outlier_excess_s is None or not t:
+            return None
+        return min(1.0, float(s.outlier_excess_s) / float(t))
 
     def accelerator_hours(self) -> float | None:
         t, n = self.row.get("time_to_train_s"), self.workers

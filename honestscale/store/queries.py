@@ -232,7 +232,13 @@ def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
 
 
 def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Per run: step counts, warm-up marks, whether steps carry a data part, and how slow the first steps are."""
+    """Per run: step counts, warm-up marks, whether steps carry a data part, how slow the first steps are, and
+    the distribution of its synchronous steps (warm-up excluded).
+
+    A synchronous step lasts as long as its slowest rank (max of t_total over ranks, per epoch and step) and
+    trains the samples of every rank. Outliers are the steps above Tukey's upper fence, Q3 + 1.5 IQR (SC15);
+    their excess is the time they took beyond the median step.
+    """
     where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
     return _frame(
         con,
@@ -241,18 +247,43 @@ def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
             SELECT run_id, rank, step, t_total, t_data, warmup,
                    row_number() OVER (PARTITION BY run_id, rank ORDER BY step) AS n
             FROM steps {where}
-        )
-        SELECT run_id,
-               count(*) AS steps,
-               count(*) FILTER (WHERE warmup) AS warmup_steps,
-               count(*) FILTER (WHERE warmup IS NOT NULL) AS warmup_marked,
-               count(t_data) AS steps_with_data,
-               median(t_total) FILTER (WHERE n > 10) AS median_step_s,
-               max(t_total) FILTER (WHERE n <= 3) AS first_steps_max_s,
-               max(t_total) FILTER (WHERE n <= 3 AND NOT coalesce(warmup, false)) AS first_unmarked_max_s
-        FROM s GROUP BY run_id ORDER BY run_id
+        ),
+        counts AS (
+            SELECT run_id,
+                   count(*) AS steps,
+                   count(*) FILTER (WHERE warmup) AS warmup_steps,
+                   count(*) FILTER (WHERE warmup IS NOT NULL) AS warmup_marked,
+                   count(t_data) AS steps_with_data,
+                   median(t_total) FILTER (WHERE n > 10) AS median_step_s,
+                   max(t_total) FILTER (WHERE n <= 3) AS first_steps_max_s,
+                   max(t_total) FILTER (WHERE n <= 3 AND NOT coalesce(warmup, false)) AS first_unmarked_max_s
+            FROM s GROUP BY run_id
+        ),
+        sync AS (
+            SELECT run_id, epoch, step, max(t_total) AS t, sum(samples) AS samples,
+                   bool_or(coalesce(warmup, false)) AS warm
+            FROM steps {where} GROUP BY run_id, epoch, step
+        ),
+        q AS (
+            SELECT run_id, count(*) AS sync_steps, median(t) AS sync_median_s,
+                   quantile_cont(t, 0.75) + 1.5 * (quantile_cont(t, 0.75) - quantile_cont(t, 0.25)) AS fence_s,
+                   median(samples) AS samples_per_step, sum(t) AS step_time_s,
+                   CAST(sum(samples) AS DOUBLE) AS samples_timed
+            FROM sync WHERE NOT warm GROUP BY run_id
+        ),
+        tails AS (
+            SELECT q.run_id, count(*) FILTER (WHERE s.t > q.fence_s) AS outliers,
+                   coalesce(sum(s.t - q.sync_median_s) FILTER (WHERE s.t > q.fence_s), 0) AS outlier_excess_s,
+                   max(s.t) AS slowest_step_s
+            FROM q JOIN sync s ON s.run_id = q.run_id AND NOT s.warm GROUP BY q.run_id
+        ),
+        trained AS (SELECT run_id, CAST(sum(samples) AS DOUBLE) AS samples_trained FROM sync GROUP BY run_id)
+        SELECT c.*, q.sync_steps, q.sync_median_s, q.fence_s, CAST(q.samples_per_step AS DOUBLE) AS samples_per_step,
+               q.step_time_s, q.samples_timed, t.outliers, t.outlier_excess_s, t.slowest_step_s, trained.samples_trained
+        FROM counts c LEFT JOIN q USING (run_id) LEFT JOIN tails t USING (run_id) LEFT JOIN trained USING (run_id)
+        ORDER BY run_id
         """,
-        [campaign] if campaign else [],
+        [campaign, campaign] if campaign else [],
     )
 
 

@@ -1,0 +1,100 @@
+"""Speedups and efficiencies of a scaling series, with the intervals of ratios, for every output.
+
+A series is a list of worker counts with their runs (the linter's view). For each count other than the
+base (the smallest), this module gives:
+
+* the speedup and efficiency on **time** (time to accuracy where every successful run of the series has
+  one, otherwise time to train): median(T base) / median(T N), efficiency S · base / N;
+* the speedup and efficiency on **throughput** (samples/s over the timed steps, harmonic mean of runs);
+* the speedup on **steady-state** step throughput (samples per step over the median step), which stalls
+  do not move, and the **end-to-end** rate (samples trained over time to train);
+
+each with the 95 % interval of the ratio (bootstrap over the repetitions of both points).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from honestscale.analysis.stats import Estimate, ratio
+from honestscale.lint._view import Run
+
+TTA = "time to accuracy"
+TTT = "time to train"
+
+
+def time_to_accuracy(run: Run) -> float | None:
+    """From run start to the first validation evaluation at or above the run's target accuracy."""
+    if run.stop_criterion != "target_accuracy" or run.stop_value is None or run.started_at is None:
+        return None
+    hits = [e.time for e in run.evals if e.split == "validation" and e.value >= run.stop_value]
+    return min(hits) - run.started_at if hits else None
+
+
+def time_metric(points: dict[int, list[Run]]) -> str:
+    """Time to accuracy when every successful run of the series reached its target, else time to train."""
+    ok = [r for runs in points.values() for r in runs if r.ok]
+    return TTA if ok and all(time_to_accuracy(r) is not None for r in ok) else TTT
+
+
+def times(runs: Sequence[Run], metric: str) -> list[float]:
+    got = (time_to_accuracy(r) if metric == TTA else r.time_to_train_s for r in runs if r.ok)
+    return [float(t) for t in got if t]
+
+
+def rates(runs: Sequence[Run], rate: Callable[[Run], float | None]) -> list[float]:
+    return [float(v) for v in (rate(r) for r in runs if r.ok) if v]
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """One worker count against the base case."""
+
+    workers: int
+    base_workers: int
+    time_metric: str
+    time_speedup: Estimate | None
+    throughput_speedup: Estimate | None
+    steady_speedup: Estimate | None
+    end_to_end_speedup: Estimate | None
+
+    @property
+    def ideal(self) -> float:
+        return self.workers / self.base_workers
+
+    def efficiency(self, speedup: Estimate | None) -> Estimate | None:
+        return None if speedup is None else speedup.scaled(1 / self.ideal)
+
+    @property
+    def time_efficiency(self) -> Estimate | None:
+        return self.efficiency(self.time_speedup)
+
+    @property
+    def throughput_efficiency(self) -> Estimate | None:
+        return self.efficiency(self.throughput_speedup)
+
+
+def scaled(points: dict[int, list[Run]]) -> list[Scaled]:
+    """Every worker count after the base, against the base (``points``: workers -> runs, any order)."""
+    if len(points) < 2:
+        return []
+    ws = sorted(points)
+    base = points[ws[0]]
+    metric = time_metric(points)
+    out = []
+    for w in ws[1:]:
+        runs = points[w]
+
+        def up(rate: Callable[[Run], float | None], runs: list[Run] = runs) -> Estimate | None:
+            return ratio(rates(runs, rate), rates(base, rate), "hmean")
+
+        out.append(
+            Scaled(
+                workers=w, base_workers=ws[0], time_metric=metric,
+                time_speedup=ratio(times(base, metric), times(runs, metric), "median"),
+                throughput_speedup=up(lambda r: r.throughput), steady_speedup=up(lambda r: r.steady_rate),
+                end_to_end_speedup=up(lambda r: r.end_to_end_rate),
+            )
+        )  # fmt: skip
+    return out

@@ -1,0 +1,167 @@
+"""Statistics of repeated measurements (Hoefler & Belli, SC15): each named, each computed once.
+
+* the centre of a set of runs' times is their **median**, with a distribution-free (order-statistic)
+  95 % interval (rule 5); the centre of their rates is the **harmonic mean** (rule 3: the rate of the
+  total work, not the arithmetic mean of rates);
+* a **speedup** or an efficiency is a ratio of two such statistics; its interval is the interval of the
+  ratio, from a bootstrap over the repetitions of both points (never error bars at the base case, whose
+  speedup is 1 by definition);
+* the **MLPerf score** drops the fastest and the slowest run and averages the rest (aborted = infinite);
+* **Amdahl** (strong scaling) and **Gustafson** (weak) laws, fitted to speedups by least squares, and
+  only where there are more points than the one the base case fixes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import harmonic_mean, median
+from typing import Any
+
+import numpy as np
+from scipy import optimize, stats
+
+CI_LEVEL = 0.95
+CI_METHOD = "order statistics (binomial), 95 %: the interval between the k-th smallest and k-th largest runs"
+RATIO_METHOD = "bootstrap over the repetitions of both points (2,000 resamples, percentile 95 %)"
+BOOTSTRAP = 2000
+
+# The names every output uses for its statistics (summary, report, advise say the same words).
+TIME_STATISTIC = "median of runs"
+RATE_STATISTIC = "harmonic mean of runs"
+
+
+def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float | None, float | None]:
+    """Distribution-free CI of the median: ranks from the binomial(n, 1/2) quantiles; None when n is too small."""
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        return None, None
+    alpha = 1 - level
+    k = int(stats.binom.ppf(alpha / 2, n, 0.5))  # number of values below the lower bound
+    if k < 1 or n - k < k:
+        return None, None  # too few runs: no interval reaches the level (see HS202)
+    lo, hi = xs[k - 1], xs[n - k]
+    coverage = stats.binom.cdf(n - k, n, 0.5) - stats.binom.cdf(k - 1, n, 0.5)
+    return (lo, hi) if coverage >= level - 1e-9 else (None, None)
+
+
+def mlperf_score(times: Sequence[float | None]) -> float | None:
+    """MLPerf Training: drop the fastest and the slowest run, mean of the rest; an aborted run counts as infinite."""
+    vals = [math.inf if t is None else t for t in times]
+    if len(vals) < 3:
+        return None
+    kept = sorted(vals)[1:-1]
+    m = sum(kept) / len(kept)
+    return None if math.isinf(m) else m
+
+
+def centre_of_times(values: Sequence[float]) -> float | None:
+    """The median of the runs' times (None for no run)."""
+    return median(values) if values else None
+
+
+def centre_of_rates(values: Sequence[float]) -> float | None:
+    """The harmonic mean of the runs' rates (None for no run)."""
+    vals = [v for v in values if v > 0]
+    return harmonic_mean(vals) if vals else None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A ratio (speedup, efficiency) with its 95 % interval, or no interval when a side has one run."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def above(self, bound: float) -> bool:
+        """Above ``bound`` beyond the interval (the interval's low end is above it)."""
+        return self.low is not None and self.low > bound
+
+    def below(self, bound: float) -> bool:
+        return self.high is not None and self.high < bound
+
+    def scaled(self, factor: float) -> Estimate:
+        return Estimate(
+            self.value * factor,
+            None if self.low is None else self.low * factor,
+            None if self.high is None else self.high * factor,
+        )
+
+    def overlaps(self, other: Estimate) -> bool:
+        if not (self.has_interval and other.has_interval):
+            return True
+        return not (self.low > other.high or other.low > self.high)  # type: ignore[operator]
+
+
+def _hmean_rows(a: Any) -> Any:
+    return a.shape[1] / np.sum(1.0 / a, axis=1)
+
+
+def ratio(
+    num: Sequence[float], den: Sequence[float], statistic: str = "median", seed: int = 0
+) -> Estimate | None:
+    """stat(num) / stat(den) with a percentile bootstrap interval over both sets of repetitions.
+
+    ``statistic`` is ``median`` (times) or ``hmean`` (rates). No interval when either side has
+    fewer than two values; None when a side is empty or its statistic is not positive.
+    """
+    a = np.asarray([x for x in num if x is not None and x > 0], dtype=float)
+    b = np.asarray([x for x in den if x is not None and x > 0], dtype=float)
+    if a.size == 0 or b.size == 0:
+        return None
+    rows: Callable[[Any], Any] = _hmean_rows if statistic == "hmean" else (lambda m: np.median(m, axis=1))
+    value = float(rows(a[None, :])[0] / rows(b[None, :])[0])
+    if a.size < 2 or b.size < 2:
+        return Estimate(value)
+    rng = np.random.default_rng(seed)
+    ra = rows(a[rng.integers(0, a.size, size=(BOOTSTRAP, a.size))])
+    rb = rows(b[rng.integers(0, b.size, size=(BOOTSTRAP, b.size))])
+    draws = ra / rb
+    return Estimate(value, float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
+
+
+# ------------------------------------------------------------------------------ Amdahl and Gustafson
+LAWS = {"amdahl": "S(N) = 1 / ((1 - p) + p / N)", "gustafson": "S(N) = (1 - p) + p N"}
+
+
+def law_for(mode: str | None) -> str:
+    """Gustafson's law for weak scaling, Amdahl's otherwise."""
+    return "gustafson" if mode == "weak" else "amdahl"
+
+
+def law_speedup(law: str, p: float, n: Any) -> Any:
+    """The speedup the law predicts at ``n`` times the base case's workers."""
+    if law == "gustafson":
+        return (1 - p) + p * n
+    return 1.0 / ((1 - p) + p / n)
+
+
+def law_efficiency(law: str, p: float, n: float) -> float:
+    return float(law_speedup(law, p, n)) / n
+
+
+def fit_law(law: str, n: Sequence[float], speedups: Sequence[float]) -> tuple[float, float | None] | None:
+    """Least-squares parallel fraction p (and its standard error) of ``law`` through (n, speedup) points.
+
+    None with fewer than three points (the base case fixes one; two points leave nothing to test the law on)
+    or when the fit fails.
+    """
+    if len(n) < 3:
+        return None
+    x = np.asarray(n, dtype=float)
+    y = np.asarray(speedups, dtype=float)
+    try:
+        popt, pcov = optimize.curve_fit(
+            lambda v, p: law_speedup(law, p, v), x, y, p0=[0.9], bounds=(0.0, 1.0)
+        )
+    except (RuntimeError, ValueError):
+        return None
+    err = float(np.sqrt(pcov[0][0])) if np.all(np.isfinite(pcov)) else None
+    return float(popt[0]), err
