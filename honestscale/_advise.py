@@ -16,10 +16,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from honestscale.analysis.points import Point, point, step_fractions
 from honestscale.lint._config import load_suppressions
 from honestscale.lint._engine import run as lint_run
 from honestscale.lint._view import Run, View, build, comparisons
-from honestscale.report._model import Point, _point, _steps
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -106,7 +106,7 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
             ].append(r)
     out = []
     for (model, dataset, framework, workers), runs in sorted(groups.items()):
-        p: Point = _point(workers, runs, steps, False)
+        p: Point = point(workers, runs, steps, False)
         ok = [r for r in runs if r.ok and r.id in steps]
         shares = {k: v for k, v in p.breakdown.items() if v is not None}
         dominant = max(shares, key=lambda k: shares[k]) if shares else None
@@ -242,7 +242,7 @@ def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advic
     excluded = _excluded(view)
     kept = [r for r in view.runs if r.id not in excluded]
     kept_view = View(kept, comparisons(kept), view.campaigns)
-    steps = _steps(con, campaign)
+    steps = step_fractions(con, campaign)
     setups = _setups(kept, steps)
     usable = [s for s in setups if s.succeeded]
     per_sample = max(

@@ -91,7 +91,7 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     # steps take the same share of every run's time, so step throughput and time to train agree
     step_s = float(spec.get("step_s", ttt / 72_000))
     n_stalls = int(spec.get("stalls", 0))  # steps that stall (a busy host), spread after the warm-up
-    stalled = {2 + j * max(1, (n_steps - 2) // max(1, n_stalls)) for j in range(n_stalls)}
+    stalled = {5 + j * max(1, (n_steps - 5) // max(1, n_stalls)) for j in range(n_stalls)}
     clock = [t0]
     w = EventWriter(out, run_id, 0, clock=lambda: clock[0])
     w.run_start(**start)

@@ -77,7 +77,7 @@ def test_pdf_shows_the_numbers_and_renders_as_pages(dell: tuple[Path, Path], tmp
     text = subprocess.run(
         ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
     ).stdout
-    for needle in ("154.0", "76.6", "39.9", "2.01", "3.86", "Weak scaling", "Base case: 4 worker(s)", "HS102",
+    for needle in ("154.0", "76.6", "39.9", "2.01", "3.86", "Mixed", "weak scaling by batch", "Base case: 4 worker(s)", "HS102",
                    "Lint verdicts", "All runs", "Reproducibility", "Page 2 of"):  # fmt: skip
         assert needle in text, needle
     subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)

@@ -41,63 +41,108 @@ class Rendered:
     svg: str  # for embedding
 
 
-def _log2(ax: Axes, workers: list[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(workers)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+def _workers_axis(ax: Axes, workers: list[int]) -> None:
+    """Workers on x: a log2 axis where the counts span a factor of 8 or more, a linear one otherwise."""
+    ws = sorted(set(workers)) or [1]
+    if ws[-1] / ws[0] >= 8:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        pad = max(0.25, (ws[-1] - ws[0]) * 0.08)
+        ax.set_xlim(ws[0] - pad, ws[-1] + pad)
+    ax.set_xticks(ws)
     ax.set_xlabel("workers")
 
 
+def _legend_above(ax: Axes, ncols: int = 3) -> None:
+    """The legend above the plot, where it covers no data."""
+    ax.legend(frameon=False, ncols=ncols, loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2)
+
+
+def _bars(
+    ax: Axes, x: list[float], y: list[float], cis: list[tuple[float | None, float | None]], **kw: Any
+) -> None:
+    """Points with their interval where there is one (never at the base case, whose ratio is 1 by definition)."""
+    lo = [v - c[0] if c[0] is not None else 0.0 for v, c in zip(y, cis, strict=True)]
+    hi = [c[1] - v if c[1] is not None else 0.0 for v, c in zip(y, cis, strict=True)]
+    ax.errorbar(x, y, yerr=[lo, hi], capsize=2, ms=4, lw=1.2, **kw)
+
+
+def _time_metric_label(c: ComparisonModel) -> str:
+    return c.metric.replace("median ", "")
+
+
 def speedup(c: ComparisonModel) -> Figure:
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(6.4, 2.4))
-    pts = [p for p in c.points if p.speedup is not None]
-    w = [p.workers for p in pts]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(6.4, 2.6))
     base = c.base_workers or 1
-    a1.plot(w, [x / base for x in w], "--", color="grey", lw=1, label="ideal")
+    ws = [p.workers for p in c.points]
+    a1.plot(ws, [w / base for w in ws], "--", color="grey", lw=1, label="ideal")
+    a2.axhline(1.0, ls="--", color="grey", lw=1, label="ideal")
+    series = [
+        ("speedup", "speedup_ci", "efficiency", "efficiency_ci", _time_metric_label(c), "#3182bd", "o-")
+    ]
+    if c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
+        series.append(("throughput_speedup", "throughput_speedup_ci", "throughput_efficiency",
+                       "throughput_efficiency_ci", "throughput", "#e6550d", "s--"))  # fmt: skip
+    top = 1.0
+    for sp, sp_ci, eff, eff_ci, label, color, fmt in series:
+        pts = [p for p in c.points if getattr(p, sp) is not None]
+        if len(pts) < 2:
+            continue
+        _bars(a1, [p.workers for p in pts], [getattr(p, sp) for p in pts], [tuple(getattr(p, sp_ci)) for p in pts],
+              fmt=fmt, color=color, label=label)  # fmt: skip
+        effs = [getattr(p, eff) for p in pts]
+        cis = [tuple(getattr(p, eff_ci)) for p in pts]
+        _bars(a2, [p.workers for p in pts], effs, cis, fmt=fmt, color=color, label=label)
+        top = max([top, *effs, *(c[1] for c in cis if c[1] is not None)])
     if c.fit is not None:
         p = c.fit.parameter
-        xs = [x / base for x in w]
+        xs = [w / base for w in ws]
         fit = [(1 - p) + p * x if c.fit.law == "gustafson" else 1 / ((1 - p) + p / x) for x in xs]
-        a1.plot(w, fit, ":", color="black", lw=1, label=f"{c.fit.law}, p = {p:.3f}")
-    lo = [p.speedup - p.speedup_ci[0] if p.speedup_ci[0] is not None and p.speedup else 0 for p in pts]
-    hi = [p.speedup_ci[1] - p.speedup if p.speedup_ci[1] is not None and p.speedup else 0 for p in pts]
-    a1.errorbar(w, [p.speedup for p in pts], yerr=[lo, hi], fmt="o-", color="#3182bd", lw=1.2, ms=4, capsize=2,
-                label="measured")  # fmt: skip
-    a1.set_yscale("log", base=2)
-    a1.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a1.plot(ws, fit, ":", color="black", lw=1, label=f"{c.fit.law}, p = {p:.3f}")
     a1.set_ylabel(f"speedup over {base} worker(s)")
-    a1.set_title(f"speedup ({c.mode or '?'} scaling, {c.metric})")
-    a1.legend(frameon=False)
-    _log2(a1, w)
-    a2.axhline(1.0, ls="--", color="grey", lw=1)
-    a2.plot(w, [p.efficiency for p in pts], "o-", color="#e6550d", lw=1.2, ms=4)
-    a2.set_ylim(0, max(1.1, max((p.efficiency or 0) for p in pts) * 1.1))
+    a1.set_ylim(bottom=0)
+    _legend_above(a1, ncols=2)
+    _workers_axis(a1, ws)
+    a2.set_ylim(0, top * 1.12)
     a2.set_ylabel("parallel efficiency")
-    a2.set_title("efficiency")
-    _log2(a2, w)
+    _legend_above(a2, ncols=3)
+    _workers_axis(a2, ws)
     return fig
 
 
+def _speedup_caption(c: ComparisonModel) -> str:
+    drawn = f"on the {c.metric}"
+    if c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
+        drawn += " (circles) and on throughput (squares)"
+    fit = f", the fitted {c.fit.law} law dotted" if c.fit is not None else ""
+    return (f"Speedup (left) and parallel efficiency (right) {drawn} against workers; bars are the 95 % "
+            f"intervals of the ratios (bootstrap over repetitions), none at the base case; ideal dashed{fit}.")  # fmt: skip
+
+
 def time_to_solution(c: ComparisonModel) -> Figure:
+    from honestscale.report._render import unit_for
+
     fig, ax = plt.subplots(figsize=(3.2, 2.4))
     use_tta = any(p.tta_s is not None for p in c.points)
     pts = [p for p in c.points if (p.tta_s if use_tta else p.time_s) is not None]
-    ys = [((p.tta_s if use_tta else p.time_s) or 0) / 60 for p in pts]
-    cis = [p.tta_ci if use_tta else p.time_ci for p in pts]
-    lo = [y - ci[0] / 60 if ci[0] is not None else 0 for y, ci in zip(ys, cis, strict=True)]
-    hi = [ci[1] / 60 - y if ci[1] is not None else 0 for y, ci in zip(ys, cis, strict=True)]
-    ax.errorbar(
-        [p.workers for p in pts], ys, yerr=[lo, hi], fmt="o-", color="#3182bd", capsize=3, ms=4, lw=1.2
-    )
-    ax.set_ylabel(("time to accuracy" if use_tta else "time to train") + " [min]")
-    ax.set_title("median, 95 % CI (order statistics)")
-    _log2(ax, [p.workers for p in pts])
+    unit, div = unit_for([t for p in c.points for t in (p.time_s, p.tta_s, p.mlperf_score_s, *p.time_ci)])
+    ys = [((p.tta_s if use_tta else p.time_s) or 0) / div for p in pts]
+    cis = [tuple(None if v is None else v / div for v in (p.tta_ci if use_tta else p.time_ci)) for p in pts]
+    _bars(ax, [p.workers for p in pts], ys, cis, fmt="o-", color="#3182bd")  # type: ignore[arg-type]
+    ax.set_ylabel(("time to accuracy" if use_tta else "time to train") + f" [{unit}]")
+    _workers_axis(ax, [p.workers for p in pts])
     ax.set_ylim(bottom=0)
     return fig
 
 
+def _time_caption(c: ComparisonModel) -> str:
+    what = "Time to accuracy" if any(p.tta_s is not None for p in c.points) else "Time to train"
+    return f"{what}: median of the runs with its 95 % order-statistic interval (none where n is too small)."
+
+
 def breakdown(c: ComparisonModel) -> Figure:
-    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    fig, ax = plt.subplots(figsize=(3.2, 2.6))
     labels = [str(p.workers) for p in c.points]
     bottom = [0.0] * len(labels)
     for part, color in PARTS:
@@ -107,8 +152,7 @@ def breakdown(c: ComparisonModel) -> Figure:
     ax.set_ylabel("share of step time [%]")
     ax.set_xlabel("workers")
     ax.set_ylim(0, 100)
-    ax.legend(frameon=False, ncols=2, loc="lower left")
-    ax.set_title("step time breakdown (warm-up excluded)")
+    _legend_above(ax, ncols=2)
     return fig
 
 
@@ -124,57 +168,63 @@ def accuracy(c: ComparisonModel) -> Figure:
         ax.set_ylim(mid - half, mid + half)
     split = "/".join(sorted({p.accuracy_split or "?" for p in pts}))
     ax.set_ylabel(f"final accuracy, {split} [%]")
-    ax.set_title("accuracy at every scale (median)")
-    _log2(ax, [p.workers for p in pts] or [1])
+    _workers_axis(ax, [p.workers for p in pts] or [1])
     return fig
 
 
 def per_worker(c: ComparisonModel) -> Figure:
-    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    fig, ax = plt.subplots(figsize=(3.2, 2.6))
     pts = [p for p in c.points if p.per_worker is not None]
-    ax.plot([p.workers for p in pts], [p.per_worker or 0.0 for p in pts], "o-", color="#756bb1", ms=4, lw=1.2)
+    ax.plot([p.workers for p in pts], [p.per_worker or 0.0 for p in pts], "o-", color="#756bb1", ms=4, lw=1.2,
+            label="measured")  # fmt: skip
     if pts:
-        ax.axhline(pts[0].per_worker or 0, ls="--", color="grey", lw=1, label="ideal (base)")
-        ax.legend(frameon=False)
-    ax.set_ylabel("samples/s per worker (harmonic mean)")
-    ax.set_title("throughput per worker")
-    _log2(ax, [p.workers for p in pts] or [1])
-    ax.set_ylim(bottom=0)
+        ax.axhline(pts[0].per_worker or 0, ls="--", color="grey", lw=1, label="ideal (the base case's)")
+    _legend_above(ax, ncols=2)
+    ax.set_ylabel("samples/s per worker")
+    _workers_axis(ax, [p.workers for p in pts] or [1])
+    ax.set_ylim(0, max([p.per_worker or 0.0 for p in pts] + [1.0]) * 1.1)
     return fig
 
 
-FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure], Callable[[ComparisonModel], bool]], ...] = (
-    ("speedup", "Speedup and parallel efficiency against workers (log2), ideal line dashed, fitted bound dotted.",
-     speedup, lambda c: sum(p.speedup is not None for p in c.points) >= 2),
-    ("time", "Time to accuracy (or to train): median with 95 % order-statistic interval.", time_to_solution,
-     lambda c: any(p.time_s is not None for p in c.points)),
-    ("breakdown", "Where step time goes: data, compute, communication, optimizer.", breakdown,
-     lambda c: any(any(v is not None for v in p.breakdown.values()) for p in c.points)),
-    ("accuracy", "Final accuracy at every scale.", accuracy, lambda c: any(p.accuracy is not None for p in c.points)),
-    ("per-worker", "Throughput per worker: flat is perfect (weak) scaling.", per_worker,
-     lambda c: any(p.per_worker is not None for p in c.points)),
+def _has_breakdown(c: ComparisonModel) -> bool:
+    return any(any(v is not None for v in p.breakdown.values()) for p in c.points)
+
+
+Caption = Callable[[ComparisonModel], str]
+FIGURES: tuple[tuple[str, Caption, Callable[[ComparisonModel], Figure], Callable[[ComparisonModel], bool]], ...] = (
+    ("speedup", _speedup_caption, speedup,
+     lambda c: sum(p.speedup is not None or p.throughput_speedup is not None for p in c.points) >= 2),
+    ("time", _time_caption, time_to_solution, lambda c: any(p.time_s is not None for p in c.points)),
+    ("breakdown", lambda c: "Where step time goes (warm-up excluded): data, compute, communication, optimizer; "
+     "median share of the runs.", breakdown, _has_breakdown),
+    ("accuracy", lambda c: f"Final accuracy at every scale ({'/'.join(sorted({p.accuracy_split or '?' for p in c.points}))} "
+     "split), median of the runs.", accuracy, lambda c: any(p.accuracy is not None for p in c.points)),
+    ("per-worker", lambda c: "Throughput per worker, harmonic mean of the runs' samples/s: flat is perfect scaling of "
+     "the work per worker.", per_worker, lambda c: any(p.per_worker is not None for p in c.points)),
 )  # fmt: skip
 
 
 def framework_times(c: ComparisonModel) -> Figure:
-    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    from honestscale.report._render import unit_for
+
+    fig, ax = plt.subplots(figsize=(3.2, 0.9 + 0.3 * max(1, len(c.frameworks))))
     rows = [f for f in c.frameworks if f.point.time_s is not None]
+    unit, div = unit_for([t for f in rows for t in (f.point.time_s, *f.point.time_ci)])
     y = list(range(len(rows)))
-    ax.barh(y, [f.point.time_s or 0.0 for f in rows], color="#3182bd", height=0.6)
+    ax.barh(y, [(f.point.time_s or 0.0) / div for f in rows], color="#3182bd", height=0.6)
     for i, f in enumerate(rows):
         lo, hi = f.point.time_ci
         if lo is not None and hi is not None:
-            ax.plot([lo, hi], [i, i], color="black", lw=1.2)
+            ax.plot([lo / div, hi / div], [i, i], color="black", lw=1.2)
     ax.set_yticks(y, [f.framework for f in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("median time to train [s] (95 % interval where n allows)")
+    ax.set_xlabel(f"median time to train [{unit}]")
     ax.set_xlim(left=0)
-    ax.set_title(f"{c.key_workers} worker(s)")
     return fig
 
 
 def framework_breakdown(c: ComparisonModel) -> Figure:
-    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    fig, ax = plt.subplots(figsize=(3.2, 1.1 + 0.3 * max(1, len(c.frameworks))))
     rows = c.frameworks
     labels = [f.framework for f in rows]
     left = [0.0] * len(rows)
@@ -184,29 +234,32 @@ def framework_breakdown(c: ComparisonModel) -> Figure:
         left = [a + v for a, v in zip(left, vals, strict=True)]
     for i, f in enumerate(rows):
         if not f.comm_measured:
-            ax.text(101, i, "comm not exposed", va="center", fontsize=6, color="#636363")
+            ax.text(101, i, f"comm {f.point.comm}", va="center", fontsize=6, color="#636363")
     ax.invert_yaxis()
     ax.set_xlim(0, 135)
     ax.set_xlabel("share of step time [%] (warm-up excluded)")
-    ax.legend(frameon=False, ncols=4, loc="lower center", bbox_to_anchor=(0.4, 1.0), fontsize=6)
+    _legend_above(ax, ncols=4)
     return fig
 
 
-FRAMEWORK_FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure]], ...] = (
-    ("frameworks-time", "Median time to train per framework, with its 95 % order-statistic interval.", framework_times),
-    ("frameworks-breakdown", "Where each framework's step time goes; frameworks that do not expose their gradient "
-     "exchange count it in compute.", framework_breakdown),
+FRAMEWORK_FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure], Callable[[ComparisonModel], bool]], ...] = (
+    ("frameworks-time", "Median time to train per framework, with its 95 % order-statistic interval (where n allows).",
+     framework_times, lambda c: any(f.point.time_s is not None for f in c.frameworks)),
+    ("frameworks-breakdown", "Where each framework's step time goes (median share of the runs); frameworks that do "
+     "not expose their gradient exchange count it in compute.", framework_breakdown,
+     lambda c: any(any(v is not None for v in f.point.breakdown.values()) for f in c.frameworks)),
 )  # fmt: skip
 
 
 def _save(fig: Figure, stem: str, caption: str, out_dir: Path | None) -> Rendered:
     fig.tight_layout()
     buf = io.StringIO()
-    fig.savefig(buf, format="svg")
+    # tight: the saved figure holds every artist (legends above the axes included), nothing clipped
+    fig.savefig(buf, format="svg", bbox_inches="tight")
     svg = buf.getvalue()
     if out_dir is not None:
         (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
-        fig.savefig(out_dir / f"{stem}.pdf", format="pdf")
+        fig.savefig(out_dir / f"{stem}.pdf", format="pdf", bbox_inches="tight")
     plt.close(fig)
     return Rendered(stem, caption, svg)
 
@@ -215,7 +268,9 @@ def render_frameworks(c: ComparisonModel, index: int, out_dir: Path | None) -> l
     """The figures of one framework comparison (one worker count)."""
     with plt.rc_context(STYLE):
         return [
-            _save(draw(c), f"fw{index}-{name}", caption, out_dir) for name, caption, draw in FRAMEWORK_FIGURES
+            _save(draw(c), f"fw{index}-{name}", caption, out_dir)
+            for name, caption, draw, applies in FRAMEWORK_FIGURES
+            if applies(c)
         ]
 
 
@@ -226,5 +281,5 @@ def render(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendere
         for name, caption, draw, applies in FIGURES:
             if not applies(c):
                 continue
-            out.append(_save(draw(c), f"fig{index}-{name}", caption, out_dir))
+            out.append(_save(draw(c), f"fig{index}-{name}", caption(c), out_dir))
     return out

@@ -10,70 +10,22 @@ Amdahl (strong) and Gustafson (weak) fits as bounds beside the ideal line, and t
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from statistics import harmonic_mean, median
 from typing import Any
 
 import duckdb
-import numpy as np
-from scipy import optimize, stats
 
 import honestscale
+from honestscale.analysis import stats
+from honestscale.analysis.points import Point, point, step_fractions
+from honestscale.analysis.scaling import TTA, scaled
+from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import LintResult
 from honestscale.lint._view import Comparison, Run, View
-from honestscale.store import queries
 
-CI_LEVEL = 0.95
-CI_METHOD = "order statistics (binomial), 95 %: the interval between the k-th smallest and k-th largest runs"
-
-
-def median_ci(values: list[float], level: float = CI_LEVEL) -> tuple[float | None, float | None]:
-    """Distribution-free CI of the median: ranks from the binomial(n, 1/2) quantiles; None when n is too small."""
-    xs = sorted(values)
-    n = len(xs)
-    if n == 0:
-        return None, None
-    alpha = 1 - level
-    k = int(stats.binom.ppf(alpha / 2, n, 0.5))  # number of values below the lower bound
-    if k < 1 or n - k < k:
-        return None, None  # too few runs: no interval reaches the level (see HS202)
-    lo, hi = xs[k - 1], xs[n - k]
-    coverage = stats.binom.cdf(n - k, n, 0.5) - stats.binom.cdf(k - 1, n, 0.5)
-    return (lo, hi) if coverage >= level - 1e-9 else (None, None)
-
-
-def mlperf_score(times: list[float | None]) -> float | None:
-    """MLPerf Training: drop the fastest and the slowest run, mean of the rest; an aborted run counts as infinite."""
-    vals = [math.inf if t is None else t for t in times]
-    if len(vals) < 3:
-        return None
-    kept = sorted(vals)[1:-1]
-    m = sum(kept) / len(kept)
-    return None if math.isinf(m) else m
-
-
-@dataclass
-class Point:
-    """One worker count of a comparison, over its repetitions."""
-
-    workers: int
-    runs: int
-    succeeded: int
-    global_batch: list[int]
-    time_s: float | None  # median time to train of the successful runs
-    time_ci: tuple[float | None, float | None]
-    tta_s: float | None  # median time to accuracy
-    tta_ci: tuple[float | None, float | None]
-    mlperf_score_s: float | None
-    throughput: float | None  # samples/s, harmonic mean over runs
-    per_worker: float | None
-    accuracy: float | None  # median final accuracy
-    accuracy_split: str | None
-    breakdown: dict[str, float | None]  # fraction of step time
-    speedup: float | None = None
-    efficiency: float | None = None
-    speedup_ci: tuple[float | None, float | None] = (None, None)
+__all__ = ["CI_METHOD", "Model", "Point", "build", "median_ci", "mlperf_score"]
 
 
 @dataclass
@@ -91,7 +43,7 @@ class FrameworkPoint:
     framework: str
     versions: list[str]
     point: Point
-    comm_measured: bool  # False: the framework does not expose its gradient exchange (counted in compute)
+    comm_measured: bool  # False: not exposed by the framework, or not recorded (point.comm says which)
     relative_time: float | None = None  # median time to train over the fastest framework's
 
 
@@ -100,7 +52,7 @@ class ComparisonModel:
     id: str
     kind: str
     label: str
-    mode: str | None
+    mode: str | None  # from the batches (the linter's): strong | weak | mixed
     metric: str  # what the speedup is computed on
     base_workers: int | None
     base_time_s: float | None
@@ -109,6 +61,10 @@ class ComparisonModel:
     runs: list[str]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # findings on this comparison
     frameworks: list[FrameworkPoint] = field(default_factory=list)  # kind "framework" only
+    presentation: str | None = None  # how the report presents it: strong | weak | mixed (and why: mode_note)
+    mode_note: str = ""
+    lint: dict[str, list[str]] = field(default_factory=dict)  # codes failing / unverifiable on these runs
+    not_comparable: list[dict[str, str]] = field(default_factory=list)  # framework runs left out, and why
 
     @property
     def key_workers(self) -> int | None:
@@ -146,6 +102,7 @@ class Model:
     setup: list[dict[str, Any]]
     lint: dict[str, Any]
     reproducibility: dict[str, Any]
+    statistics: dict[str, str] = field(default_factory=dict)  # which statistic each number is
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = _clean(asdict(self))
@@ -162,125 +119,195 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def _tta(run: Run) -> float | None:
-    if run.stop_criterion != "target_accuracy" or run.stop_value is None or run.started_at is None:
-        return None
-    hits = [e.time for e in run.evals if e.split == "validation" and e.value >= run.stop_value]
-    return min(hits) - run.started_at if hits else None
+def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:
+    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out)."""
+    out: dict[str, set[str]] = {"fail": set(), "cannot_verify": set(), "error": set(), "suppressed": set()}
+    for f in findings:
+        if not run_ids.intersection(f["runs"]):
+            continue
+        if f["suppressed"]:
+            out["suppressed"].add(f["code"])
+            continue
+        out[f["outcome"]].add(f["code"])
+        if f["outcome"] == "fail" and f["severity"] == "error":
+            out["error"].add(f["code"])
+    out["cannot_verify"] -= out["fail"]
+    out["suppressed"] -= out["fail"] | out["cannot_verify"]
+    return {k: sorted(v) for k, v in out.items()}
 
 
-def _point(workers: int, runs: list[Run], steps: dict[str, dict[str, float]], mlperf: bool) -> Point:
-    ok = [r for r in runs if r.ok]
-    times = [r.time_to_train_s for r in ok if r.time_to_train_s is not None]
-    ttas = [t for t in (_tta(r) for r in ok) if t is not None]
-    rates = [steps[r.id]["samples_per_s"] for r in ok if r.id in steps and steps[r.id]["samples_per_s"]]
-    accs = [r.final_value for r in ok if r.final_value is not None]
-    splits = sorted({r.final_split for r in ok if r.final_split})
-    fractions: dict[str, float | None] = {}
-    for part in ("data", "compute", "comm", "optimizer"):
-        vals = [steps[r.id][part] for r in ok if r.id in steps and steps[r.id][part] is not None]
-        fractions[part] = median(vals) if vals else None
-    throughput = harmonic_mean(rates) if rates else None
-    return Point(
-        workers=workers, runs=len(runs), succeeded=len(ok),
-        global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
-        time_s=median(times) if times else None, time_ci=median_ci(times),
-        tta_s=median(ttas) if ttas else None, tta_ci=median_ci(ttas),
-        mlperf_score_s=mlperf_score([r.time_to_train_s if r.ok else None for r in runs]) if mlperf else None,
-        throughput=throughput, per_worker=throughput / workers if throughput else None,
-        accuracy=median(accs) if accs else None, accuracy_split="/".join(splits) or None, breakdown=fractions,
-    )  # fmt: skip
+def _ci(e: Estimate | None) -> tuple[float | None, float | None]:
+    return (None, None) if e is None else (e.low, e.high)
+
+
+def _presentation(c: Comparison) -> tuple[str | None, str]:
+    """How a series is presented, and the sentence that says so."""
+    target = all(r.stop_criterion == "target_accuracy" for r in c.runs if r.ok)
+    if c.mode == "strong":
+        return (
+            "strong",
+            "Strong scaling: the same global batch at every scale; speedup and efficiency on time and on throughput.",
+        )
+    if c.mode == "weak" and not target:
+        return "weak", ("Weak scaling: the batch per worker is constant, so each scale solves a larger problem; "
+                        "throughput per worker and its efficiency are the measure, not a speedup of time to train.")  # fmt: skip
+    if c.mode == "weak":
+        return "mixed", ("Mixed: the global batch grows with the workers (weak scaling by batch) while every run "
+                         "trains to the same target (a fixed problem, as in strong scaling), as MLPerf submissions "
+                         "do; both the speedup of time to the target and throughput per worker are given.")  # fmt: skip
+    return "mixed", ("Mixed: the batches are neither strong nor weak scaling (HS111); speedups of time and "
+                     "throughput per worker are both given, and neither is a clean scaling measure.")  # fmt: skip
+
+
+def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: str | None) -> None:
+    """Speedup and efficiency of every point over the base, with the intervals of the ratios."""
+    if not points:
+        return
+    base = points[0]
+    for p in points:
+        p.speedup, p.efficiency, p.throughput_speedup, p.throughput_efficiency = 1.0, 1.0, 1.0, 1.0
+        break
+    by = {s.workers: s for s in scaled(c.by_workers())}
+    for p in points[1:]:
+        s = by.get(p.workers)
+        if s is None:
+            continue
+        if mlperf:
+            t = (
+                Estimate(base.mlperf_score_s / p.mlperf_score_s)
+                if base.mlperf_score_s and p.mlperf_score_s
+                else None
+            )
+        else:
+            t = s.time_speedup if presentation != "weak" else None
+        if t is not None:
+            p.speedup, p.speedup_ci = t.value, _ci(t)
+            e = s.efficiency(t)
+            assert e is not None
+            p.efficiency, p.efficiency_ci = e.value, _ci(e)
+        if s.throughput_speedup is not None:
+            p.throughput_speedup, p.throughput_speedup_ci = (
+                s.throughput_speedup.value,
+                _ci(s.throughput_speedup),
+            )
+            e = s.throughput_efficiency
+            assert e is not None
+            p.throughput_efficiency, p.throughput_efficiency_ci = e.value, _ci(e)
+    if all(p.throughput_speedup in (None, 1.0) for p in points[1:]):
+        base.throughput_speedup = base.throughput_efficiency = None
+    if all(p.speedup is None for p in points[1:]):
+        base.speedup = base.efficiency = None
 
 
 def _fit(mode: str | None, points: list[Point], base: int) -> Fit | None:
     data = [(p.workers / base, p.speedup) for p in points if p.speedup is not None]
-    if len(data) < 3:  # the base point fits any law: two points leave one to fit one parameter
-        return None
-    n = np.array([d[0] for d in data], dtype=float)
-    s = np.array([d[1] for d in data], dtype=float)
-    if mode == "weak":
-
-        def gustafson(x: Any, p: float) -> Any:
-            return (1 - p) + p * x
-
-        law, fn, formula = "gustafson", gustafson, "S(N) = (1 - p) + p N"
-    else:
-
-        def amdahl(x: Any, p: float) -> Any:
-            return 1.0 / ((1 - p) + p / x)
-
-        law, fn, formula = "amdahl", amdahl, "S(N) = 1 / ((1 - p) + p / N)"
-    try:
-        popt, pcov = optimize.curve_fit(fn, n, s, p0=[0.9], bounds=(0.0, 1.0))
-    except (RuntimeError, ValueError):
-        return None
-    err = float(np.sqrt(pcov[0][0])) if np.all(np.isfinite(pcov)) else None
-    return Fit(law, float(popt[0]), err, formula)
+    law = stats.law_for(mode)
+    got = stats.fit_law(law, [d[0] for d in data], [float(d[1]) for d in data if d[1] is not None])
+    return None if got is None else Fit(law, got[0], got[1], stats.LAWS[law])
 
 
 def _comparison(
-    c: Comparison, steps: dict[str, dict[str, float]], findings: list[dict[str, Any]]
+    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
 ) -> ComparisonModel:
     mlperf = all(r.source == "mlperf" for r in c.runs)
-    points = [_point(w, rs, steps, mlperf) for w, rs in c.by_workers().items()]
+    points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
+    for p in points:
+        p.lint = lint_codes(findings, set(p.run_ids))
+    presentation, note = _presentation(c) if c.kind == "scaling" else (None, "")
     base = points[0] if points else None
     metric = "MLPerf score" if mlperf else "median time to train"
+    if c.kind == "scaling":
+        from honestscale.analysis.scaling import time_metric
 
-    def t(p: Point) -> float | None:
-        return p.mlperf_score_s if mlperf else p.time_s
-
-    base_time = t(base) if base else None
-    if base is not None and base_time:
-        for p in points:
-            tp = t(p)
-            if tp:
-                p.speedup = base_time / tp
-                p.efficiency = p.speedup * base.workers / p.workers
-                lo_b, hi_b = base.time_ci
-                lo_p, hi_p = p.time_ci
-                if None not in (lo_b, hi_b, lo_p, hi_p) and not mlperf:
-                    p.speedup_ci = (lo_b / hi_p, hi_b / lo_p)  # type: ignore[operator]
+        if not mlperf:
+            metric = f"median {time_metric(c.by_workers())}"
+        _speedups(c, points, mlperf, presentation)
+    base_time = None
+    if base is not None:
+        base_time = (
+            base.mlperf_score_s if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
+        )
     fit = _fit(c.mode, points, base.workers) if base is not None and c.kind == "scaling" else None
+    frameworks, left_out = _frameworks(c, fractions, findings) if c.kind == "framework" else ([], [])
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
         runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
-        frameworks=_frameworks(c, steps) if c.kind == "framework" else [],
+        frameworks=frameworks, presentation=presentation, mode_note=note,
+        lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=left_out,
     )  # fmt: skip
 
 
-def _frameworks(c: Comparison, steps: dict[str, dict[str, float]]) -> list[FrameworkPoint]:
-    """The frameworks of one framework comparison side by side (same model, dataset and worker count)."""
-    groups: dict[str, list[Run]] = defaultdict(list)
+LIKE = (
+    "model",
+    "dataset",
+    "global_batch_size",
+    "precision",
+    "accelerator",
+    "n_nodes",
+    "accelerators_per_node",
+)
+LIKE_NAMES = {
+    "global_batch_size": "global batch",
+    "n_nodes": "nodes",
+    "accelerators_per_node": "accelerators per node",
+}
+
+
+def _like(r: Run) -> tuple[Any, ...]:
+    return tuple(r.row.get(k) for k in LIKE)
+
+
+def _frameworks(
+    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
+) -> tuple[list[FrameworkPoint], list[dict[str, str]]]:
+    """The frameworks that ran the same model, dataset, global batch, precision and hardware, side by side;
+    the runs of any other setup are left out, with what differs from the compared setup."""
+    setups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in c.runs:
+        setups[_like(r)].append(r)
+    ref = max(setups, key=lambda k: (len({r.framework for r in setups[k]}), len(setups[k]), repr(k)))
+    left_out = []
+    for key, runs in sorted(setups.items(), key=lambda kv: repr(kv[0])):
+        if key == ref:
+            continue
+        diff = "; ".join(f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
+                         for k, a, b in zip(LIKE, ref, key, strict=True) if a != b)  # fmt: skip
+        for fw in sorted({r.framework or "?" for r in runs}):
+            left_out.append({"framework": fw, "runs": str(sum(1 for r in runs if (r.framework or "?") == fw)),
+                             "differs": diff})  # fmt: skip
+    if len({r.framework for r in setups[ref]}) < 2:
+        return [], left_out + [{"framework": r, "runs": "", "differs": "no other framework ran this setup"}
+                               for r in sorted({r.framework or "?" for r in setups[ref]})]  # fmt: skip
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for r in setups[ref]:
         groups[r.framework or "?"].append(r)
     out = []
     for name, runs in sorted(groups.items()):
-        workers = runs[0].workers or 0
-        ok = [r for r in runs if r.ok and r.id in steps]
-        out.append(
-            FrameworkPoint(
-                framework=name,
-                versions=sorted({r.framework_version for r in runs if r.framework_version}),
-                point=_point(workers, runs, steps, mlperf=False),
-                comm_measured=bool(ok) and all(steps[r.id].get("comm_measured") for r in ok),
-            )
-        )
+        p = point(runs[0].workers or 0, runs, fractions, mlperf=False)
+        p.lint = lint_codes(findings, set(p.run_ids))
+        out.append(FrameworkPoint(name, sorted({r.framework_version for r in runs if r.framework_version}), p,
+                                  comm_measured=p.comm == "measured"))  # fmt: skip
     times = [f.point.time_s for f in out if f.point.time_s]
     for f in out:
         f.relative_time = f.point.time_s / min(times) if times and f.point.time_s else None
-    return out
+    return out, left_out
 
 
-def _steps(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for r in queries.run_step_fractions(con, campaign).iter_rows(named=True):
-        out[r["run_id"]] = {k: v for k, v in r.items() if k != "run_id"}
-    return out
+def _commands(runs: list[Run]) -> list[dict[str, Any]]:
+    """The distinct commands, each once: what differs per repetition (seed, run id) shown as a placeholder."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in runs:
+        argv = r.attrs.get("command")
+        if argv:
+            text = " ".join(map(str, argv))
+            text = re.sub(r"--seed \S+", "--seed <seed>", text)
+            counts[re.sub(r"--run-id \S+", "--run-id <run id>", text)] += 1
+    return [{"command": k, "runs": v} for k, v in sorted(counts.items())][:50]
 
 
 def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campaign: str | None) -> Model:
-    steps = _steps(con, campaign)
+    steps = step_fractions(con, campaign)
     findings = [f.as_json() for f in result.findings]
     comps = [
         _comparison(c, steps, findings)
@@ -334,7 +361,9 @@ def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campai
     verdicts = [
         {"code": v.code, "name": v.name, "severity": v.severity, "outcome": v.outcome, "pass": v.passed,
          "fail": v.failed, "cannot_verify": v.cannot_verify, "suppressed": v.suppressed,
-         "justification": next((s.reason for s in result.suppressions if s.code == v.code), None)}
+         # only the reasons that silenced a finding of this report: never another campaign's
+         "justification": "; ".join(sorted({f.suppressed for f in result.findings
+                                            if f.code == v.code and f.suppressed})) or None}
         for v in result.verdicts
     ]  # fmt: skip
     scaling = [c for c in comps if c.kind == "scaling"]
@@ -344,6 +373,12 @@ def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campai
         campaign=campaign,
         generated_by=f"honestscale {honestscale.__version__}",
         ci_method=CI_METHOD,
+        statistics={
+            "time": stats.TIME_STATISTIC,
+            "throughput": stats.RATE_STATISTIC,
+            "time_ci": CI_METHOD,
+            "ratio_ci": RATIO_METHOD,
+        },
         comparisons=scaling + [c for c in comps if c.kind != "scaling"],
         runs=rows,
         totals={
@@ -359,13 +394,7 @@ def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campai
             "duckdb": duckdb.__version__,
             "config_hashes": sorted({r.config_hash for r in view.runs if r.config_hash}),
             "git_commits": sorted({r.git_commit for r in view.runs if r.git_commit}),
-            "commands": sorted(
-                {
-                    " ".join(map(str, r.attrs.get("command") or []))
-                    for r in view.runs
-                    if r.attrs.get("command")
-                }
-            )[:50],
+            "commands": _commands(view.runs),
             "sources": sorted({str(r.source_file) for r in view.runs if r.source_file})[:200],
         },
     )

@@ -21,7 +21,16 @@ from urllib.parse import unquote, urlparse
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from honestscale.report import _figures
-from honestscale.report._model import ComparisonModel, Model
+from honestscale.report._model import ComparisonModel, Model, Point
+
+UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
+
+
+def unit_for(seconds: list[float | None]) -> tuple[str, float]:
+    """One unit for every time of a comparison (tables and figures say the same): s below 2 min, min below
+    2 h, else h."""
+    top = max((s for s in seconds if s is not None), default=0.0)
+    return UNITS[0] if top < 120 else UNITS[1] if top < 7200 else UNITS[2]
 
 
 def _minutes(seconds: float | None) -> str:
@@ -30,6 +39,23 @@ def _minutes(seconds: float | None) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.1f} min"
     return f"{seconds:.2f} s"
+
+
+def _in(seconds: float | None, unit: tuple[str, float] | list[Any]) -> str:
+    """A time in the comparison's unit, without the unit (the column header has it)."""
+    if seconds is None:
+        return "–"
+    v = seconds / float(unit[1])
+    return f"{v:,.{1 if v >= 100 else 2 if v >= 1 else 3}f}"
+
+
+def _ci_in(
+    ci: tuple[float | None, float | None] | list[float | None], unit: tuple[str, float] | list[Any]
+) -> str:
+    lo, hi = ci
+    if lo is None or hi is None:
+        return "n too small"
+    return f"{_in(lo, unit)}–{_in(hi, unit)}"
 
 
 def _hours(seconds: float | None) -> str:
@@ -53,6 +79,37 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f} %"
 
 
+def ratio_text(
+    value: float | None,
+    ci: tuple[float | None, float | None] | list[float | None],
+    pct: bool = False,
+    suffix: str = "",
+) -> str:
+    """A speedup (``2.01x``) or an efficiency (``50 %``) with its interval in brackets, rounded as printed."""
+    if value is None:
+        return "–"
+
+    def one(v: float) -> str:
+        return f"{100 * v:.0f} %" if pct else f"{v:.2f}"
+
+    lo, hi = ci
+    return one(value) + suffix + (f" [{one(lo)}, {one(hi)}]" if lo is not None and hi is not None else "")
+
+
+def verdicts_text(lint: dict[str, list[str]] | None) -> str:
+    """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none."""
+    if not lint:
+        return "none"
+    parts = []
+    if lint.get("fail"):
+        parts.append("✗ " + ", ".join(lint["fail"]))
+    if lint.get("cannot_verify"):
+        parts.append("? " + ", ".join(lint["cannot_verify"]))
+    if lint.get("suppressed"):
+        parts.append(", ".join(lint["suppressed"]) + " suppressed")
+    return "; ".join(parts) or "none"
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("honestscale.report", "templates"),
@@ -61,7 +118,8 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, pct=_pct)
+    env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, pct=_pct, within=_in,
+                       ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text)  # fmt: skip
     return env
 
 
@@ -75,6 +133,10 @@ class ScalingView:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.c, name)
+
+    @property
+    def unit(self) -> tuple[str, float]:
+        return unit_for([t for p in self.c.points for t in (p.time_s, p.tta_s, p.mlperf_score_s, *p.time_ci)])
 
     @property
     def has_tta(self) -> bool:
@@ -132,45 +194,81 @@ def _csv(header: list[str], rows: list[list[str]]) -> str:
     return buf.getvalue()
 
 
-def _results_rows(c: ComparisonModel) -> tuple[list[str], list[list[str]]]:
-    header = ["workers", "runs ok", "global batch", "time to train [s]", "CI low [s]", "CI high [s]",
-              "time to accuracy [s]", "MLPerf score [s]", "speedup", "efficiency", "samples/s", "per worker",
-              "accuracy"]  # fmt: skip
-
-    def f(v: float | None, d: int = 3) -> str:
-        return "" if v is None else f"{v:.{d}f}"
-
-    rows = [
-        [str(p.workers), f"{p.succeeded}/{p.runs}", " ".join(map(str, p.global_batch)), f(p.time_s, 1),
-         f(p.time_ci[0], 1), f(p.time_ci[1], 1), f(p.tta_s, 1), f(p.mlperf_score_s, 1), f(p.speedup), f(p.efficiency),
-         f(p.throughput, 1), f(p.per_worker, 1), f(p.accuracy, 4)]
-        for p in c.points
-    ]  # fmt: skip
-    return header, rows
+def _f(v: float | None, d: int = 2) -> str:
+    return "" if v is None else f"{v:.{d}f}"
 
 
-def _framework_rows(c: ComparisonModel) -> tuple[list[str], list[list[str]]]:
-    header = ["framework", "version", "runs ok", "time to train [s]", "CI low [s]", "CI high [s]",
-              "time to accuracy [s]", "relative time", "samples/s", "per worker", "data", "compute", "comm",
-              "optimizer", "accuracy"]  # fmt: skip
+def _codes(p: Point) -> str:
+    return verdicts_text(p.lint)
 
-    def f(v: float | None, d: int = 3) -> str:
-        return "" if v is None else f"{v:.{d}f}"
 
-    rows = []
+def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The series' tables for a paper, at most 6 columns each: times, then scaling (as the PDF prints them)."""
+    unit, div = unit_for([t for p in c.points for t in (p.time_s, p.tta_s, p.mlperf_score_s, *p.time_ci)])
+
+    def t(v: float | None) -> str:
+        return _in(v, (unit, div)) if v is not None else ""
+
+    has_tta = any(p.tta_s is not None for p in c.points)
+    has_score = any(p.mlperf_score_s is not None for p in c.points)
+    third = (f"time to accuracy [{unit}]", "tta_s") if has_tta else (f"MLPerf score [{unit}]", "mlperf_score_s") \
+        if has_score else ("global batch", "")  # fmt: skip
+    times = [
+        ["workers", "runs ok", f"time to train [{unit}]", f"95 % CI [{unit}]", third[0], "rules failing"]
+    ]
+    for p in c.points:
+        extra = t(getattr(p, third[1])) if third[1] else " ".join(map(str, p.global_batch))
+        times.append([str(p.workers), f"{p.succeeded}/{p.runs}", t(p.time_s), _ci_in(p.time_ci, (unit, div)).replace("n too small", ""),
+                      extra, _codes(p)])  # fmt: skip
+    if c.presentation == "weak":
+        head = [
+            "workers",
+            "samples/s",
+            "per worker",
+            "per-worker efficiency [95 % CI]",
+            "accuracy",
+            "rules failing",
+        ]
+        rows = [[str(p.workers), _f(p.throughput, 0), _f(p.per_worker, 0),
+                 ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True),
+                 _f(p.accuracy, 4), _codes(p)] for p in c.points]  # fmt: skip
+    else:
+        head = ["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "samples/s", "throughput speedup [95 % CI]",
+                "accuracy"]  # fmt: skip
+        rows = [[str(p.workers), ratio_text(p.speedup, p.speedup_ci), ratio_text(p.efficiency, p.efficiency_ci, pct=True),
+                 _f(p.throughput, 0), ratio_text(p.throughput_speedup, p.throughput_speedup_ci), _f(p.accuracy, 4)]
+                for p in c.points]  # fmt: skip
+    return [("times", times[0], times[1:]), ("scaling", head, rows)]
+
+
+def framework_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
+    """A framework comparison for a paper: times, then the step breakdown (at most 6 columns each)."""
+    unit, div = unit_for([t for f in c.frameworks for t in (f.point.time_s, *f.point.time_ci)])
+    times = [
+        [
+            "framework",
+            "runs ok",
+            f"time to train [{unit}]",
+            f"95 % CI [{unit}]",
+            "relative time",
+            "rules failing",
+        ]
+    ]
+    parts = [["framework", "samples/s", "data", "compute", "comm", "optimizer"]]
     for fw in c.frameworks:
         p = fw.point
-        parts = [f(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")]
-        if not fw.comm_measured:
-            parts[2] = "not exposed"
-        rows.append([fw.framework, " ".join(fw.versions), f"{p.succeeded}/{p.runs}", f(p.time_s, 2),
-                     f(p.time_ci[0], 2), f(p.time_ci[1], 2), f(p.tta_s, 2), f(fw.relative_time, 2),
-                     f(p.throughput, 1), f(p.per_worker, 1), *parts, f(p.accuracy, 4)])  # fmt: skip
-    return header, rows
+        times.append([f"{fw.framework} {' '.join(fw.versions)}".strip(), f"{p.succeeded}/{p.runs}", _in(p.time_s, (unit, div)),
+                      _ci_in(p.time_ci, (unit, div)).replace("n too small", ""), _f(fw.relative_time), _codes(p)])  # fmt: skip
+        shares = [_pct(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")]
+        if p.comm != "measured":
+            shares[2] = p.comm
+        parts.append([fw.framework, _f(p.throughput, 0), *shares])
+    return [("times", times[0], times[1:]), ("breakdown", parts[0], parts[1:])]
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "comparison"
+    """A file name from a label: the whole label, lower case, punctuation as dashes (never cut short)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:200] or "comparison"
 
 
 @dataclass
@@ -190,22 +288,22 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     frameworks: list[ScalingView] = []
     figure_numbers = iter(range(1, 10_000))
     kinds = (
-        ("scaling", _figures.render, _results_rows, "table", "cmp", "{label}: {mode} scaling", scaling),
-        ("framework", _figures.render_frameworks, _framework_rows, "frameworks", "fw", "{label}: frameworks",
+        ("scaling", _figures.render, results_tables, "table", "cmp", "{label}: {mode} scaling, {part}", scaling),
+        ("framework", _figures.render_frameworks, framework_tables, "frameworks", "fw", "{label}: frameworks, {part}",
          frameworks),
     )  # fmt: skip
-    for kind, draw, table, prefix, anchor, caption, views in kinds:
+    for kind, draw, tables, prefix, anchor, caption, views in kinds:
         for i, c in enumerate([c for c in model.comparisons if c.kind == kind], start=1):
             figs = []
             for r in draw(c, i, assets):
                 figs.append({"name": r.name, "caption": r.caption, "number": next(figure_numbers)})
                 exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
-            header, rows = table(c)
-            stem = f"{prefix}{i}-{_slug(c.label)}"
-            (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
-            title = caption.format(label=c.label, mode=c.mode)
-            (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
-            exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
+            for part, header, rows in tables(c):
+                stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
+                (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
+                title = caption.format(label=c.label, mode=c.presentation or c.mode, part=part)
+                (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
+                exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "accuracy",
                   "split", "config hash"]  # fmt: skip
@@ -215,7 +313,9 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
                  "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or ""]
                 for r in model.runs]  # fmt: skip
     (assets / "runs.csv").write_text(_csv(run_header, run_rows), encoding="utf-8")
-    (assets / "runs.tex").write_text(latex_table(run_header, run_rows, "All runs"), encoding="utf-8")
+    keep = (0, 1, 2, 3, 5, 7)  # six columns fit one column of a paper; the CSV has them all
+    (assets / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
+                                                 "All runs"), encoding="utf-8")  # fmt: skip
     exports += [assets / "runs.csv", assets / "runs.tex"]
     env = environment()
     (assets / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, Run, View
 
-APART = 1.25  # two speedups further apart than this factor (and beyond their intervals) disagree
+APART = 1.5  # two speedups further apart than this factor (and beyond their intervals) disagree
 NOISE = 0.10  # without intervals, a speedup within 10 % of 1 points in no direction
 STALLED = 0.25  # a median stall share above this explains a time to train that the steps do not
 
@@ -33,7 +33,7 @@ class TimeToTrainContradictsThroughput(Rule):
     speedup of steady-state step throughput (samples per step over the median step, warm-up excluded), each a
     ratio of harmonic means with its bootstrap 95 % interval. It fails when they point in different directions
     (one faster, one slower, each beyond its interval), or when both intervals exclude each other and the two
-    differ by more than 1.25x; the finding says which one the data supports: the steady state when stalls
+    differ by more than 1.5x; the finding says which one the data supports: the steady state when stalls
     (HS210) fill the time to train, otherwise the time to train (the run's end-to-end cost, evaluations and
     waits included).
     Why it misleads: a time to train can be inflated by what is not training (stalls on a busy host, slow

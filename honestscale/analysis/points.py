@@ -1,0 +1,123 @@
+"""One worker count of a comparison, over its repetitions: the numbers ``summary``, ``report`` and ``advise`` print.
+
+Every number says which statistic it is (``stats.TIME_STATISTIC``, ``stats.RATE_STATISTIC``): times are
+medians of the successful runs with their order-statistic interval, rates the harmonic mean of the runs'
+samples/s over their timed steps (warm-up excluded), step shares the median of the runs' shares.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+import duckdb
+
+from honestscale.analysis.scaling import time_to_accuracy
+from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
+from honestscale.lint._view import Run, View
+from honestscale.store import queries
+
+PARTS = ("data", "compute", "comm", "optimizer")
+
+
+@dataclass
+class Point:
+    """One worker count of a comparison, over its repetitions."""
+
+    workers: int
+    runs: int
+    succeeded: int
+    global_batch: list[int]
+    time_s: float | None  # median time to train of the successful runs
+    time_ci: tuple[float | None, float | None]
+    tta_s: float | None  # median time to accuracy
+    tta_ci: tuple[float | None, float | None]
+    mlperf_score_s: float | None
+    throughput: float | None  # samples/s, harmonic mean over runs
+    per_worker: float | None
+    steady_throughput: float | None  # samples per step over the median step, harmonic mean over runs
+    stall_share: float | None  # median share of time to train lost to outlier steps (HS210)
+    accuracy: float | None  # median final accuracy
+    accuracy_split: str | None
+    breakdown: dict[str, float | None]  # fraction of step time
+    comm: str  # measured | not exposed (the framework hides it) | not recorded (no step data)
+    run_ids: list[str] = field(default_factory=list)
+    # against the base case (report): the time metric (or MLPerf score) and throughput, with 95 % intervals
+    speedup: float | None = None
+    efficiency: float | None = None
+    speedup_ci: tuple[float | None, float | None] = (None, None)
+    efficiency_ci: tuple[float | None, float | None] = (None, None)
+    throughput_speedup: float | None = None
+    throughput_speedup_ci: tuple[float | None, float | None] = (None, None)
+    throughput_efficiency: float | None = None
+    throughput_efficiency_ci: tuple[float | None, float | None] = (None, None)
+    lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
+
+
+def step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, dict[str, Any]]:
+    """Per run: the share of step time in each part, whether communication was measured, rank imbalance."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in queries.run_step_fractions(con, campaign).iter_rows(named=True):
+        out[r["run_id"]] = {k: v for k, v in r.items() if k != "run_id"}
+    return out
+
+
+def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], mlperf: bool) -> Point:
+    ok = [r for r in runs if r.ok]
+    times = [float(r.time_to_train_s) for r in ok if r.time_to_train_s is not None]
+    ttas = [t for t in (time_to_accuracy(r) for r in ok) if t is not None]
+    accs = [r.final_value for r in ok if r.final_value is not None]
+    stalls = [r.stall_share for r in ok if r.stall_share is not None]
+    shares: dict[str, float | None] = {}
+    for part in PARTS:
+        vals = [fractions[r.id][part] for r in ok if r.id in fractions and fractions[r.id][part] is not None]
+        shares[part] = median(vals) if vals else None
+    timed = [r for r in ok if r.id in fractions]
+    if not timed:
+        comm = "not recorded"
+    elif all(fractions[r.id].get("comm_measured") for r in timed):
+        comm = "measured"
+    else:
+        comm = "not exposed"
+    throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
+    return Point(
+        workers=workers, runs=len(runs), succeeded=len(ok),
+        global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
+        time_s=centre_of_times(times), time_ci=median_ci(times),
+        tta_s=centre_of_times(ttas), tta_ci=median_ci(ttas),
+        mlperf_score_s=mlperf_score([r.time_to_train_s if r.ok else None for r in runs]) if mlperf else None,
+        throughput=throughput, per_worker=throughput / workers if throughput else None,
+        steady_throughput=centre_of_rates([r.steady_rate for r in ok if r.steady_rate]),
+        stall_share=median(stalls) if stalls else None,
+        accuracy=median(accs) if accs else None,
+        accuracy_split="/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
+        breakdown=shares, comm=comm, run_ids=sorted(r.id for r in runs),
+    )  # fmt: skip
+
+
+@dataclass
+class SummaryRow:
+    """One line of ``honestscale summary``: final runs of one campaign, model, framework and worker count."""
+
+    campaign: str | None
+    model: str | None
+    dataset: str | None
+    framework: str | None
+    point: Point
+
+
+def summary(view: View, fractions: dict[str, dict[str, Any]]) -> list[SummaryRow]:
+    """Final runs grouped by campaign, model, dataset, framework and workers, each summarised by :func:`point`."""
+    groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
+    for r in view.runs:
+        if (r.purpose or "final") == "final" and r.workers:
+            groups[(r.campaign, r.row.get("model"), r.row.get("dataset"), r.framework, r.workers)].append(r)
+    out = []
+    for key, runs in sorted(
+        groups.items(), key=lambda kv: (*tuple((v is None, str(v)) for v in kv[0][:4]), kv[0][4])
+    ):
+        mlperf = all(r.source == "mlperf" for r in runs)
+        out.append(SummaryRow(key[0], key[1], key[2], key[3], point(key[4], runs, fractions, mlperf)))
+    return out
