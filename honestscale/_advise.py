@@ -16,7 +16,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from honestscale.analysis.points import Point, point, step_fractions
+from honestscale.analysis.points import Point, lint_codes, point, step_fractions, verdicts_text
+from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC, fit_law, law_efficiency, law_for
 from honestscale.lint._config import load_suppressions
 from honestscale.lint._engine import run as lint_run
 from honestscale.lint._view import Run, View, build, comparisons
@@ -53,6 +54,8 @@ class Setup:
     loader_workers: int | None
     local_batch: int | None
     lr: float | None
+    run_ids: list[str] = field(default_factory=list)
+    lint: dict[str, list[str]] = field(default_factory=dict)  # rules failing / unverifiable on these runs
 
 
 @dataclass
@@ -65,6 +68,7 @@ class Projection:
     interval: tuple[float, float] | None  # 95 % bootstrap interval of the parallel fraction
     measured: list[tuple[int, float]]  # (workers, speedup)
     projected: list[dict[str, Any]]  # workers, efficiency, low, high
+    points: int = 0  # worker counts behind the fit (2: the p they imply, the law itself untested)
 
 
 @dataclass
@@ -76,6 +80,8 @@ class Advice:
     fastest_to_target: Setup | None
     projections: list[Projection]
     suggestions: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)  # series without a projection, and why
+    statistics: dict[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,38 +127,27 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
                 dominant_share=shares.get(dominant) if dominant else None,
                 loader_workers=_hyper(runs, "loader_workers"),
                 local_batch=next((int(r.row["local_batch_size"]) for r in runs if r.row.get("local_batch_size")), None),
-                lr=_hyper(runs, "lr"),
+                lr=_hyper(runs, "lr"), run_ids=p.run_ids,
             )
         )  # fmt: skip
     return out
 
 
-def _fit_p(workers: np.ndarray, speedup: np.ndarray, law: str) -> float:
-    """Least squares in closed form: Amdahl 1/S - 1 = p (1/N - 1); Gustafson S - 1 = p (N - 1)."""
-    if law == "gustafson":
-        a, b = workers - 1, speedup - 1
-    else:
-        a, b = 1 / workers - 1, 1 / speedup - 1
-    denom = float(np.sum(a * a))
-    return float(np.clip(np.sum(a * b) / denom, 0.0, 1.0)) if denom > 0 else 1.0
+def _p_of(times: dict[int, list[float]], ws: list[int], n: list[float], law: str) -> float | None:
+    """The parallel fraction the medians imply (the one fit of ``analysis.stats``)."""
+    meds = [float(np.median(times[w])) for w in ws]
+    got = fit_law(law, n, [meds[0] / m for m in meds], min_points=2)
+    return None if got is None else got[0]
 
 
-def _p_of(times: dict[int, list[float]], ws: list[int], n: np.ndarray, law: str) -> float:
-    meds = np.array([float(np.median(times[w])) for w in ws])
-    return _fit_p(n, meds[0] / meds, law)
-
-
-def _efficiency(p: float, n: float, law: str) -> float:
-    s = (1 - p) + p * n if law == "gustafson" else 1 / ((1 - p) + p / n)
-    return s / n
-
-
-def _projections(view: View, kept_ids: set[str]) -> list[Projection]:
+def _projections(view: View, kept_ids: set[str], superlinear: set[str]) -> tuple[list[Projection], list[str]]:
+    """Projections of the series the data supports, and why the others get none."""
     rng = np.random.default_rng(0)
-    out = []
+    out, withheld = [], []
     for c in view.comparisons:
         if c.kind != "scaling":
             continue
+        name = f"{c.key.get('model')} / {c.key.get('framework')}"
         by_workers = {
             w: [r.time_to_train_s for r in rs if r.ok and r.id in kept_ids and r.time_to_train_s]
             for w, rs in c.by_workers().items()
@@ -160,36 +155,44 @@ def _projections(view: View, kept_ids: set[str]) -> list[Projection]:
         by_workers = {w: t for w, t in by_workers.items() if t}
         if len(by_workers) < 2:
             continue
-        law = "gustafson" if c.mode == "weak" else "amdahl"
         ws = sorted(by_workers)
         base = ws[0]
-        n = np.array([w / base for w in ws], dtype=float)
-
+        meds = [float(np.median(by_workers[w])) for w in ws]
+        measured = [(w, meds[0] / m) for w, m in zip(ws, meds, strict=True)]
+        if c.id in superlinear or any(sp > w / base for w, sp in measured[1:]):
+            withheld.append(f"{name}: no projection: the measured speedup is above the ideal (superlinear, HS209), "
+                            f"so no law fits it; rerun the base case on a quiet, exclusive node first")  # fmt: skip
+            continue
+        law = law_for(c.mode)
+        n = [w / base for w in ws]
         p = _p_of(by_workers, ws, n, law)
+        if p is None:
+            continue
         interval = None
         if all(len(t) >= 2 for t in by_workers.values()):
             draws = [
                 _p_of({w: list(rng.choice(t, size=len(t))) for w, t in by_workers.items()}, ws, n, law)
                 for _ in range(BOOTSTRAP)
             ]
-            interval = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
-        targets = sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
+            got = [d for d in draws if d is not None]
+            interval = (float(np.percentile(got, 2.5)), float(np.percentile(got, 97.5))) if got else None
+        # two worker counts imply a p without testing the law: project one doubling only
+        targets = [ws[-1] * 2] if len(ws) == 2 else sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
         projected = []
         for w in targets:
-            row = {"workers": w, "efficiency": _efficiency(p, w / base, law), "low": None, "high": None}
+            row = {"workers": w, "efficiency": law_efficiency(law, p, w / base), "low": None, "high": None}
             if interval is not None:
-                effs = [_efficiency(q, w / base, law) for q in interval]
+                effs = [law_efficiency(law, q, w / base) for q in interval]
                 row["low"], row["high"] = min(effs), max(effs)
             projected.append(row)
-        meds = [float(np.median(by_workers[w])) for w in ws]
         out.append(
             Projection(
                 model=str(c.key.get("model")), dataset=str(c.key.get("dataset")), framework=str(c.key.get("framework")),
-                law=law, parallel_fraction=p, interval=interval,
-                measured=[(w, meds[0] / m) for w, m in zip(ws, meds, strict=True)], projected=projected,
+                law=law, parallel_fraction=p, interval=interval, measured=measured, projected=projected,
+                points=len(ws),
             )
         )  # fmt: skip
-    return out
+    return out, withheld
 
 
 def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
@@ -250,9 +253,22 @@ def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advic
     )
     with_tta = [s for s in usable if s.tta_s is not None]
     to_target = min(with_tta, key=lambda s: s.tta_s or 0.0) if with_tta else None
-    projections = _projections(kept_view, {r.id for r in kept})
+    result = lint_run(view, suppressions=load_suppressions(view))
+    findings = [f.as_json() for f in result.findings]
+    for s in setups:
+        s.lint = lint_codes(findings, set(s.run_ids))
+    superlinear = {f.target for f in result.findings if f.code == "HS209" and f.outcome == "fail"}
+    projections, withheld = _projections(kept_view, {r.id for r in kept}, superlinear)
     return Advice(
-        campaign, setups, excluded, per_sample, to_target, projections, _suggest(usable, projections)
+        campaign,
+        setups,
+        excluded,
+        per_sample,
+        to_target,
+        projections,
+        _suggest(usable, projections),
+        withheld,
+        {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC},
     )
 
 
@@ -283,17 +299,20 @@ def lines(a: Advice) -> list[str]:
         verdict = (
             f"{PART_NAMES[s.dominant]} bound ({_pct(s.dominant_share)})" if s.dominant else "no step data"
         )
-        rate = f"{s.samples_per_s:,.0f} samples/s" if s.samples_per_s else "throughput unknown"
+        rate = (f"{s.samples_per_s:,.0f} samples/s ({a.statistics.get('throughput', 'harmonic mean of runs')}, "
+                f"{s.succeeded} run(s))" if s.samples_per_s else "throughput unknown")  # fmt: skip
         out.append(f"{s.model} / {s.framework} at {s.workers} worker(s): {verdict}; {rate}; step time: {parts}"
-                   + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else ""))  # fmt: skip
+                   + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
+                   + f" [rules: {verdicts_text(s.lint)}]")  # fmt: skip
     if a.fastest_per_sample:
         f = a.fastest_per_sample
         out.append(f"Fastest per sample: {f.framework} at {f.workers} worker(s), {f.samples_per_s:,.0f} samples/s "
-                   f"({f.per_worker or 0:,.0f} per worker).")  # fmt: skip
+                   f"({f.per_worker or 0:,.0f} per worker) [rules: {verdicts_text(f.lint)}].")  # fmt: skip
     if a.fastest_to_target:
         f = a.fastest_to_target
         out.append(
-            f"Fastest to the target accuracy: {f.framework} at {f.workers} worker(s), median {f.tta_s:.2f} s."
+            f"Fastest to the target accuracy: {f.framework} at {f.workers} worker(s), {f.tta_s:.2f} s "
+            f"({a.statistics.get('time', 'median of runs')}) [rules: {verdicts_text(f.lint)}]."
         )
     for p in a.projections:
         ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval
@@ -304,7 +323,11 @@ def lines(a: Advice) -> list[str]:
             for r in p.projected
         )
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
-        out.append(f"{p.model} / {p.framework}: speedup {measured}; {p.law.capitalize()} parallel fraction "
-                   f"{p.parallel_fraction:.3f}{ci}; projected efficiency {proj}.")  # fmt: skip
+        untested = (" (two worker counts: the fraction they imply, the law itself untested; one doubling "
+                    "projected)" if p.points == 2 else "")  # fmt: skip
+        out.append(f"{p.model} / {p.framework}: speedup of the median time to train {measured}; "
+                   f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}{untested}; "
+                   f"projected efficiency {proj}.")  # fmt: skip
+    out += list(a.withheld)
     out += [f"Try: {t}." for t in a.suggestions]
     return out

@@ -198,20 +198,48 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
 
-def summary_table(df: pl.DataFrame) -> Table:
-    table = Table(title="scaling summary (medians over repetitions; final runs)", title_justify="left")
-    cols = ("campaign", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
-            "per worker", "data", "compute", "comm", "optimizer", "test acc")  # fmt: skip
+def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
+    """``summary --format json``: one object per campaign, model, framework and worker count, each number with
+    the statistic it is (the same as ``report`` and ``advise`` print for these runs)."""
+    from honestscale.analysis.stats import CI_METHOD, RATE_STATISTIC, TIME_STATISTIC
+
+    out = []
+    for r in rows:
+        p = r.point
+        out.append({
+            "campaign": r.campaign, "model": r.model, "dataset": r.dataset, "framework": r.framework,
+            "workers": p.workers, "runs": p.runs, "succeeded": p.succeeded,
+            "time_to_train_s": p.time_s, "time_to_train_ci_s": list(p.time_ci), "time_to_accuracy_s": p.tta_s,
+            "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,
+            "stall_share": p.stall_share, "data": p.breakdown.get("data"), "compute": p.breakdown.get("compute"),
+            "comm": p.breakdown.get("comm"), "optimizer": p.breakdown.get("optimizer"), "comm_is": p.comm,
+            "accuracy": p.accuracy, "accuracy_split": p.accuracy_split,
+            "test_accuracy": p.accuracy if p.accuracy_split == "test" else None,
+            "statistics": {"times": TIME_STATISTIC, "time_ci": CI_METHOD, "throughput": RATE_STATISTIC,
+                           "shares": "median of runs", "accuracy": "median of runs"},
+        })  # fmt: skip
+    return out
+
+
+def summary_table(rows: list[Any]) -> Table:
+    from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
+
+    table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, samples/s the "
+                  f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
+    cols = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
+            "per worker", "data", "compute", "comm", "optimizer", "accuracy")  # fmt: skip
     for col in cols:
-        table.add_column(col, justify="left" if col in ("campaign", "framework") else "right")
-    for r in df.iter_rows(named=True):
+        table.add_column(col, justify="left" if col in ("campaign", "model", "framework") else "right")
+    for r in rows:
+        p = r.point
+        comm = _pct(p.breakdown.get("comm")) if p.comm == "measured" or p.workers == 1 else p.comm
         table.add_row(
-            r["campaign"] or "-", r["framework"] or "-", str(r["workers"]), f"{r['succeeded']}/{r['runs']}",
-            _fmt_seconds(r["time_to_train_s"]), _fmt_seconds(r["time_to_accuracy_s"]),
-            "-" if r["samples_per_s"] is None else f"{r['samples_per_s']:,.0f}",
-            "-" if r["per_worker"] is None else f"{r['per_worker']:,.0f}",
-            _pct(r["data"]), _pct(r["compute"]), _pct(r["comm"]), _pct(r["optimizer"]),
-            "-" if r["test_accuracy"] is None else f"{r['test_accuracy']:.4f}",
+            r.campaign or "-", r.model or "-", r.framework or "-", str(p.workers), f"{p.succeeded}/{p.runs}",
+            _fmt_seconds(p.time_s), _fmt_seconds(p.tta_s),
+            "-" if p.throughput is None else f"{p.throughput:,.0f}",
+            "-" if p.per_worker is None else f"{p.per_worker:,.0f}",
+            _pct(p.breakdown.get("data")), _pct(p.breakdown.get("compute")), comm, _pct(p.breakdown.get("optimizer")),
+            "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip(),
         )  # fmt: skip
     return table
 

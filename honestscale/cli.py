@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -90,8 +91,18 @@ def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The store for every command (before the command name, or after it).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """honestscale: honest numbers for distributed deep-learning training."""
+    if store is not None:  # read by the command's own --store (its environment variable) unless it gives one
+        os.environ[STORE_ENV] = str(store)
 
 
 @contextlib.contextmanager
@@ -290,6 +301,7 @@ def runs(
     from honestscale.store import queries  # polars: only the reading commands need it
 
     with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
         df = queries.runs(con, campaign)
     if format is TableFormat.json:
         print(_output.dumps(_output.run_records(df)))
@@ -402,18 +414,27 @@ def summary(
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """Per campaign and worker count: time to train and to accuracy, throughput, step breakdown, test accuracy."""
+    """Per campaign, model and worker count: time to train and to accuracy (median of runs), throughput (harmonic
+    mean of runs), step breakdown, accuracy; the same numbers as `report` and `advise` for the same runs."""
     from honestscale import _output
-    from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:
-        df = queries.scaling_summary(con, campaign)
+        rows = _summary_rows(con, campaign)
     if format is ShowFormat.json:
-        print(_output.dumps(df.to_dicts()))
-    elif df.height == 0:
+        print(_output.dumps(_output.summary_records(rows)))
+    elif not rows:
         err.print("no final runs to summarise" + (f" in campaign {campaign}" if campaign else ""))
     else:
-        out.print(_output.summary_table(df))
+        out.print(_output.summary_table(rows))
+
+
+def _summary_rows(con: duckdb.DuckDBPyConnection, campaign: str | None) -> list[Any]:
+    from honestscale.analysis import points
+    from honestscale.lint._view import build
+    from honestscale.store import queries
+
+    queries.check_campaign(con, campaign)
+    return points.summary(build(con, campaign), points.step_fractions(con, campaign))
 
 
 campaign_app = typer.Typer(help="Campaigns: grids of runs described in a TOML spec.", no_args_is_help=True)
@@ -488,7 +509,6 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
     from honestscale import _campaign, _output
     from honestscale.runners import launch
-    from honestscale.store import queries
 
     s = _campaign.load(spec, _runner_options)
     for framework in s.frameworks():  # every environment is checked before the first run starts
@@ -533,8 +553,8 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
         tuned, trial = _best_trial(store, s, wait)
     execute(_campaign.final_plans(s, tuned, trial), "final runs")
     with _store(store, read_only=True, wait=wait) as con:
-        df = queries.scaling_summary(con, s.name)
-    out.print(_output.summary_table(df))
+        rows = _summary_rows(con, s.name)
+    out.print(_output.summary_table(rows))
     if not_ok:
         err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {escape(', '.join(not_ok))}")
     return not_ok
@@ -554,14 +574,16 @@ def advise(
     Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
     """
     from honestscale import _advise
+    from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
         advice = _advise.advise(con, campaign)
     if format is ShowFormat.json:
         print(_output.dumps(advice.as_json()))
         return
     for line in _advise.lines(advice):
-        out.print(line, highlight=False, soft_wrap=True)
+        out.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command()
@@ -741,11 +763,14 @@ def probe(
                 "SELECT run_id FROM runs WHERE campaign = ? AND status <> 'success'", [campaign]).fetchall()]  # fmt: skip
     else:
         not_ok = _run_campaign(spec, store, False, wait)
+    from honestscale.store import queries
+
     with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
         advice = _advise.advise(con, campaign)
     out.print("\nverdict", style="bold")
     for line in _advise.lines(advice):
-        out.print(line, highlight=False, soft_wrap=True)
+        out.print(line, highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(1 if not_ok else 0)
 
 
@@ -863,7 +888,10 @@ def lint(
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
         extra = _config.load_file(config or Path("honestscale.toml"))
+    from honestscale.store import queries
+
     with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
         result = linter.lint(con, campaign=campaign, select=select, ignore=ignore, suppressions=extra)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
@@ -906,7 +934,15 @@ def report(
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
         extra = _config.load_file(config or Path("honestscale.toml"))
+    from honestscale.store import queries
+
     with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
+        if queries.run_count(con) == 0:
+            raise HonestscaleError(
+                f"the store {resolve_store_path(store)} holds no runs: there is nothing to report",
+                "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
+            )
         if format is ReportFormat.json:
             model, _ = reporting.analyse(con, campaign, extra)
             print(_output.dumps(model.as_json()))

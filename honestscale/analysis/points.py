@@ -56,6 +56,37 @@ class Point:
     lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
 
 
+def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:
+    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out)."""
+    out: dict[str, set[str]] = {"fail": set(), "cannot_verify": set(), "error": set(), "suppressed": set()}
+    for f in findings:
+        if not run_ids.intersection(f["runs"]):
+            continue
+        if f["suppressed"]:
+            out["suppressed"].add(f["code"])
+            continue
+        out[f["outcome"]].add(f["code"])
+        if f["outcome"] == "fail" and f["severity"] == "error":
+            out["error"].add(f["code"])
+    out["cannot_verify"] -= out["fail"]
+    out["suppressed"] -= out["fail"] | out["cannot_verify"]
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def verdicts_text(lint: dict[str, list[str]] | None) -> str:
+    """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none."""
+    if not lint:
+        return "none"
+    parts = []
+    if lint.get("fail"):
+        parts.append("✗ " + ", ".join(lint["fail"]))
+    if lint.get("cannot_verify"):
+        parts.append("? " + ", ".join(lint["cannot_verify"]))
+    if lint.get("suppressed"):
+        parts.append(", ".join(lint["suppressed"]) + " suppressed")
+    return "; ".join(parts) or "none"
+
+
 def step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, dict[str, Any]]:
     """Per run: the share of step time in each part, whether communication was measured, rank imbalance."""
     out: dict[str, dict[str, Any]] = {}

@@ -147,13 +147,16 @@ def law_efficiency(law: str, p: float, n: float) -> float:
     return float(law_speedup(law, p, n)) / n
 
 
-def fit_law(law: str, n: Sequence[float], speedups: Sequence[float]) -> tuple[float, float | None] | None:
+def fit_law(
+    law: str, n: Sequence[float], speedups: Sequence[float], min_points: int = 3
+) -> tuple[float, float | None] | None:
     """Least-squares parallel fraction p (and its standard error) of ``law`` through (n, speedup) points.
 
-    None with fewer than three points (the base case fixes one; two points leave nothing to test the law on)
-    or when the fit fails.
+    None with fewer than ``min_points`` points or when the fit fails. Three by default: the base case fixes
+    one point, and two points give the p they imply without testing the law (``advise`` says so when it
+    asks for two).
     """
-    if len(n) < 3:
+    if len(n) < min_points or len(n) < 2:
         return None
     x = np.asarray(n, dtype=float)
     y = np.asarray(speedups, dtype=float)

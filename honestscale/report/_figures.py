@@ -112,12 +112,18 @@ def speedup(c: ComparisonModel) -> Figure:
 
 
 def _speedup_caption(c: ComparisonModel) -> str:
-    drawn = f"on the {c.metric}"
-    if c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
-        drawn += " (circles) and on throughput (squares)"
+    two = c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:])
+    drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if two else "")
     fit = f", the fitted {c.fit.law} law dotted" if c.fit is not None else ""
-    return (f"Speedup (left) and parallel efficiency (right) {drawn} against workers; bars are the 95 % "
-            f"intervals of the ratios (bootstrap over repetitions), none at the base case; ideal dashed{fit}.")  # fmt: skip
+    if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
+        bars = "bars are the 95 % intervals of the ratios (bootstrap over repetitions), none at the base case"
+    elif c.metric == "MLPerf score":
+        bars = "no intervals: the MLPerf score is one number per point"
+    else:
+        bars = "no intervals: too few runs per point"
+    return (
+        f"Speedup (left) and parallel efficiency (right) {drawn} against workers; {bars}; ideal dashed{fit}."
+    )
 
 
 def time_to_solution(c: ComparisonModel) -> Figure:

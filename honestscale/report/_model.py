@@ -19,7 +19,7 @@ import duckdb
 
 import honestscale
 from honestscale.analysis import stats
-from honestscale.analysis.points import Point, point, step_fractions
+from honestscale.analysis.points import Point, lint_codes, point, step_fractions
 from honestscale.analysis.scaling import TTA, scaled
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import LintResult
@@ -117,23 +117,6 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [_clean(v) for v in obj]
     return obj
-
-
-def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:
-    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out)."""
-    out: dict[str, set[str]] = {"fail": set(), "cannot_verify": set(), "error": set(), "suppressed": set()}
-    for f in findings:
-        if not run_ids.intersection(f["runs"]):
-            continue
-        if f["suppressed"]:
-            out["suppressed"].add(f["code"])
-            continue
-        out[f["outcome"]].add(f["code"])
-        if f["outcome"] == "fail" and f["severity"] == "error":
-            out["error"].add(f["code"])
-    out["cannot_verify"] -= out["fail"]
-    out["suppressed"] -= out["fail"] | out["cannot_verify"]
-    return {k: sorted(v) for k, v in out.items()}
 
 
 def _ci(e: Estimate | None) -> tuple[float | None, float | None]:

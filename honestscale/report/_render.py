@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from honestscale.analysis.points import verdicts_text
 from honestscale.report import _figures
 from honestscale.report._model import ComparisonModel, Model, Point
 
@@ -94,20 +95,6 @@ def ratio_text(
 
     lo, hi = ci
     return one(value) + suffix + (f" [{one(lo)}, {one(hi)}]" if lo is not None and hi is not None else "")
-
-
-def verdicts_text(lint: dict[str, list[str]] | None) -> str:
-    """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none."""
-    if not lint:
-        return "none"
-    parts = []
-    if lint.get("fail"):
-        parts.append("✗ " + ", ".join(lint["fail"]))
-    if lint.get("cannot_verify"):
-        parts.append("? " + ", ".join(lint["cannot_verify"]))
-    if lint.get("suppressed"):
-        parts.append(", ".join(lint["suppressed"]) + " suppressed")
-    return "; ".join(parts) or "none"
 
 
 def environment() -> Environment:

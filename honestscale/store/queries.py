@@ -6,6 +6,7 @@ the schema it depends on.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 import duckdb
@@ -181,38 +182,33 @@ def _step_parts(where: str) -> str:
         )"""
 
 
-def scaling_summary(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Final runs grouped by campaign, framework and worker count: medians across repetitions.
+def campaign_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every campaign the store knows: named by a run, or recorded with its spec."""
+    rows = con.execute(
+        "SELECT campaign FROM runs WHERE campaign IS NOT NULL UNION SELECT name FROM campaigns ORDER BY 1"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
-    Throughput of a run: samples of all ranks over the slowest rank's step time (warm-up
-    excluded). Time to accuracy: from run start to the first validation evaluation at or above
-    the run's target (runs stopped on a target accuracy only).
-    """
-    where = "AND r.campaign = ?" if campaign else ""
-    return _frame(
-        con,
-        f"""
-        WITH r AS (SELECT * FROM runs r WHERE coalesce(r.purpose, 'final') = 'final' {where}),
-        {_step_parts("run_id IN (SELECT run_id FROM r)")},
-        tta AS (
-            SELECT r.run_id, min(v.time) - any_value(r.started_at) AS tta_s
-            FROM r JOIN evals v USING (run_id)
-            WHERE r.stop_criterion = 'target_accuracy' AND v.split = 'validation' AND v.value >= r.stop_value
-            GROUP BY r.run_id
-        ),
-        test AS (SELECT run_id, arg_max(value, time) AS test_acc FROM evals WHERE split = 'test' GROUP BY run_id)
-        SELECT r.campaign, r.framework, r.world_size AS workers, count(*) AS runs,
-               count(*) FILTER (WHERE r.status = 'success') AS succeeded,
-               median(r.time_to_train_s) AS time_to_train_s, median(tta.tta_s) AS time_to_accuracy_s,
-               median(p.samples_per_s) AS samples_per_s, median(p.samples_per_s) / r.world_size AS per_worker,
-               median(p.data) AS data, median(p.compute) AS compute, median(p.comm) AS comm,
-               median(p.optimizer) AS optimizer, median(test.test_acc) AS test_accuracy
-        FROM r LEFT JOIN per_run p USING (run_id) LEFT JOIN tta USING (run_id) LEFT JOIN test USING (run_id)
-        GROUP BY r.campaign, r.framework, r.world_size
-        ORDER BY r.campaign NULLS LAST, r.framework, r.world_size
-        """,
-        [campaign] if campaign else [],
-    )
+
+def check_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> None:
+    """Refuse a campaign the store does not hold, naming the ones it does (nearest first)."""
+    if campaign is None:
+        return
+    names = campaign_names(con)
+    if campaign in names:
+        return
+    if not names:
+        raise StoreError(f"no campaign {campaign!r}: the store holds no campaign",
+                         "ingest or run one first (honestscale ingest PATH --campaign NAME, or campaign run SPEC)")  # fmt: skip
+    close = difflib.get_close_matches(campaign, names, n=len(names), cutoff=0.0)
+    ordered = close + [n for n in names if n not in close]
+    shown = ", ".join(ordered[:10]) + (f" (+{len(ordered) - 10} more)" if len(ordered) > 10 else "")
+    raise StoreError(f"no campaign {campaign!r} in the store", f"campaigns here, nearest first: {shown}")
+
+
+def run_count(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT count(*) FROM runs").fetchone()
+    return int(row[0]) if row else 0
 
 
 # ------------------------------------------------------------------------------------- for the linter
