@@ -160,6 +160,14 @@ def _check_lists(where: str, grid: dict[str, Any], path: Path) -> None:
             )
 
 
+def _check_workers(where: str, values: list[Any], path: Path) -> None:
+    """Worker counts are whole numbers of at least 1, checked before anything runs (the tuning study included)."""
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
+    if bad:
+        raise SpecError(f"{path}: [{where}] workers = {values!r}: {', '.join(map(repr, bad))} is not a worker count",
+                        "worker counts are whole numbers >= 1, e.g. workers = [1, 2, 4]")  # fmt: skip
+
+
 def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     """Read and check a spec; ``runner_options(framework)`` gives the option names its runner accepts."""
     raw = read_toml(path, SpecError, "campaign spec (.toml)")
@@ -175,6 +183,10 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         if not isinstance(table, dict):
             raise SpecError(f"{path}: [{where}] must be a table", f"write [{where}] with key = value lines")
     _check_lists("grid", grid, path)
+    if "workers" in grid:
+        _check_workers("grid", grid["workers"], path)
+    if "workers" in args:
+        _check_workers("args", [args["workers"]], path)
     report = raw.get("report", {})
     if not isinstance(report, dict):
         raise SpecError(f"{path}: [report] must be a table", 'e.g. [report] center = "median"')
@@ -199,6 +211,9 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
             raise SpecError(f"{path}: [tuning] needs a name and a grid of values to try",
                             'e.g. [tuning] name = "lr"  grid = { lr = [0.3, 0.1] }')  # fmt: skip
         _check_lists("tuning.grid", tuning["grid"], path)
+        _check_workers("tuning", [tuning.get("workers", 1)], path)
+        if "workers" in tuning["grid"]:
+            _check_workers("tuning.grid", tuning["grid"]["workers"], path)
         if tuning.get("select", "validation_accuracy") not in SELECT:
             raise SpecError(f"{path}: [tuning] select = {tuning['select']!r}", f"one of: {', '.join(SELECT)}")
     spec = Spec(

@@ -20,7 +20,14 @@ import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from honestscale import __version__, _output
 from honestscale.collector._sources import Source, discover
@@ -384,6 +391,10 @@ def run(
     """
     from honestscale.runners import launch
 
+    if workers < 1:  # before anything else: the other checks mean nothing without ranks to start
+        raise HonestscaleError(
+            f"--workers {workers}: a run needs at least one worker", "use --workers 1 or more"
+        )
     args = list(ctx.args)
     out_dir = launch.out_dir(args)
     if out_dir is None:
@@ -521,15 +532,21 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
     s.out.mkdir(parents=True, exist_ok=True)
     not_ok: list[str] = []
 
+    total = len(s.plans())
+    done = [0]
+    started = time.monotonic()
+
     def execute(plans: list[_campaign.RunPlan], label: str) -> None:
         with Progress(
             TextColumn(f"[bold]{label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
+            TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
         ) as progress:  # fmt: skip
             task = progress.add_task(label, total=len(plans), now="")
             for plan in plans:
                 progress.update(task, now=plan.run_id)
-                if rerun or not _campaign.finished(s.out, plan.run_id):
+                t0 = time.monotonic()
+                ran = rerun or not _campaign.finished(s.out, plan.run_id)
+                if ran:
                     log = s.out / f"{plan.run_id}.log"
                     with log.open("w") as sink:
                         argv = plan.runner_argv(s.out, s.name, s.scaling)
@@ -539,10 +556,16 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
                         err.print(
                             f"[yellow]{escape(plan.run_id)}[/]: exit code {result.exit_code}, see {escape(str(log))}"
                         )
-                    elif not err.is_terminal:
-                        err.print(f"{plan.run_id}: done", highlight=False)
                 with _store(store, read_only=False, wait=wait) as con:
                     Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
+                done[0] += 1
+                if (
+                    not err.is_terminal
+                ):  # a log, not a terminal: one line per run, with the campaign's progress
+                    what = f"done in {time.monotonic() - t0:.1f} s" if ran else "already ended, kept"
+                    elapsed = time.monotonic() - started
+                    err.print(f"[{done[0]}/{total}] {plan.run_id}: {what} (elapsed {elapsed // 60:.0f}:{elapsed % 60:02.0f})",
+                              highlight=False, markup=False)  # fmt: skip
                 progress.advance(task)
 
     _record_spec(store, s, wait)

@@ -49,6 +49,7 @@ def _spec(tmp_path: Path, text: str) -> Path:
         (('scaling = "strong"', 'scaling = "strong"\nnodes = 2'), "unknown key 'nodes' in [campaign]"),
         (("epochs = 1", "epochs = 1\nseed = 3"), "[args] sets 'seed', which the campaign decides"),
         (("workers = [1, 2]", "workers = 2"), "[grid] workers must be a non-empty list"),
+        (("workers = [1, 2]", "workers = [0, 2]"), "[grid] workers = [0, 2]: 0 is not a worker count"),
         (('name = "t"', "name = "), "not valid TOML"),
     ],
 )

@@ -54,6 +54,7 @@ class Point:
     throughput_efficiency: float | None = None
     throughput_efficiency_ci: tuple[float | None, float | None] = (None, None)
     lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
+    ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # the same over these runs and the base's
 
 
 def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:

@@ -196,6 +196,8 @@ def _comparison(
     points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
     for p in points:
         p.lint = lint_codes(findings, set(p.run_ids))
+        # a speedup is a ratio over the base case: the rules about both sets of runs go beside it
+        p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids))
     presentation, note = _presentation(c) if c.kind == "scaling" else (None, "")
     base = points[0] if points else None
     metric = "MLPerf score" if mlperf else "median time to train"

@@ -207,25 +207,20 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
         extra = t(getattr(p, third[1])) if third[1] else " ".join(map(str, p.global_batch))
         times.append([str(p.workers), f"{p.succeeded}/{p.runs}", t(p.time_s), _ci_in(p.time_ci, (unit, div)).replace("n too small", ""),
                       extra, _codes(p)])  # fmt: skip
-    if c.presentation == "weak":
-        head = [
-            "workers",
-            "samples/s",
-            "per worker",
-            "per-worker efficiency [95 % CI]",
-            "accuracy",
-            "rules failing",
-        ]
-        rows = [[str(p.workers), _f(p.throughput, 0), _f(p.per_worker, 0),
-                 ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True),
-                 _f(p.accuracy, 4), _codes(p)] for p in c.points]  # fmt: skip
-    else:
-        head = ["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "samples/s", "throughput speedup [95 % CI]",
-                "accuracy"]  # fmt: skip
-        rows = [[str(p.workers), ratio_text(p.speedup, p.speedup_ci), ratio_text(p.efficiency, p.efficiency_ci, pct=True),
-                 _f(p.throughput, 0), ratio_text(p.throughput_speedup, p.throughput_speedup_ci), _f(p.accuracy, 4)]
-                for p in c.points]  # fmt: skip
-    return [("times", times[0], times[1:]), ("scaling", head, rows)]
+    scaling = [["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "throughput speedup [95 % CI]",
+                "throughput efficiency [95 % CI]", "rules failing (with the base)"]]  # fmt: skip
+    rates = [["workers", "samples/s", "per worker", "steady-state samples/s", "stall share", "accuracy"]]
+    for p in c.points:
+        scaling.append([str(p.workers), ratio_text(p.speedup, p.speedup_ci), ratio_text(p.efficiency, p.efficiency_ci, pct=True),
+                        ratio_text(p.throughput_speedup, p.throughput_speedup_ci),
+                        ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True), verdicts_text(p.ratio_lint)])  # fmt: skip
+        rates.append([str(p.workers), _f(p.throughput, 0), _f(p.per_worker, 0), _f(p.steady_throughput, 0),
+                      _pct(p.stall_share) if p.stall_share is not None else "", f"{_f(p.accuracy, 4)} {p.accuracy_split or ''}".strip()])  # fmt: skip
+    return [
+        ("times", times[0], times[1:]),
+        ("scaling", scaling[0], scaling[1:]),
+        ("throughput", rates[0], rates[1:]),
+    ]
 
 
 def framework_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:

@@ -207,8 +207,8 @@ def check_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> None
 
 
 def run_count(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT count(*) FROM runs").fetchone()
-    return int(row[0]) if row else 0
+    rows = con.execute("SELECT count(*) FROM runs").fetchall()
+    return int(rows[0][0]) if rows else 0
 
 
 # ------------------------------------------------------------------------------------- for the linter
