@@ -101,7 +101,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
     times = [float(r.time_to_train_s) for r in ok if r.time_to_train_s is not None]
     ttas = [t for t in (time_to_accuracy(r) for r in ok) if t is not None]
     accs = [r.final_value for r in ok if r.final_value is not None]
-    stalls = [r.stall_share for r in ok if r.stall_share is not None]
+    stalls = [r.lost_share for r in ok if r.lost_share is not None]
     shares: dict[str, float | None] = {}
     for part in PARTS:
         vals = [fractions[r.id][part] for r in ok if r.id in fractions and fractions[r.id][part] is not None]

@@ -122,6 +122,21 @@ class Run:
             return None
         return min(1.0, float(s.outlier_excess_s) / float(t))
 
+    @property
+    def slow_share(self) -> float | None:
+        """The steps' time beyond the median step's pace (steps x median), as a share of the time to train: what
+        stalls cost even when they are too many for Tukey's fence (more than a quarter of the steps)."""
+        s, t = self.steps, self.row.get("time_to_train_s")
+        if s is None or not s.step_time_s or not s.sync_steps or s.sync_median_s is None or not t:
+            return None
+        return max(0.0, min(1.0, (float(s.step_time_s) - s.sync_steps * float(s.sync_median_s)) / float(t)))
+
+    @property
+    def lost_share(self) -> float | None:
+        """The larger of the two: time to train lost to outlier steps, or to steps slower than the median."""
+        vals = [v for v in (self.stall_share, self.slow_share) if v is not None]
+        return max(vals) if vals else None
+
     def accelerator_hours(self) -> float | None:
         t, n = self.row.get("time_to_train_s"), self.workers
         return None if t is None or n is None else t * n / 3600.0

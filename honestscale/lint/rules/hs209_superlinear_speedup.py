@@ -34,8 +34,8 @@ def causes(base: list[Run], runs: list[Run], point: Scaled) -> list[str]:
     """What the store says about why the scaled runs look more than N times faster."""
     found = []
     b_stall, n_stall = (
-        _med([r.stall_share for r in base if r.ok]),
-        _med([r.stall_share for r in runs if r.ok]),
+        _med([r.lost_share for r in base if r.ok]),
+        _med([r.lost_share for r in runs if r.ok]),
     )
     if b_stall is not None and b_stall >= STALLED and b_stall > (n_stall or 0.0):
         found.append(f"slow or stalled base case: its runs lost a median {100 * b_stall:.0f} % of their time to "

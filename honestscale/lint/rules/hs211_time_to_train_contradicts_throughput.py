@@ -11,6 +11,7 @@ from honestscale.lint._view import Comparison, Run, View
 APART = 1.5  # two speedups further apart than this factor (and beyond their intervals) disagree
 NOISE = 0.10  # without intervals, a speedup within 10 % of 1 points in no direction
 STALLED = 0.25  # a median stall share above this explains a time to train that the steps do not
+OUTSIDE = 0.20  # time outside the steps differing by this share of the time to train explains it too
 
 
 def _direction(e: Estimate) -> int:
@@ -20,8 +21,15 @@ def _direction(e: Estimate) -> int:
     return 1 if e.value > 1 + NOISE else -1 if e.value < 1 - NOISE else 0
 
 
+def _outside(runs: list[Run]) -> float:
+    """Median share of the time to train spent outside the timed steps (evaluations, start-up, waits)."""
+    shares = [1 - min(1.0, r.steps.step_time_s / r.time_to_train_s) for r in runs
+              if r.ok and r.steps is not None and r.steps.step_time_s and r.time_to_train_s]  # fmt: skip
+    return median(shares) if shares else 0.0
+
+
 def _stalls(runs: list[Run]) -> float:
-    shares = [r.stall_share for r in runs if r.ok and r.stall_share is not None]
+    shares = [r.lost_share for r in runs if r.ok and r.lost_share is not None]
     return median(shares) if shares else 0.0
 
 
@@ -34,8 +42,9 @@ class TimeToTrainContradictsThroughput(Rule):
     ratio of harmonic means with its bootstrap 95 % interval. It fails when they point in different directions
     (one faster, one slower, each beyond its interval), or when both intervals exclude each other and the two
     differ by more than 1.5x; the finding says which one the data supports: the steady state when stalls
-    (HS210) fill the time to train, otherwise the time to train (the run's end-to-end cost, evaluations and
-    waits included).
+    (HS210) fill the time to train; neither alone when one side spent far more of its time to train outside
+    its timed steps (20 points or more: evaluations, start-up, waits between steps on a busy host); otherwise
+    the time to train (the run's end-to-end cost, evaluations and waits included).
     Why it misleads: a time to train can be inflated by what is not training (stalls on a busy host, slow
     evaluations, start-up); the step throughput can hide what the user waits for. When they disagree, a
     speedup quoted from one of them alone is an artefact of the measurement, not a property of the system
@@ -73,6 +82,14 @@ class TimeToTrainContradictsThroughput(Rule):
                 where = "base" if b_st >= n_st else f"{p.workers}-worker"
                 supported = (f"the steady state: the {where} runs spent a median {100 * max(b_st, n_st):.0f} % of "
                              f"their time to train in stalled steps (HS210)")  # fmt: skip
+            elif abs(_outside(base) - _outside(points[p.workers])) >= OUTSIDE:
+                b_out, n_out = _outside(base), _outside(points[p.workers])
+                where = "base" if b_out >= n_out else f"{p.workers}-worker"
+                supported = (f"neither alone: the {where} runs spent {100 * max(b_out, n_out):.0f} % of their time to "
+                             f"train outside the timed steps (against {100 * min(b_out, n_out):.0f} %): evaluations, "
+                             f"start-up or waits between steps on a busy host (HS208); the steady state measures the "
+                             f"steps, the time to train what a user waits for; rerun on a quiet node before quoting "
+                             f"either")  # fmt: skip
             else:
                 supported = ("the time to train, as the end-to-end cost: few stalls, so the difference is work the "
                              "steps do not contain (evaluations, start-up, waits between steps)")  # fmt: skip
