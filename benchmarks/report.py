@@ -58,8 +58,9 @@ def write_campaign(out: Path, series: int, reps: int) -> int:
                                  scope="end_to_end", scaling="strong", config_hash=f"h{s}-{w}", purpose="final")  # fmt: skip
                 for i in range(20):
                     t[0] = t0 + ttt * (i + 1) / 22
-                    st = 0.1 * rng.uniform(0.9, 1.1)
-                    writer.step(epoch=0, step=i, samples=1024 // w, t_total=st, t_data=st * 0.1, t_compute=st * 0.7,
+                    # rank 0 records the synchronous step: the global batch, in a time that scales like the ttt
+                    st = 0.1 / w ** (0.9 - 0.02 * s) * rng.uniform(0.9, 1.1)
+                    writer.step(epoch=0, step=i, samples=1024, t_total=st, t_data=st * 0.1, t_compute=st * 0.7,
                                 t_comm=st * 0.15, t_optimizer=st * 0.05, warmup=i < 2)  # fmt: skip
                 t[0] = t0 + ttt * 0.99
                 writer.eval(

@@ -55,6 +55,7 @@ class Setup:
     local_batch: int | None
     lr: float | None
     run_ids: list[str] = field(default_factory=list)
+    comm: str = "measured"  # or "not exposed" (the framework hides it), "not recorded" (no step data)
     lint: dict[str, list[str]] = field(default_factory=dict)  # rules failing / unverifiable on these runs
 
 
@@ -127,7 +128,7 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
                 dominant_share=shares.get(dominant) if dominant else None,
                 loader_workers=_hyper(runs, "loader_workers"),
                 local_batch=next((int(r.row["local_batch_size"]) for r in runs if r.row.get("local_batch_size")), None),
-                lr=_hyper(runs, "lr"), run_ids=p.run_ids,
+                lr=_hyper(runs, "lr"), run_ids=p.run_ids, comm=p.comm,
             )
         )  # fmt: skip
     return out
@@ -293,7 +294,7 @@ def lines(a: Advice) -> list[str]:
     for s in a.setups:
         parts = ", ".join(
             f"{PART_NAMES[k]} {_pct(s.breakdown.get(k))}"
-            + ("" if k != "comm" or s.comm_measured or s.workers == 1 else " (not exposed)")
+            + ("" if k != "comm" or s.comm == "measured" or s.workers == 1 else f" ({s.comm})")
             for k in PARTS
         )
         verdict = (

@@ -42,7 +42,7 @@ class Point:
     accuracy: float | None  # median final accuracy
     accuracy_split: str | None
     breakdown: dict[str, float | None]  # fraction of step time
-    comm: str  # measured | not exposed (the framework hides it) | not recorded (no step data)
+    comm: str  # measured | not exposed (the framework hides it) | not recorded (no step data) | none (1 worker)
     run_ids: list[str] = field(default_factory=list)
     # against the base case (report): the time metric (or MLPerf score) and throughput, with 95 % intervals
     speedup: float | None = None
@@ -111,6 +111,8 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         comm = "not recorded"
     elif all(fractions[r.id].get("comm_measured") for r in timed):
         comm = "measured"
+    elif workers == 1:
+        comm = "none (1 worker)"  # nothing to exchange: not a framework hiding its all-reduce
     else:
         comm = "not exposed"
     throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
