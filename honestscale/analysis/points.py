@@ -42,7 +42,7 @@ class Point:
     accuracy: float | None  # median final accuracy
     accuracy_split: str | None
     breakdown: dict[str, float | None]  # fraction of step time
-    comm: str  # measured | not exposed (the framework hides it) | not recorded (no step data) | none (1 worker)
+    comm: str  # measured | not exposed (hidden) | not recorded (no steps) | none (1 worker)
     run_ids: list[str] = field(default_factory=list)
     # against the base case (report): the time metric (or MLPerf score) and throughput, with 95 % intervals
     speedup: float | None = None
