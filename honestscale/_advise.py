@@ -19,6 +19,7 @@ import numpy as np
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions, verdicts_text
 from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC, fit_law, law_efficiency, law_for
 from honestscale.lint._config import load_suppressions
+from honestscale.lint._engine import LintResult
 from honestscale.lint._engine import run as lint_run
 from honestscale.lint._view import Run, View, build, comparisons
 
@@ -88,11 +89,11 @@ class Advice:
         return asdict(self)
 
 
-def _excluded(view: View) -> dict[str, list[str]]:
-    result = lint_run(view, select=BLOCKING, suppressions=load_suppressions(view))
+def _excluded(result: LintResult) -> dict[str, list[str]]:
+    """Runs failing a blocking rule (unsuppressed), with the codes."""
     out: dict[str, list[str]] = defaultdict(list)
     for f in result.findings:
-        if f.outcome == "fail" and not f.suppressed:
+        if f.code in BLOCKING and f.outcome == "fail" and not f.suppressed:
             for run_id in f.runs:
                 if f.code not in out[run_id]:
                     out[run_id].append(f.code)
@@ -243,7 +244,8 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
 
 def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advice:
     view = build(con, campaign)
-    excluded = _excluded(view)
+    result = lint_run(view, suppressions=load_suppressions(view))  # once: exclusions and verdicts
+    excluded = _excluded(result)
     kept = [r for r in view.runs if r.id not in excluded]
     kept_view = View(kept, comparisons(kept), view.campaigns)
     steps = step_fractions(con, campaign)
@@ -254,7 +256,6 @@ def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advic
     )
     with_tta = [s for s in usable if s.tta_s is not None]
     to_target = min(with_tta, key=lambda s: s.tta_s or 0.0) if with_tta else None
-    result = lint_run(view, suppressions=load_suppressions(view))
     findings = [f.as_json() for f in result.findings]
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))

@@ -20,7 +20,7 @@ import duckdb
 import honestscale
 from honestscale.analysis import stats
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions
-from honestscale.analysis.scaling import TTA, scaled
+from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import LintResult
 from honestscale.lint._view import Comparison, Run, View
@@ -147,9 +147,7 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
     if not points:
         return
     base = points[0]
-    for p in points:
-        p.speedup, p.efficiency, p.throughput_speedup, p.throughput_efficiency = 1.0, 1.0, 1.0, 1.0
-        break
+    base.speedup = base.efficiency = base.throughput_speedup = base.throughput_efficiency = 1.0
     by = {s.workers: s for s in scaled(c.by_workers())}
     for p in points[1:]:
         s = by.get(p.workers)
@@ -202,8 +200,6 @@ def _comparison(
     base = points[0] if points else None
     metric = "MLPerf score" if mlperf else "median time to train"
     if c.kind == "scaling":
-        from honestscale.analysis.scaling import time_metric
-
         if not mlperf:
             metric = f"median {time_metric(c.by_workers())}"
         _speedups(c, points, mlperf, presentation)
