@@ -131,6 +131,13 @@ def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None
     if verbose:
         for note in result.notes:
             err.print(f"note {result.path}: {note}", highlight=False)
+    if result.conflicts:
+        err.print(
+            f"[red]conflict[/] {escape(str(result.path))}: {result.conflicts} event(s) claim a run id, rank and seq "
+            "already stored from another file with different content; that run's events from this file are in "
+            "the quarantine, the stored run is unchanged (see `honestscale quarantine --file`)",
+            highlight=False,
+        )
     if result.action != "unchanged" and result.quarantined:
         err.print(
             f"[yellow]warning[/] {result.path}: {result.quarantined} line(s) quarantined "
@@ -247,8 +254,12 @@ def ingest(
     file lands whole or not at all, so after a crash or kill the next ingest completes the job;
     every line that cannot be parsed goes to the quarantine with its file, line number and reason.
 
-    Exit codes: 0 all landed; 3 landed, but some lines are quarantined; 2 bad usage, unreadable
-    input, or the store is held by another process past --wait.
+    An event whose run id, rank and seq are already stored is skipped when it is the same line (a
+    copy of a file) and is a conflict when it differs (two runs claiming one id): nothing stored is
+    replaced, and that run's events from the conflicting file go to the quarantine, naming the other file.
+
+    Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included); 2 bad
+    usage, unreadable input, or the store is held by another process past --wait.
 
     Examples:
 

@@ -90,7 +90,7 @@ def test_dell_scaling_series_has_4_8_16_v100s(ingested: Path) -> None:
 
 def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: Path, ingested: Path) -> None:
     log = mlperf / "DellEMC" / "results" / "4xC4140" / "resnet" / "result_0.txt"
-    rid = "mlperf:DellEMC/4xC4140/resnet/result_0"
+    rid = "mlperf:mlperf-training-v0.7/DellEMC/4xC4140/resnet/result_0"
     n_evals = query(ingested, "SELECT count(*) FROM evals WHERE run_id = ?", [rid])[0][0]
     assert n_evals == _expected(log)["n_evals"] == 11
     shown = json.loads(hs("show", rid, "--store", ingested, "--format", "json").stdout)

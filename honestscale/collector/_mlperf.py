@@ -15,22 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from honestscale import catalogue
+from honestscale.collector import _mlperf_power
+from honestscale.collector._content import digest
 from honestscale.runners import events as ev
 
 MARK = ":::MLLOG"
 
-# Quality targets of MLPerf Training v0.7 (the closed division rules), per benchmark:
-# (dataset, metric, target). A log does not say its round; the targets of v0.7 also hold for
-# ResNet in v0.6 - v3.x.
-BENCHMARKS: dict[str, tuple[str, str, float]] = {
-    "resnet": ("imagenet", "top1_accuracy", 0.759),
-    "ssd": ("coco2017", "mAP", 0.23),
-    "maskrcnn": ("coco2017", "bbox_mAP", 0.377),
-    "minigo": ("go", "win_rate", 0.50),
-    "gnmt": ("wmt16_en_de", "BLEU", 24.0),
-    "transformer": ("wmt17_en_de", "BLEU", 25.0),
-    "bert": ("wikipedia", "masked_lm_accuracy", 0.712),
-    "dlrm": ("criteo_terabyte", "AUC", 0.8025),
+# How run_stop's status is spelt in the logs of every round, and what honestscale calls it.
+_STATUS = {
+    "success": "success",
+    "aborted": "aborted",
+    "abort": "aborted",
+    "fail": "failed",
+    "failed": "failed",
+    "failure": "failed",
 }
 
 _PLACEHOLDERS = {"", "todo", "tbd", "n/a", "na", "none", "unknown", "cpuname", "core_count"}
@@ -68,9 +67,42 @@ def _int(value: Any) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a result log sits in an MLPerf submission tree:
+    ``<round>/<org>/results/<system>/[strong|weak/]<benchmark>/<result>.txt``."""
+
+    round_folder: str | None  # the folder above the organisation (v2.0, training_results_v2.1, ...)
+    org: str | None
+    system: str | None
+    within: tuple[str, ...]  # system, [scaling,] benchmark
+    stem: str
+    tree_root: Path | None  # the folder that holds <round>
+
+    @property
+    def round(self) -> str | None:
+        return catalogue.round_of(self.round_folder) if self.round_folder else None
+
+    @property
+    def suite(self) -> str:
+        return "hpc" if len(self.within) == 3 and self.within[1] in ("strong", "weak") else "training"
+
+
+def place(log: Path) -> Place:
+    parts = log.parts
+    stem = log.name.split(".")[0]
+    results = [i for i, p in enumerate(parts[:-1]) if p == "results" and len(parts) - i in (4, 5)]
+    if not results or results[-1] < 2:
+        return Place(None, None, None, (), stem, None)
+    i = results[-1]
+    return Place(
+        parts[i - 2], parts[i - 1], parts[i + 1], tuple(parts[i + 1 : -1]), stem, Path(*parts[: i - 2])
+    )
+
+
 def find_system(log: Path) -> Path | None:
-    """``<submitter>/systems/<system>.json`` for ``<submitter>/results/<system>/<benchmark>/result_N.txt``."""
-    system = log.parent.parent.name
+    """``<org>/systems/<system>.json`` for ``<org>/results/<system>/.../result_N.txt``."""
+    system = place(log).system or log.parent.parent.name
     for ancestor in log.parents:
         candidate = ancestor / "systems" / f"{system}.json"
         if candidate.is_file():
@@ -133,15 +165,20 @@ def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int,
 
 
 def run_id_for(log: Path, index: int, count: int) -> tuple[str, str]:
-    """A stable run id and name: ``mlperf:<submitter>/<system>/<benchmark>/<result>`` in a submission tree."""
-    parts = log.parts
-    stem = log.name.split(".")[0]
-    if len(parts) >= 5 and parts[-4] == "results":
-        name = f"{parts[-3]}/{parts[-2]}/{stem}"
-        rid = f"mlperf:{parts[-5]}/{name}"
+    """A run id that no other result log can claim, and a short name.
+
+    In a submission tree: ``mlperf:<round folder>/<org>/<system>/<benchmark>/<result>`` (the same
+    org, system and benchmark submitted in two rounds are two runs); elsewhere the folder, the file and
+    a hash of the file's absolute path. A log holding several runs numbers them ``#1``, ``#2`` ...
+    """
+    where = place(log)
+    if where.round_folder is not None:
+        name = f"{'/'.join(where.within)}/{where.stem}"
+        rid = f"mlperf:{where.round_folder}/{where.org}/{name}"
+        name = f"v{where.round}/{name}" if where.round else f"{where.round_folder}/{name}"
     else:
-        name = stem
-        rid = f"mlperf:{log.parent.name}/{stem}"
+        name = where.stem
+        rid = f"mlperf:{log.parent.name}/{where.stem}@{digest(str(log.resolve()).encode())[:10]}"
     if count > 1:
         rid, name = f"{rid}#{index + 1}", f"{name}#{index + 1}"
     return rid, name
@@ -181,10 +218,13 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         out.warnings.append("no valid :::MLLOG record: no run")
         return out
 
+    where = place(log)
     system_path = find_system(log)
     if system_path is None:
         hardware: dict[str, Any] = {}
-        out.warnings.append(f"no systems/{log.parent.parent.name}.json beside the log: hardware unknown")
+        out.warnings.append(
+            f"no systems/{where.system or log.parent.parent.name}.json beside the log: hardware unknown"
+        )
     else:
         hardware, note = read_system(system_path)
         if note:
@@ -192,8 +232,44 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
     segments = _segments(records)
     for index, segment in enumerate(segments):
         rid, name = run_id_for(log, index, len(segments))
-        out.events.extend(_run_events(rid, name, segment, hardware, system_path, campaign, out.warnings))
+        power = log.parent / "power" / where.stem if len(segments) == 1 else None
+        out.events.extend(
+            _run_events(
+                rid, name, segment, hardware, _shown(system_path, where), where, power, campaign, out.warnings
+            )
+        )
     return out
+
+
+def _shown(path: Path | None, where: Place) -> str | None:
+    """The system description's path inside the submission tree: the same for every copy of the tree, so a
+    copy of a log maps to the same events (a true duplicate) wherever the tree lies."""
+    if path is None:
+        return None
+    if where.tree_root is not None and path.is_relative_to(where.tree_root):
+        return str(path.relative_to(where.tree_root))
+    return path.name
+
+
+def _quality(
+    rec: dict[str, Any], bench: catalogue.Benchmark | None, warnings: list[str], name: str
+) -> list[tuple[str, float]]:
+    """(metric, value) of one evaluation line: one per metric of a dict-valued value (BBOX, SEGM)."""
+    value = rec.get("value")
+    metrics = [m for m in bench.metrics if m.log_key == rec["key"]] if bench else []
+    if isinstance(value, dict):
+        got: list[tuple[str, float]] = []
+        known = {m.key: m.name for m in metrics if m.key}
+        for key, v in value.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                got.append((known.get(str(key), str(key).lower()), float(v)))
+        if not got:
+            warnings.append(f"{name}: {rec['key']} value {value!r} holds no number: evaluation not kept")
+        return got
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        plain = [m for m in metrics if not m.key]
+        return [(plain[0].name if plain else "accuracy", float(value))]
+    return []
 
 
 def _run_events(
@@ -201,7 +277,9 @@ def _run_events(
     name: str,
     segment: list[tuple[int, dict[str, Any]]],
     hardware: dict[str, Any],
-    system_path: Path | None,
+    system_shown: str | None,
+    where: Place,
+    power: Path | None,
     campaign: str | None,
     warnings: list[str],
 ) -> list[tuple[int, dict[str, Any]]]:
@@ -213,8 +291,14 @@ def _run_events(
     if start is None:
         warnings.append(f"{name}: no run_start record (the run did not get past initialisation)")
         start = segment[0]
-    benchmark = str(values.get("submission_benchmark") or "unknown")
-    dataset, metric, target = BENCHMARKS.get(benchmark, (None, "accuracy", None))
+    stop = next(((n, r) for n, r in segment if r["key"] == "run_stop"), None)
+    benchmark = str(values.get("submission_benchmark") or (where.within[-1] if where.within else "unknown"))
+    bench = catalogue.mlperf(benchmark, where.round, where.suite)
+    if bench is None:
+        warnings.append(
+            f"{name}: benchmark {benchmark!r} of round {where.round or 'unknown'} is not in the catalogue: "
+            "no quality target, direction taken from the metric's name"
+        )
     nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
     n_acc = nodes * per_node if nodes and per_node else None
     gbs = values.get("global_batch_size")
@@ -235,12 +319,18 @@ def _run_events(
         seq += 1
         return e
 
+    joules = None
+    if power is not None and power.is_dir() and stop is not None:
+        got = _mlperf_power.energy(power, float(start[1]["time_ms"]), float(stop[1]["time_ms"]))
+        warnings.extend(f"{name}: {w}" for w in got.warnings)
+        joules = got.joules
     lr = next((v for k, v in values.items() if k.endswith("opt_base_learning_rate")), None)
     hyper = {
         k: v
         for k, v in values.items()
         if not k.startswith("submission_") and isinstance(v, int | float | str | bool) and v is not None
     }
+    first = bench.metrics[0] if bench else None
     out = [
         (
             start[0],
@@ -260,7 +350,7 @@ def _run_events(
                 interconnect=hardware.get("interconnect"),
                 software=hardware.get("software"),
                 model=benchmark,
-                dataset=dataset,
+                dataset=bench.dataset if bench else None,
                 train_size=values.get("train_samples")
                 if isinstance(values.get("train_samples"), int)
                 else None,
@@ -276,23 +366,35 @@ def _run_events(
                 learning_rate=lr if isinstance(lr, int | float) and not isinstance(lr, bool) else None,
                 seed=values.get("seed") if isinstance(values.get("seed"), int) else None,
                 stop_criterion="target_accuracy",
-                stop_value=target,
-                target_metric=metric,
+                stop_value=first.target if first else None,
+                target_metric=first.name if first else None,
                 scope="end_to_end",
                 hyperparameters=hyper or None,
                 mlperf={
-                    "org": values.get("submission_org"),
+                    "suite": where.suite,
+                    "round": where.round,
+                    "round_folder": where.round_folder,
+                    "org": values.get("submission_org") or where.org,
                     "division": values.get("submission_division"),
                     "status": values.get("submission_status"),
                     "platform": values.get("submission_platform"),
                     "benchmark": benchmark,
-                    "system_description": str(system_path) if system_path else None,
+                    "targets": [
+                        {"metric": m.name, "better": m.better, "target": m.target, "unit": m.unit}
+                        for m in (bench.metrics if bench else ())
+                    ]
+                    or None,
+                    "system_description": system_shown,
                     "world_size_from": "systems json" if n_acc else "unknown (assumed 1)",
+                    "energy_from": f"power logs power/{where.stem}/ (node_*.txt, sw_*.txt)"
+                    if joules
+                    else None,
                 },
             ),
         )
     ]
     epoch_starts: dict[Any, float] = {}
+    last: dict[str, float] = {}
     for number, rec in segment:
         key, meta = rec["key"], rec.get("metadata") or {}
         epoch = meta.get("epoch_num") if isinstance(meta, dict) else None
@@ -305,25 +407,37 @@ def _run_events(
                 (rec["time_ms"] - began) / 1000.0 if began is not None and rec["time_ms"] >= began else None
             )
             out.append((number, event("epoch", rec["time_ms"], epoch=epoch, t_total=t_total)))
-        elif key == "eval_accuracy" and isinstance(rec.get("value"), int | float):
+        elif key in ("eval_accuracy", "eval_error"):
             samples = values.get("eval_samples")
-            out.append(
-                (
-                    number,
-                    event(
-                        "eval",
-                        rec["time_ms"],
-                        split="validation",
-                        metric=metric,
-                        value=float(rec["value"]),
-                        epoch=epoch,
-                        samples=samples if isinstance(samples, int) else None,
-                    ),
+            for metric, value in _quality(rec, bench, warnings, name):
+                last[metric] = value
+                out.append(
+                    (
+                        number,
+                        event(
+                            "eval",
+                            rec["time_ms"],
+                            split="validation",
+                            metric=metric,
+                            value=value,
+                            epoch=epoch,
+                            samples=samples if isinstance(samples, int) else None,
+                        ),
+                    )
                 )
-            )
         elif key == "run_stop":
-            status = meta.get("status") if isinstance(meta, dict) else None
-            status = status if status in ev.STATUSES else "failed"
-            reason = None if status == "success" else f"MLPerf run_stop status {meta.get('status')!r}"
-            out.append((number, event("run_stop", rec["time_ms"], status=status, reason=reason)))
+            said = meta.get("status") if isinstance(meta, dict) else None
+            status = _STATUS.get(str(said).strip().lower(), "failed") if said is not None else "failed"
+            reason = None if status == "success" else f"MLPerf run_stop status {said!r}"
+            if status == "success" and bench is not None:
+                missed = [
+                    m.describe() for m in bench.metrics if m.name in last and not m.reached(last[m.name])
+                ]
+                if missed:
+                    warnings.append(
+                        f"{name}: run_stop says success but the last evaluation misses {', '.join(missed)}"
+                    )
+            out.append(
+                (number, event("run_stop", rec["time_ms"], status=status, reason=reason, energy_j=joules))
+            )
     return out

@@ -52,6 +52,10 @@ class Landed:
     events: int = 0
     duplicates: int = 0
     run_ids: set[str] = field(default_factory=set)
+    conflicts: int = 0  # events whose (run, rank, seq) is stored, or earlier in the batch, with other content
+    held: list[Rejected] = field(
+        default_factory=list
+    )  # for the quarantine: conflicts and what they hold back
 
 
 def lines_batch(file_id: int, first_number: int, lines: pa.Array) -> pa.RecordBatch:
@@ -62,8 +66,9 @@ def lines_batch(file_id: int, first_number: int, lines: pa.Array) -> pa.RecordBa
             pa.repeat(pa.scalar(file_id, pa.int32()), n),
             pa.array(range(first_number, first_number + n), pa.int64()),
             lines,
+            pa.array(range(n), pa.int64()),
         ],
-        names=["file_id", "line", "raw"],
+        names=["file_id", "line", "raw", "pos"],
     )
 
 
@@ -74,8 +79,9 @@ def numbered_batch(file_id: int, numbered: list[tuple[int, str]]) -> pa.RecordBa
             pa.repeat(pa.scalar(file_id, pa.int32()), len(numbered)),
             pa.array([n for n, _ in numbered], pa.int64()),
             pa.array([t for _, t in numbered], pa.large_string()),
+            pa.array(range(len(numbered)), pa.int64()),
         ],
-        names=["file_id", "line", "raw"],
+        names=["file_id", "line", "raw", "pos"],
     )
 
 
@@ -130,15 +136,15 @@ class Stage:
         con.register("_in", pa.Table.from_batches(batches))
         try:
             con.execute(
-                "CREATE OR REPLACE TEMP TABLE _stage AS SELECT file_id, line, raw, "
-                "TRY(raw ->> '$.kind') AS kind FROM _in "  # NULL for lines that are not JSON objects
+                "CREATE OR REPLACE TEMP TABLE _stage AS SELECT file_id, pos, line, raw, "
+                "TRY(raw ->> '$.kind') AS kind, hash(raw) AS digest FROM _in "  # NULL for lines that are not JSON objects
                 "WHERE length(raw) > 0"
             )
         finally:
             con.unregister("_in")
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, line BIGINT, run_id VARCHAR, rank INTEGER, "
-            "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON)"
+            "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, pos BIGINT, line BIGINT, run_id VARCHAR, rank INTEGER, "
+            "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
         )
         present = {r[0] for r in con.execute("SELECT DISTINCT kind FROM _stage").fetchall()}
         self.kinds = [k for k in ev.KINDS if k in present]
@@ -146,7 +152,7 @@ class Stage:
             self._validate_kind(kind)
         rejected: dict[int, list[Rejected]] = {}
         for file_id, line, raw in con.execute(
-            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, line) ORDER BY file_id, line"
+            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) ORDER BY file_id, pos"
         ).fetchall():
             if not raw.strip():
                 continue  # a blank line carries nothing
@@ -158,7 +164,6 @@ class Stage:
             except ev.EventError as err:
                 reason = str(err)
             rejected.setdefault(int(file_id), []).append(Rejected(int(line), raw, reason))
-        con.execute("DROP TABLE _stage")
         return rejected
 
     def _validate_kind(self, kind: str) -> None:
@@ -166,7 +171,7 @@ class Stage:
         con = self.con
         paths, structure, predicate = _KIND_SQL[kind]
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, line, "
+            f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, pos, line, digest, "
             f"hash(json_type(raw, {paths})) AS sig, len(json_keys(raw)) AS nkeys, "
             f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
             [kind],
@@ -174,8 +179,8 @@ class Stage:
         # One representative line per distinct (signature, key count): judged in Python, once.
         reps = con.execute(
             f"SELECT r.sig, r.nkeys, json_type(s.raw, {paths}) FROM (SELECT sig, nkeys, "
-            "arg_min(struct_pack(f := file_id, l := line), line) AS at FROM _k GROUP BY sig, nkeys) r "
-            "JOIN _stage s ON s.file_id = r.at.f AND s.line = r.at.l"
+            "arg_min(struct_pack(f := file_id, p := pos), pos) AS at FROM _k GROUP BY sig, nkeys) r "
+            "JOIN _stage s ON s.file_id = r.at.f AND s.pos = r.at.p"
         ).fetchall()
         good = [
             (sig, nkeys, kind in ("run_start", "run_stop") or nkeys > sum(t is not None for t in types))
@@ -194,28 +199,31 @@ class Stage:
         )
         try:
             con.execute(
-                f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT k.file_id, k.line, k.j, g.keep "
+                f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT k.file_id, k.pos, k.line, k.j, g.keep, k.digest "
                 f"FROM _k k JOIN _good g USING (sig, nkeys) WHERE {predicate}"
             )
         finally:
             con.unregister("_good")
         con.execute("DROP TABLE _k")
         # Events whose typed row holds everything keep no payload; the others keep the whole line.
-        envelope = f"k.file_id, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}'"
-        con.execute(f"INSERT INTO _acc SELECT {envelope}, NULL FROM _ok_{kind} k WHERE NOT k.keep")
+        envelope = f"k.file_id, k.pos, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}'"
+        con.execute(f"INSERT INTO _acc SELECT {envelope}, NULL, k.digest FROM _ok_{kind} k WHERE NOT k.keep")
         if any(g[2] for g in good):
             con.execute(
-                f"INSERT INTO _acc SELECT {envelope}, s.raw FROM _ok_{kind} k "
-                "JOIN _stage s USING (file_id, line) WHERE k.keep"
+                f"INSERT INTO _acc SELECT {envelope}, s.raw, k.digest FROM _ok_{kind} k "
+                "JOIN _stage s USING (file_id, pos) WHERE k.keep"
             )
 
     def land(self, recheck: Callable[[list[tuple[Any, ...]]], bool]) -> dict[int, Landed]:
         """Insert the batch's new events (inside the batch's transaction); return what landed per file.
 
-        Events already in the store (same run, rank, seq), or repeated within the batch, count as
-        duplicates and are not inserted again. ``recheck`` gets the (file, run, rank, min seq,
-        max seq, count, distinct seqs) of the batch and says whether they could repeat; only then
-        is the (costlier) anti-join run.
+        An event whose (run, rank, seq) is already stored, or earlier in the batch, is a *duplicate*
+        when its line has the same bytes (not inserted again) and a *conflict* when it differs: nothing
+        stored is replaced, and every event of that run in the conflicting file is held back for the
+        quarantine, with the other file named (a run is never a mix of two files' claims). A conflict
+        within one file (a seq written twice) holds back only the later line. ``recheck`` gets the
+        (file, run, rank, min seq, max seq, count, distinct seqs) of the batch and says whether they
+        could repeat; only then are the (costlier) comparisons run.
         """
         con = self.con
         ranges = con.execute(
@@ -224,17 +232,98 @@ class Stage:
         ).fetchall()
         if not ranges:
             return {}
+        out: dict[int, Landed] = {}
+        for file_id, run_id, _rank, _lo, _hi, count, _distinct in ranges:
+            landed = out.setdefault(int(file_id), Landed())
+            landed.duplicates += int(count)  # corrected below by what landed and what was held back
+            landed.run_ids.add(str(run_id))
         source = "_acc"
         if recheck(ranges):
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE _new AS SELECT a.* FROM _acc a "
-                "WHERE NOT EXISTS (SELECT 1 FROM events e SEMI JOIN _touched t USING (run_id) "
-                "WHERE e.run_id = a.run_id AND e.rank = a.rank AND e.seq = a.seq) "
-                "QUALIFY row_number() OVER (PARTITION BY a.run_id, a.rank, a.seq ORDER BY a.file_id, a.line) = 1"
-            )
+            self._sort_out_repeats(out)
             source = "_new"
+        self._insert(source)
+        for file_id, new in con.execute(
+            f"SELECT file_id, count(*) FROM {source} GROUP BY file_id"
+        ).fetchall():
+            out[int(file_id)].events = int(new)
+        for landed in out.values():
+            landed.duplicates -= landed.events + len(landed.held)
+        if source == "_new":
+            con.execute("DROP TABLE _new; DROP TABLE _clash")
+        return out
+
+    def _sort_out_repeats(self, out: dict[int, Landed]) -> None:
+        """Tell duplicates from conflicts; leave the events to insert in ``_new`` and the held-back ones in ``out``."""
+        con = self.con
         con.execute(
-            f"INSERT INTO events SELECT run_id, rank, seq, time, kind, file_id, line, payload FROM {source}"
+            "CREATE OR REPLACE TEMP TABLE _clash AS "
+            "WITH stored AS (SELECT e.* FROM events e SEMI JOIN _touched t USING (run_id)), "
+            "ordered AS (SELECT a.*, row_number() OVER w AS nth, first_value(a.file_id) OVER w AS f0, "
+            "first_value(a.line) OVER w AS l0, first_value(a.digest) OVER w AS d0 FROM _acc a "
+            "WINDOW w AS (PARTITION BY a.run_id, a.rank, a.seq ORDER BY a.file_id, a.pos)) "
+            "SELECT a.file_id, a.pos, a.line, a.run_id, a.rank, a.seq, e.file_id AS other_file, e.line AS other_line, "
+            # events stored before digests existed are compared on time and kind
+            "coalesce(e.digest = a.digest, e.time = a.time AND e.kind = a.kind) AS same "
+            "FROM _acc a JOIN stored e USING (run_id, rank, seq) "
+            "UNION ALL SELECT file_id, pos, line, run_id, rank, seq, f0, l0, digest = d0 FROM ordered WHERE nth > 1"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _held AS SELECT file_id, run_id, "
+            "arg_min(struct_pack(line := line, rank := rank, seq := seq, other := other_file, "
+            "other_line := other_line), pos) AS first FROM _clash WHERE NOT same AND other_file <> file_id "
+            "GROUP BY file_id, run_id"
+        )
+        rows = con.execute(
+            "WITH held AS ("
+            "  SELECT a.file_id, a.pos, a.line, a.run_id, a.rank, a.seq, h.first, c.other_file, c.other_line, "
+            "  coalesce(NOT c.same, false) AS conflict, false AS self FROM _acc a JOIN _held h USING (file_id, run_id) "
+            "  LEFT JOIN (SELECT * FROM _clash QUALIFY row_number() OVER (PARTITION BY file_id, pos "
+            "  ORDER BY same) = 1) c USING (file_id, pos) "
+            "  UNION ALL SELECT c.file_id, c.pos, c.line, c.run_id, c.rank, c.seq, NULL, c.other_file, c.other_line, "
+            "  true, true FROM _clash c ANTI JOIN _held h USING (file_id, run_id) "
+            "  WHERE NOT c.same AND c.other_file = c.file_id"
+            ") SELECT h.file_id, h.line, s.raw, h.run_id, h.rank, h.seq, h.conflict, h.self, f.path, h.other_line, "
+            "h.first.line, h.first.rank, h.first.seq, ff.path, h.first.other_line "
+            "FROM held h JOIN _stage s USING (file_id, pos) "
+            "LEFT JOIN ingested_files f ON f.file_id = h.other_file "
+            "LEFT JOIN ingested_files ff ON ff.file_id = h.first.other "
+            "ORDER BY h.file_id, h.pos"
+        ).fetchall()
+        for file_id, line, raw, run_id, rank, seq, conflict, self_, other, other_line, *first in rows:
+            landed = out[int(file_id)]
+            if self_:
+                reason = (
+                    f"conflict within this file: run {run_id} rank {rank} seq {seq} repeats line {other_line} "
+                    "with different content; the first one landed. Fix the writer: every event of a rank needs "
+                    "its own seq"
+                )
+            elif conflict:
+                reason = (
+                    f"conflict: run {run_id} rank {rank} seq {seq} is already stored from {other} line "
+                    f"{other_line} with different content; nothing stored was replaced and no event of run "
+                    f"{run_id} from this file landed. If they are different runs, give this one its own run_id "
+                    "and ingest it again; if they are the same run, keep one copy"
+                )
+            else:
+                f_line, f_rank, f_seq, f_other, f_other_line = first
+                reason = (
+                    f"held back: this file's run {run_id} conflicts with the stored run (line {f_line}: rank "
+                    f"{f_rank} seq {f_seq} differs from {f_other} line {f_other_line}); no event of run "
+                    f"{run_id} from this file landed"
+                )
+            landed.held.append(Rejected(int(line), str(raw), reason))
+            landed.conflicts += bool(conflict)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _new AS SELECT a.* FROM _acc a "
+            "ANTI JOIN _clash c USING (file_id, pos) ANTI JOIN _held h USING (file_id, run_id)"
+        )
+        con.execute("DROP TABLE _held")
+
+    def _insert(self, source: str) -> None:
+        con = self.con
+        con.execute(
+            f"INSERT INTO events (run_id, rank, seq, time, kind, file_id, line, payload, digest) "
+            f"SELECT run_id, rank, seq, time, kind, file_id, line, payload, digest FROM {source}"
         )
         con.execute(
             f"INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM {source} "
@@ -256,27 +345,16 @@ class Stage:
             names = [f.name for f in ev.KIND_FIELDS[kind]]
             cols = ", ".join(f'"{n}"' for n in names)
             vals = ", ".join(f'k.j."{n}"' for n in names)
-            only_new = " SEMI JOIN _new n USING (file_id, line)" if source == "_new" else ""
+            only_new = " SEMI JOIN _new n USING (file_id, pos)" if source == "_new" else ""
             con.execute(
                 f"INSERT INTO {table} (run_id, rank, seq, time, {cols}) "
                 f"SELECT k.j.run_id, k.j.rank, k.j.seq, k.j.time, {vals} FROM _ok_{kind} k{only_new}"
             )
-        out: dict[int, Landed] = {}
-        for file_id, run_id, _rank, _lo, _hi, count, _distinct in ranges:
-            landed = out.setdefault(int(file_id), Landed())
-            landed.duplicates += int(count)  # corrected below by what landed
-            landed.run_ids.add(str(run_id))
-        for file_id, new in con.execute(
-            f"SELECT file_id, count(*) FROM {source} GROUP BY file_id"
-        ).fetchall():
-            out[int(file_id)].events = int(new)
-        for landed in out.values():
-            landed.duplicates -= landed.events
-        if source == "_new":
-            con.execute("DROP TABLE _new")
-        return out
 
     def close(self) -> None:
         for kind in ev.KINDS:
             self.con.execute(f"DROP TABLE IF EXISTS _ok_{kind}")
-        self.con.execute("DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _stage")
+        self.con.execute(
+            "DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _stage; DROP TABLE IF EXISTS _new; "
+            "DROP TABLE IF EXISTS _clash; DROP TABLE IF EXISTS _held"
+        )

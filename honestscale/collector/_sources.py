@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from honestscale.errors import HonestscaleError
 Format = Literal["native", "mlperf", "horovod-timeline"]
 
 NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
-MLLOG_MARK = b":::MLLOG"
+MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"')  # a record, not a mention (a README quoting the format)
 _SNIFF_BYTES = 1 << 20
 
 
@@ -52,7 +53,7 @@ def _head(path: Path) -> bytes:
 
 def classify(path: Path) -> Format | None:
     """``native`` for .jsonl files, ``horovod-timeline`` for horovod-timeline*.json, ``mlperf`` for any file
-    with a :::MLLOG line near its start, else None."""
+    with a :::MLLOG record near its start, else None."""
     if _is_native_name(path):
         return "native"
     if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
@@ -61,7 +62,7 @@ def classify(path: Path) -> Format | None:
         head = _head(path)
     except OSError:
         return None
-    if MLLOG_MARK in head:
+    if MLLOG_RECORD.search(head):
         return "mlperf"
     return None
 
@@ -104,6 +105,15 @@ def discover(args: list[str]) -> Discovery:
             for cand in candidates:
                 if cand.parent.name == "systems" and cand.suffix == ".json":
                     skipped.append(cand)  # MLPerf system description: read beside its logs
+                    continue
+                if cand.parent.parent.name == "power" and cand.suffix == ".txt":
+                    if strict:
+                        raise InputError(
+                            f"{cand} is an MLPerf power log, not a result log",
+                            f"ingest its result log ({cand.parent.parent.parent}/{cand.parent.name}.txt): "
+                            "the energy is read from power/ beside it",
+                        )
+                    skipped.append(cand)  # read with the result log it belongs to
                     continue
                 fmt = classify(cand)
                 if fmt is None:

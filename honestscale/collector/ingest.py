@@ -46,6 +46,7 @@ class FileResult:
     events: int = 0
     duplicates: int = 0
     quarantined: int = 0
+    conflicts: int = 0  # events that claim a stored (run, rank, seq) with other content
     other_lines: int = 0
     run_ids: set[str] = field(default_factory=set)
     # For the user to look at (hardware unknown, empty file ...), and for the record (repeated MLLOG lines).
@@ -72,6 +73,10 @@ class Summary:
         return sum(f.duplicates for f in self.files)
 
     @property
+    def conflicts(self) -> int:
+        return sum(f.conflicts for f in self.files)
+
+    @property
     def runs(self) -> int:
         return len(set().union(*(f.run_ids for f in self.files))) if self.files else 0
 
@@ -87,6 +92,12 @@ class Summary:
         )
         if self.duplicates:
             text += f", {self.duplicates:,} duplicate events skipped"
+        if self.conflicts:
+            conflicted = sum(1 for f in self.files if f.conflicts)
+            text += (
+                f", {self.conflicts:,} CONFLICTING events in {conflicted} file(s) held in the quarantine "
+                "(a run id claimed by two different runs)"
+            )
         if self.skipped:
             text += f", {len(self.skipped)} other files skipped"
         if self.timeline_steps:
@@ -407,10 +418,14 @@ class Ingester:
             got = landed.get(plan.file_id)
             if got is not None:
                 plan.result.events, plan.result.duplicates = got.events, got.duplicates
+                plan.result.conflicts = got.conflicts
                 plan.result.run_ids |= got.run_ids
             path = str(plan.source.path)
             for line, raw, size, reason, tail in self._quarantine_rows(plan, rejected.get(plan.file_id, [])):
                 rows.append((plan.file_id, path, line, reason, size, raw, tail))
+            for held in got.held if got is not None else []:
+                raw, size = _cut(held.raw)
+                rows.append((plan.file_id, path, held.line, held.reason, size, raw, False))
         if rows:
             con.register(
                 "_q",

@@ -198,6 +198,13 @@ _SYSTEM: tuple[Field, ...] = (
 _RUN_STOP: tuple[Field, ...] = (
     Field("status", "string", "How the run ended on this rank.", True, STATUSES),
     Field("reason", "string", "Why: the exception, the signal, the target not reached ..."),
+    Field(
+        "energy_j",
+        "number",
+        "Energy to train of the whole run, joules, measured outside the runner (MLPerf power logs: every "
+        "node's AC power and the interconnect's, over run_start..run_stop); written by one rank.",
+        minimum=0,
+    ),
 )
 
 KIND_FIELDS: dict[str, tuple[Field, ...]] = {

@@ -91,18 +91,30 @@ stops AS (
            count(DISTINCT rank) AS ranks_stopped,
            arg_min(payload ->> 'status', {_SEVERITY}) AS status,
            -- among the worst, the earliest: the first rank to fail says why; the others fail because of it
-           arg_min(payload ->> 'reason', ({_SEVERITY}) * 1e10 + time) AS reason
+           arg_min(payload ->> 'reason', ({_SEVERITY}) * 1e10 + time) AS reason,
+           -- measured outside the runner (MLPerf power logs) and written by one rank: the lowest that has it
+           arg_min(TRY_CAST(payload ->> 'energy_j' AS DOUBLE), rank) AS energy_j
     FROM markers WHERE run_id IN __RUN_IDS__ AND kind = 'run_stop' GROUP BY run_id
 ),
 fin AS (
+    -- the run's target metric on its most held-out split, else another quality metric, else a loss
     SELECT v.run_id, v.split, v.metric, v.value
-    FROM evals v WHERE v.run_id IN __RUN_IDS__
+    FROM evals v LEFT JOIN s USING (run_id) WHERE v.run_id IN __RUN_IDS__
     QUALIFY row_number() OVER (
         PARTITION BY v.run_id
         ORDER BY CASE v.split WHEN 'test' THEN 3 WHEN 'validation' THEN 2 ELSE 1 END DESC,
+                 coalesce(v.metric = s.p ->> 'target_metric', false) DESC,
                  (lower(v.metric) LIKE '%loss%' OR lower(v.metric) IN ('perplexity', 'wer')) ASC,
                  v.time DESC, v.rank ASC, v.seq DESC
     ) = 1
+),
+quality AS (
+    -- the last value of every metric on the final split
+    SELECT run_id, json_group_object(metric, value) AS final_quality FROM (
+        SELECT v.run_id, v.metric, v.value FROM evals v JOIN fin USING (run_id)
+        WHERE v.split = fin.split
+        QUALIFY row_number() OVER (PARTITION BY v.run_id, v.metric ORDER BY v.time DESC, v.rank ASC, v.seq DESC) = 1
+    ) GROUP BY run_id
 )
 SELECT
     seen.run_id,
@@ -127,11 +139,15 @@ SELECT
     stops.stopped_at - s.started_at AS time_to_train_s,
     fin.split, fin.metric, fin.value,
     coalesce(f.path, f0.path) AS source_file,
-    s.p AS attrs
+    s.p AS attrs,
+    quality.final_quality,
+    stops.energy_j
+
 FROM seen
 LEFT JOIN s USING (run_id)
 LEFT JOIN stops USING (run_id)
 LEFT JOIN fin USING (run_id)
+LEFT JOIN quality USING (run_id)
 LEFT JOIN ingested_files f ON f.file_id = s.file_id
 LEFT JOIN ingested_files f0 ON f0.file_id = seen.any_file
 """
@@ -140,7 +156,7 @@ LEFT JOIN ingested_files f0 ON f0.file_id = seen.any_file
 _COLUMNS = (
     "run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators",
     "status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s",
-    "final_split", "final_metric", "final_value", "source_file", "attrs",
+    "final_split", "final_metric", "final_value", "source_file", "attrs", "final_quality", "energy_to_train_j",
 )  # fmt: skip
 
 

@@ -1,0 +1,161 @@
+"""The benchmark catalogue: what a quality metric means and what counts as reaching it.
+
+Data, not code: ``mlperf.toml`` beside this module holds, per MLPerf benchmark and round, the quality
+metric (name, unit, higher or lower is better, target), the result files of a submission and the runs
+dropped at each end for its score, with the rules each value comes from. The collector writes a run's
+target from it; the linter, the report and ``advise`` read a metric's direction and a run's targets
+through :func:`direction`, :func:`targets` and :func:`reached`, never by assuming "higher is better".
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+Better = Literal["higher", "lower"]
+
+_ROUND = re.compile(r"(?:^|[^0-9.])v?(\d+)\.(\d+)(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One quality metric of a benchmark in one round."""
+
+    name: str  # as honestscale calls it (eval events, reports)
+    key: str  # sub-key of a dict-valued MLLOG value ("BBOX"), "" for a plain number
+    log_key: str  # the MLLOG key that carries it
+    unit: str
+    better: Better
+    target: float
+
+    def reached(self, value: float) -> bool:
+        return value >= self.target if self.better == "higher" else value <= self.target
+
+    def describe(self) -> str:
+        sign = ">=" if self.better == "higher" else "<="
+        return f"{self.name} {sign} {self.target:g} ({self.better} is better)"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """An MLPerf benchmark as one round's rules define it."""
+
+    suite: str  # training | hpc
+    name: str
+    round: str  # the round whose rules apply ("2.1"), as asked or the latest known
+    task: str
+    model: str
+    dataset: str
+    runs: int  # result files of a submission
+    drop: int  # runs dropped at each end (fastest, slowest) before the mean
+    metrics: tuple[Metric, ...]
+
+    @property
+    def max_non_converged(self) -> int:
+        """Runs that did not converge count as infinitely slow: up to ``drop`` of them are dropped as the
+        slowest; with more, the submission has no score."""
+        return self.drop
+
+
+def _round_key(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+@cache
+def _data() -> dict[str, Any]:
+    raw = resources.files("honestscale.catalogue").joinpath("mlperf.toml").read_text(encoding="utf-8")
+    return tomllib.loads(raw)
+
+
+def round_of(folder: str) -> str | None:
+    """The MLPerf round named by a folder (``v2.0``, ``training_results_v2.1``, ``mlperf-training-v0.7``)."""
+    m = _ROUND.search(folder)
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+
+
+def mlperf(name: str, round: str | None = None, suite: str = "training") -> Benchmark | None:
+    """The benchmark ``name`` under the rules of ``round`` (the latest round's when None); None if unknown.
+
+    A round before the benchmark's first entry gets None: its target is not in the catalogue.
+    """
+    entry = _data().get(suite, {}).get(name)
+    if entry is None:
+        return None
+    versions = sorted(entry["quality"], key=lambda q: _round_key(q["since"]))
+    if round is None:
+        chosen = versions[-1]
+    else:
+        earlier = [q for q in versions if _round_key(q["since"]) <= _round_key(round)]
+        if not earlier:
+            return None
+        chosen = earlier[-1]
+    return Benchmark(
+        suite=suite,
+        name=name,
+        round=round or chosen["since"],
+        task=entry["task"],
+        model=entry["model"],
+        dataset=entry["dataset"],
+        runs=int(entry["runs"]),
+        drop=int(entry["drop"]),
+        metrics=tuple(
+            Metric(m["name"], m["key"], m["log_key"], m["unit"], m["better"], float(m["target"]))
+            for m in chosen["metrics"]
+        ),
+    )
+
+
+def benchmarks(suite: str = "training") -> list[str]:
+    """Names of the benchmarks the catalogue knows in ``suite``."""
+    return sorted(_data().get(suite, {}))
+
+
+def direction(metric: str | None, mlperf_info: Mapping[str, Any] | None = None) -> Better:
+    """Whether ``metric`` improves upward or downward: from the run's MLPerf benchmark when it has one,
+    else from the metric's name (losses, errors, perplexities and word error rates fall)."""
+    bench = _bench_of(mlperf_info)
+    if bench is not None:
+        for m in bench.metrics:
+            if m.name == metric:
+                return m.better
+    name = (metric or "").lower()
+    lower = _data()["metrics"]["lower_is_better"]
+    return "lower" if any(word in name for word in lower) else "higher"
+
+
+def _bench_of(mlperf_info: Mapping[str, Any] | None) -> Benchmark | None:
+    if not mlperf_info or not mlperf_info.get("benchmark"):
+        return None
+    return mlperf(
+        str(mlperf_info["benchmark"]),
+        mlperf_info.get("round"),
+        str(mlperf_info.get("suite") or "training"),
+    )
+
+
+def targets(
+    target_metric: str | None, stop_value: float | None, mlperf_info: Mapping[str, Any] | None = None
+) -> tuple[Metric, ...]:
+    """The targets a run must reach: every metric of its MLPerf benchmark, else its own one
+    (``target_metric`` and ``stop_value`` from run_start, direction from the metric's name)."""
+    bench = _bench_of(mlperf_info)
+    if bench is not None:
+        return bench.metrics
+    if stop_value is None:
+        return ()
+    name = target_metric or "accuracy"
+    better = direction(name)
+    return (Metric(name, "", "", "", better, float(stop_value)),)
+
+
+def better_by(
+    metric: str | None, before: float, after: float, mlperf_info: Mapping[str, Any] | None = None
+) -> float:
+    """How much ``after`` improves on ``before`` (negative: it is worse), in the metric's own units."""
+    return after - before if direction(metric, mlperf_info) == "higher" else before - after
