@@ -31,6 +31,8 @@ def run_records(df: pl.DataFrame) -> list[dict[str, Any]]:
             if row["final_value"] is not None
             else None
         )
+        # every metric's last value (Mask R-CNN: bbox_mAP and segm_mAP)
+        rec["final_quality"] = json.loads(row["final_quality"]) if row.get("final_quality") else None
         out.append(rec)
     return out
 

@@ -66,7 +66,7 @@ BASE: dict[str, Any] = {
 # run keys that are not run_start fields
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
-    "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s",
+    "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
 }  # fmt: skip
 
 
@@ -111,9 +111,19 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     for e in spec.get("evals", []):
         w.eval(**e)
     if spec.get("val_acc", 0.762) is not None:
-        w.eval(split="validation", metric="top1_accuracy", value=float(spec.get("val_acc", 0.762)), epoch=40)
+        w.eval(
+            split="validation",
+            metric=spec.get("metric", "top1_accuracy"),
+            value=float(spec.get("val_acc", 0.762)),
+            epoch=40,
+        )
     if spec.get("test_acc", 0.760) is not None and spec.get("split", "test") == "test":
-        w.eval(split="test", metric="top1_accuracy", value=float(spec.get("test_acc", 0.760)), epoch=40)
+        w.eval(
+            split="test",
+            metric=spec.get("metric", "top1_accuracy"),
+            value=float(spec.get("test_acc", 0.760)),
+            epoch=40,
+        )
     clock[0] = t0 + ttt
     status = spec.get("status", "success")
     if status != "incomplete":

@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from honestscale.analysis.mlperf import drop_for
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
 from honestscale.lint._view import Run, View
@@ -121,7 +122,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
         time_s=centre_of_times(times), time_ci=median_ci(times),
         tta_s=centre_of_times(ttas), tta_ci=median_ci(ttas),
-        mlperf_score_s=mlperf_score([r.time_to_train_s if r.ok else None for r in runs]) if mlperf else None,
+        mlperf_score_s=mlperf_score([r.time_to_train_s if r.ok else None for r in runs], drop_for(runs)) if mlperf else None,
         throughput=throughput, per_worker=throughput / workers if throughput else None,
         steady_throughput=centre_of_rates([r.steady_rate for r in ok if r.steady_rate]),
         stall_share=median(stalls) if stalls else None,

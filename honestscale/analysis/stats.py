@@ -6,7 +6,8 @@
 * a **speedup** or an efficiency is a ratio of two such statistics; its interval is the interval of the
   ratio, from a bootstrap over the repetitions of both points (never error bars at the base case, whose
   speedup is 1 by definition);
-* the **MLPerf score** drops the fastest and the slowest run and averages the rest (aborted = infinite);
+* the **MLPerf score** drops the fastest and the slowest runs (how many: the benchmark catalogue) and averages
+  the rest (a run that did not converge = infinitely slow);
 * **Amdahl** (strong scaling) and **Gustafson** (weak) laws, fitted to speedups by least squares, and
   only where there are more points than the one the base case fixes.
 """
@@ -47,12 +48,16 @@ def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float |
     return (lo, hi) if coverage >= level - 1e-9 else (None, None)
 
 
-def mlperf_score(times: Sequence[float | None]) -> float | None:
-    """MLPerf Training: drop the fastest and the slowest run, mean of the rest; an aborted run counts as infinite."""
+def mlperf_score(times: Sequence[float | None], drop: int = 1) -> float | None:
+    """MLPerf's olympic score: drop the ``drop`` fastest and ``drop`` slowest runs, mean of the rest.
+
+    A run that did not converge (None) counts as infinitely slow, so it is among the slowest dropped; with
+    more non-converged runs than ``drop``, or fewer than ``2 * drop + 1`` runs, there is no score.
+    """
     vals = [math.inf if t is None else t for t in times]
-    if len(vals) < 3:
+    if len(vals) < 2 * drop + 1:
         return None
-    kept = sorted(vals)[1:-1]
+    kept = sorted(vals)[drop : len(vals) - drop]
     m = sum(kept) / len(kept)
     return None if math.isinf(m) else m
 

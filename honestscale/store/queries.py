@@ -44,9 +44,11 @@ RUN_LIST_COLUMNS = (
     "started_at",
     "stopped_at",
     "time_to_train_s",
+    "energy_to_train_j",
     "final_split",
     "final_metric",
     "final_value",
+    "final_quality",
     "source_file",
 )
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from honestscale import catalogue
 from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View, med
 
@@ -12,8 +13,9 @@ class IgnoreAccuracyWhenScaling(Rule):
     """Scaling results must show accuracy at every scale, and accuracy must not fall as workers grow.
 
     What it checks: every worker count of a scaling series has a final accuracy, and the median final
-    accuracy at the largest scale is not lower than the smallest scale's by more than 1 percentage point
-    or the run-to-run spread of the smallest scale, whichever is larger.
+    accuracy at the largest scale is not worse than the smallest scale's by more than 1 percentage point
+    or the run-to-run spread of the smallest scale, whichever is larger. "Worse" reads the metric's
+    direction from the benchmark catalogue: lower for accuracies, higher for word error rates and losses.
     Why it misleads: larger global batches and stale or compressed gradients buy speed with accuracy; a
     speedup quoted without accuracy at each scale hides that the faster model is a worse model (Hoefler
     2018, "ignore accuracy when scaling up").
@@ -53,12 +55,24 @@ class IgnoreAccuracyWhenScaling(Rule):
         base_runs = [r.final_value for r in points[lo] if r.ok and r.final_value is not None]
         spread = max(base_runs) - min(base_runs) if len(base_runs) > 1 else 0.0
         allowed = max(TOLERANCE, spread)  # a drop within the base's run-to-run spread is not evidence
-        if base is not None and top is not None and base - top > allowed:
+        # The direction comes from the benchmark catalogue: a word error rate or a loss that rises is the drop.
+        first = next(r for r in points[lo] if r.ok and r.final_value is not None)
+        metric, better = (
+            first.final_metric,
+            catalogue.direction(first.final_metric, first.attrs.get("mlperf")),
+        )
+        if (
+            base is not None
+            and top is not None
+            and catalogue.better_by(metric, top, base, first.attrs.get("mlperf")) > allowed
+        ):
+            verb = "falls" if better == "higher" else "rises"
             yield self.fail(
                 target,
                 points[hi] + points[lo],
-                f"accuracy falls from {base:.4f} at {lo} to {top:.4f} at {hi} workers "
-                f"({100 * (base - top):.1f} points; allowed {100 * allowed:.1f}: 1 point or the base's spread)",
+                f"{metric or 'accuracy'} ({better} is better) {verb} from {base:.4f} at {lo} to {top:.4f} at {hi} "
+                f"workers ({100 * abs(base - top):.1f} points; allowed {100 * allowed:.1f}: 1 point or the base's "
+                "spread)",
                 "retune for the larger batch (LR scaling and warm-up) or report the accuracy loss beside the speedup",
                 median_accuracy_by_workers=acc,
                 base_spread=round(spread, 4),
