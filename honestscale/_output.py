@@ -215,7 +215,8 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
             "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,
             "stall_share": p.stall_share, "data": p.breakdown.get("data"), "compute": p.breakdown.get("compute"),
             "comm": p.breakdown.get("comm"), "optimizer": p.breakdown.get("optimizer"), "comm_is": p.comm,
-            "accuracy": p.accuracy, "accuracy_split": p.accuracy_split,
+            "accuracy": p.accuracy, "accuracy_split": p.accuracy_split, "accuracy_metric": p.accuracy_metric,
+            "accuracy_better": p.accuracy_better,
             "test_accuracy": p.accuracy if p.accuracy_split == "test" else None,
             "statistics": {"times": TIME_STATISTIC, "time_ci": CI_METHOD, "throughput": RATE_STATISTIC,
                            "shares": "median of runs", "accuracy": "median of runs"},
@@ -241,7 +242,8 @@ def summary_table(rows: list[Any]) -> Table:
             "-" if p.throughput is None else f"{p.throughput:,.0f}",
             "-" if p.per_worker is None else f"{p.per_worker:,.0f}",
             _pct(p.breakdown.get("data")), _pct(p.breakdown.get("compute")), comm, _pct(p.breakdown.get("optimizer")),
-            "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip(),
+            "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip()
+            + (f" {p.accuracy_metric} (lower is better)" if p.accuracy_better == "lower" else ""),
         )  # fmt: skip
     return table
 

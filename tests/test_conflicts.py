@@ -18,6 +18,13 @@ def _snapshot(store: Path) -> list[tuple[object, ...]]:
     ) + query(store, "SELECT * EXCLUDE (source_file) FROM runs ORDER BY run_id")
 
 
+def _first_step(path: Path) -> tuple[list[str], int, dict[str, object]]:
+    """The file's lines, and the index and event of its first step."""
+    lines = path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "step")
+    return lines, at, json.loads(lines[at])
+
+
 def _land_original(tmp_path: Path) -> Path:
     store = tmp_path / "s.duckdb"
     shutil.copytree(EXAMPLE / RUN, tmp_path / "a" / RUN)
@@ -43,10 +50,8 @@ def test_a_copy_with_one_event_changed_is_a_conflict(tmp_path: Path) -> None:
     copy = tmp_path / "b" / RUN
     shutil.copytree(EXAMPLE / RUN, copy)
     rank1 = copy / "events-rank1.jsonl"
-    lines = rank1.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "step")
-    event = json.loads(lines[at])
-    event["t_total"] = event["t_total"] * 10  # one step ten times slower: another measurement, same id
+    lines, at, event = _first_step(rank1)
+    event["t_total"] = float(event["t_total"]) * 10  # type: ignore[arg-type]  # one step ten times slower: another measurement, same id
     lines[at] = json.dumps(event)
     rank1.write_text("\n".join(lines) + "\n")
 
@@ -97,10 +102,8 @@ def test_a_seq_written_twice_in_one_file_keeps_the_first_and_quarantines_the_sec
     folder = tmp_path / "a" / RUN
     shutil.copytree(EXAMPLE / RUN, folder)
     rank0 = folder / "events-rank0.jsonl"
-    lines = rank0.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "step")
-    twin = json.loads(lines[at])
-    twin["t_total"] += 1.0
+    lines, at, twin = _first_step(rank0)
+    twin["t_total"] = float(twin["t_total"]) + 1.0  # type: ignore[arg-type]
     lines.insert(at + 1, json.dumps(twin))
     rank0.write_text("\n".join(lines) + "\n")
     store = tmp_path / "s.duckdb"
@@ -112,3 +115,39 @@ def test_a_seq_written_twice_in_one_file_keeps_the_first_and_quarantines_the_sec
         query(store, "SELECT count(*) FROM events")[0][0]
         == sum(len(f.read_text().splitlines()) for f in folder.glob("*.jsonl")) - 1
     )
+
+
+def test_a_store_from_before_digests_is_migrated_and_compares_on_time_and_kind(tmp_path: Path) -> None:
+    import duckdb
+
+    from honestscale.store import migrations, open_store
+
+    store = tmp_path / "s.duckdb"
+    with duckdb.connect(str(store)) as con:  # a store as honestscale 0003's predecessor left it
+        con.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+        )
+        for mig in migrations()[:2]:
+            con.execute(mig.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
+            )
+    open_store(store).close()
+    assert query(store, "SELECT max(version) FROM schema_version")[0][0] == 3
+    shutil.copytree(EXAMPLE / RUN, tmp_path / "a" / RUN)
+    assert hs("ingest", tmp_path / "a", "--store", store).returncode == 0
+    with duckdb.connect(str(store)) as con:
+        con.execute("UPDATE events SET digest = NULL")  # events landed before digests existed
+    shutil.copytree(EXAMPLE / RUN, tmp_path / "b" / RUN)
+    same = hs("ingest", tmp_path / "b", "--store", store)
+    assert same.returncode == 0 and "duplicate events skipped" in same.stdout
+    changed = tmp_path / "c" / RUN
+    shutil.copytree(EXAMPLE / RUN, changed)
+    rank0 = changed / "events-rank0.jsonl"
+    lines = rank0.read_text().splitlines()
+    event = json.loads(lines[-1])
+    event["time"] += 1.0
+    lines[-1] = json.dumps(event)
+    rank0.write_text("\n".join(lines) + "\n")
+    assert hs("ingest", tmp_path / "c", "--store", store).returncode == 3
+    assert query(store, "SELECT count(*) FROM quarantine WHERE reason LIKE 'conflict:%'")[0][0] == 1

@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from honestscale import catalogue
 from honestscale.analysis.mlperf import drop_for
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
@@ -40,11 +41,13 @@ class Point:
     per_worker: float | None
     steady_throughput: float | None  # samples per step over the median step, harmonic mean over runs
     stall_share: float | None  # median share of time to train lost to outlier steps (HS210)
-    accuracy: float | None  # median final accuracy
+    accuracy: float | None  # median final accuracy (the runs' target metric)
     accuracy_split: str | None
     breakdown: dict[str, float | None]  # fraction of step time
     comm: str  # measured | not exposed (hidden) | not recorded (no steps) | none (1 worker)
     run_ids: list[str] = field(default_factory=list)
+    accuracy_metric: str | None = None  # the final metric's name, when the runs share one
+    accuracy_better: str = "higher"  # its direction, from the benchmark catalogue
     # against the base case (report): the time metric (or MLPerf score) and throughput, with 95 % intervals
     speedup: float | None = None
     efficiency: float | None = None
@@ -117,6 +120,8 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
     else:
         comm = "not exposed"
     throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
+    metrics = {r.final_metric for r in ok if r.final_value is not None}
+    metric = metrics.pop() if len(metrics) == 1 else None
     return Point(
         workers=workers, runs=len(runs), succeeded=len(ok),
         global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
@@ -129,6 +134,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         accuracy=median(accs) if accs else None,
         accuracy_split="/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
         breakdown=shares, comm=comm, run_ids=sorted(r.id for r in runs),
+        accuracy_metric=metric, accuracy_better=catalogue.direction(metric, ok[0].attrs.get("mlperf") if ok else None),
     )  # fmt: skip
 
 
