@@ -17,7 +17,7 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale.collector import _mlperf_power
-from honestscale.collector._content import digest
+from honestscale.collector._mlperf_tree import Place, find_system, place, read_system, run_id_for, shown
 from honestscale.runners import events as ev
 
 MARK = ":::MLLOG"
@@ -31,8 +31,6 @@ _STATUS = {
     "failed": "failed",
     "failure": "failed",
 }
-
-_PLACEHOLDERS = {"", "todo", "tbd", "n/a", "na", "none", "unknown", "cpuname", "core_count"}
 
 
 @dataclass
@@ -51,102 +49,6 @@ class Parsed:
     warnings: list[str] = field(default_factory=list)
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in _PLACEHOLDERS:
-        return None
-    return value
-
-
-def _int(value: Any) -> int | None:
-    value = _clean(value)
-    if value is None:
-        return None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a result log sits in an MLPerf submission tree:
-    ``<round>/<org>/results/<system>/[strong|weak/]<benchmark>/<result>.txt``."""
-
-    round_folder: str | None  # the folder above the organisation (v2.0, training_results_v2.1, ...)
-    org: str | None
-    system: str | None
-    within: tuple[str, ...]  # system, [scaling,] benchmark
-    stem: str
-    tree_root: Path | None  # the folder that holds <round>
-
-    @property
-    def round(self) -> str | None:
-        return catalogue.round_of(self.round_folder) if self.round_folder else None
-
-    @property
-    def suite(self) -> str:
-        return "hpc" if len(self.within) == 3 and self.within[1] in ("strong", "weak") else "training"
-
-
-def place(log: Path) -> Place:
-    parts = log.parts
-    stem = log.name.split(".")[0]
-    results = [i for i, p in enumerate(parts[:-1]) if p == "results" and len(parts) - i in (4, 5)]
-    if not results or results[-1] < 2:
-        return Place(None, None, None, (), stem, None)
-    i = results[-1]
-    return Place(
-        parts[i - 2], parts[i - 1], parts[i + 1], tuple(parts[i + 1 : -1]), stem, Path(*parts[: i - 2])
-    )
-
-
-def find_system(log: Path) -> Path | None:
-    """``<org>/systems/<system>.json`` for ``<org>/results/<system>/.../result_N.txt``."""
-    system = place(log).system or log.parent.parent.name
-    for ancestor in log.parents:
-        candidate = ancestor / "systems" / f"{system}.json"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
-    """Hardware and software fields of a system description, and a note if it could not be read."""
-    try:
-        desc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return {}, f"system description {path} unreadable ({exc}): hardware unknown"
-    if not isinstance(desc, dict):
-        return {}, f"system description {path} is not a JSON object: hardware unknown"
-    nodes = _int(desc.get("number_of_nodes", desc.get("number of nodes")))
-    per_node = _int(desc.get("accelerators_per_node"))
-    software: dict[str, str] = {}
-    stacks = desc.get("other_software_stack")
-    if isinstance(stacks, dict):
-        stacks = [stacks]
-    if isinstance(stacks, list):
-        for stack in stacks:
-            if isinstance(stack, dict):
-                for key, value in stack.items():
-                    if _clean(value) is not None:
-                        software[key.removesuffix("_version")] = str(value)
-    if "cuda_driver" in software:
-        software["driver"] = software.pop("cuda_driver")
-    if _clean(desc.get("operating_system")) is not None:
-        software["os"] = str(desc["operating_system"])
-    fields = {
-        "system": _clean(desc.get("system_name")) or path.stem,
-        "framework": _clean(desc.get("framework")),
-        "nodes": nodes,
-        "accelerators_per_node": per_node,
-        "accelerator": _clean(desc.get("accelerator_model_name")),
-        "cpu": _clean(desc.get("host_processor_model_name")),
-        "interconnect": _clean(desc.get("host_networking")),
-        "software": software or None,
-    }
-    return fields, None
-
-
 def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
     """Split the records into runs: each run_start opens one (what precedes it belongs to it)."""
     runs: list[list[tuple[int, dict[str, Any]]]] = []
@@ -162,26 +64,6 @@ def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int,
     if current:
         runs.append(current)
     return runs
-
-
-def run_id_for(log: Path, index: int, count: int) -> tuple[str, str]:
-    """A run id that no other result log can claim, and a short name.
-
-    In a submission tree: ``mlperf:<round folder>/<org>/<system>/<benchmark>/<result>`` (the same
-    org, system and benchmark submitted in two rounds are two runs); elsewhere the folder, the file and
-    a hash of the file's absolute path. A log holding several runs numbers them ``#1``, ``#2`` ...
-    """
-    where = place(log)
-    if where.round_folder is not None:
-        name = f"{'/'.join(where.within)}/{where.stem}"
-        rid = f"mlperf:{where.round_folder}/{where.org}/{name}"
-        name = f"v{where.round}/{name}" if where.round else f"{where.round_folder}/{name}"
-    else:
-        name = where.stem
-        rid = f"mlperf:{log.parent.name}/{where.stem}@{digest(str(log.resolve()).encode())[:10]}"
-    if count > 1:
-        rid, name = f"{rid}#{index + 1}", f"{name}#{index + 1}"
-    return rid, name
 
 
 def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
@@ -235,20 +117,10 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         power = log.parent / "power" / where.stem if len(segments) == 1 else None
         out.events.extend(
             _run_events(
-                rid, name, segment, hardware, _shown(system_path, where), where, power, campaign, out.warnings
+                rid, name, segment, hardware, shown(system_path, where), where, power, campaign, out.warnings
             )
         )
     return out
-
-
-def _shown(path: Path | None, where: Place) -> str | None:
-    """The system description's path inside the submission tree: the same for every copy of the tree, so a
-    copy of a log maps to the same events (a true duplicate) wherever the tree lies."""
-    if path is None:
-        return None
-    if where.tree_root is not None and path.is_relative_to(where.tree_root):
-        return str(path.relative_to(where.tree_root))
-    return path.name
 
 
 def _quality(
