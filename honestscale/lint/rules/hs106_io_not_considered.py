@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class DoNotConsiderIo(Rule):
+class IoNotConsidered(Rule):
     """Training time must include reading the data: no synthetic or memory-staged inputs, a data part per step.
 
     What it checks: runs read real data from a filesystem (``data_source = "filesystem"``), not

@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class DoNotReportTestAccuracy(Rule):
+class TestAccuracyNotReported(Rule):
     """The reported accuracy must come from a held-out test split.
 
     What it checks: the final accuracy of every run of a configuration is measured on the ``test``

@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class CompareCarelesslyToTheStateOfTheArt(Rule):
+class CarelessComparisonToTheStateOfTheArt(Rule):
     """A comparison with a baseline gives both time and accuracy, on the same dataset and target.
 
     What it checks: in a campaign with ``purpose = "baseline"`` runs, baselines and final runs of the

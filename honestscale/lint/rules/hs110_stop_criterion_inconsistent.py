@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class TrainForTheRightTime(Rule):
+class StopCriterionInconsistent(Rule):
     """Scaling runs must stop on the same criterion, and not on a wall-clock budget.
 
     What it checks: every run of a scaling series records its stop criterion, none stops on

@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class OnlyKernelsWhenScaling(Rule):
+class KernelsOnlyWhenScaling(Rule):
     """A scaling claim must rest on end-to-end training, not on kernels, layers or communication alone.
 
     What it checks: every run of a scaling series has ``scope = "end_to_end"``.

@@ -6,7 +6,7 @@ from honestscale.lint._engine import Finding, Rule
 from honestscale.lint._view import Comparison, View
 
 
-class HideTheTuningRuns(Rule):
+class TuningRunsHidden(Rule):
     """The tuning runs behind a final configuration must be recorded, and their cost shown.
 
     What it checks: a campaign with final runs also holds the tuning trials that chose their

@@ -9,7 +9,7 @@ from honestscale.lint._view import Comparison, View, med
 TOLERANCE = 0.01  # absolute accuracy (fraction)
 
 
-class IgnoreAccuracyWhenScaling(Rule):
+class AccuracyIgnoredWhenScaling(Rule):
     """Scaling results must show accuracy at every scale, and accuracy must not fall as workers grow.
 
     What it checks: every worker count of a scaling series has a final accuracy, and the median final
