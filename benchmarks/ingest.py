@@ -34,7 +34,7 @@ WORK = HERE / "_work"
 def write_events(folder: Path, total: int, files: int) -> int:
     """Write ``total`` events over ``files`` rank files with the real EventWriter; return the count."""
     sys.path.insert(0, str(HERE.parent))
-    from honestscale.runners.events import EventWriter
+    from honestscale.events import EventWriter
 
     ranks_per_run = 4
     per_file = total // files

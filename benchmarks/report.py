@@ -31,10 +31,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from honestscale.collector._sources import discover  # noqa: E402
 from honestscale.collector.ingest import Ingester  # noqa: E402
+from honestscale.events import EventWriter  # noqa: E402
 from honestscale.report import analyse  # noqa: E402
 from honestscale.report import report as make_report  # noqa: E402
 from honestscale.report._figures import render  # noqa: E402
-from honestscale.runners.events import EventWriter  # noqa: E402
 from honestscale.store import open_store  # noqa: E402
 
 WORKERS = (1, 2, 4, 8, 16)

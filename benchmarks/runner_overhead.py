@@ -25,8 +25,8 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+from honestscale.events import EventWriter  # noqa: E402
 from honestscale.runners import _torch_data as data  # noqa: E402
-from honestscale.runners.events import EventWriter  # noqa: E402
 from honestscale.runners.instrument import StepTimer, SystemSampler  # noqa: E402
 
 

@@ -7,7 +7,7 @@ Each run trains an MLP (64-128-10) on the 8x8 digits images (1,797 samples: 1,25
 270 validation / 270 test, split once with a fixed seed) with plain SGD, data-parallel over
 N ranks with the ``gloo`` backend: each rank takes its shard of every global batch, the
 gradients are averaged with an explicit ``all_reduce`` (timed as communication), and every
-rank writes its events with :class:`honestscale.runners.events.EventWriter`.
+rank writes its events with :class:`honestscale.events.EventWriter`.
 
     pip install torch==2.13.0 scikit-learn
     python examples/make_digits_example.py --out examples/digits-ddp --workers 1 2 --repeats 2
@@ -34,7 +34,7 @@ import torch.multiprocessing as mp
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
-from honestscale.runners.events import EventWriter
+from honestscale.events import EventWriter
 
 GLOBAL_BATCH = 64
 EPOCHS = 40

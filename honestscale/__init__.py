@@ -1,7 +1,7 @@
 """honestscale: results store, honest-metrics linter and scaling reports for distributed DL training.
 
 This module must stay import-light (standard library only): runners import
-``honestscale.runners.events`` inside framework environments that do not have the
+``honestscale.events`` inside framework environments that do not have the
 rest of honestscale's dependencies installed.
 """
 

@@ -401,7 +401,7 @@ def record_unfinished(
     The events go to rank 0's file with the contract's writer, continuing its seq: a run that never
     started gets a run_start from its plan first. Nothing is dropped; the reason names the Slurm job.
     """
-    from honestscale.runners.events import EventWriter
+    from honestscale.events import EventWriter
 
     written = []
     for s in states:

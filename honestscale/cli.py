@@ -30,10 +30,10 @@ from rich.progress import (
 )
 
 from honestscale import __version__, _output
+from honestscale import events as ev
 from honestscale.collector._sources import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
-from honestscale.runners import events as ev
 from honestscale.store import STORE_ENV, open_store, resolve_store_path
 
 app = typer.Typer(

@@ -20,7 +20,7 @@ import duckdb
 
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
-from honestscale.runners.events import EventWriter
+from honestscale.events import EventWriter
 from honestscale.store import open_store
 
 T0 = 1_750_000_000.0

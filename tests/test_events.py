@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from honestscale.runners import events as ev
+from honestscale import events as ev
 from tests.conftest import REPO
 
 
@@ -136,9 +136,9 @@ def test_extra_fields_are_allowed() -> None:
 
 
 def test_json_schema_file_is_generated_from_the_field_tables() -> None:
-    shipped = json.loads((REPO / "honestscale" / "runners" / "event_schema.json").read_text())
+    shipped = json.loads((REPO / "honestscale" / "event_schema.json").read_text())
     assert shipped == ev.json_schema(), (
-        "regenerate: honestscale contract --json-schema > honestscale/runners/event_schema.json"
+        "regenerate: honestscale contract --json-schema > honestscale/event_schema.json"
     )
 
 
@@ -167,7 +167,7 @@ def test_docs_are_generated_from_the_field_tables() -> None:
 
 def test_event_module_imports_only_the_standard_library() -> None:
     code = (
-        "import sys; import honestscale.runners.events; "
+        "import sys; import honestscale.events; "
         "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names))))"
     )
     # -S: no site-packages at all, as in a framework environment without honestscale's dependencies.

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from honestscale import events as ev
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
-from honestscale.runners import events as ev
 from honestscale.store import open_store
 from tests.conftest import EXAMPLE, REPO, counts, hs, query, snapshot
 

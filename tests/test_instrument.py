@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from honestscale.runners import events as ev
+from honestscale import events as ev
 from honestscale.runners._world import discover
 from honestscale.runners.instrument import HostClock, RunRecorder, StepTimer, TargetNotReached
 from tests.conftest import REPO

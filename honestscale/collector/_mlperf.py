@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from honestscale import catalogue
+from honestscale import events as ev
 from honestscale.collector import _mlperf_power
 from honestscale.collector._mlperf_tree import Place, find_system, place, read_system, run_id_for, shown
-from honestscale.runners import events as ev
 
 MARK = ":::MLLOG"
 

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from honestscale.runners import events as ev
+from honestscale import events as ev
 from honestscale.store._sql import sql_string
 
 TYPED_TABLES = {"step": "steps", "epoch": "epochs", "eval": "evals", "system": "system_samples"}

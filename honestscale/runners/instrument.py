@@ -22,8 +22,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Protocol
 
+from honestscale.events import EventWriter
 from honestscale.runners._world import World
-from honestscale.runners.events import EventWriter
 
 
 # ----------------------------------------------------------------------------------------------- clocks

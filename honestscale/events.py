@@ -544,7 +544,7 @@ def markdown_reference() -> str:
     out = [
         f"# The event contract, version {SCHEMA_VERSION}",
         "",
-        "Generated from `honestscale/runners/events.py` by `honestscale contract --markdown`; do not edit by hand.",
+        "Generated from `honestscale/events.py` by `honestscale contract --markdown`; do not edit by hand.",
         "",
         "One event per line, JSON, one file per rank (`<run_id>/events-rank<N>.jsonl`), append-only, written "
         "with one `write` per complete line so a killed job keeps every event written before the kill. "
