@@ -16,7 +16,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -34,7 +33,7 @@ from honestscale import events as ev
 from honestscale.collector._sources import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
-from honestscale.store import STORE_ENV, open_store, resolve_store_path
+from honestscale.store import STORE_ENV, Connection, campaigns, open_store, resolve_store_path
 
 app = typer.Typer(
     name="honestscale",
@@ -113,7 +112,7 @@ def _main(
 
 
 @contextlib.contextmanager
-def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[Connection]:
     con = open_store(
         store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
     )
@@ -400,7 +399,7 @@ def run(
 
       honestscale run --framework torch --workers 2 --model mlp --dataset digits --epochs 3 --out runs/
     """
-    from honestscale.runners import launch
+    from honestscale.campaign import launch
 
     if workers < 1:  # before anything else: the other checks mean nothing without ranks to start
         raise HonestscaleError(
@@ -450,7 +449,7 @@ def summary(
         out.print(_output.summary_table(rows))
 
 
-def _summary_rows(con: duckdb.DuckDBPyConnection, campaign: str | None) -> list[Any]:
+def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
     from honestscale.analysis import points
     from honestscale.lint._view import build
     from honestscale.store import queries
@@ -467,7 +466,7 @@ def _runner_options(framework: str) -> set[str]:
     """The option names (argparse dests) the framework's runner accepts; its flavour option is the launcher's."""
     import importlib
 
-    from honestscale.runners import launch
+    from honestscale.campaign import launch
 
     if framework not in launch.RUNNERS:
         raise HonestscaleError(
@@ -484,15 +483,12 @@ def _record_spec(store: Path | None, s: Any, wait: float) -> None:
     planned = [p.run_id for p in s.plans()]
     record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": planned}
     with _store(store, read_only=False, wait=wait) as con:
-        con.execute(
-            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
-            [s.name, json.dumps(record, default=str)],
-        )
+        campaigns.record_campaign(con, s.name, json.dumps(record, default=str))
 
 
 def _best_trial(store: Path | None, s: Any, wait: float) -> tuple[dict[str, object], str]:
     """The tuning study's best trial by mean final validation accuracy, as grid values and its name."""
-    from honestscale import _campaign
+    from honestscale.campaign import spec as _campaign
     from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:
@@ -529,8 +525,9 @@ def campaign_run(
 
 def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> list[str]:
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
-    from honestscale import _campaign, _output
-    from honestscale.runners import launch
+    from honestscale import _output
+    from honestscale.campaign import launch
+    from honestscale.campaign import spec as _campaign
 
     s = _campaign.load(spec, _runner_options)
     for framework in s.frameworks():  # every environment is checked before the first run starts
@@ -607,7 +604,7 @@ def advise(
 
     Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
     """
-    from honestscale import _advise
+    from honestscale.analysis import advise as _advise
     from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:
@@ -693,8 +690,10 @@ def probe(
       honestscale probe --model mycnn.py:build --workers 1,2,4,8 --slurm --partition gpu --gpus-per-task 1 \\
           --tasks-per-node 4 --cpus-per-task 8
     """
-    from honestscale import _advise, _slurm
-    from honestscale.runners import _usermodel, launch
+    from honestscale.analysis import advise as _advise
+    from honestscale.campaign import launch
+    from honestscale.campaign import slurm as _slurm
+    from honestscale.runners import _usermodel
 
     slurm_given = [n for n, v in (("--partition", partition), ("--account", account), ("--tasks-per-node",
                    tasks_per_node), ("--gpus-per-task", gpus_per_task)) if v is not None]  # fmt: skip
@@ -793,8 +792,7 @@ def probe(
             raise typer.Exit(130) from None
         _collect_campaign(spec, store, wait)
         with _store(store, read_only=True, wait=wait) as con:
-            not_ok = [r[0] for r in con.execute(
-                "SELECT run_id FROM runs WHERE campaign = ? AND status <> 'success'", [campaign]).fetchall()]  # fmt: skip
+            not_ok = campaigns.runs_not_ok(con, campaign)
     else:
         not_ok = _run_campaign(spec, store, False, wait)
     from honestscale.store import queries
@@ -823,7 +821,7 @@ def _stage_digits(folder: Path) -> Path:
 
 def _default_partition() -> str:
     """Slurm's default partition (sinfo marks it with *)."""
-    from honestscale import _slurm
+    from honestscale.campaign import slurm as _slurm
 
     names = _slurm.command(["sinfo", "-h", "-o", "%P"], "sinfo").split()
     default = [n.rstrip("*") for n in names if n.endswith("*")]
@@ -999,7 +997,8 @@ def report(
 
 
 def _load_slurm_campaign(spec: Path) -> tuple[Any, Any]:
-    from honestscale import _campaign, _slurm
+    from honestscale.campaign import slurm as _slurm
+    from honestscale.campaign import spec as _campaign
 
     s = _campaign.load(spec, _runner_options)
     return s, _slurm.parse(s)
@@ -1027,7 +1026,8 @@ def campaign_submit(
 
 def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: bool, wait: float) -> int:
     """campaign submit: check everything, then sbatch the runs not submitted yet; the number of jobs."""
-    from honestscale import _campaign, _slurm
+    from honestscale.campaign import slurm as _slurm
+    from honestscale.campaign import spec as _campaign
 
     s, sl = _load_slurm_campaign(spec)
     for framework in s.frameworks():
@@ -1044,12 +1044,7 @@ def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: b
     submitted: set[str] = set()
     if resolve_store_path(store).exists():  # a dry run never creates a store
         with _store(store, read_only=dry_run, wait=wait) as con:
-            submitted = {
-                r[0]
-                for r in con.execute(
-                    "SELECT DISTINCT run_id FROM slurm_jobs WHERE campaign = ?", [s.name]
-                ).fetchall()
-            }
+            submitted = campaigns.submitted_runs(con, s.name)
     plans = [p for p in _campaign.tuning_plans(s) if p.run_id not in submitted]
     stage = "tuning trials"
     if not plans:
@@ -1101,7 +1096,7 @@ def campaign_status(
     """Where the campaign's jobs are: one squeue call for all of them, scontrol for finished ones, then events."""
     from rich.live import Live
 
-    from honestscale import _slurm
+    from honestscale.campaign import slurm as _slurm
 
     s, _ = _load_slurm_campaign(spec)
 
@@ -1136,7 +1131,7 @@ def campaign_collect(
 
 
 def _collect_campaign(spec: Path, store: Path | None, wait: float) -> None:
-    from honestscale import _slurm
+    from honestscale.campaign import slurm as _slurm
 
     s, _ = _load_slurm_campaign(spec)
     plans = {p.run_id: p for p in s.plans()}
@@ -1156,7 +1151,7 @@ def _collect_campaign(spec: Path, store: Path | None, wait: float) -> None:
 
 def _wait_for_jobs(spec: Path, store: Path | None, wait: float, interval: float) -> None:
     """Poll the campaign's jobs (squeue, then scontrol) until every one has ended, with a progress bar."""
-    from honestscale import _slurm
+    from honestscale.campaign import slurm as _slurm
 
     s, _ = _load_slurm_campaign(spec)
     with Progress(
@@ -1189,14 +1184,12 @@ def campaign_resubmit(
     """Run again only the points whose runs did not succeed, as new runs (<run_id>.retryN): the failed runs stay recorded."""
     import dataclasses
 
-    from honestscale import _slurm
+    from honestscale.campaign import slurm as _slurm
 
     s, sl = _load_slurm_campaign(spec)
     with _store(store, read_only=True, wait=wait) as con:
-        status = dict(con.execute("SELECT run_id, status FROM runs WHERE campaign = ?", [s.name]).fetchall())
-        ids = {
-            r[0] for r in con.execute("SELECT run_id FROM slurm_jobs WHERE campaign = ?", [s.name]).fetchall()
-        }
+        status = campaigns.run_statuses(con, s.name)
+        ids = campaigns.submitted_runs(con, s.name)
     plans = {p.run_id: p for p in s.plans()}
     retry = []
     for run_id, plan in plans.items():
@@ -1245,8 +1238,8 @@ def contract(
 def migrate(store: StoreOpt = None, wait: WaitOpt = 30.0) -> None:
     """Create the store, or upgrade it to this version's schema (ingest does this too)."""
     with _store(store, read_only=False, wait=wait) as con:
-        row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
-    print(f"store at schema version {row[0] if row else '?'}")
+        version = campaigns.schema_version(con)
+    print(f"store at schema version {version if version is not None else '?'}")
 
 
 def main() -> None:

@@ -99,7 +99,7 @@ def framework_python(framework: str) -> str:
     """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
     import os
 
-    from honestscale.runners import launch
+    from honestscale.campaign import launch
 
     try:
         python = launch.python_for(framework)

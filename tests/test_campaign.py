@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from honestscale import _campaign
+from honestscale.campaign import spec as _campaign
 from honestscale.cli import _runner_options
 from tests.conftest import hs, query
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from honestscale.runners import launch
+from honestscale.campaign import launch
 from tests.conftest import hs
 
 

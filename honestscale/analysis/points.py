@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-import duckdb
-
 from honestscale import catalogue
 from honestscale.analysis.mlperf import drop_for
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
 from honestscale.lint._view import Run, View
-from honestscale.store import queries
+from honestscale.store import Connection, queries
 
 PARTS = ("data", "compute", "comm", "optimizer")
 
@@ -92,7 +90,7 @@ def verdicts_text(lint: dict[str, list[str]] | None) -> str:
     return "; ".join(parts) or "none"
 
 
-def step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None) -> dict[str, dict[str, Any]]:
+def step_fractions(con: Connection, campaign: str | None) -> dict[str, dict[str, Any]]:
     """Per run: the share of step time in each part, whether communication was measured, rank imbalance."""
     out: dict[str, dict[str, Any]] = {}
     for r in queries.run_step_fractions(con, campaign).iter_rows(named=True):

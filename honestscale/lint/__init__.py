@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import duckdb
-
 from honestscale.lint._config import load_suppressions
 from honestscale.lint._engine import Finding, LintResult, Rule, Suppression, Verdict, registry
 from honestscale.lint._engine import run as _run
 from honestscale.lint._view import Comparison, Run, View, build
+from honestscale.store import Connection
 
 
-def lint(con: duckdb.DuckDBPyConnection, *, campaign: str | None = None, select: Iterable[str] | None = None,
+def lint(con: Connection, *, campaign: str | None = None, select: Iterable[str] | None = None,
          ignore: Iterable[str] | None = None, suppressions: Iterable[Suppression] = ()) -> LintResult:  # fmt: skip
     view = build(con, campaign)
     return _run(view, select=select, ignore=ignore, suppressions=[*suppressions, *load_suppressions(view)])

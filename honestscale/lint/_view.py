@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-import duckdb
-
-from honestscale.store import queries
+from honestscale.store import Connection, queries
 
 COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not results
 
@@ -229,7 +227,7 @@ def comparisons(runs: list[Run]) -> list[Comparison]:
     return out
 
 
-def build(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> View:
+def build(con: Connection, campaign: str | None = None) -> View:
     """The view of the store (or of one campaign)."""
     evals: dict[str, list[Eval]] = defaultdict(list)
     for e in queries.lint_evals(con, campaign).iter_rows(named=True):

@@ -11,22 +11,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.lint._view import build as build_view
 from honestscale.report._model import Model, build
 from honestscale.report._render import Outputs, render
+from honestscale.store import Connection
 
 
-def analyse(con: duckdb.DuckDBPyConnection, campaign: str | None = None,
+def analyse(con: Connection, campaign: str | None = None,
             suppressions: list[Suppression] | None = None) -> tuple[Model, LintResult]:  # fmt: skip
     result = lint(con, campaign=campaign, suppressions=suppressions or [])
     view = build_view(con, campaign)
     return build(con, view, result, campaign), result
 
 
-def report(con: duckdb.DuckDBPyConnection, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
+def report(con: Connection, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
            assets: Path | None = None, suppressions: list[Suppression] | None = None) -> Outputs:  # fmt: skip
     model, _ = analyse(con, campaign, suppressions)
     target = pdf or html or Path("report.pdf")

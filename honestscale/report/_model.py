@@ -15,8 +15,6 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import duckdb
-
 import honestscale
 from honestscale.analysis import stats
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions
@@ -24,6 +22,7 @@ from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import LintResult
 from honestscale.lint._view import Comparison, Run, View
+from honestscale.store import DUCKDB_VERSION, Connection
 
 __all__ = ["CI_METHOD", "Model", "Point", "build", "median_ci", "mlperf_score"]
 
@@ -287,7 +286,7 @@ def _commands(runs: list[Run]) -> list[dict[str, Any]]:
     return [{"command": k, "runs": v} for k, v in sorted(counts.items())][:50]
 
 
-def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campaign: str | None) -> Model:
+def build(con: Connection, view: View, result: LintResult, campaign: str | None) -> Model:
     steps = step_fractions(con, campaign)
     findings = [f.as_json() for f in result.findings]
     comps = [
@@ -372,7 +371,7 @@ def build(con: duckdb.DuckDBPyConnection, view: View, result: LintResult, campai
         lint={"verdicts": verdicts, "findings": findings, "errors": len(result.errors)},
         reproducibility={
             "honestscale": honestscale.__version__,
-            "duckdb": duckdb.__version__,
+            "duckdb": DUCKDB_VERSION,
             "config_hashes": sorted({r.config_hash for r in view.runs if r.config_hash}),
             "git_commits": sorted({r.git_commit for r in view.runs if r.git_commit}),
             "commands": _commands(view.runs),

@@ -3,6 +3,9 @@
 ``lint`` and ``report`` read the store through :mod:`honestscale.store.queries` only.
 """
 
+import duckdb
+
+from honestscale.store import campaigns
 from honestscale.store._database import (
     DEFAULT_STORE,
     STORE_ENV,
@@ -16,12 +19,19 @@ from honestscale.store._database import (
 )
 from honestscale.store._projection import refresh_runs
 
+# The store's connection type, for the modules that read the store through its queries.
+Connection = duckdb.DuckDBPyConnection
+DUCKDB_VERSION: str = duckdb.__version__
+
 __all__ = [
     "DEFAULT_STORE",
+    "DUCKDB_VERSION",
     "STORE_ENV",
+    "Connection",
     "StoreBusy",
     "StoreError",
     "StoreTooNew",
+    "campaigns",
     "latest_version",
     "migrations",
     "open_store",

@@ -41,11 +41,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import duckdb
-
-from honestscale import _campaign
+from honestscale.campaign import launch
+from honestscale.campaign import spec as _campaign
 from honestscale.errors import HonestscaleError
-from honestscale.runners import launch
+from honestscale.store import Connection, campaigns
 
 SLURM_KEYS = {
     "partition", "account", "qos", "time", "tasks_per_node", "nodes", "cpus_per_task", "gpus_per_task", "modules",
@@ -284,9 +283,7 @@ def command(cmd: list[str], what: str) -> str:
     return result.stdout
 
 
-def submit(
-    con: duckdb.DuckDBPyConnection, spec: _campaign.Spec, jobs: Iterable[Job]
-) -> list[tuple[str, str]]:
+def submit(con: Connection, spec: _campaign.Spec, jobs: Iterable[Job]) -> list[tuple[str, str]]:
     """sbatch every job; record each run's job id and script; return (run_id, job_id)."""
     out: list[tuple[str, str]] = []
     folder = spec.out.resolve()
@@ -297,11 +294,7 @@ def submit(
         job_id = command(["sbatch", "--parsable", str(path)], f"sbatch {path}").strip().split(";")[0]
         for p in job.plans:
             task = f"{job_id}_{p.seed - spec.seed}" if job.array else job_id
-            con.execute(
-                "INSERT INTO slurm_jobs VALUES (?, ?, ?, ?, ?, current_timestamp, 'PENDING', NULL, NULL, current_timestamp) "
-                "ON CONFLICT DO NOTHING",
-                [spec.name, p.run_id, task, p.point, job.script],
-            )
+            campaigns.record_job(con, spec.name, p.run_id, task, p.point, job.script)
             out.append((p.run_id, task))
     return out
 
@@ -316,19 +309,9 @@ class JobState:
     source: str  # squeue | scontrol | events | store
 
 
-def _latest_jobs(con: duckdb.DuckDBPyConnection, campaign: str) -> list[tuple[str, str, str | None]]:
-    """(run_id, job_id, last state) of the latest submission of each run."""
-    rows = con.execute(
-        "SELECT run_id, arg_max(job_id, submitted_at), arg_max(state, submitted_at) FROM slurm_jobs "
-        "WHERE campaign = ? GROUP BY run_id ORDER BY run_id",
-        [campaign],
-    ).fetchall()
-    return [(str(r[0]), str(r[1]), r[2]) for r in rows]
-
-
-def poll(con: duckdb.DuckDBPyConnection, campaign: str, out: Path) -> list[JobState]:
+def poll(con: Connection, campaign: str, out: Path) -> list[JobState]:
     """One squeue call for every job of the campaign; scontrol for the finished ones; then the runs' events."""
-    jobs = _latest_jobs(con, campaign)
+    jobs = campaigns.latest_jobs(con, campaign)
     if not jobs:
         return []
     live: dict[str, tuple[str, str]] = {}
@@ -363,11 +346,7 @@ def poll(con: duckdb.DuckDBPyConnection, campaign: str, out: Path) -> list[JobSt
             )
             states.append(JobState(run_id, job_id, state, None, None, "events" if stop else "store"))
     for s in states:
-        con.execute(
-            "UPDATE slurm_jobs SET state = ?, reason = ?, exit_code = coalesce(?, exit_code), updated_at = current_timestamp "
-            "WHERE campaign = ? AND run_id = ? AND job_id = ?",
-            [s.state, s.reason, s.exit_code, campaign, s.run_id, s.job_id],
-        )
+        campaigns.update_job(con, campaign, s.run_id, s.job_id, s.state, s.reason, s.exit_code)
     return states
 
 

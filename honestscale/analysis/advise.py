@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
-import duckdb
 import numpy as np
 
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions, verdicts_text
@@ -22,6 +21,7 @@ from honestscale.lint._config import load_suppressions
 from honestscale.lint._engine import LintResult
 from honestscale.lint._engine import run as lint_run
 from honestscale.lint._view import Run, View, build, comparisons
+from honestscale.store import Connection
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -242,7 +242,7 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
     return tips
 
 
-def advise(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> Advice:
+def advise(con: Connection, campaign: str | None = None) -> Advice:
     view = build(con, campaign)
     result = lint_run(view, suppressions=load_suppressions(view))  # once: exclusions and verdicts
     excluded = _excluded(result)
