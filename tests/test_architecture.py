@@ -53,6 +53,7 @@ def test_only_the_store_and_the_collector_import_duckdb() -> None:
     offenders = [
         str(p.relative_to(REPO))
         for p in sorted(PACKAGE.rglob("*.py"))
-        if not any(p.is_relative_to(a) for a in allowed) and any(m.split(".")[0] == "duckdb" for m in _imports(p))
+        if not any(p.is_relative_to(a) for a in allowed)
+        and any(m.split(".")[0] == "duckdb" for m in _imports(p))
     ]
     assert offenders == []
