@@ -57,3 +57,38 @@ def test_only_the_store_and_the_collector_import_duckdb() -> None:
         and any(m.split(".")[0] == "duckdb" for m in _imports(p))
     ]
     assert offenders == []
+
+
+def test_every_runner_builds_run_start_and_its_config_hash_through_one_function() -> None:
+    for name in ("torch_ddp", "tf_keras", "mxnet_gluon"):
+        tree = ast.parse((PACKAGE / "runners" / f"{name}.py").read_text(encoding="utf-8"))
+        calls = [n.func for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        called = [
+            f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "" for f in calls
+        ]
+        assert called.count("run_start_fields") == 1, name
+        assert "config_hash" not in called and "run_start" not in called, name
+        starts = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr == "start" and n.keywords]  # fmt: skip
+        assert all(k.arg is None for s in starts for k in s.keywords), (
+            f"{name}: run_start fields outside the builder"
+        )
+
+
+def test_one_amdahl_fit_in_the_package() -> None:
+    """Fitting a law is least squares: only analysis/stats.py may call an optimiser or a polynomial fit."""
+    fitters = {"curve_fit", "least_squares", "minimize_scalar", "minimize", "polyfit", "lstsq", "fit_law"}
+    defined = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and "amdahl" in node.name.lower():
+                defined.append(str(p.relative_to(REPO)))
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in fitters - {"fit_law"}
+            ):
+                defined.append(str(p.relative_to(REPO)))
+            if isinstance(node, ast.FunctionDef) and node.name in fitters:
+                defined.append(str(p.relative_to(REPO)))
+    assert sorted(set(defined)) == ["honestscale/analysis/stats.py"], defined

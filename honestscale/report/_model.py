@@ -179,7 +179,7 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
         base.speedup = base.efficiency = None
 
 
-def _fit(mode: str | None, points: list[Point], base: int) -> Fit | None:
+def _fitted_law(mode: str | None, points: list[Point], base: int) -> Fit | None:
     data = [(p.workers / base, p.speedup) for p in points if p.speedup is not None]
     law = stats.law_for(mode)
     got = stats.fit_law(law, [d[0] for d in data], [float(d[1]) for d in data if d[1] is not None])
@@ -207,7 +207,7 @@ def _comparison(
         base_time = (
             base.mlperf_score_s if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
         )
-    fit = _fit(c.mode, points, base.workers) if base is not None and c.kind == "scaling" else None
+    fit = _fitted_law(c.mode, points, base.workers) if base is not None and c.kind == "scaling" else None
     frameworks, left_out = _frameworks(c, fractions, findings) if c.kind == "framework" else ([], [])
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,

@@ -28,7 +28,6 @@ from typing import Any
 
 from honestscale.runners import _world
 from honestscale.runners.instrument import (
-    RECORDING_KEYS,
     HostClock,
     RunRecorder,
     StepTimer,
@@ -36,9 +35,9 @@ from honestscale.runners.instrument import (
     add_recording_args,
     add_training_args,
     base_software,
-    config_hash,
     environment,
     run_entry,
+    run_start_fields,
 )
 
 
@@ -162,25 +161,15 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     criterion, value = (
         ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
     )
-    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
-    hyper["data_path"] = str(args.data_path) if args.data_path else None
-    rec.start(
-        **environment(world, Path(__file__), data_path=path), campaign=args.campaign,
-        name=args.name or f"{args.model}-{args.dataset}-{world.world_size}w", purpose=args.purpose,
-        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework="mxnet",
-        framework_version=mx.__version__, backend="ps" if world.world_size > 1 else "none",
-        world_size=world.world_size, accelerators_per_node=0,
-        software=base_software() | {"mxnet": mx.__version__, "numpy": np.__version__},
+    rec.start(**run_start_fields(
+        args, world, runner="honestscale.runners.mxnet_gluon", default_name=f"{args.model}-{args.dataset}-{world.world_size}w",
+        environment=environment(world, Path(__file__), data_path=path), framework="mxnet",
+        framework_version=mx.__version__, backend="ps", software=base_software() | {"mxnet": mx.__version__, "numpy": np.__version__},
         model=args.model, model_params=params, dataset=args.dataset,
-        train_size=len(y_train), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
-        data_source=source, data_path=path, input_shape=list(shape),
-        global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,
-        lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
-        stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
-        config_hash=config_hash({k: v for k, v in hyper.items() if k != "seed"} | {"world_size": world.world_size,
-                                                                                 "framework": "mxnet"}),
-        hyperparameters=hyper, command=[sys.executable, "-m", "honestscale.runners.mxnet_gluon", *sys.argv[1:]],
-    )  # fmt: skip
+        sizes={"train_size": len(y_train), "validation_size": len(data["validation"][1]), "test_size": len(data["test"][1])},
+        data_source=source, data_path=path, input_shape=list(shape), local_batch_size=local,
+        stop_criterion=criterion, stop_value=float(value),
+    ))  # fmt: skip
     w = rec.writer
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     clock = HostClock()

@@ -30,15 +30,14 @@ from typing import Any
 
 from honestscale.runners import _keras, _usermodel, _world
 from honestscale.runners.instrument import (
-    RECORDING_KEYS,
     RunRecorder,
     TargetNotReached,
     add_recording_args,
     add_training_args,
     base_software,
-    config_hash,
     environment,
     run_entry,
+    run_start_fields,
 )
 
 
@@ -210,8 +209,6 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         if args.max_samples is not None
         else ("epochs", args.epochs)
     )
-    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
-    hyper["data_path"] = str(args.data_path) if args.data_path else None
     framework, version, backend = "tensorflow", tf.__version__, "grpc"
     software = base_software() | {"tensorflow": tf.__version__, "keras": _keras.version(keras)}
     if hvd is not None:
@@ -223,23 +220,18 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         if args.horovod_timeline and world.is_main:
             # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
             hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
-    rec.start(
-        **environment(world, Path(__file__), data_path=path), campaign=args.campaign,
-        name=args.name or f"{_usermodel.label(args.model)}-{_usermodel.label(args.dataset)}-{world.world_size}w", purpose=args.purpose,
-        tuning_study=args.tuning_study, tuning_trial=args.tuning_trial, framework=framework,
-        framework_version=version, backend=backend if world.world_size > 1 else "none",
-        world_size=world.world_size, accelerators_per_node=0, software=software,
+    rec.start(**run_start_fields(
+        args, world, runner="honestscale.runners.tf_keras",
+        default_name=f"{_usermodel.label(args.model)}-{_usermodel.label(args.dataset)}-{world.world_size}w",
+        environment=environment(world, Path(__file__), data_path=path), framework=framework,
+        framework_version=version, backend=backend, software=software,
         model=_usermodel.name(args.model) if _usermodel.is_spec(args.model) else args.model,
         model_params=_keras.trainable_params(model), dataset=dataset_name,
-        train_size=len(data["train"][1]), validation_size=len(data["validation"][1]), test_size=len(data["test"][1]),
-        data_source=source, data_path=path, input_shape=sample_shape,
-        global_batch_size=args.batch_size, local_batch_size=local, optimizer="sgd", learning_rate=args.lr,
-        lr_schedule="constant", precision="fp32", grad_compression="none", seed=args.seed, stop_criterion=criterion,
-        stop_value=float(value), target_metric="accuracy", scope="end_to_end", scaling=args.scaling,
-        config_hash=config_hash({k: v for k, v in hyper.items() if k != "seed"} | {"world_size": world.world_size,
-                                                                                 "framework": framework}),
-        hyperparameters=hyper, command=[sys.executable, "-m", "honestscale.runners.tf_keras", *sys.argv[1:]],
-    )  # fmt: skip
+        sizes={"train_size": len(data["train"][1]), "validation_size": len(data["validation"][1]),
+               "test_size": len(data["test"][1])},
+        data_source=source, data_path=path, input_shape=list(sample_shape), local_batch_size=local,
+        stop_criterion=criterion, stop_value=float(value),
+    ))  # fmt: skip
     x_train, y_train = data["train"]
     w = rec.writer
     timing = {"data": 0.0}

@@ -26,7 +26,6 @@ from typing import Any
 
 from honestscale.runners import _usermodel, _world
 from honestscale.runners.instrument import (
-    RECORDING_KEYS,
     CudaClock,
     HostClock,
     RunRecorder,
@@ -35,9 +34,9 @@ from honestscale.runners.instrument import (
     add_recording_args,
     add_training_args,
     base_software,
-    config_hash,
     environment,
     run_entry,
+    run_start_fields,
 )
 
 
@@ -186,11 +185,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
     local_batch = args.batch_size // world.world_size
     criterion, target = _stop_criterion(args)
-    hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
-    hyper["data_path"] = str(args.data_path) if args.data_path else None
     framework, version = ("horovod-torch", _horovod_version()) if hvd else ("torch", torch.__version__)
-    definition = {k: v for k, v in hyper.items() if k not in ("seed",)} | {"world_size": world.world_size,
-                                                                        "framework": f"{framework} {version}"}  # fmt: skip
     software = base_software() | {"torch": torch.__version__}
     backend = ("nccl" if cuda else "gloo") if world.world_size > 1 else "none"
     if hvd:
@@ -214,22 +209,17 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     # torch.optim imports TorchDynamo (about 1.4 s) on first use: a one-off framework cost, not training time
     import torch._dynamo
 
-    rec.start(
-        **environment(world, Path(__file__), data_path=splits.path, device=world.local_rank if cuda else None),
-        campaign=args.campaign, name=args.name or f"{model_name}-{splits.name}-{world.world_size}w",
-        purpose=args.purpose, tuning_study=args.tuning_study, tuning_trial=args.tuning_trial,
-        framework=framework, framework_version=version, backend=backend,
-        world_size=world.world_size, accelerators_per_node=(world.local_world_size if cuda else 0),
-        accelerator=torch.cuda.get_device_name(device) if cuda else None, software=software,
+    rec.start(**run_start_fields(
+        args, world, runner="honestscale.runners.torch_ddp", default_name=f"{model_name}-{splits.name}-{world.world_size}w",
+        environment=environment(world, Path(__file__), data_path=splits.path, device=world.local_rank if cuda else None),
+        framework=framework, framework_version=version, backend=backend, software=software,
         model=model_name, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-        dataset=splits.name, **splits.sizes(), data_source=splits.source, data_path=splits.path,
-        input_shape=list(splits.input_shape), global_batch_size=args.batch_size, local_batch_size=local_batch,
-        optimizer=args.optimizer, learning_rate=args.lr, lr_schedule=args.lr_schedule,
-        precision=args.precision, grad_compression=args.grad_compression, seed=args.seed,
-        stop_criterion=criterion, stop_value=target, target_metric="accuracy", scope="end_to_end",
-        scaling=args.scaling, config_hash=config_hash(definition), hyperparameters=hyper,
-        command=[sys.executable, "-m", "honestscale.runners.torch_ddp", *sys.argv[1:]],
-    )  # fmt: skip
+        dataset=splits.name, sizes=splits.sizes(), data_source=splits.source, data_path=splits.path,
+        input_shape=list(splits.input_shape), local_batch_size=local_batch, stop_criterion=criterion, stop_value=target,
+        accelerators_per_node=(world.local_world_size if cuda else 0),
+        accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer=args.optimizer,
+        lr_schedule=args.lr_schedule, precision=args.precision, grad_compression=args.grad_compression,
+    ))  # fmt: skip
 
     clock = CudaClock() if cuda else HostClock()
     comm = _CommTiming(clock)

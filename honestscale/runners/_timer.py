@@ -1,0 +1,69 @@
+"""The step timer: each step's wall time split into data, compute, communication and optimizer.
+
+Standard library only at import time (see :mod:`honestscale.runners.instrument`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from honestscale.runners._clocks import Clock, HostClock
+
+
+class StepTimer:
+    """Splits each training step into data, compute, communication and optimizer time.
+
+    Call :meth:`begin` before fetching the batch, :meth:`mark` ``"data"`` once it is on the
+    device, ``"compute"`` when backward returns and ``"optimizer"`` after the update, then
+    :meth:`end`. ``comm_from`` (a mark of the same clock taken when the last gradient bucket
+    was handed to the all-reduce) turns the part of backward spent waiting for gradient
+    exchange into communication time; without it communication is recorded as not measured.
+    The parts always sum to the step's total.
+    """
+
+    PHASES = ("data", "compute", "optimizer")
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or HostClock()
+        self._current: dict[str, Any] = {}
+        self._pending: list[dict[str, Any]] = []
+
+    def begin(self) -> None:
+        self._current = {"begin": self.clock.now()}
+
+    def mark(self, phase: str) -> None:
+        self._current[phase] = self.clock.now()
+
+    def end(self, comm_from: Any = None, **fields: Any) -> list[dict[str, Any]]:
+        """Close the step; return the timings that are ready (this step's, or the previous one's on a device)."""
+        self._current["comm_from"] = comm_from
+        self._current["fields"] = fields
+        self._pending.append(self._current)
+        self._current = {}
+        keep = 1 if self.clock.lagged else 0
+        ready, self._pending = (
+            self._pending[: len(self._pending) - keep],
+            self._pending[len(self._pending) - keep :],
+        )
+        return [self._resolve(step) for step in ready]
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Timings of every step not yet returned (call at the end of training)."""
+        ready, self._pending = self._pending, []
+        return [self._resolve(step) for step in ready]
+
+    def _resolve(self, step: dict[str, Any]) -> dict[str, Any]:
+        s = self.clock.seconds
+        t_data = s(step["begin"], step["data"])
+        t_compute = s(step["data"], step["compute"])
+        t_optimizer = s(step["compute"], step["optimizer"])
+        out = dict(step["fields"])
+        if step["comm_from"] is not None:
+            t_comm = min(max(s(step["comm_from"], step["compute"]), 0.0), t_compute)
+            out.update(t_comm=t_comm, comm_measured=True)
+            t_compute -= t_comm
+        else:
+            out.update(t_comm=0.0, comm_measured=False)
+        out.update(t_data=t_data, t_compute=t_compute, t_optimizer=t_optimizer)
+        out["t_total"] = t_data + t_compute + out["t_comm"] + t_optimizer
+        return out
