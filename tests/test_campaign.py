@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from honestscale.campaign import spec as _campaign
-from honestscale.cli import _runner_options
+from honestscale.cli.campaign import _runner_options
 from tests.conftest import hs, query
 
 SPEC = """

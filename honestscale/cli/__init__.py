@@ -1,0 +1,32 @@
+"""The ``honestscale`` command: each module parses one group of commands, calls one function and prints.
+
+``_app`` (the application, consoles, shared options), ``store`` (ingest, runs, show, quarantine, contract,
+migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, collect, resubmit), ``probe``,
+``analysis`` (summary, lint, report, advise), ``_output`` (tables, JSON and CSV of what they print).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.markup import escape
+
+# isort: off
+# Importing a module registers its commands; --help lists them in this order.
+from honestscale.cli import store, campaign, analysis, probe, slurm  # noqa: F401
+
+# isort: on
+from honestscale.cli._app import app, err
+from honestscale.errors import HonestscaleError
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except HonestscaleError as exc:
+        err.print(f"[red]error[/]: {escape(exc.message)}", highlight=False)
+        if exc.fix:
+            err.print(f"  [bold]fix[/]: {escape(exc.fix)}", highlight=False)
+        sys.exit(exc.exit_code)

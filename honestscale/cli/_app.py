@@ -1,0 +1,125 @@
+"""The application object, the consoles and the options every command shares."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from honestscale import __version__
+from honestscale import events as ev
+from honestscale.store import STORE_ENV, Connection, open_store
+
+app = typer.Typer(
+    name="honestscale",
+    help=(
+        "Results store, honest-metrics linter and scaling reports for distributed deep-learning training.\n\n"
+        "Runners write events (one JSONL file per rank); `honestscale ingest` lands them, and MLPerf "
+        ":::MLLOG result logs, in a DuckDB store; `runs`, `show` and `quarantine` read it back."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+if not out.is_terminal:
+    out = Console(width=200)
+err = Console(stderr=True, soft_wrap=True)
+
+
+EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED = 0, 2, 3
+
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        envvar=STORE_ENV,
+        help="DuckDB store to use (default: ./honestscale.duckdb in the current folder).",
+        show_default=False,
+    ),
+]
+
+
+WaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--wait", help="Seconds to wait for another process that holds the store, before giving up."
+    ),
+]
+
+
+class TableFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class ShowFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class QuarantineFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"honestscale {__version__} (event contract v{ev.SCHEMA_VERSION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="The store for every command (before the command name, or after it).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """honestscale: honest numbers for distributed deep-learning training."""
+    if store is not None:  # read by the command's own --store (its environment variable) unless it gives one
+        os.environ[STORE_ENV] = str(store)
+
+
+@contextlib.contextmanager
+def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[Connection]:
+    con = open_store(
+        store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
+    )
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+campaign_app = typer.Typer(help="Campaigns: grids of runs described in a TOML spec.", no_args_is_help=True)
+
+
+app.add_typer(campaign_app, name="campaign")
+
+
+class LintFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+class ReportFormat(StrEnum):
+    pdf = "pdf"
+    json = "json"

@@ -1,0 +1,201 @@
+"""Commands that judge and present: summary, lint, report, advise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from honestscale.cli import _output
+from honestscale.cli._app import (
+    LintFormat,
+    ReportFormat,
+    ShowFormat,
+    StoreOpt,
+    WaitOpt,
+    _store,
+    app,
+    err,
+    out,
+)
+from honestscale.errors import HonestscaleError
+from honestscale.store import Connection, resolve_store_path
+
+
+@app.command()
+def summary(
+    store: StoreOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Per campaign, model and worker count: time to train and to accuracy (median of runs), throughput (harmonic
+    mean of runs), step breakdown, accuracy; the same numbers as `report` and `advise` for the same runs."""
+    from honestscale.cli import _output
+
+    with _store(store, read_only=True, wait=wait) as con:
+        rows = _summary_rows(con, campaign)
+    if format is ShowFormat.json:
+        print(_output.dumps(_output.summary_records(rows)))
+    elif not rows:
+        err.print("no final runs to summarise" + (f" in campaign {campaign}" if campaign else ""))
+    else:
+        out.print(_output.summary_table(rows))
+
+
+def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
+    from honestscale.analysis import points
+    from honestscale.lint._view import build
+    from honestscale.store import queries
+
+    queries.check_campaign(con, campaign)
+    return points.summary(build(con, campaign), points.step_fractions(con, campaign))
+
+
+@app.command()
+def advise(
+    store: StoreOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Which setup to use and why: fastest per sample and to the target, where the step time goes (data/I/O,
+    compute, communication, optimizer, rank imbalance), projected efficiency at larger worker counts (Amdahl or
+    Gustafson, 95 % bootstrap interval over repetitions), and what to try.
+
+    Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
+    """
+    from honestscale.analysis import advise as _advise
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
+        advice = _advise.advise(con, campaign)
+    if format is ShowFormat.json:
+        print(_output.dumps(advice.as_json()))
+        return
+    for line in _advise.lines(advice):
+        out.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command()
+def lint(
+    store: StoreOpt = None,
+    format: Annotated[LintFormat, typer.Option("--format", "-f", help="text, json or sarif (2.1.0).")] = (
+        LintFormat.text
+    ),
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these rules (HS101, or a prefix: HS1).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(help="Skip these rules for this call (no justification kept).")
+    ] = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="honestscale.toml with [tool.honestscale.lint] suppressions [default: ./honestscale.toml if present]."
+        ),
+    ] = None,
+    explain: Annotated[
+        str | None, typer.Option("--explain", help="Print what a rule checks, why, and the fix.")
+    ] = None,
+    rules_doc: Annotated[
+        bool, typer.Option("--rules-doc", help="Print the rules page (docs/rules.md).")
+    ] = False,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Check runs and comparisons against the twelve ways to fool the masses and the SC15 rules.
+
+    Runs are grouped into comparisons (repetitions of a configuration, scaling series, framework and
+    hardware comparisons, campaigns); every rule reports, per comparison, fail or cannot verify (with what
+    to record) and the evidence. Suppress a rule for a campaign only with a reason, in the campaign spec
+    or a honestscale.toml: [tool.honestscale.lint] ignore = [{ code = "HS106", reason = "..." }].
+
+    Exit code 1 when an error-severity rule fails, 0 otherwise.
+    """
+    from honestscale import lint as linter
+    from honestscale.lint import _config, _formats
+
+    if explain:
+        try:
+            print(_formats.explain(explain), end="")
+        except KeyError:
+            raise HonestscaleError(f"no rule {explain!r}", "see honestscale lint --rules-doc") from None
+        return
+    if rules_doc:
+        print(_formats.rules_markdown(), end="")
+        return
+    extra = []
+    if config is not None or Path("honestscale.toml").is_file():
+        extra = _config.load_file(config or Path("honestscale.toml"))
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
+        result = linter.lint(con, campaign=campaign, select=select, ignore=ignore, suppressions=extra)
+    if format is LintFormat.json:
+        print(_output.dumps(_formats.as_json(result)))
+    elif format is LintFormat.sarif:
+        print(_output.dumps(_formats.as_sarif(result)))
+    else:
+        out.print(_formats.as_text(result))
+    raise typer.Exit(1 if result.errors else 0)
+
+
+@app.command()
+def report(
+    store: StoreOpt = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The PDF to write.")] = Path("report.pdf"),
+    html: Annotated[Path | None, typer.Option("--html", help="Also write the report as HTML here.")] = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
+    format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="pdf, or json: the analysis model.")
+    ] = (ReportFormat.pdf),
+    config: Annotated[Path | None, typer.Option(help="honestscale.toml with lint suppressions.")] = None,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """The paper-ready scaling report: PDF (and HTML), figures, tables, the lint verdicts.
+
+    Per scaling series: medians with 95 % order-statistic intervals, speedup and efficiency against
+    the base case (printed with its absolute time), Amdahl or Gustafson bounds, step breakdown,
+    accuracy at every scale, the MLPerf score for MLPerf logs; every rule's verdict with the
+    justification of suppressed ones; every run, tuning and failed ones included. The folder
+    <output>_files/ holds the figures (PDF, SVG) and tables (CSV, LaTeX booktabs) for a paper.
+    `--format json` prints the numbers behind every table and figure instead.
+    """
+    from honestscale import report as reporting
+    from honestscale.lint import _config
+
+    extra = []
+    if config is not None or Path("honestscale.toml").is_file():
+        extra = _config.load_file(config or Path("honestscale.toml"))
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
+        if queries.run_count(con) == 0:
+            raise HonestscaleError(
+                f"the store {resolve_store_path(store)} holds no runs: there is nothing to report",
+                "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
+            )
+        if format is ReportFormat.json:
+            model, _ = reporting.analyse(con, campaign, extra)
+            print(_output.dumps(model.as_json()))
+            return
+        if not output.parent.exists():
+            raise HonestscaleError(
+                f"folder {output.parent} does not exist", "create it or choose another --output"
+            )
+        outputs = reporting.report(con, pdf=output, html=html, campaign=campaign, suppressions=extra)
+    err.print(
+        f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
+        highlight=False,
+    )
+    if html is not None:
+        err.print(f"wrote {html}", highlight=False)
+    if outputs.refused:
+        err.print(
+            f"[yellow]refused to fetch {len(outputs.refused)} URL(s) that are not the report's own assets[/]"
+        )

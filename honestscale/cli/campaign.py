@@ -1,0 +1,207 @@
+"""Running campaigns on this machine: `run` (one run) and `campaign run` (tuning, best trial, finals)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, campaign_app, err, out
+from honestscale.cli.analysis import _summary_rows
+from honestscale.collector._sources import discover
+from honestscale.collector.ingest import Ingester
+from honestscale.errors import HonestscaleError
+from honestscale.store import campaigns
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def run(
+    ctx: typer.Context,
+    framework: Annotated[str, typer.Option(help="Runner to use: torch.")] = "torch",
+    workers: Annotated[int, typer.Option(help="Ranks to start on this machine.")] = 1,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Run id [default: <name>-<workers>w-<time>].")
+    ] = None,
+    ingest: Annotated[
+        bool, typer.Option("--ingest", help="Ingest the run into the store when it ends.")
+    ] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Train with N ranks on this machine; every other option goes to the runner.
+
+    The ranks get RANK, LOCAL_RANK, WORLD_SIZE and a free MASTER_PORT (like torchrun) and the
+    same run id; CPU threads are split between them. Exit code: the runner's (0 success, 3
+    target accuracy not reached, 1 failed, 143 SIGTERM, 130 interrupted).
+
+    Example (see `python -m honestscale.runners.torch_ddp --help` for the runner's options):
+
+      honestscale run --framework torch --workers 2 --model mlp --dataset digits --epochs 3 --out runs/
+    """
+    from honestscale.campaign import launch
+
+    if workers < 1:  # before anything else: the other checks mean nothing without ranks to start
+        raise HonestscaleError(
+            f"--workers {workers}: a run needs at least one worker", "use --workers 1 or more"
+        )
+    args = list(ctx.args)
+    out_dir = launch.out_dir(args)
+    if out_dir is None:
+        raise HonestscaleError("the runner needs --out FOLDER for its event files", "add e.g. --out runs/")
+    if run_id is None:
+        from honestscale.runners._usermodel import label
+
+        name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
+        run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
+    try:
+        result = launch.launch(framework, workers, args, run_id)
+    except launch.LaunchError as exc:
+        raise HonestscaleError(str(exc), "see honestscale run --help") from None
+    run_dir = out_dir / run_id
+    verdict = "succeeded" if result.exit_code == 0 else f"ended with exit code {result.exit_code}"
+    err.print(f"run {run_id} {verdict}; events in {run_dir}", highlight=False)
+    if ingest and run_dir.is_dir():
+        with _store(store, read_only=False) as con:
+            summary = Ingester(con).ingest(discover([str(run_dir)]).sources)
+        err.print(summary.line(), highlight=False)
+    raise typer.Exit(result.exit_code)
+
+
+def _runner_options(framework: str) -> set[str]:
+    """The option names (argparse dests) the framework's runner accepts; its flavour option is the launcher's."""
+    import importlib
+
+    from honestscale.campaign import launch
+
+    if framework not in launch.RUNNERS:
+        raise HonestscaleError(
+            f"framework {framework!r} has no runner", f"one of: {', '.join(launch.RUNNERS)}"
+        )
+    # runner modules import their framework inside functions: the parser is there without it
+    parser = importlib.import_module(launch.RUNNERS[framework]).build_parser()
+    return {a.dest for a in parser._actions if a.dest not in ("help", "distributed")}
+
+
+def _record_spec(store: Path | None, s: Any, wait: float) -> None:
+    """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned."""
+
+    planned = [p.run_id for p in s.plans()]
+    record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": planned}
+    with _store(store, read_only=False, wait=wait) as con:
+        campaigns.record_campaign(con, s.name, json.dumps(record, default=str))
+
+
+def _best_trial(store: Path | None, s: Any, wait: float) -> tuple[dict[str, object], str]:
+    """The tuning study's best trial by mean final validation accuracy, as grid values and its name."""
+    from honestscale.campaign import spec as _campaign
+    from honestscale.store import queries
+
+    with _store(store, read_only=True, wait=wait) as con:
+        trials = queries.tuning_trials(con, s.name, str(s.tuning["name"]))
+    best = trials.filter(trials["validation_accuracy"].is_not_null())
+    if best.height == 0:
+        raise HonestscaleError(f"tuning study {s.tuning['name']!r}: no trial has a validation accuracy",
+                               "look at the trials' logs in " + str(s.out))  # fmt: skip
+    trial = str(best["trial"][0])
+    point = next(p for p in _campaign.points(s.tuning["grid"]) if _campaign.slug(p) == trial)
+    err.print(
+        f"tuning {s.tuning['name']}: best trial {trial} (validation accuracy "
+        f"{best['validation_accuracy'][0]:.4f} over {best['runs'][0]} run(s)); used for every final run",
+        highlight=False,
+    )
+    return dict(point), trial
+
+
+@campaign_app.command("run")
+def campaign_run(
+    spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML): see examples/digits-campaign.toml.")],
+    store: StoreOpt = None,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Run again the runs that already ended.")] = False,
+    wait: WaitOpt = 30.0,
+) -> None:
+    """Run a campaign on this machine: the tuning study, then every grid point x repetition; ingest as it goes.
+
+    Run ids are stable, so running the same spec again only does the runs that have not ended.
+    Each run's output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise.
+    """
+    not_ok = _run_campaign(spec, store, rerun, wait)
+    raise typer.Exit(1 if not_ok else 0)
+
+
+def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> list[str]:
+    """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
+    from honestscale.campaign import launch
+    from honestscale.campaign import spec as _campaign
+    from honestscale.cli import _output
+
+    s = _campaign.load(spec, _runner_options)
+    for framework in s.frameworks():  # every environment is checked before the first run starts
+        try:
+            launch.check_installed(framework, launch.python_for(framework))
+        except launch.LaunchError as exc:
+            raise HonestscaleError(
+                f"{spec}: {exc}", "create that environment, or drop the framework"
+            ) from None
+    s.out.mkdir(parents=True, exist_ok=True)
+    not_ok: list[str] = []
+
+    total = len(s.plans())
+    done = [0]
+    started = time.monotonic()
+
+    def execute(plans: list[_campaign.RunPlan], label: str) -> None:
+        with Progress(
+            TextColumn(f"[bold]{label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
+        ) as progress:  # fmt: skip
+            task = progress.add_task(label, total=len(plans), now="")
+            for plan in plans:
+                progress.update(task, now=plan.run_id)
+                t0 = time.monotonic()
+                ran = rerun or not _campaign.finished(s.out, plan.run_id)
+                if ran:
+                    log = s.out / f"{plan.run_id}.log"
+                    with log.open("w") as sink:
+                        argv = plan.runner_argv(s.out, s.name, s.scaling)
+                        result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
+                    if result.exit_code != 0:
+                        not_ok.append(plan.run_id)
+                        err.print(
+                            f"[yellow]{escape(plan.run_id)}[/]: exit code {result.exit_code}, see {escape(str(log))}"
+                        )
+                with _store(store, read_only=False, wait=wait) as con:
+                    Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
+                done[0] += 1
+                if (
+                    not err.is_terminal
+                ):  # a log, not a terminal: one line per run, with the campaign's progress
+                    what = f"done in {time.monotonic() - t0:.1f} s" if ran else "already ended, kept"
+                    elapsed = time.monotonic() - started
+                    err.print(f"[{done[0]}/{total}] {plan.run_id}: {what} (elapsed {elapsed // 60:.0f}:{elapsed % 60:02.0f})",
+                              highlight=False, markup=False)  # fmt: skip
+                progress.advance(task)
+
+    _record_spec(store, s, wait)
+    tuned: dict[str, object] = {}
+    trial = None
+    if s.tuning is not None:
+        execute(_campaign.tuning_plans(s), f"tuning {s.tuning['name']}")
+        tuned, trial = _best_trial(store, s, wait)
+    execute(_campaign.final_plans(s, tuned, trial), "final runs")
+    with _store(store, read_only=True, wait=wait) as con:
+        rows = _summary_rows(con, s.name)
+    out.print(_output.summary_table(rows))
+    if not_ok:
+        err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {escape(', '.join(not_ok))}")
+    return not_ok

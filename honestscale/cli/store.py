@@ -1,0 +1,322 @@
+"""Commands on the store: ingest (and --watch), runs, show, quarantine, contract, migrate."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from honestscale import events as ev
+from honestscale.cli._app import (
+    EXIT_OK,
+    EXIT_QUARANTINED,
+    QuarantineFormat,
+    ShowFormat,
+    StoreOpt,
+    TableFormat,
+    WaitOpt,
+    _store,
+    app,
+    err,
+    out,
+)
+from honestscale.collector._sources import Source, discover
+from honestscale.collector.ingest import FileResult, Ingester, Summary
+from honestscale.errors import HonestscaleError
+from honestscale.store import campaigns
+
+
+def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
+    if quiet:
+        return
+    for warning in result.warnings:
+        err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
+    if verbose:
+        for note in result.notes:
+            err.print(f"note {result.path}: {note}", highlight=False)
+    if result.conflicts:
+        err.print(
+            f"[red]conflict[/] {escape(str(result.path))}: {result.conflicts} event(s) claim a run id, rank and seq "
+            "already stored from another file with different content; that run's events from this file are in "
+            "the quarantine, the stored run is unchanged (see `honestscale quarantine --file`)",
+            highlight=False,
+        )
+    if result.action != "unchanged" and result.quarantined:
+        err.print(
+            f"[yellow]warning[/] {result.path}: {result.quarantined} line(s) quarantined "
+            "(see `honestscale quarantine`)"
+        )
+
+
+def _progress(total: int) -> Progress:
+    return Progress(
+        TextColumn("[bold]ingest[/]"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[file]}"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
+def _run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: bool) -> Summary:
+    sizes = {s.path: s.path.stat().st_size for s in sources}
+    with _progress(sum(sizes.values())) as progress:
+        task = progress.add_task("ingest", total=sum(sizes.values()), file="")
+
+        def advance(source: Source, result: FileResult) -> None:
+            progress.update(task, advance=sizes[source.path], file=source.path.name)
+            _report_file(result, quiet, verbose)
+
+        return ingester.ingest(sources, advance=advance)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _on_term(signum: int, frame: FrameType | None) -> None:
+    raise _Stop()
+
+
+def _watch(
+    folder: Path, store: Path | None, campaign: str | None, interval: float, wait: float, quiet: bool
+) -> int:
+    if not folder.is_dir():
+        raise HonestscaleError(f"--watch {folder}: not a folder", "give the folder the runners write into")
+    signal.signal(signal.SIGTERM, _on_term)
+    err.print(f"watching {folder} every {interval:g} s; Ctrl-C to stop")
+    seen: dict[Path, tuple[int, int]] = {}
+    total = Summary()
+    try:
+        while True:
+            found = discover([str(folder)]).sources
+            changed = []
+            for src in found:
+                try:
+                    st = src.path.stat()
+                except FileNotFoundError:
+                    continue
+                if seen.get(src.path) != (st.st_size, st.st_mtime_ns):
+                    changed.append((src, (st.st_size, st.st_mtime_ns)))
+            if changed:
+                # Hold the store only while ingesting, so `runs` and `show` can read it in between.
+                with _store(store, read_only=False, wait=wait) as con:
+                    summary = Ingester(con, campaign=campaign).ingest([c[0] for c in changed])
+                for (src, key), result in zip(changed, summary.files, strict=True):
+                    seen[src.path] = key
+                    _report_file(result, quiet)
+                    if result.action != "unchanged":
+                        total.files.append(result)
+                if summary.changed and not quiet:
+                    err.print(f"{time.strftime('%H:%M:%S')} {summary.line()}")
+            time.sleep(interval)
+    except (KeyboardInterrupt, _Stop):
+        pass
+    print(f"watch stopped: {total.line()}")
+    return EXIT_QUARANTINED if total.quarantined else EXIT_OK
+
+
+@app.command()
+def ingest(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Event files (*.jsonl, *.jsonl.gz), MLPerf result logs, folders (searched recursively) or "
+            "quoted globs such as 'runs/**/events-rank*.jsonl'.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOpt = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Campaign for runs whose run_start names none (e.g. MLPerf logs).")
+    ] = None,
+    watch: Annotated[
+        Path | None,
+        typer.Option(
+            "--watch",
+            help="Keep ingesting new and growing files under this folder until interrupted (service mode). "
+            "Polls, so it works on the shared filesystems (NFS, Lustre, GPFS) where inotify sees nothing.",
+            show_default=False,
+        ),
+    ] = None,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 5.0,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Read files again from the start even if unchanged (after an upgrade)."),
+    ] = False,
+    wait: WaitOpt = 30.0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print notes per file.")] = False,
+) -> None:
+    """Land event files and MLPerf logs in the store: idempotent, incremental, atomic per file, lossless.
+
+    Ingesting the same files again adds nothing; a file that grew adds only its new events; a
+    file lands whole or not at all, so after a crash or kill the next ingest completes the job;
+    every line that cannot be parsed goes to the quarantine with its file, line number and reason.
+
+    An event whose run id, rank and seq are already stored is skipped when it is the same line (a
+    copy of a file) and is a conflict when it differs (two runs claiming one id): nothing stored is
+    replaced, and that run's events from the conflicting file go to the quarantine, naming the other file.
+
+    Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included); 2 bad
+    usage, unreadable input, or the store is held by another process past --wait.
+
+    Examples:
+
+      honestscale ingest runs/                       # every events-rank*.jsonl below runs/
+
+      honestscale ingest results/*/resnet/result_*.txt --campaign mlperf-v0.7
+
+      honestscale ingest --watch /scratch/$USER/campaign   # while the jobs run
+    """
+    if watch is not None:
+        if paths:
+            raise HonestscaleError("give either PATHs or --watch FOLDER, not both", "run two commands")
+        raise typer.Exit(_watch(watch, store, campaign, interval, wait, quiet))
+    if not paths:
+        raise HonestscaleError(
+            "nothing to ingest: give files, folders or globs", "e.g. honestscale ingest runs/  (see --help)"
+        )
+    found = discover(paths)
+    if not found.sources:
+        raise HonestscaleError(
+            f"no event files or MLPerf logs in {', '.join(paths)} ({len(found.skipped)} other files)",
+            "runners write <run_id>/events-rank<N>.jsonl; MLPerf logs hold ':::MLLOG' lines",
+        )
+    with _store(store, read_only=False, wait=wait) as con:
+        ingester = Ingester(con, campaign=campaign, force=force)
+        try:
+            summary = _run_ingest(ingester, found.sources, quiet, verbose)
+        except KeyboardInterrupt:
+            err.print(
+                "[red]interrupted[/]: files that finished have landed; the file in progress was rolled back"
+            )
+            raise typer.Exit(130) from None
+    summary.skipped = found.skipped
+    if verbose:
+        for path in found.skipped:
+            err.print(f"skipped {path}: not an event file or MLPerf log", highlight=False)
+    print(summary.line())
+    raise typer.Exit(EXIT_QUARANTINED if summary.quarantined else EXIT_OK)
+
+
+@app.command()
+def runs(
+    store: StoreOpt = None,
+    format: Annotated[
+        TableFormat, typer.Option("--format", "-f", help="table for people, json/csv for scripts.")
+    ] = (TableFormat.table),
+    campaign: Annotated[str | None, typer.Option(help="Only runs of this campaign.")] = None,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """List the runs in the store, with status, time to train and final accuracy.
+
+    JSON gives an array of objects (run_id, source, campaign, system, framework, purpose, n_nodes,
+    n_accelerators, accelerator, global_batch_size, local_batch_size, status, started_at,
+    time_to_train_s, final_accuracy {split, metric, value} or null, source_file, ...).
+    """
+    from honestscale.cli import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
+    with _store(store, read_only=True, wait=wait) as con:
+        queries.check_campaign(con, campaign)
+        df = queries.runs(con, campaign)
+    if format is TableFormat.json:
+        print(_output.dumps(_output.run_records(df)))
+    elif format is TableFormat.csv:
+        sys.stdout.write(_output.runs_csv(df))
+    elif df.height == 0:
+        err.print("no runs in the store yet: `honestscale ingest PATH` first")
+    else:
+        out.print(_output.runs_table(df))
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id, or any part of it that names one run.")],
+    store: StoreOpt = None,
+    format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """One run: what it ran on, its evaluations, where its step time went, and lost events."""
+    from honestscale.cli import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
+    with _store(store, read_only=True, wait=wait) as con:
+        rid = queries.resolve_run_id(con, run_id)
+        run = queries.run(con, rid).row(0, named=True)
+        rec = _output.show_record(
+            run, queries.evals(con, rid), queries.step_breakdown(con, rid), queries.event_counts(con, rid)
+        )
+    if format is ShowFormat.json:
+        print(_output.dumps(rec))
+    else:
+        out.print(_output.show_renderable(rec))
+
+
+@app.command()
+def quarantine(
+    store: StoreOpt = None,
+    format: Annotated[QuarantineFormat, typer.Option("--format", "-f")] = QuarantineFormat.table,
+    file: Annotated[Path | None, typer.Option("--file", help="Only lines of this file.")] = None,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Lines that could not land: file, line number, reason and the raw text. JSON: [{file, line, reason, raw}]."""
+    from honestscale.cli import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
+    with _store(store, read_only=True, wait=wait) as con:
+        df = queries.quarantine(con, str(file.resolve()) if file else None)
+    if format is QuarantineFormat.json:
+        print(_output.dumps(_output.quarantine_records(df)))
+    elif df.height == 0:
+        err.print("the quarantine is empty: every line landed")
+    else:
+        out.print(_output.quarantine_table(df))
+
+
+@app.command()
+def contract(
+    json_schema: Annotated[
+        bool, typer.Option("--json-schema", help="Print the JSON Schema of the events.")
+    ] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the field reference as Markdown.")
+    ] = False,
+) -> None:
+    """The event contract runners write: every kind and field (docs/events.md is this output)."""
+    if json_schema:
+        print(json.dumps(ev.json_schema(), indent=2))
+    else:
+        text = ev.markdown_reference()
+        if markdown:
+            print(text)
+        else:
+            from rich.markdown import Markdown
+
+            out.print(Markdown(text))
+
+
+@app.command()
+def migrate(store: StoreOpt = None, wait: WaitOpt = 30.0) -> None:
+    """Create the store, or upgrade it to this version's schema (ingest does this too)."""
+    with _store(store, read_only=False, wait=wait) as con:
+        version = campaigns.schema_version(con)
+    print(f"store at schema version {version if version is not None else '?'}")
