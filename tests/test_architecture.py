@@ -29,7 +29,8 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+            found.add(node.module)  # and what it names, which may be a module ("from honestscale.lint import _config")
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 
 
@@ -92,3 +93,20 @@ def test_one_amdahl_fit_in_the_package() -> None:
             if isinstance(node, ast.FunctionDef) and node.name in fitters:
                 defined.append(str(p.relative_to(REPO)))
     assert sorted(set(defined)) == ["honestscale/analysis/stats.py"], defined
+
+
+def test_no_module_reaches_into_another_package_private_modules() -> None:
+    reaching = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        rel = p.relative_to(PACKAGE).parts
+        own = rel[0] if len(rel) > 1 else None
+        for module in _imports(p):
+            parts = module.split(".")
+            if parts[0] == "honestscale" and len(parts) >= 3 and parts[2].startswith("_") and parts[1] != own:
+                reaching.append(f"{p.relative_to(REPO)} -> {module}")
+    assert reaching == []
+
+
+def test_no_cli_module_is_longer_than_about_400_lines() -> None:
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "cli").glob("*.py")}
+    assert sizes and max(sizes.values()) <= 400, sizes

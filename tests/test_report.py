@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from honestscale.report._model import median_ci, mlperf_score
+from honestscale.analysis.report_model import median_ci, mlperf_score
 from honestscale.report._render import AssetFetcher
 from tests.conftest import hs
 from tests.lint_campaigns import build, case_runs

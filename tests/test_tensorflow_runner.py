@@ -35,8 +35,8 @@ def test_resnet18_on_a_memmap_dataset_matches_the_pytorch_model(
 ) -> None:
     import numpy as np
 
-    from honestscale.runners._data import digits_arrays
     from honestscale.runners._torch_data import build_model
+    from honestscale.runners.data import digits_arrays
 
     data = tmp_path / "digits-npy"
     data.mkdir()

@@ -14,7 +14,7 @@ GOOD = REPO / "examples" / "byo" / "mycnn.py"
 
 
 def test_user_cnn_trains_on_two_workers_as_one_run(tmp_path: Path, store: Path) -> None:
-    from honestscale.runners._usermodel import call, factory
+    from honestscale.runners.usermodel import call, factory
 
     out = tmp_path / "runs"
     result = hs("run", "--framework", "torch", "--workers", "2", "--model", f"{GOOD}:build", "--dataset", "digits",

@@ -17,10 +17,8 @@ import numpy as np
 
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions, verdicts_text
 from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC, fit_law, law_efficiency, law_for
-from honestscale.lint._config import load_suppressions
-from honestscale.lint._engine import LintResult
-from honestscale.lint._engine import run as lint_run
-from honestscale.lint._view import Run, View, build, comparisons
+from honestscale.lint import LintResult, Run, View, build, comparisons, load_suppressions
+from honestscale.lint import run_rules as lint_run
 from honestscale.store import Connection
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these

@@ -18,7 +18,7 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis.stats import mlperf_score
-from honestscale.lint._view import Run
+from honestscale.lint import Run
 
 
 def rules_of(run: Run) -> catalogue.Benchmark | None:

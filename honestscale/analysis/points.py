@@ -16,7 +16,7 @@ from honestscale import catalogue
 from honestscale.analysis.mlperf import drop_for
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
-from honestscale.lint._view import Run, View
+from honestscale.lint import Run, View
 from honestscale.store import Connection, queries
 
 PARTS = ("data", "compute", "comm", "optimizer")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from honestscale import catalogue
 from honestscale.analysis.stats import Estimate, ratio
-from honestscale.lint._view import Run
+from honestscale.lint import Run
 
 TTA = "time to accuracy"
 TTT = "time to train"

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-from honestscale.runners import _usermodel
+from honestscale.runners import usermodel
 
 # framework -> python module of its runner, and the arguments that select the framework's flavour
 RUNNERS = {
@@ -150,9 +150,9 @@ def check_user_files(framework: str, python: str, runner_args: Sequence[str]) ->
     """A user's ``--model FILE.py:FUNC`` (or ``--dataset``) is imported, built and run on one batch in the
     framework's environment before any worker starts; a problem is refused with the file, function and fix."""
     model = runner_option(runner_args, "--model")
-    if model is None or not _usermodel.is_spec(model):
+    if model is None or not usermodel.is_spec(model):
         return  # a built-in model (on a user dataset too: the runner checks the dataset when it loads it)
-    cmd = [python, "-m", "honestscale.runners._usermodel", "--framework", framework, "--model", model,
+    cmd = [python, "-m", "honestscale.runners.usermodel", "--framework", framework, "--model", model,
            "--dataset", runner_option(runner_args, "--dataset") or "digits"]  # fmt: skip
     if data_path := runner_option(runner_args, "--data-path"):
         cmd += ["--data-path", data_path]

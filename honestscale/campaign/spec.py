@@ -198,7 +198,7 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         if value not in REPORT_KEYS[key]:
             raise SpecError(f"{path}: [report] {key} = {value!r}", f"one of: {', '.join(REPORT_KEYS[key])}")
     if "tool" in raw:
-        from honestscale.lint._config import parse
+        from honestscale.lint import parse_suppressions as parse
 
         parse(raw, str(path), str(camp["name"]))  # suppressions are checked now, not at lint time
     repetitions = camp.get("repetitions", 1)

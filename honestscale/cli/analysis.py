@@ -46,7 +46,7 @@ def summary(
 
 def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
     from honestscale.analysis import points
-    from honestscale.lint._view import build
+    from honestscale.lint import build
     from honestscale.store import queries
 
     queries.check_campaign(con, campaign)
@@ -116,7 +116,8 @@ def lint(
     Exit code 1 when an error-severity rule fails, 0 otherwise.
     """
     from honestscale import lint as linter
-    from honestscale.lint import _config, _formats
+    from honestscale.lint import formats as _formats
+    from honestscale.lint import load_config_file
 
     if explain:
         try:
@@ -129,7 +130,7 @@ def lint(
         return
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
-        extra = _config.load_file(config or Path("honestscale.toml"))
+        extra = load_config_file(config or Path("honestscale.toml"))
     from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:
@@ -166,11 +167,11 @@ def report(
     `--format json` prints the numbers behind every table and figure instead.
     """
     from honestscale import report as reporting
-    from honestscale.lint import _config
+    from honestscale.lint import load_config_file
 
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
-        extra = _config.load_file(config or Path("honestscale.toml"))
+        extra = load_config_file(config or Path("honestscale.toml"))
     from honestscale.store import queries
 
     with _store(store, read_only=True, wait=wait) as con:

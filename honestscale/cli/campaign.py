@@ -18,7 +18,7 @@ from rich.progress import (
 
 from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, campaign_app, err, out
 from honestscale.cli.analysis import _summary_rows
-from honestscale.collector._sources import discover
+from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
 from honestscale.store import campaigns
@@ -60,7 +60,7 @@ def run(
     if out_dir is None:
         raise HonestscaleError("the runner needs --out FOLDER for its event files", "add e.g. --out runs/")
     if run_id is None:
-        from honestscale.runners._usermodel import label
+        from honestscale.runners.usermodel import label
 
         name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
         run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"

@@ -91,7 +91,7 @@ def probe(
     from honestscale.analysis import advise as _advise
     from honestscale.campaign import launch
     from honestscale.campaign import slurm as _slurm
-    from honestscale.runners import _usermodel
+    from honestscale.runners import usermodel
 
     slurm_given = [n for n, v in (("--partition", partition), ("--account", account), ("--tasks-per-node",
                    tasks_per_node), ("--gpus-per-task", gpus_per_task)) if v is not None]  # fmt: skip
@@ -114,7 +114,7 @@ def probe(
         raise HonestscaleError(f"--workers {workers!r}", "give whole numbers, e.g. --workers 1,2,4") from None
     if not counts or counts[0] < 1:
         raise HonestscaleError(f"--workers {workers!r}", "give worker counts of at least 1, e.g. 1,2,4")
-    if not _usermodel.is_spec(model):
+    if not usermodel.is_spec(model):
         raise HonestscaleError(
             f"--model {model!r} is not FILE.py:FUNCTION", "e.g. --model examples/byo/mycnn.py:build"
         )
@@ -163,14 +163,14 @@ def probe(
             + "".join(f"\n  {line}" for line in other_family),
             "see README: Framework environments",
         )
-    campaign = name or f"probe-{_usermodel.label(model)}"
+    campaign = name or f"probe-{usermodel.label(model)}"
     out_dir.mkdir(parents=True, exist_ok=True)
     if dataset == "digits":  # read from files, as real training reads its data: I/O is part of what is probed
         data_path, dataset = _stage_digits(out_dir / "digits-npy"), "memmap"
     spec = out_dir / f"{campaign}.toml"
     absolute = {  # the spec lives in --out: user files are named by absolute path
-        "model": _usermodel.resolved(model),
-        "dataset": _usermodel.resolved(dataset) if _usermodel.is_spec(dataset) else dataset,
+        "model": usermodel.resolved(model),
+        "dataset": usermodel.resolved(dataset) if usermodel.is_spec(dataset) else dataset,
     }
     args = {**absolute, "batch_size": batch_size, "max_samples": samples, "epochs": 1000,
             "warmup_steps": warmup_steps, "eval_every": 1000, "sample_interval": 0.5}  # fmt: skip
@@ -208,7 +208,7 @@ def _stage_digits(folder: Path) -> Path:
     """scikit-learn's digits, split as every runner splits it, saved as a memmap dataset (NumPy files)."""
     import numpy as np
 
-    from honestscale.runners._data import digits_arrays
+    from honestscale.runners.data import digits_arrays
 
     folder.mkdir(parents=True, exist_ok=True)
     for split, (x, y) in digits_arrays().items():

@@ -18,7 +18,7 @@ from rich.progress import (
 
 from honestscale.cli._app import StoreOpt, WaitOpt, _store, campaign_app, err, out
 from honestscale.cli.campaign import _best_trial, _record_spec, _runner_options
-from honestscale.collector._sources import discover
+from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
 from honestscale.store import campaigns, resolve_store_path

@@ -34,7 +34,7 @@ from honestscale.cli._app import (
     err,
     out,
 )
-from honestscale.collector._sources import Source, discover
+from honestscale.collector import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.errors import HonestscaleError
 from honestscale.store import campaigns

@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from honestscale import events as ev
-from honestscale.store._sql import sql_string
+from honestscale.store import sql_string
 
 TYPED_TABLES = {"step": "steps", "epoch": "epochs", "eval": "evals", "system": "system_samples"}
 

@@ -31,8 +31,7 @@ from honestscale.collector._content import digest, read_content, split_lines
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
-from honestscale.store import refresh_runs
-from honestscale.store._sql import sql_in_list
+from honestscale.store import refresh_runs, sql_in_list
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536

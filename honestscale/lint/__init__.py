@@ -9,28 +9,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from honestscale.lint import _formats as formats
+from honestscale.lint._config import load_file as load_config_file
 from honestscale.lint._config import load_suppressions
+from honestscale.lint._config import parse as parse_suppressions
 from honestscale.lint._engine import Finding, LintResult, Rule, Suppression, Verdict, registry
-from honestscale.lint._engine import run as _run
-from honestscale.lint._view import Comparison, Run, View, build
+from honestscale.lint._engine import run as run_rules
+from honestscale.lint._view import Comparison, Eval, Run, Steps, View, build, comparisons, med
 from honestscale.store import Connection
 
 
 def lint(con: Connection, *, campaign: str | None = None, select: Iterable[str] | None = None,
-         ignore: Iterable[str] | None = None, suppressions: Iterable[Suppression] = ()) -> LintResult:  # fmt: skip
-    view = build(con, campaign)
-    return _run(view, select=select, ignore=ignore, suppressions=[*suppressions, *load_suppressions(view)])
+         ignore: Iterable[str] | None = None, suppressions: Iterable[Suppression] = (),
+         view: View | None = None) -> LintResult:  # fmt: skip
+    """Every rule over the store's view (or ``view``, already built from it), with the campaigns' suppressions."""
+    view = view if view is not None else build(con, campaign)
+    return run_rules(
+        view, select=select, ignore=ignore, suppressions=[*suppressions, *load_suppressions(view)]
+    )
 
 
 __all__ = [
     "Comparison",
+    "Eval",
     "Finding",
     "LintResult",
     "Rule",
     "Run",
+    "Steps",
     "Suppression",
     "Verdict",
     "View",
+    "build",
+    "comparisons",
+    "formats",
     "lint",
+    "load_config_file",
+    "load_suppressions",
+    "med",
+    "parse_suppressions",
     "registry",
+    "run_rules",
 ]

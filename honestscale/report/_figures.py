@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from honestscale.report._model import ComparisonModel
+from honestscale.analysis.report_model import ComparisonModel
 
 STYLE: Any = {
     "font.size": 8,

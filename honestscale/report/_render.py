@@ -21,8 +21,8 @@ from urllib.parse import unquote, urlparse
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from honestscale.analysis.points import verdicts_text
+from honestscale.analysis.report_model import ComparisonModel, Model, Point
 from honestscale.report import _figures
-from honestscale.report._model import ComparisonModel, Model, Point
 
 UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
 

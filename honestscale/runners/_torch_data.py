@@ -12,8 +12,8 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
-from honestscale.runners._data import DataError as DataError  # re-exported for the runner
-from honestscale.runners._data import digits_arrays, memmap_arrays
+from honestscale.runners.data import DataError as DataError  # re-exported for the runner
+from honestscale.runners.data import digits_arrays, memmap_arrays
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp"}
 
@@ -46,7 +46,7 @@ def from_arrays(arrays: dict[str, tuple[Any, Any]], name: str, source: str = "in
 
 
 def digits(seed: int = 0) -> Splits:
-    """scikit-learn's bundled 8x8 digits, split as every runner splits it (see ``_data.digits_arrays``)."""
+    """scikit-learn's bundled 8x8 digits, split as every runner splits it (see ``honestscale.runners.data.digits_arrays``)."""
     return from_arrays(digits_arrays(seed), "digits")
 
 

@@ -120,13 +120,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _arrays(args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None]:
-    from honestscale.runners import _data
+    from honestscale.runners import data as datasets
 
     if args.dataset == "digits":
-        return _data.digits_arrays(), "in_memory", None
+        return datasets.digits_arrays(), "in_memory", None
     if args.dataset == "memmap":
-        return _data.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
-    return _data.synthetic_arrays(args.synthetic_size), "synthetic", None
+        return datasets.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
+    return datasets.synthetic_arrays(args.synthetic_size), "synthetic", None
 
 
 def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _keras, _usermodel, _world
+from honestscale.runners import _keras, _world, usermodel
 from honestscale.runners.instrument import (
     RunRecorder,
     TargetNotReached,
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     run_id = args.run_id or (
-        f"{args.name or _usermodel.label(args.model)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        f"{args.name or usermodel.label(args.model)}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         if world.world_size == 1
         else None
     )
@@ -163,26 +163,26 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     else:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    from honestscale.runners import _data
+    from honestscale.runners import data as datasets
 
     path = None
     dataset_name = args.dataset
-    if _usermodel.is_spec(args.dataset):
+    if usermodel.is_spec(args.dataset):
         data, source, dataset_name = (
-            _usermodel.dataset(args.dataset),
+            usermodel.dataset(args.dataset),
             "in_memory",
-            _usermodel.name(args.dataset),
+            usermodel.name(args.dataset),
         )
     elif args.dataset == "digits":
-        data, source = _data.digits_arrays(), "in_memory"
+        data, source = datasets.digits_arrays(), "in_memory"
     elif args.dataset == "memmap":
         if args.data_path is None:
-            raise _data.DataError("--dataset memmap needs --data-path FOLDER")
-        data, source, path = _data.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
+            raise datasets.DataError("--dataset memmap needs --data-path FOLDER")
+        data, source, path = datasets.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
     elif args.dataset == "synthetic":
-        data, source = _data.synthetic_arrays(args.synthetic_size), "synthetic"
+        data, source = datasets.synthetic_arrays(args.synthetic_size), "synthetic"
     else:
-        raise _data.DataError(f"--dataset {args.dataset!r}: digits, synthetic, memmap or FILE.py:FUNCTION")
+        raise datasets.DataError(f"--dataset {args.dataset!r}: digits, synthetic, memmap or FILE.py:FUNCTION")
     sample_shape = [
         int(d) for d in data["train"][0].shape[1:]
     ]  # recorded channels first, as every runner does
@@ -193,8 +193,8 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     shape = data["train"][0].shape[1:]
     local = args.batch_size // world.world_size
     with strategy.scope():
-        if _usermodel.is_spec(args.model):  # the user's single-device model, built under the strategy's scope
-            model = _usermodel.build(args.model, "tensorflow", tuple(sample_shape), classes)
+        if usermodel.is_spec(args.model):  # the user's single-device model, built under the strategy's scope
+            model = usermodel.build(args.model, "tensorflow", tuple(sample_shape), classes)
         else:
             model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
         optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
@@ -222,10 +222,10 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
             hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
     rec.start(**run_start_fields(
         args, world, runner="honestscale.runners.tf_keras",
-        default_name=f"{_usermodel.label(args.model)}-{_usermodel.label(args.dataset)}-{world.world_size}w",
+        default_name=f"{usermodel.label(args.model)}-{usermodel.label(args.dataset)}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=path), framework=framework,
         framework_version=version, backend=backend, software=software,
-        model=_usermodel.name(args.model) if _usermodel.is_spec(args.model) else args.model,
+        model=usermodel.name(args.model) if usermodel.is_spec(args.model) else args.model,
         model_params=_keras.trainable_params(model), dataset=dataset_name,
         sizes={"train_size": len(data["train"][1]), "validation_size": len(data["validation"][1]),
                "test_size": len(data["test"][1])},

@@ -24,7 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _usermodel, _world
+from honestscale.runners import _world, usermodel
 from honestscale.runners.instrument import (
     CudaClock,
     HostClock,
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_id(args: argparse.Namespace, world: _world.World) -> str:
     if args.run_id:
         return str(args.run_id)
-    args.name = args.name or _usermodel.label(args.model)
+    args.name = args.name or usermodel.label(args.model)
     if world.slurm_job_id:
         return f"{args.name or args.model}-slurm{world.slurm_job_id}.{world.slurm_step_id or 0}"
     if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ["TORCHELASTIC_RUN_ID"] != "none":
@@ -91,8 +91,8 @@ def _run_id(args: argparse.Namespace, world: _world.World) -> str:
 def _splits(args: argparse.Namespace) -> Any:
     from honestscale.runners import _torch_data as data
 
-    if _usermodel.is_spec(args.dataset):
-        return data.from_arrays(_usermodel.dataset(args.dataset), _usermodel.name(args.dataset))
+    if usermodel.is_spec(args.dataset):
+        return data.from_arrays(usermodel.dataset(args.dataset), usermodel.name(args.dataset))
     if args.dataset == "digits":
         return data.digits()
     if args.dataset == "synthetic":
@@ -178,9 +178,9 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     torch.manual_seed(args.seed)
     splits = _splits(args)
     model_name = args.model
-    if _usermodel.is_spec(args.model):  # the user's single-device model, distributed below like the built-ins
-        built = _usermodel.build(args.model, "torch", splits.input_shape, splits.num_classes)
-        model, model_name = built.to(device), _usermodel.name(args.model)
+    if usermodel.is_spec(args.model):  # the user's single-device model, distributed below like the built-ins
+        built = usermodel.build(args.model, "torch", splits.input_shape, splits.num_classes)
+        model, model_name = built.to(device), usermodel.name(args.model)
     else:
         model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
     local_batch = args.batch_size // world.world_size

@@ -18,6 +18,7 @@ from honestscale.store._database import (
     resolve_store_path,
 )
 from honestscale.store._projection import refresh_runs
+from honestscale.store._sql import sql_in_list, sql_string
 
 # The store's connection type, for the modules that read the store through its queries.
 Connection = duckdb.DuckDBPyConnection
@@ -37,4 +38,6 @@ __all__ = [
     "open_store",
     "refresh_runs",
     "resolve_store_path",
+    "sql_in_list",
+    "sql_string",
 ]

@@ -20,8 +20,7 @@ from honestscale.analysis import stats
 from honestscale.analysis.points import Point, lint_codes, point, step_fractions
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
-from honestscale.lint import LintResult
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.lint import Comparison, LintResult, Run, View
 from honestscale.store import DUCKDB_VERSION, Connection
 
 __all__ = ["CI_METHOD", "Model", "Point", "build", "median_ci", "mlperf_score"]

@@ -6,7 +6,7 @@ DistributedOptimizer, MultiWorkerMirroredStrategy). The factory may take ``input
 honestscale records shapes) and ``num_classes`` keyword arguments; a ``dataset`` factory returns
 ``{"train": (x, y), "validation": (x, y), "test": (x, y)}`` NumPy arrays (images channels first).
 
-``python -m honestscale.runners._usermodel --framework torch --model file.py:build [--dataset ...]`` checks all
+``python -m honestscale.runners.usermodel --framework torch --model file.py:build [--dataset ...]`` checks all
 of it in the framework's environment before any worker starts: the file imports, the function is there, it
 returns the right type, and the model's output fits the dataset's labels. Standard library only at import time.
 """
@@ -250,7 +250,7 @@ def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m honestscale.runners._usermodel", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m honestscale.runners.usermodel", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--framework", required=True)
     p.add_argument("--model", required=True)
@@ -259,19 +259,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--data-path")
     args = p.parse_args(argv)
-    from honestscale.runners import _data
+    from honestscale.runners import data as datasets
 
     try:
         if is_spec(args.dataset):
             data = dataset(args.dataset)
         elif args.dataset == "memmap" and args.data_path:
-            data = _data.memmap_arrays(args.data_path)
+            data = datasets.memmap_arrays(args.data_path)
         elif args.dataset == "synthetic":
-            data = _data.synthetic_arrays(100)
+            data = datasets.synthetic_arrays(100)
         else:
-            data = _data.digits_arrays()
+            data = datasets.digits_arrays()
         print(json.dumps(check(args.framework, args.model, data)))
-    except (UserModelError, _data.DataError) as exc:
+    except (UserModelError, datasets.DataError) as exc:
         print(json.dumps({"error": str(exc), "wrong_family": isinstance(exc, WrongFamily)}))
         return 2
     return 0
