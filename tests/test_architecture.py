@@ -29,7 +29,9 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)  # and what it names, which may be a module ("from honestscale.lint import _config")
+            found.add(
+                node.module
+            )  # and what it names, which may be a module ("from honestscale.lint import _config")
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 

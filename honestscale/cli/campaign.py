@@ -16,6 +16,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from honestscale.campaign import stages
+from honestscale.campaign.stages import Best
 from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, campaign_app, err, out
 from honestscale.cli.analysis import _summary_rows
 from honestscale.collector import discover
@@ -102,25 +104,16 @@ def _record_spec(store: Path | None, s: Any, wait: float) -> None:
         campaigns.record_campaign(con, s.name, json.dumps(record, default=str))
 
 
-def _best_trial(store: Path | None, s: Any, wait: float) -> tuple[dict[str, object], str]:
-    """The tuning study's best trial by mean final validation accuracy, as grid values and its name."""
-    from honestscale.campaign import spec as _campaign
-    from honestscale.store import queries
-
+def _best_trial(store: Path | None, s: Any, wait: float) -> Best:
+    """The tuning study's best trial (printed: it is used for every final run)."""
     with _store(store, read_only=True, wait=wait) as con:
-        trials = queries.tuning_trials(con, s.name, str(s.tuning["name"]))
-    best = trials.filter(trials["validation_accuracy"].is_not_null())
-    if best.height == 0:
-        raise HonestscaleError(f"tuning study {s.tuning['name']!r}: no trial has a validation accuracy",
-                               "look at the trials' logs in " + str(s.out))  # fmt: skip
-    trial = str(best["trial"][0])
-    point = next(p for p in _campaign.points(s.tuning["grid"]) if _campaign.slug(p) == trial)
+        best = stages.best_trial(con, s)
     err.print(
-        f"tuning {s.tuning['name']}: best trial {trial} (validation accuracy "
-        f"{best['validation_accuracy'][0]:.4f} over {best['runs'][0]} run(s)); used for every final run",
+        f"tuning {s.tuning['name']}: best trial {best.trial} (validation accuracy "
+        f"{best.validation_accuracy:.4f} over {best.runs} run(s)); used for every final run",
         highlight=False,
     )
-    return dict(point), trial
+    return best
 
 
 @campaign_app.command("run")
@@ -193,12 +186,8 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
                 progress.advance(task)
 
     _record_spec(store, s, wait)
-    tuned: dict[str, object] = {}
-    trial = None
-    if s.tuning is not None:
-        execute(_campaign.tuning_plans(s), f"tuning {s.tuning['name']}")
-        tuned, trial = _best_trial(store, s, wait)
-    execute(_campaign.final_plans(s, tuned, trial), "final runs")
+    for stage in stages.stages(s, lambda: _best_trial(store, s, wait)):
+        execute(stage.plans, stage.label)
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
     out.print(_output.summary_table(rows))

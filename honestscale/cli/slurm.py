@@ -16,6 +16,7 @@ from rich.progress import (
     TextColumn,
 )
 
+from honestscale.campaign import stages
 from honestscale.cli._app import StoreOpt, WaitOpt, _store, campaign_app, err, out
 from honestscale.cli.campaign import _best_trial, _record_spec, _runner_options
 from honestscale.collector import discover
@@ -55,7 +56,6 @@ def campaign_submit(
 def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: bool, wait: float) -> int:
     """campaign submit: check everything, then sbatch the runs not submitted yet; the number of jobs."""
     from honestscale.campaign import slurm as _slurm
-    from honestscale.campaign import spec as _campaign
 
     s, sl = _load_slurm_campaign(spec)
     for framework in s.frameworks():
@@ -73,15 +73,12 @@ def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: b
     if resolve_store_path(store).exists():  # a dry run never creates a store
         with _store(store, read_only=dry_run, wait=wait) as con:
             submitted = campaigns.submitted_runs(con, s.name)
-    plans = [p for p in _campaign.tuning_plans(s) if p.run_id not in submitted]
-    stage = "tuning trials"
-    if not plans:
-        tuned: dict[str, object] = {}
-        trial = None
-        if s.tuning is not None:
-            tuned, trial = _best_trial(store, s, wait)
-        plans = [p for p in _campaign.final_plans(s, tuned, trial) if p.run_id not in submitted]
-        stage = "final runs"
+    plans: list[Any] = []
+    stage = "final runs"
+    for step in stages.stages(s, lambda: _best_trial(store, s, wait)):  # the first stage with runs to submit
+        plans, stage = [p for p in step.plans if p.run_id not in submitted], step.name
+        if plans:
+            break
     jobs = _slurm.scripts(
         s, sl, plans, arrays=arrays
     )  # shapes are checked here, before anything is submitted
