@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -132,62 +134,55 @@ def campaign_run(
     raise typer.Exit(1 if not_ok else 0)
 
 
+class _Progress:
+    """The campaign's progress on the terminal (a bar per stage), or one line per run in a log."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.began = total, 0, time.monotonic()
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    @contextlib.contextmanager
+    def stage(self, stage: stages.Stage) -> Iterator[None]:
+        with Progress(
+            TextColumn(f"[bold]{stage.label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
+        ) as bar:  # fmt: skip
+            self.bar, self.task = bar, bar.add_task(stage.label, total=len(stage.plans), now="")
+            yield
+
+    def started(self, plan: Any) -> None:
+        assert self.bar is not None
+        self.bar.update(self.task, now=plan.run_id)
+
+    def finished(self, done: Any) -> None:
+        assert self.bar is not None
+        self.done += 1
+        if done.exit_code not in (None, 0):
+            err.print(
+                f"[yellow]{escape(done.plan.run_id)}[/]: exit code {done.exit_code}, see {escape(str(done.log))}"
+            )
+        if not err.is_terminal:  # a log, not a terminal: one line per run, with the campaign's progress
+            what = f"done in {done.seconds:.1f} s" if done.ran else "already ended, kept"
+            elapsed = time.monotonic() - self.began
+            err.print(f"[{self.done}/{self.total}] {done.plan.run_id}: {what} (elapsed {elapsed // 60:.0f}:{elapsed % 60:02.0f})",
+                      highlight=False, markup=False)  # fmt: skip
+        self.bar.advance(self.task)
+
+
 def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> list[str]:
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
-    from honestscale.campaign import launch
+    from honestscale.campaign import local
     from honestscale.campaign import spec as _campaign
     from honestscale.cli import _output
 
     s = _campaign.load(spec, _runner_options)
-    for framework in s.frameworks():  # every environment is checked before the first run starts
-        try:
-            launch.check_installed(framework, launch.python_for(framework))
-        except launch.LaunchError as exc:
-            raise HonestscaleError(
-                f"{spec}: {exc}", "create that environment, or drop the framework"
-            ) from None
-    s.out.mkdir(parents=True, exist_ok=True)
-    not_ok: list[str] = []
-
-    total = len(s.plans())
-    done = [0]
-    started = time.monotonic()
-
-    def execute(plans: list[_campaign.RunPlan], label: str) -> None:
-        with Progress(
-            TextColumn(f"[bold]{label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
-        ) as progress:  # fmt: skip
-            task = progress.add_task(label, total=len(plans), now="")
-            for plan in plans:
-                progress.update(task, now=plan.run_id)
-                t0 = time.monotonic()
-                ran = rerun or not _campaign.finished(s.out, plan.run_id)
-                if ran:
-                    log = s.out / f"{plan.run_id}.log"
-                    with log.open("w") as sink:
-                        argv = plan.runner_argv(s.out, s.name, s.scaling)
-                        result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
-                    if result.exit_code != 0:
-                        not_ok.append(plan.run_id)
-                        err.print(
-                            f"[yellow]{escape(plan.run_id)}[/]: exit code {result.exit_code}, see {escape(str(log))}"
-                        )
-                with _store(store, read_only=False, wait=wait) as con:
-                    Ingester(con, campaign=s.name).ingest(discover([str(s.out / plan.run_id)]).sources)
-                done[0] += 1
-                if (
-                    not err.is_terminal
-                ):  # a log, not a terminal: one line per run, with the campaign's progress
-                    what = f"done in {time.monotonic() - t0:.1f} s" if ran else "already ended, kept"
-                    elapsed = time.monotonic() - started
-                    err.print(f"[{done[0]}/{total}] {plan.run_id}: {what} (elapsed {elapsed // 60:.0f}:{elapsed % 60:02.0f})",
-                              highlight=False, markup=False)  # fmt: skip
-                progress.advance(task)
-
+    local.check_environments(s)
     _record_spec(store, s, wait)
-    for stage in stages.stages(s, lambda: _best_trial(store, s, wait)):
-        execute(stage.plans, stage.label)
+    not_ok = local.run(
+        s, rerun=rerun, open_store=lambda: _store(store, read_only=False, wait=wait),
+        best=lambda: _best_trial(store, s, wait), watcher=_Progress(len(s.plans())),
+    )  # fmt: skip
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
     out.print(_output.summary_table(rows))
