@@ -150,7 +150,16 @@ args = {{ target_accuracy = false, epochs = 5 }}
     assert query(store, "SELECT count(*) FROM runs WHERE purpose = 'final' AND status = 'success'") == [(12,)]
     result = hs("lint", "--store", store, "--campaign", "careful", "-f", "json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == []
+    findings = json.loads(result.stdout)
+    # On a quiet host nothing fails. On a loaded one (a shared CI machine) the runs stall, and the rules that
+    # watch for it must say so rather than pass: stalls filling the time to train (HS210), and what they cause,
+    # a superlinear-looking speedup (HS209) or time and throughput disagreeing (HS211), all warnings, each
+    # naming the stalls; never any other rule.
+    noisy = {"HS208", "HS209", "HS210", "HS211"}
+    assert {f["code"] for f in findings} <= noisy, findings
+    assert all(f["severity"] == "warning" for f in findings)
+    if {"HS209", "HS211"} & {f["code"] for f in findings}:
+        assert "HS210" in {f["code"] for f in findings}, findings
     assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
 
 
