@@ -26,7 +26,6 @@ from tests.conftest import REPO, hs, query
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
-power_ref = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
 
 DATA = REPO.parent / "shared" / "data"
 ROOTS = (DATA / "mlperf-training-v1x", DATA / "mlperf-training-v0.7")
@@ -254,10 +253,10 @@ def test_energy_to_train_from_the_power_logs(store: Path) -> None:
                     ll.full_string, (start if key.endswith("start") else stop) * 1000, key, {}, 0
                 )
                 window.append(marker)
-            ref += power_ref._compute_power_node(window, (stop - start) * 1000)
+            ref += summarizer._compute_power_node(window, (stop - start) * 1000)
         for sw in sorted(folder.glob("sw_*.txt")):
             lines, _ = mlp_parser.parse_file(str(sw), "4.0.0")
-            ref += power_ref._compute_power_sw(lines, (stop - start) * 1000)
+            ref += summarizer._compute_power_sw(lines, (stop - start) * 1000)
         assert len(list(folder.glob("node_*.txt"))) == 8
         # the only difference: the reading just after run_stop also covers the last seconds of the run
         assert joules == pytest.approx(ref, rel=0.02)

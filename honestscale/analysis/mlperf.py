@@ -4,17 +4,15 @@ A submission is the folder of result logs ``<round>/<org>/results/<system>/<benc
 the olympic mean of its runs' times to train with as many runs dropped at each end as the benchmark's
 rules say (the catalogue: 1, or 4 for unet3d), a run that did not converge counting as infinitely slow.
 The official summarizer then multiplies by the submission's ``scaling.json`` factor (set in review when a
-submission converged in fewer epochs than the reference); :attr:`Submission.scaled_s` is that product.
+submission converged in fewer epochs than the reference; the collector records it with each run);
+:attr:`Submission.scaled_s` is that product.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis.stats import mlperf_score
@@ -23,10 +21,7 @@ from honestscale.lint import Run
 
 def rules_of(run: Run) -> catalogue.Benchmark | None:
     """The catalogue's entry for a run read from an MLPerf log (None for other runs, or unknown benchmarks)."""
-    info: dict[str, Any] = run.attrs.get("mlperf") or {}
-    if not info.get("benchmark"):
-        return None
-    return catalogue.mlperf(str(info["benchmark"]), info.get("round"), str(info.get("suite") or "training"))
+    return catalogue.benchmark_of(run.attrs.get("mlperf"))
 
 
 def drop_for(runs: Iterable[Run]) -> int:
@@ -52,15 +47,9 @@ class Submission:
 
 
 def _scaling_factor(runs: list[Run]) -> float | None:
-    files = {Path(r.source_file).parent / "scaling.json" for r in runs if r.source_file}
-    for path in sorted(files):
-        try:
-            value = json.loads(path.read_text(encoding="utf-8")).get("scaling_factor")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
+    """The submission's review scaling factor, as the collector read it from its ``scaling.json``."""
+    factors = [(r.attrs.get("mlperf") or {}).get("scaling_factor") for r in runs]
+    return next((float(f) for f in factors if isinstance(f, int | float)), None)
 
 
 def submissions(runs: Iterable[Run]) -> list[Submission]:

@@ -4,7 +4,7 @@ Data, not code: ``mlperf.toml`` beside this module holds, per MLPerf benchmark a
 metric (name, unit, higher or lower is better, target), the result files of a submission and the runs
 dropped at each end for its score, with the rules each value comes from. The collector writes a run's
 target from it; the linter, the report and ``advise`` read a metric's direction and a run's targets
-through :func:`direction`, :func:`targets` and :func:`reached`, never by assuming "higher is better".
+through :func:`direction`, :func:`targets` and :meth:`Metric.reached`, never by assuming "higher is better".
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def benchmarks(suite: str = "training") -> list[str]:
 def direction(metric: str | None, mlperf_info: Mapping[str, Any] | None = None) -> Better:
     """Whether ``metric`` improves upward or downward: from the run's MLPerf benchmark when it has one,
     else from the metric's name (losses, errors, perplexities and word error rates fall)."""
-    bench = _bench_of(mlperf_info)
+    bench = benchmark_of(mlperf_info)
     if bench is not None:
         for m in bench.metrics:
             if m.name == metric:
@@ -129,7 +129,8 @@ def direction(metric: str | None, mlperf_info: Mapping[str, Any] | None = None) 
     return "lower" if any(word in name for word in lower) else "higher"
 
 
-def _bench_of(mlperf_info: Mapping[str, Any] | None) -> Benchmark | None:
+def benchmark_of(mlperf_info: Mapping[str, Any] | None) -> Benchmark | None:
+    """The benchmark a run's ``mlperf`` run_start field names (benchmark, round, suite), if the catalogue has it."""
     if not mlperf_info or not mlperf_info.get("benchmark"):
         return None
     return mlperf(
@@ -144,7 +145,7 @@ def targets(
 ) -> tuple[Metric, ...]:
     """The targets a run must reach: every metric of its MLPerf benchmark, else its own one
     (``target_metric`` and ``stop_value`` from run_start, direction from the metric's name)."""
-    bench = _bench_of(mlperf_info)
+    bench = benchmark_of(mlperf_info)
     if bench is not None:
         return bench.metrics
     if stop_value is None:
@@ -152,10 +153,3 @@ def targets(
     name = target_metric or "accuracy"
     better = direction(name)
     return (Metric(name, "", "", "", better, float(stop_value)),)
-
-
-def better_by(
-    metric: str | None, before: float, after: float, mlperf_info: Mapping[str, Any] | None = None
-) -> float:
-    """How much ``after`` improves on ``before`` (negative: it is worse), in the metric's own units."""
-    return after - before if direction(metric, mlperf_info) == "higher" else before - after

@@ -18,7 +18,15 @@ from typing import Any
 from honestscale import catalogue
 from honestscale import events as ev
 from honestscale.collector import _mlperf_power
-from honestscale.collector._mlperf_tree import Place, find_system, place, read_system, run_id_for, shown
+from honestscale.collector._mlperf_tree import (
+    Place,
+    find_system,
+    place,
+    read_system,
+    run_id_for,
+    scaling_factor,
+    shown,
+)
 
 MARK = ":::MLLOG"
 
@@ -111,13 +119,25 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         hardware, note = read_system(system_path)
         if note:
             out.warnings.append(note)
+    scaling, note = scaling_factor(log)
+    if note:
+        out.warnings.append(note)
     segments = _segments(records)
     for index, segment in enumerate(segments):
         rid, name = run_id_for(log, index, len(segments))
         power = log.parent / "power" / where.stem if len(segments) == 1 else None
         out.events.extend(
             _run_events(
-                rid, name, segment, hardware, shown(system_path, where), where, power, campaign, out.warnings
+                rid,
+                name,
+                segment,
+                hardware,
+                shown(system_path, where),
+                where,
+                power,
+                scaling,
+                campaign,
+                out.warnings,
             )
         )
     return out
@@ -152,6 +172,7 @@ def _run_events(
     system_shown: str | None,
     where: Place,
     power: Path | None,
+    scaling: float | None,
     campaign: str | None,
     warnings: list[str],
 ) -> list[tuple[int, dict[str, Any]]]:
@@ -258,6 +279,7 @@ def _run_events(
                     or None,
                     "system_description": system_shown,
                     "world_size_from": "systems json" if n_acc else "unknown (assumed 1)",
+                    "scaling_factor": scaling,
                     "energy_from": f"power logs power/{where.stem}/ (node_*.txt, sw_*.txt)"
                     if joules
                     else None,

@@ -59,10 +59,15 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _efficiency(recs: list[dict[str, Any]]) -> float:
+    """The file's ``conversion_eff`` (power measured before a conversion stage), 1 when it has none."""
+    return next((_number(r.get("value")) for r in recs if r.get("key") == "conversion_eff"), None) or 1.0
+
+
 def _node_joules(
     recs: list[dict[str, Any]], start_ms: float, stop_ms: float
 ) -> tuple[float | None, str | None]:
-    eff = next((_number(r.get("value")) for r in recs if r.get("key") == "conversion_eff"), None) or 1.0
+    eff = _efficiency(recs)
     readings = sorted(
         (float(r["time_ms"]), v)
         for r in recs
@@ -109,7 +114,7 @@ def energy(folder: Path, start_ms: float, stop_ms: float) -> Energy:
     for path in switches:
         recs, bad = _records(path)
         out.warnings.extend(bad)
-        eff = next((_number(r.get("value")) for r in recs if r.get("key") == "conversion_eff"), None) or 1.0
+        eff = _efficiency(recs)
         watts = next(
             (_number(r.get("value")) for r in recs if r.get("key") == "interconnect_power_est"), None
         )

@@ -147,3 +147,17 @@ def shown(path: Path | None, where: Place) -> str | None:
     if where.tree_root is not None and path.is_relative_to(where.tree_root):
         return str(path.relative_to(where.tree_root))
     return path.name
+
+
+def scaling_factor(log: Path) -> tuple[float | None, str | None]:
+    """The review's ``scaling.json`` factor beside a submission's result logs, and a note if it is unreadable."""
+    path = log.parent / "scaling.json"
+    if not path.is_file():
+        return None, None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("scaling_factor")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return None, f"{path} unreadable ({exc}): the official score's scaling factor is unknown"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value), None
+    return None, f"{path} has no numeric scaling_factor: the official score's scaling factor is unknown"

@@ -9,6 +9,7 @@ from honestscale.store import campaigns
 from honestscale.store._database import (
     DEFAULT_STORE,
     STORE_ENV,
+    Connection,
     StoreBusy,
     StoreError,
     StoreTooNew,
@@ -20,8 +21,6 @@ from honestscale.store._database import (
 from honestscale.store._projection import refresh_runs
 from honestscale.store._sql import sql_in_list, sql_string
 
-# The store's connection type, for the modules that read the store through its queries.
-Connection = duckdb.DuckDBPyConnection
 DUCKDB_VERSION: str = duckdb.__version__
 
 __all__ = [

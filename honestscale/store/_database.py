@@ -14,6 +14,9 @@ import duckdb
 
 from honestscale.errors import HonestscaleError
 
+# The store's connection type, for every module that reads or writes the store through store/.
+Connection = duckdb.DuckDBPyConnection
+
 DEFAULT_STORE = "honestscale.duckdb"
 STORE_ENV = "HONESTSCALE_STORE"
 

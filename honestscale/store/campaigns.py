@@ -6,9 +6,7 @@ submitted, with its job id, the exact script and the last state seen).
 
 from __future__ import annotations
 
-import duckdb
-
-Connection = duckdb.DuckDBPyConnection
+from honestscale.store._database import Connection
 
 
 def record_campaign(con: Connection, name: str, spec_json: str) -> None:

@@ -64,7 +64,7 @@ class AccuracyIgnoredWhenScaling(Rule):
         if (
             base is not None
             and top is not None
-            and catalogue.better_by(metric, top, base, first.attrs.get("mlperf")) > allowed
+            and (base - top if better == "higher" else top - base) > allowed
         ):
             verb = "falls" if better == "higher" else "rises"
             yield self.fail(
