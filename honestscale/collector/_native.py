@@ -239,8 +239,9 @@ class Stage:
             landed.run_ids.add(str(run_id))
         source = "_acc"
         if recheck(ranges):
-            self._sort_out_repeats(out)
+            self._sort_out_repeats(out)  # reads the raw lines of the held-back events from _stage
             source = "_new"
+        con.execute("DROP TABLE IF EXISTS _stage")  # the batch's text is not needed past this point
         self._insert(source)
         for file_id, new in con.execute(
             f"SELECT file_id, count(*) FROM {source} GROUP BY file_id"
