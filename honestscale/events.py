@@ -434,12 +434,15 @@ class EventWriter:
                     event[key] = value
             validate(event)
             data = (json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+            # The seq is taken before the write: a signal handler that raises (SIGTERM -> RunTerminated) between
+            # the write and the increment would otherwise hand the same seq to the run_stop written next. An
+            # interrupted write now leaves a gap, never two events with one seq.
+            self._seq += 1
             written = os.write(self._fd, data)
             if written != len(data):  # pragma: no cover - only on a full disk with a short write
                 raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes (disk full?)")
             if self._fsync:
                 os.fsync(self._fd)
-            self._seq += 1
             if kind == "run_stop":
                 self.stopped = True
             return event
