@@ -8,6 +8,10 @@
   speedup is 1 by definition);
 * the **MLPerf score** drops the fastest and the slowest runs (how many: the benchmark catalogue) and averages
   the rest (a run that did not converge = infinitely slow);
+* two sets of runs are called **different** only when a test says so (rule 7): the two-sided Mann-Whitney U
+  test at 5 %, or 95 % intervals of the medians that do not overlap; otherwise "no significant difference";
+* whether the **ranks** of one run step at different paces: the Kruskal-Wallis H test over their step times
+  (rule 10);
 * **Amdahl** (strong scaling) and **Gustafson** (weak) laws, fitted to speedups by least squares, and
   only where there are more points than the one the base case fixes.
 """
@@ -15,7 +19,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import harmonic_mean, median
 from typing import Any
@@ -46,6 +50,105 @@ def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float |
     lo, hi = xs[k - 1], xs[n - k]
     coverage = stats.binom.cdf(n - k, n, 0.5) - stats.binom.cdf(k - 1, n, 0.5)
     return (lo, hi) if coverage >= level - 1e-9 else (None, None)
+
+
+def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, float | None]:
+    """Whether the 95 % interval of the median lies within ``fraction`` of the median on both sides (SC15 §4.2.2),
+    and how far it reaches (the larger side over the median; None while there are too few values for one)."""
+    lo, hi = median_ci(values)
+    m = centre_of_times(values)
+    if lo is None or hi is None or not m:
+        return False, None
+    reach = max(m - lo, hi - m) / m
+    return reach <= fraction + 1e-12, reach
+
+
+SIGNIFICANCE = 0.05
+PERMUTATIONS = 9999  # up to this many arrangements of two samples, tied ones are tested exactly
+TEST_METHOD = (
+    "two-sided Mann-Whitney U test at 5 % (exact for small samples, ties included), or non-overlapping 95 % intervals"
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Whether two sets of runs differ (SC15 rule 7): Mann-Whitney U, and the overlap of their medians' intervals."""
+
+    n_a: int
+    n_b: int
+    p_value: float | None  # None when a side has no value
+    a_ci: tuple[float | None, float | None]
+    b_ci: tuple[float | None, float | None]
+
+    @property
+    def intervals_overlap(self) -> bool | None:
+        """None when a side has too few runs for an interval."""
+        (al, ah), (bl, bh) = self.a_ci, self.b_ci
+        if None in (al, ah, bl, bh):
+            return None
+        return not (al > bh or bl > ah)  # type: ignore[operator]
+
+    @property
+    def significant(self) -> bool:
+        return (self.p_value is not None and self.p_value < SIGNIFICANCE) or self.intervals_overlap is False
+
+    def describe(self) -> str:
+        """'different (p = 0.002, n = 6 and 6)' or 'no significant difference (p = 0.31, n = 6 and 6; intervals overlap)'."""
+        parts = [
+            f"p = {self.p_value:.3g}" if self.p_value is not None else "no test",
+            f"n = {self.n_a} and {self.n_b}",
+        ]
+        if self.intervals_overlap is not None:
+            parts.append("intervals " + ("overlap" if self.intervals_overlap else "do not overlap"))
+        verdict = "significant difference" if self.significant else "no significant difference"
+        return f"{verdict} ({', '.join(parts)})"
+
+
+def differ(a: Sequence[float], b: Sequence[float]) -> Difference:
+    """Two-sided Mann-Whitney U test of ``a`` against ``b`` (scipy's ``mannwhitneyu``: exact for small samples,
+    by permutation where they hold ties), with the order-statistic 95 % interval of each median."""
+    xa, xb = [float(v) for v in a], [float(v) for v in b]
+    p = None
+    if xa and xb:
+        if len(set(xa) | set(xb)) == 1:
+            p = 1.0  # all equal: no test can tell them apart
+        else:
+            # tied small samples: the exact permutation distribution (scipy's default there is the normal
+            # approximation, which calls 3 equal runs against 3 others different at p = 0.047; exactly it is 0.1)
+            exact = len(set(xa + xb)) < len(xa + xb) and math.comb(len(xa) + len(xb), len(xa)) <= PERMUTATIONS
+            method: Any = stats.PermutationMethod(n_resamples=PERMUTATIONS) if exact else "auto"
+            p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided", method=method).pvalue)
+    return Difference(len(xa), len(xb), p, median_ci(xa), median_ci(xb))
+
+
+@dataclass(frozen=True)
+class RankSpread:
+    """Whether a run's ranks step at different paces (Kruskal-Wallis over their step times) and its straggler."""
+
+    ranks: int
+    p_value: float | None  # None with one rank, or when every step time is equal
+    slowest_rank: int | None
+    excess: float | None  # slowest rank's median step over the median of the ranks' medians, minus 1
+
+    @property
+    def differ(self) -> bool:
+        return self.p_value is not None and self.p_value < SIGNIFICANCE
+
+
+def rank_spread(step_times: Mapping[int, Sequence[float]]) -> RankSpread:
+    """Kruskal-Wallis H test over the ranks' step times (scipy's), the slowest rank and its excess."""
+    groups = {r: [float(v) for v in vs] for r, vs in step_times.items() if len(vs) > 0}
+    if len(groups) < 2:
+        return RankSpread(len(groups), None, None, None)
+    medians = {r: median(vs) for r, vs in groups.items()}
+    slowest = max(medians, key=lambda r: (medians[r], -r))
+    centre = median(medians.values())
+    excess = medians[slowest] / centre - 1 if centre > 0 else None
+    values = [v for vs in groups.values() for v in vs]
+    p = None
+    if len(set(values)) > 1:
+        p = float(stats.kruskal(*groups.values()).pvalue)
+    return RankSpread(len(groups), p, slowest, excess)
 
 
 def mlperf_score(times: Sequence[float | None], drop: int = 1) -> float | None:

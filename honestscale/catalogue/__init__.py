@@ -54,6 +54,7 @@ class Benchmark:
     runs: int  # result files of a submission
     drop: int  # runs dropped at each end (fastest, slowest) before the mean
     metrics: tuple[Metric, ...]
+    epoch_num: str = "epochs"  # what an evaluation's epoch_num counts: epochs, or samples (BERT)
 
     @property
     def max_non_converged(self) -> int:
@@ -108,6 +109,7 @@ def mlperf(name: str, round: str | None = None, suite: str = "training") -> Benc
             Metric(m["name"], m["key"], m["log_key"], m["unit"], m["better"], float(m["target"]))
             for m in chosen["metrics"]
         ),
+        epoch_num=str(entry.get("epoch_num", "epochs")),
     )
 
 

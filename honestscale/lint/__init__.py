@@ -15,7 +15,7 @@ from honestscale.lint._config import load_suppressions
 from honestscale.lint._config import parse as parse_suppressions
 from honestscale.lint._engine import Finding, LintResult, Rule, Suppression, Verdict, registry
 from honestscale.lint._engine import run as run_rules
-from honestscale.lint._view import Comparison, Eval, Run, Steps, View, build, comparisons, med
+from honestscale.lint._view import Comparison, Eval, PowerSample, Run, Steps, View, build, comparisons, med
 from honestscale.store import Connection
 
 
@@ -34,6 +34,7 @@ __all__ = [
     "Eval",
     "Finding",
     "LintResult",
+    "PowerSample",
     "Rule",
     "Run",
     "Steps",

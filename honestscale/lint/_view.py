@@ -34,6 +34,18 @@ class Eval:
     value: float
     time: float
     epoch: int | None
+    samples_trained: float | None = None  # samples every rank had trained by then (from the steps)
+
+
+@dataclass(frozen=True)
+class PowerSample:
+    """One NVML reading of one accelerator: its power draw and its total-energy counter, either may be missing."""
+
+    rank: int
+    device: int  # -1: the sample names no device
+    time: float
+    power_w: float | None
+    energy_j: float | None
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,7 @@ class Run:
     evals: tuple[Eval, ...] = ()
     steps: Steps | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    power: tuple[PowerSample, ...] = ()  # in time order per rank and device
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -232,14 +245,20 @@ def build(con: Connection, campaign: str | None = None) -> View:
     evals: dict[str, list[Eval]] = defaultdict(list)
     for e in queries.lint_evals(con, campaign).iter_rows(named=True):
         evals[e["run_id"]].append(
-            Eval(e["split"], e["metric"], float(e["value"]), float(e["time"]), e["epoch"])
+            Eval(
+                e["split"], e["metric"], float(e["value"]), float(e["time"]), e["epoch"], e["samples_trained"]
+            )
         )
+    power: dict[str, list[PowerSample]] = defaultdict(list)
+    for p in queries.lint_power(con, campaign).iter_rows(named=True):
+        power[p["run_id"]].append(PowerSample(p["rank"], p["device"], p["time"], p["power_w"], p["energy_j"]))
     steps = {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
              for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
     runs = []
     for row in queries.lint_runs(con, campaign).iter_rows(named=True):
         attrs = json.loads(row["attrs"]) if row.get("attrs") else {}
-        runs.append(Run(row, tuple(evals.get(row["run_id"], ())), steps.get(row["run_id"]), attrs))
+        rid = row["run_id"]
+        runs.append(Run(row, tuple(evals.get(rid, ())), steps.get(rid), attrs, tuple(power.get(rid, ()))))
     specs = {}
     for c in queries.campaign_specs(con).iter_rows(named=True):
         specs[c["name"]] = json.loads(c["spec"]) if c["spec"] else {}

@@ -221,10 +221,49 @@ def lint_runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl
 
 
 def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Every evaluation, with the samples every rank had trained when it was taken (``samples_trained``: the
+    steps up to its time, warm-up included; None for a run without step events)."""
     where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
     return _frame(
         con,
-        f"SELECT run_id, rank, time, epoch, split, metric, value FROM evals {where} ORDER BY run_id, time, seq",
+        f"""
+        WITH trained AS (
+            SELECT run_id, time, sum(samples) OVER (PARTITION BY run_id ORDER BY time, rank, seq) AS samples_trained
+            FROM steps {where}
+        ),
+        e AS (SELECT run_id, rank, seq, time, epoch, split, metric, value FROM evals {where})
+        SELECT e.run_id, e.rank, e.time, e.epoch, e.split, e.metric, e.value,
+               CAST(t.samples_trained AS DOUBLE) AS samples_trained
+        FROM e ASOF LEFT JOIN trained t ON e.run_id = t.run_id AND e.time >= t.time
+        ORDER BY e.run_id, e.time, e.seq
+        """,
+        [campaign, campaign] if campaign else [],
+    )
+
+
+def lint_power(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """The accelerators' power and energy-counter samples (NVML), per run, rank and device, in time order."""
+    where = "AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    return _frame(
+        con,
+        f"""
+        SELECT run_id, rank, coalesce(device, -1) AS device, time, power_w, energy_j FROM system_samples
+        WHERE (power_w IS NOT NULL OR energy_j IS NOT NULL) {where}
+        ORDER BY run_id, rank, device, time, seq
+        """,
+        [campaign] if campaign else [],
+    )
+
+
+def rank_step_times(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Per run and rank: the step times after warm-up (``times``, a list), for the test of whether ranks differ."""
+    where = "AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    return _frame(
+        con,
+        f"""
+        SELECT run_id, rank, list(t_total ORDER BY epoch, step) AS times FROM steps
+        WHERE NOT coalesce(warmup, false) {where} GROUP BY run_id, rank ORDER BY run_id, rank
+        """,
         [campaign] if campaign else [],
     )
 

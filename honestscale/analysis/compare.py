@@ -1,0 +1,94 @@
+"""Comparisons that hold up (SC15 rule 7): an ordering is stated only where a test supports it.
+
+Two configurations (worker counts of a series, frameworks at one scale) are called different only when the
+two-sided Mann-Whitney U test rejects equality at 5 % or the 95 % intervals of their medians do not overlap;
+otherwise the output says "no significant difference with n = ...". Worker counts are compared with the base
+case on the series' time metric (the speedup's two sides); frameworks with the fastest one on time to train.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from honestscale.analysis.scaling import TTT, time_metric, times
+from honestscale.analysis.stats import SIGNIFICANCE, Difference, centre_of_times, differ
+from honestscale.lint import Run
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """``a`` against ``b`` on one measure (a time: lower is better)."""
+
+    a: str  # "2 workers", "tensorflow"
+    b: str  # "1 worker", "torch"
+    measure: str  # time to accuracy | time to train
+    a_median: float | None
+    b_median: float | None
+    difference: Difference
+    runs: tuple[Run, ...] = ()  # of both sides
+
+    @property
+    def ratio(self) -> float | None:
+        """a's median over b's: > 1 means a is slower."""
+        return self.a_median / self.b_median if self.a_median and self.b_median else None
+
+    @property
+    def testable(self) -> bool:
+        """Whether the sample sizes allow any test to reach 5 % (Mann-Whitney's smallest p is 2 / C(n_a+n_b, n_a))."""
+        d = self.difference
+        if d.n_a == 0 or d.n_b == 0:
+            return False
+        return 2 / math.comb(d.n_a + d.n_b, d.n_a) < SIGNIFICANCE or d.intervals_overlap is not None
+
+    def sentence(self) -> str:
+        """'2 workers: 3.21x slower than 1 worker in time to train (significant difference (p = 0.002, ...))'."""
+        r = self.ratio
+        if r is None:
+            return f"{self.a} vs {self.b}: no {self.measure} on one side"
+        if not self.difference.significant:
+            return f"{self.a} vs {self.b} in {self.measure}: {self.difference.describe()}"
+        how = f"{r:.2f}x slower" if r >= 1 else f"{1 / r:.2f}x faster"
+        return f"{self.a}: {how} than {self.b} in {self.measure}, {self.difference.describe()}"
+
+
+def _workers(n: int) -> str:
+    return f"{n} worker" + ("" if n == 1 else "s")
+
+
+def scaling(points: dict[int, list[Run]]) -> list[Ordering]:
+    """Every worker count after the base against the base, on the series' time metric."""
+    if len(points) < 2:
+        return []
+    ws = sorted(points)
+    metric = time_metric(points)
+    base = times(points[ws[0]], metric)
+    out = []
+    for w in ws[1:]:
+        here = times(points[w], metric)
+        out.append(Ordering(_workers(w), _workers(ws[0]), metric, centre_of_times(here), centre_of_times(base),
+                            differ(here, base), (*points[w], *points[ws[0]])))  # fmt: skip
+    return out
+
+
+def frameworks(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:
+    """Every framework against the fastest (median time to train), at one scale."""
+    medians = {name: centre_of_times(times(runs, TTT)) for name, runs in groups.items()}
+    ranked = sorted((m, n) for n, m in medians.items() if m is not None)
+    if len(ranked) < 2:
+        return []
+    fastest = ranked[0][1]
+    ref = times(groups[fastest], TTT)
+    return [
+        Ordering(
+            name,
+            fastest,
+            TTT,
+            medians[name],
+            medians[fastest],
+            differ(times(groups[name], TTT), ref),
+            (*groups[name], *groups[fastest]),
+        )
+        for _, name in ranked[1:]
+    ]

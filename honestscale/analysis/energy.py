@@ -1,0 +1,142 @@
+"""Energy of a run (Deep500, MLPerf Power): to train, to accuracy, mean power, per sample; never 0 for "unknown".
+
+Where the energy comes from, in order:
+
+* **MLPerf power logs** (``runs.energy_to_train_j``, from the collector): every node's AC power and the
+  interconnect's, over run_start..run_stop, as MLPerf measures it;
+* the accelerators' **NVML total-energy counter** (``system`` events, every second): per rank and device, the
+  counter linearly interpolated to the window's ends (outside the first and last readings it is extended with
+  the power read at that end, else with the counter's own slope), summed over devices;
+* the accelerators' **power** readings alone: integrated over the window by the trapezoid rule, the end
+  readings held to the window's ends;
+* otherwise none: the report says "not recorded" (a CPU run, a GPU without NVML), never 0.
+
+A counter that goes backwards (a driver reset) is not trusted: that device falls back to its power readings.
+The accelerators' energy is what NVML measures: the GPUs, not the hosts, fans or network.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import integrate
+
+from honestscale.analysis.scaling import reached_at
+from honestscale.lint import PowerSample, Run
+
+COUNTER = "NVML energy counter"
+POWER = "NVML power x time"
+MLPERF = "MLPerf power logs"
+NOT_RECORDED = "not recorded"
+
+
+@dataclass(frozen=True)
+class Energy:
+    joules: float
+    source: str  # COUNTER | POWER | MLPERF, or "COUNTER + POWER" when devices differ
+    devices: int  # accelerators summed (0: measured for the whole system, MLPerf)
+    per_rank: tuple[tuple[int, float], ...] = ()  # (rank, joules) where measured per rank
+
+
+def _at(times: Sequence[float], values: Sequence[float], powers: Sequence[float | None], t: float) -> float:
+    """The counter at ``t``: interpolated inside the readings, extended with the end's power (else slope) outside."""
+    if times[0] <= t <= times[-1]:
+        return float(np.interp(t, times, values))
+    end = 0 if t < times[0] else -1
+    slope = powers[end]
+    if slope is None:
+        if len(times) < 2 or times[-1] == times[0]:
+            slope = 0.0
+        else:
+            slope = (values[-1] - values[0]) / (times[-1] - times[0])
+    return values[end] + slope * (t - times[end])
+
+
+def _from_counter(readings: list[PowerSample], a: float, b: float) -> float | None:
+    got = [s for s in readings if s.energy_j is not None]
+    if not got:
+        return None
+    values = [float(s.energy_j) for s in got if s.energy_j is not None]
+    if any(y < x for x, y in itertools.pairwise(values)):
+        return None  # the counter went backwards: a reset, not energy
+    times = [s.time for s in got]
+    powers = [s.power_w for s in got]
+    return max(0.0, _at(times, values, powers, b) - _at(times, values, powers, a))
+
+
+def _from_power(readings: list[PowerSample], a: float, b: float) -> float | None:
+    got = [(s.time, float(s.power_w)) for s in readings if s.power_w is not None]
+    if not got:
+        return None
+    times = np.asarray([t for t, _ in got])
+    watts = np.asarray([w for _, w in got])
+    inside = (times > a) & (times < b)
+    ts = np.concatenate(([a], times[inside], [b]))
+    ws = np.concatenate(([np.interp(a, times, watts)], watts[inside], [np.interp(b, times, watts)]))
+    return float(integrate.trapezoid(ws, ts))
+
+
+def between(run: Run, a: float, b: float) -> Energy | None:
+    """The accelerators' energy between times ``a`` and ``b`` (epoch seconds), from the run's NVML readings."""
+    if b <= a or not run.power:
+        return None
+    devices: dict[tuple[int, int], list[PowerSample]] = defaultdict(list)
+    for s in run.power:
+        devices[(s.rank, s.device)].append(s)
+    total, sources = 0.0, set()
+    per_rank: dict[int, float] = defaultdict(float)
+    for (rank, _), readings in sorted(devices.items()):
+        joules = _from_counter(readings, a, b)
+        source = COUNTER
+        if joules is None:
+            joules, source = _from_power(readings, a, b), POWER
+        if joules is None:
+            continue
+        total += joules
+        per_rank[rank] += joules
+        sources.add(source)
+    if not sources:
+        return None
+    return Energy(total, " + ".join(sorted(sources)), len(devices), tuple(sorted(per_rank.items())))
+
+
+def to_train(run: Run) -> Energy | None:
+    """Energy from run_start to run_stop: the MLPerf power logs' where the run has them, else NVML's."""
+    if run.row.get("energy_to_train_j") is not None:
+        return Energy(float(run.row["energy_to_train_j"]), MLPERF, 0)
+    if run.started_at is None or run.stopped_at is None:
+        return None
+    return between(run, float(run.started_at), float(run.stopped_at))
+
+
+def to_accuracy(run: Run) -> Energy | None:
+    """Energy from run_start to the first evaluation that reached every target (an MLPerf run stops there, so
+    its energy to train is its energy to accuracy)."""
+    t = reached_at(run)
+    if t is None or run.started_at is None:
+        return None
+    if run.row.get("energy_to_train_j") is not None:
+        return to_train(run)
+    return between(run, float(run.started_at), t)
+
+
+def mean_power_w(run: Run) -> float | None:
+    """Energy to train over time to train: the run's mean power, watts."""
+    e, t = to_train(run), run.row.get("time_to_train_s")
+    return e.joules / float(t) if e is not None and t else None
+
+
+def per_sample_j(run: Run) -> float | None:
+    """Energy to train over the samples trained (every rank's, warm-up included)."""
+    e, s = to_train(run), run.steps
+    return e.joules / s.samples_trained if e is not None and s is not None and s.samples_trained else None
+
+
+def source(runs: Sequence[Run]) -> str:
+    """Where the energy of these runs comes from, or NOT_RECORDED."""
+    got = {e.source for e in (to_train(r) for r in runs) if e is not None}
+    return " / ".join(sorted(got)) if got else NOT_RECORDED

@@ -1,0 +1,40 @@
+"""Ranks summarised soundly (SC15 rule 10): whether a run's ranks step at different paces, and its straggler.
+
+A synchronous data-parallel step waits for its slowest rank, so every step time honestscale reports is the
+**maximum over ranks** of that step (never the mean, which would hide a straggler). Per run with more than
+one rank, the Kruskal-Wallis H test says whether the ranks' step times (warm-up excluded) come from one
+distribution; the slowest rank is the one with the largest median step, and its excess is that median over
+the median of the ranks' medians, minus one. A run whose slowest rank is more than ``STRAGGLER`` slower, and
+significantly so, has a straggler.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from honestscale.analysis.stats import RankSpread, rank_spread
+from honestscale.store import Connection, queries
+
+SUMMARY = "the maximum over ranks of each step (a synchronous step waits for its slowest rank)"
+TEST = "Kruskal-Wallis H test over each rank's step times (warm-up excluded), 5 %"
+STRAGGLER = 0.10
+
+
+@dataclass(frozen=True)
+class RunRanks:
+    run_id: str
+    spread: RankSpread
+
+    @property
+    def straggler(self) -> bool:
+        s = self.spread
+        return s.differ and s.excess is not None and s.excess > STRAGGLER
+
+
+def of_runs(con: Connection, campaign: str | None) -> dict[str, RunRanks]:
+    """Every run with step events: the test over its ranks and its slowest rank."""
+    by_run: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for r in queries.rank_step_times(con, campaign).iter_rows(named=True):
+        by_run[r["run_id"]][int(r["rank"])] = [float(t) for t in r["times"] if t is not None]
+    return {rid: RunRanks(rid, rank_spread(ranks)) for rid, ranks in by_run.items()}

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from honestscale.analysis import compare
+from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._view import Comparison, Run, View
+
+
+class OrderingNotSupportedByTheData(Rule):
+    """An ordering ("2 workers are faster", "TensorFlow is slower than PyTorch") needs a test that supports it.
+
+    What it checks: every ordering the outputs state, that is every worker count of a scaling series against
+    its base case (on the series' time metric, the two sides of the speedup) and every framework of a
+    framework comparison against the fastest (median time to train). The two sets of runs differ when the
+    two-sided Mann-Whitney U test rejects equality at 5 % or the 95 % intervals of their medians do not
+    overlap. An ordering that neither supports fails, with the p-value and the overlap as evidence; sample
+    sizes too small for any test to reach 5 % (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so
+    3 runs against 3 can never get below 0.1) cannot be verified.
+    Why it misleads: medians of a few noisy runs always differ a little; reading "1.04x faster" off them
+    states an ordering that another set of repetitions would reverse. Comparing medians without a test, or
+    with overlapping error bars, is the most common unsupported claim in performance papers (SC15, rule 7).
+    Example: PyTorch 41.8 s and TensorFlow 43.1 s median time to train over 6 runs each, reported as "PyTorch
+    is 3 % faster"; Mann-Whitney p = 0.39, the intervals overlap.
+    Fix: say "no significant difference with n = 6 and 6 (p = 0.39)", or repeat the runs until the test or the
+    intervals decide (``campaign run --until-ci``), on quieter nodes.
+    Reference: Hoefler & Belli, SC15, rule 7 ("compare ... with statistically sound methods"); Mann & Whitney
+    (1947).
+    """
+
+    code = "HS212"
+    name = "ordering-not-supported-by-the-data"
+    severity = "warning"
+    summary = "an ordering of two configurations is stated only where a test supports it"
+
+    def targets(self, view: View) -> list[Comparison]:
+        return view.of_kind("scaling", "framework")
+
+    def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        if target.kind == "scaling":
+            orderings = compare.scaling(target.by_workers())
+        else:
+            groups: dict[str, list[Run]] = defaultdict(list)
+            for r in target.runs:
+                groups[r.framework or "?"].append(r)
+            orderings = compare.frameworks(groups)
+        for o in orderings:
+            runs = list(o.runs)
+            d = o.difference
+            evidence: dict[str, Any] = {
+                "a": o.a, "b": o.b, "measure": o.measure, "a_median": o.a_median, "b_median": o.b_median,
+                "p_value": d.p_value, "n": [d.n_a, d.n_b], "intervals_overlap": d.intervals_overlap,
+            }  # fmt: skip
+            if d.significant or o.ratio is None:
+                continue
+            if not o.testable:
+                yield self.cannot_verify(
+                    target, runs,
+                    f"{o.a} vs {o.b}: with n = {d.n_a} and {d.n_b} no test can tell the two apart at 5 %",
+                    "repeat each configuration (4 runs against 4 can reach p < 0.05; 6 give intervals)", **evidence,
+                )  # fmt: skip
+                continue
+            yield self.fail(
+                target, runs,
+                f"{o.a} is {o.ratio:.2f}x the {o.measure} of {o.b}, but {d.describe()}",
+                f'say "no significant difference with n = {d.n_a} and {d.n_b}", or repeat the runs until the '
+                "test or the intervals decide (campaign run --until-ci 5%)", **evidence,
+            )  # fmt: skip
