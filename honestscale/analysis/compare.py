@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from honestscale.analysis.scaling import TTT, time_metric, times
 from honestscale.analysis.stats import SIGNIFICANCE, Difference, centre_of_times, differ
@@ -41,6 +42,13 @@ class Ordering:
         if d.n_a == 0 or d.n_b == 0:
             return False
         return 2 / math.comb(d.n_a + d.n_b, d.n_a) < SIGNIFICANCE or d.intervals_overlap is not None
+
+    def as_json(self) -> dict[str, Any]:
+        d = self.difference
+        return {"a": self.a, "b": self.b, "measure": self.measure, "a_median": self.a_median,
+                "b_median": self.b_median, "ratio": self.ratio, "p_value": d.p_value, "n_a": d.n_a, "n_b": d.n_b,
+                "intervals_overlap": d.intervals_overlap, "significant": d.significant, "testable": self.testable,
+                "sentence": self.sentence(), "runs": sorted(r.id for r in self.runs)}  # fmt: skip
 
     def sentence(self) -> str:
         """'2 workers: 3.21x slower than 1 worker in time to train (significant difference (p = 0.002, ...))'."""

@@ -92,6 +92,7 @@ def factors(points: dict[int, list[Run]]) -> list[Factors]:
     b_tps, b_samples, b_tta = (
         _values(base, f) for f in (time_per_sample, samples_to_target, time_to_accuracy)
     )
+    one = Estimate(1.0) if b_tps and b_samples else None
     out = []
     for w in ws:
         runs = points[w]
@@ -101,8 +102,10 @@ def factors(points: dict[int, list[Run]]) -> list[Factors]:
                 workers=w, base_workers=ws[0], runs=min(len(tps), len(samples)),
                 time_per_sample_s=centre_of_times(tps), time_per_sample_ci=median_ci(tps),
                 samples=centre_of_times(samples), samples_ci=median_ci(samples),
-                hardware=ratio(b_tps, tps, "median"), statistical=ratio(samples, b_samples, "median"),
-                time_speedup=ratio(b_tta, _values(runs, time_to_accuracy), "median"),
+                # the base case against itself is 1 by definition: no interval
+                hardware=one if w == ws[0] else ratio(b_tps, tps, "median"),
+                statistical=one if w == ws[0] else ratio(samples, b_samples, "median"),
+                time_speedup=one if w == ws[0] else ratio(b_tta, _values(runs, time_to_accuracy), "median"),
             )
         )  # fmt: skip
     return out

@@ -13,10 +13,11 @@ from statistics import median
 from typing import Any
 
 from honestscale import catalogue
+from honestscale.analysis import energy
 from honestscale.analysis.mlperf import drop_for
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
-from honestscale.lint import Run, View
+from honestscale.lint import Run, View, med
 from honestscale.store import Connection, queries
 
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -55,6 +56,15 @@ class Point:
     throughput_speedup_ci: tuple[float | None, float | None] = (None, None)
     throughput_efficiency: float | None = None
     throughput_efficiency_ci: tuple[float | None, float | None] = (None, None)
+    # energy (analysis.energy): median over the successful runs, to accuracy where the time is, else to train
+    energy_j: float | None = None
+    energy_ci: tuple[float | None, float | None] = (None, None)
+    energy_metric: str = "energy to train"
+    energy_source: str = "not recorded"
+    mean_power_w: float | None = None  # median of the runs' energy to train over time to train
+    energy_per_sample_j: float | None = None  # median of the runs' energy to train over samples trained
+    energy_efficiency: float | None = None  # energy of the base case over this one's (1: no extra energy)
+    energy_efficiency_ci: tuple[float | None, float | None] = (None, None)
     lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
     ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # the same over these runs and the base's
 
@@ -98,6 +108,14 @@ def step_fractions(con: Connection, campaign: str | None) -> dict[str, dict[str,
     return out
 
 
+def energies(runs: list[Run]) -> tuple[str, list[float]]:
+    """The successful runs' energy to accuracy where every one reached its target, else their energy to train."""
+    ok = [r for r in runs if r.ok]
+    if ok and all(time_to_accuracy(r) is not None for r in ok):
+        return "energy to accuracy", [e.joules for e in map(energy.to_accuracy, ok) if e is not None]
+    return "energy to train", [e.joules for e in map(energy.to_train, ok) if e is not None]
+
+
 def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], mlperf: bool) -> Point:
     ok = [r for r in runs if r.ok]
     times = [float(r.time_to_train_s) for r in ok if r.time_to_train_s is not None]
@@ -118,6 +136,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
     else:
         comm = "not exposed"
     throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
+    energy_metric, joules = energies(runs)
     metrics = {r.final_metric for r in ok if r.final_value is not None}
     metric = metrics.pop() if len(metrics) == 1 else None
     return Point(
@@ -133,6 +152,9 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         accuracy_split="/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
         breakdown=shares, comm=comm, run_ids=sorted(r.id for r in runs),
         accuracy_metric=metric, accuracy_better=catalogue.direction(metric, ok[0].attrs.get("mlperf") if ok else None),
+        energy_j=centre_of_times(joules), energy_ci=median_ci(joules), energy_metric=energy_metric,
+        energy_source=energy.source(ok), mean_power_w=med(energy.mean_power_w(r) for r in ok),
+        energy_per_sample_j=med(energy.per_sample_j(r) for r in ok),
     )  # fmt: skip
 
 

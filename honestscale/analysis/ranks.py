@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
-from honestscale.analysis.stats import RankSpread, rank_spread
+from honestscale.analysis.stats import RankSpread, centre_of_times, rank_spread
 from honestscale.store import Connection, queries
 
 SUMMARY = "the maximum over ranks of each step (a synchronous step waits for its slowest rank)"
@@ -38,3 +39,15 @@ def of_runs(con: Connection, campaign: str | None) -> dict[str, RunRanks]:
     for r in queries.rank_step_times(con, campaign).iter_rows(named=True):
         by_run[r["run_id"]][int(r["rank"])] = [float(t) for t in r["times"] if t is not None]
     return {rid: RunRanks(rid, rank_spread(ranks)) for rid, ranks in by_run.items()}
+
+
+def summarise(run_ids: list[str], spreads: dict[str, RunRanks]) -> dict[str, Any]:
+    """For the report: how ranks were summarised, in how many of these runs they differ, and the stragglers."""
+    multi = [spreads[r] for r in run_ids if r in spreads and spreads[r].spread.ranks > 1]
+    excess = [m.spread.excess for m in multi if m.spread.excess is not None]
+    return {
+        "summary": SUMMARY, "test": TEST, "runs": len(multi), "differ": sum(m.spread.differ for m in multi),
+        "median_excess": centre_of_times(excess),
+        "stragglers": [{"run_id": m.run_id, "rank": m.spread.slowest_rank, "excess": m.spread.excess,
+                        "p_value": m.spread.p_value} for m in multi if m.straggler],
+    }  # fmt: skip

@@ -16,8 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import honestscale
-from honestscale.analysis import stats
-from honestscale.analysis.points import Point, lint_codes, point, step_fractions
+from honestscale.analysis import compare, efficiency, energy, ranks, stats
+from honestscale.analysis.efficiency import Factors
+from honestscale.analysis.frameworks import FrameworkPoint, side_by_side
+from honestscale.analysis.points import Point, energies, lint_codes, point, step_fractions
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import Comparison, LintResult, Run, View
@@ -32,17 +34,6 @@ class Fit:
     parameter: float  # parallel fraction
     stderr: float | None
     formula: str
-
-
-@dataclass
-class FrameworkPoint:
-    """One framework of a framework comparison (one worker count), over its repetitions."""
-
-    framework: str
-    versions: list[str]
-    point: Point
-    comm_measured: bool  # False: not exposed by the framework, or not recorded (point.comm says which)
-    relative_time: float | None = None  # median time to train over the fastest framework's
 
 
 @dataclass
@@ -63,6 +54,9 @@ class ComparisonModel:
     mode_note: str = ""
     lint: dict[str, list[str]] = field(default_factory=dict)  # codes failing / unverifiable on these runs
     not_comparable: list[dict[str, str]] = field(default_factory=list)  # framework runs left out, and why
+    factors: list[Factors] = field(default_factory=list)  # scaling: time per sample x samples to target
+    orderings: list[dict[str, Any]] = field(default_factory=list)  # each ordering with its test (SC15 rule 7)
+    ranks: dict[str, Any] = field(default_factory=dict)  # ranks of these runs (SC15 rule 10)
 
     @property
     def key_workers(self) -> int | None:
@@ -86,6 +80,7 @@ class RunRow:
     config_hash: str | None
     framework: str | None
     campaign: str | None
+    energy_j: float | None = None  # energy to train, where measured
 
 
 @dataclass
@@ -172,6 +167,12 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
             e = s.throughput_efficiency
             assert e is not None
             p.throughput_efficiency, p.throughput_efficiency_ci = e.value, _ci(e)
+    by_workers = c.by_workers()
+    _, base_joules = energies(by_workers[base.workers])
+    for p in points:
+        got = stats.ratio(base_joules, energies(by_workers[p.workers])[1], "median")
+        if got is not None:
+            p.energy_efficiency, p.energy_efficiency_ci = got.value, _ci(got)
     if all(p.throughput_speedup in (None, 1.0) for p in points[1:]):
         base.throughput_speedup = base.throughput_efficiency = None
     if all(p.speedup is None for p in points[1:]):
@@ -186,7 +187,10 @@ def _fitted_law(mode: str | None, points: list[Point], base: int) -> Fit | None:
 
 
 def _comparison(
-    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
+    c: Comparison,
+    fractions: dict[str, dict[str, Any]],
+    findings: list[dict[str, Any]],
+    spreads: dict[str, ranks.RunRanks],
 ) -> ComparisonModel:
     mlperf = all(r.source == "mlperf" for r in c.runs)
     points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
@@ -207,70 +211,24 @@ def _comparison(
             base.mlperf_score_s if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
         )
     fit = _fitted_law(c.mode, points, base.workers) if base is not None and c.kind == "scaling" else None
-    frameworks, left_out = _frameworks(c, fractions, findings) if c.kind == "framework" else ([], [])
+    frameworks, left_out = side_by_side(c, fractions, findings) if c.kind == "framework" else ([], [])
+    if c.kind == "scaling":
+        orderings = compare.scaling(c.by_workers())
+    elif frameworks:
+        orderings = compare.frameworks(
+            {f.framework: [r for r in c.runs if r.id in f.point.run_ids] for f in frameworks}
+        )
+    else:
+        orderings = []
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
         runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
         frameworks=frameworks, presentation=presentation, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=left_out,
+        factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" and metric == f"median {TTA}" else [],
+        orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
     )  # fmt: skip
-
-
-LIKE = (
-    "model",
-    "dataset",
-    "global_batch_size",
-    "precision",
-    "accelerator",
-    "n_nodes",
-    "accelerators_per_node",
-)
-LIKE_NAMES = {
-    "global_batch_size": "global batch",
-    "n_nodes": "nodes",
-    "accelerators_per_node": "accelerators per node",
-}
-
-
-def _like(r: Run) -> tuple[Any, ...]:
-    return tuple(r.row.get(k) for k in LIKE)
-
-
-def _frameworks(
-    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
-) -> tuple[list[FrameworkPoint], list[dict[str, str]]]:
-    """The frameworks that ran the same model, dataset, global batch, precision and hardware, side by side;
-    the runs of any other setup are left out, with what differs from the compared setup."""
-    setups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
-    for r in c.runs:
-        setups[_like(r)].append(r)
-    ref = max(setups, key=lambda k: (len({r.framework for r in setups[k]}), len(setups[k]), repr(k)))
-    left_out = []
-    for key, runs in sorted(setups.items(), key=lambda kv: repr(kv[0])):
-        if key == ref:
-            continue
-        diff = "; ".join(f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
-                         for k, a, b in zip(LIKE, ref, key, strict=True) if a != b)  # fmt: skip
-        for fw in sorted({r.framework or "?" for r in runs}):
-            left_out.append({"framework": fw, "runs": str(sum(1 for r in runs if (r.framework or "?") == fw)),
-                             "differs": diff})  # fmt: skip
-    if len({r.framework for r in setups[ref]}) < 2:
-        return [], left_out + [{"framework": r, "runs": "", "differs": "no other framework ran this setup"}
-                               for r in sorted({r.framework or "?" for r in setups[ref]})]  # fmt: skip
-    groups: dict[str, list[Run]] = defaultdict(list)
-    for r in setups[ref]:
-        groups[r.framework or "?"].append(r)
-    out = []
-    for name, runs in sorted(groups.items()):
-        p = point(runs[0].workers or 0, runs, fractions, mlperf=False)
-        p.lint = lint_codes(findings, set(p.run_ids))
-        out.append(FrameworkPoint(name, sorted({r.framework_version for r in runs if r.framework_version}), p,
-                                  comm_measured=p.comm == "measured"))  # fmt: skip
-    times = [f.point.time_s for f in out if f.point.time_s]
-    for f in out:
-        f.relative_time = f.point.time_s / min(times) if times and f.point.time_s else None
-    return out, left_out
 
 
 def _commands(runs: list[Run]) -> list[dict[str, Any]]:
@@ -287,9 +245,10 @@ def _commands(runs: list[Run]) -> list[dict[str, Any]]:
 
 def build(con: Connection, view: View, result: LintResult, campaign: str | None) -> Model:
     steps = step_fractions(con, campaign)
+    spreads = ranks.of_runs(con, campaign)
     findings = [f.as_json() for f in result.findings]
     comps = [
-        _comparison(c, steps, findings)
+        _comparison(c, steps, findings, spreads)
         for c in view.comparisons
         if c.kind in ("scaling", "config", "framework", "hardware")
     ]
@@ -309,17 +268,22 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
             r.config_hash,
             r.framework,
             r.campaign,
+            spent.joules if (spent := energy.to_train(r)) is not None else None,
         )
         for r in sorted(view.runs, key=lambda r: (r.campaign or "", r.purpose or "", r.workers or 0, r.id))
     ]
     by_purpose: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"runs": 0, "hours": 0.0, "accelerator_hours": 0.0}
+        lambda: {"runs": 0, "hours": 0.0, "accelerator_hours": 0.0, "kwh": 0.0, "energy_runs": 0}
     )
     for r in view.runs:
         key = (r.purpose or "final") if r.ok else f"{r.purpose or 'final'} ({r.status})"
         by_purpose[key]["runs"] += 1
         by_purpose[key]["hours"] += (r.time_to_train_s or 0.0) / 3600
         by_purpose[key]["accelerator_hours"] += r.accelerator_hours() or 0.0
+        spent = energy.to_train(r)
+        if spent is not None:
+            by_purpose[key]["kwh"] += spent.joules / 3.6e6
+            by_purpose[key]["energy_runs"] += 1
     setups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in view.runs:
         key = (
@@ -357,6 +321,11 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
             "throughput": stats.RATE_STATISTIC,
             "time_ci": CI_METHOD,
             "ratio_ci": RATIO_METHOD,
+            "comparison": stats.TEST_METHOD,
+            "ranks": f"{ranks.SUMMARY}; whether ranks differ: {ranks.TEST}",
+            "energy": "accelerators' energy from the NVML energy counter, interpolated to run_start and the "
+            "evaluation that reached the target (power x time where only power was read; MLPerf power logs where "
+            "a submission has them); median of runs, with its 95 % interval",
         },
         comparisons=scaling + [c for c in comps if c.kind != "scaling"],
         runs=rows,
@@ -365,6 +334,8 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
             "by_purpose": dict(by_purpose),
             "hours": sum(v["hours"] for v in by_purpose.values()),
             "accelerator_hours": sum(v["accelerator_hours"] for v in by_purpose.values()),
+            "kwh": sum(v["kwh"] for v in by_purpose.values()),
+            "energy_runs": int(sum(v["energy_runs"] for v in by_purpose.values())),
         },
         setup=list(setups.values()),
         lint={"verdicts": verdicts, "findings": findings, "errors": len(result.errors)},

@@ -65,9 +65,7 @@ def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, flo
 
 SIGNIFICANCE = 0.05
 PERMUTATIONS = 9999  # up to this many arrangements of two samples, tied ones are tested exactly
-TEST_METHOD = (
-    "two-sided Mann-Whitney U test at 5 % (exact for small samples, ties included), or non-overlapping 95 % intervals"
-)
+TEST_METHOD = "two-sided Mann-Whitney U test at 5 % (exact for small samples, ties included), or non-overlapping 95 % intervals"
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,31 @@ def per_worker(c: ComparisonModel) -> Figure:
     return fig
 
 
+def energy(c: ComparisonModel) -> Figure:
+    """Energy to accuracy (else to train) against workers, median with its interval; the base case's as a flat
+    line: where the points rise above it, scaling out cost energy."""
+    fig, ax = plt.subplots(figsize=(3.2, 2.6))
+    pts = [p for p in c.points if p.energy_j is not None]
+    ys = [(p.energy_j or 0.0) / 1e3 for p in pts]
+    cis = [tuple(None if v is None else v / 1e3 for v in p.energy_ci) for p in pts]
+    _bars(ax, [p.workers for p in pts], ys, cis, fmt="o-", color="#e6550d", label="measured")  # type: ignore[arg-type]
+    if pts:
+        ax.axhline(ys[0], ls="--", color="grey", lw=1, label="the base case's")
+    _legend_above(ax, ncols=2)
+    ax.set_ylabel(f"{pts[0].energy_metric if pts else 'energy'} [kJ]")
+    _workers_axis(ax, [p.workers for p in pts] or [1])
+    ax.set_ylim(bottom=0)
+    return fig
+
+
+def _energy_caption(c: ComparisonModel) -> str:
+    pts = [p for p in c.points if p.energy_j is not None]
+    what = pts[0].energy_metric if pts else "energy"
+    sources = "/".join(sorted({p.energy_source for p in pts}))
+    return (f"{what.capitalize()} against workers ({sources}): median of the runs with its 95 % order-statistic "
+            "interval (none where n is too small); dashed, the base case's: above it, scaling out cost energy.")  # fmt: skip
+
+
 def _has_breakdown(c: ComparisonModel) -> bool:
     return any(any(v is not None for v in p.breakdown.values()) for p in c.points)
 
@@ -207,6 +232,7 @@ FIGURES: tuple[tuple[str, Caption, Callable[[ComparisonModel], Figure], Callable
      "split), median of the runs.", accuracy, lambda c: any(p.accuracy is not None for p in c.points)),
     ("per-worker", lambda c: "Throughput per worker, harmonic mean of the runs' samples/s: flat is perfect scaling of "
      "the work per worker.", per_worker, lambda c: any(p.per_worker is not None for p in c.points)),
+    ("energy", _energy_caption, energy, lambda c: any(p.energy_j is not None for p in c.points)),
 )  # fmt: skip
 
 

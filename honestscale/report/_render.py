@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from honestscale.analysis.points import verdicts_text
 from honestscale.analysis.report_model import ComparisonModel, Model, Point
+from honestscale.analysis.stats import Estimate
 from honestscale.report import _figures
 
 UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
@@ -97,6 +98,25 @@ def ratio_text(
     return one(value) + suffix + (f" [{one(lo)}, {one(hi)}]" if lo is not None and hi is not None else "")
 
 
+def _scaled(value: float | None, factor: float, digits: int = 1) -> str:
+    """A number in another unit (J -> kJ: factor 1e-3), with thousands separators; "–" for none."""
+    return _num(None if value is None else value * factor, digits)
+
+
+def _scaled_ci(
+    ci: tuple[float | None, float | None] | list[float | None], factor: float, digits: int = 1
+) -> str:
+    lo, hi = ci
+    if lo is None or hi is None:
+        return "n too small"
+    return f"[{_scaled(lo, factor, digits)}, {_scaled(hi, factor, digits)}]"
+
+
+def _estimate(e: Estimate | None) -> str:
+    """A factor with its 95 % interval: ``1.80x [1.62, 1.95]``."""
+    return "–" if e is None else ratio_text(e.value, (e.low, e.high), False, "x")
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("honestscale.report", "templates"),
@@ -106,7 +126,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, pct=_pct, within=_in,
-                       ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text)  # fmt: skip
+                       ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text, scaled=_scaled,
+                       scaled_ci=_scaled_ci, estimate=_estimate)  # fmt: skip
     return env
 
 
@@ -287,12 +308,13 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
                 (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
-    run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "accuracy",
-                  "split", "config hash"]  # fmt: skip
+    run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
+                  "split", "config hash", "energy to train [J]"]  # fmt: skip
     run_rows = [[r.run_id, r.purpose or "", r.status, str(r.workers or ""), str(r.global_batch or ""),
                  "" if r.time_s is None else f"{r.time_s:.1f}",
                  "" if r.accelerator_hours is None else f"{r.accelerator_hours:.3f}",
-                 "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or ""]
+                 "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or "",
+                 "" if r.energy_j is None else f"{r.energy_j:.1f}"]
                 for r in model.runs]  # fmt: skip
     (assets / "runs.csv").write_text(_csv(run_header, run_rows), encoding="utf-8")
     keep = (0, 1, 2, 3, 5, 7)  # six columns fit one column of a paper; the CSV has them all
