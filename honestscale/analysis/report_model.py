@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import honestscale
-from honestscale.analysis import compare, efficiency, energy, ranks, stats
+from honestscale.analysis import compare, efficiency, energy, ranks, repetitions, stats
 from honestscale.analysis.efficiency import Factors
 from honestscale.analysis.frameworks import FrameworkPoint, side_by_side
 from honestscale.analysis.points import Point, energies, lint_codes, point, step_fractions
@@ -57,6 +57,9 @@ class ComparisonModel:
     factors: list[Factors] = field(default_factory=list)  # scaling: time per sample x samples to target
     orderings: list[dict[str, Any]] = field(default_factory=list)  # each ordering with its test (SC15 rule 7)
     ranks: dict[str, Any] = field(default_factory=dict)  # ranks of these runs (SC15 rule 10)
+    repetitions: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # until_ci: how many runs each point needed
 
     @property
     def key_workers(self) -> int | None:
@@ -186,11 +189,25 @@ def _fitted_law(mode: str | None, points: list[Point], base: int) -> Fit | None:
     return None if got is None else Fit(law, got[0], got[1], stats.LAWS[law])
 
 
+def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where the campaign asked for repetitions until the interval is narrow: what each point got."""
+    asked = repetitions.of_spec(specs.get(c.key.get("campaign") or "", {}))
+    if asked is None or c.kind != "scaling":
+        return []
+    out = []
+    for w, runs in c.by_workers().items():
+        got = repetitions.precision(runs, *asked)
+        out.append({"workers": w, "runs": got.runs, "met": got.met, "capped": got.capped, "reach": got.reach,
+                    "fraction": got.fraction, "cap": got.cap, "text": got.describe()})  # fmt: skip
+    return out
+
+
 def _comparison(
     c: Comparison,
     fractions: dict[str, dict[str, Any]],
     findings: list[dict[str, Any]],
     spreads: dict[str, ranks.RunRanks],
+    specs: dict[str, dict[str, Any]],
 ) -> ComparisonModel:
     mlperf = all(r.source == "mlperf" for r in c.runs)
     points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
@@ -228,6 +245,7 @@ def _comparison(
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=left_out,
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" and metric == f"median {TTA}" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
+        repetitions=_repetitions(c, specs),
     )  # fmt: skip
 
 
@@ -248,7 +266,7 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
     spreads = ranks.of_runs(con, campaign)
     findings = [f.as_json() for f in result.findings]
     comps = [
-        _comparison(c, steps, findings, spreads)
+        _comparison(c, steps, findings, spreads, view.campaigns)
         for c in view.comparisons
         if c.kind in ("scaling", "config", "framework", "hardware")
     ]

@@ -5,6 +5,8 @@
     out = "runs/digits-scaling"      # event files, relative to the spec's folder
     framework = "torch"
     repetitions = 3                  # of every point; seeds seed, seed+1, ...
+    until_ci = "5%"                  # optional: add repetitions until the 95 % interval of each point's
+    max_repetitions = 20             #   median time is within 5 % of it, up to this many runs (SC15 rule 5)
     seed = 0
     scaling = "strong"               # declared intent, checked by the linter
 
@@ -33,6 +35,7 @@ that already ended and only does the rest.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -41,9 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from honestscale.analysis.repetitions import MAX_REPETITIONS, parse_fraction
 from honestscale.errors import HonestscaleError, read_toml
 
-CAMPAIGN_KEYS = {"name", "out", "framework", "repetitions", "seed", "scaling", "description", "recipe"}
+CAMPAIGN_KEYS = {
+    "name", "out", "framework", "repetitions", "seed", "scaling", "description", "recipe", "until_ci",
+    "max_repetitions",
+}  # fmt: skip
 REPORT_KEYS = {
     "center": ("median", "mean"),
     "ci": ("nonparametric", "normal"),
@@ -103,6 +110,10 @@ class Spec:
     grid: dict[str, list[Any]]
     tuning: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    until_ci: float | None = (
+        None  # add repetitions until the 95 % interval is within this fraction of the median
+    )
+    max_repetitions: int = MAX_REPETITIONS  # ... up to this many runs of a point
 
     def plans(self) -> list[RunPlan]:
         """Every run the spec plans: the tuning trials, then the final runs (their ids do not depend on the
@@ -112,6 +123,40 @@ class Spec:
     def frameworks(self) -> list[str]:
         """Every framework the spec's runs use, tuning trials included."""
         return sorted({p.framework for p in self.plans()})
+
+
+def fraction(value: Any, where: str) -> float:
+    """``"5%"`` or ``0.05`` as 0.05; anything else is a SpecError naming ``where``."""
+    got = parse_fraction(value)
+    if got is None:
+        raise SpecError(f"{where} = {value!r} is not a fraction of the median",
+                        'write a percentage or a fraction between 0 and 1, e.g. "5%" or 0.05')  # fmt: skip
+    return got
+
+
+def with_until_ci(spec: Spec, until_ci: str | None, max_repetitions: int | None) -> Spec:
+    """The spec with ``--until-ci`` / ``--max-repetitions`` from the command line (they win over the spec's keys),
+    recorded in its raw table so that the store keeps what was asked."""
+    if until_ci is None and max_repetitions is None:
+        return spec
+    camp = dict(spec.raw.get("campaign", {}))
+    if until_ci is not None:
+        camp["until_ci"] = until_ci
+    if max_repetitions is not None:
+        camp["max_repetitions"] = max_repetitions
+    raw = {**spec.raw, "campaign": camp}
+    until, cap = _until_ci(camp, "--until-ci", "--max-repetitions", spec.repetitions)
+    return dataclasses.replace(spec, raw=raw, until_ci=until, max_repetitions=cap)
+
+
+def _until_ci(camp: dict[str, Any], where: str, cap_where: str, repetitions: int) -> tuple[float | None, int]:
+    until = camp.get("until_ci")
+    cap = camp.get("max_repetitions", MAX_REPETITIONS)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < max(repetitions, 1):
+        raise SpecError(
+            f"{cap_where} = {cap!r}", f"use a whole number of runs >= repetitions ({repetitions})"
+        )
+    return (None if until is None else fraction(until, where)), cap
 
 
 def slug(point: dict[str, Any]) -> str:
@@ -204,6 +249,9 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     repetitions = camp.get("repetitions", 1)
     if not isinstance(repetitions, int) or repetitions < 1:
         raise SpecError(f"{path}: [campaign] repetitions = {repetitions!r}", "use a whole number >= 1")
+    until_ci, cap = _until_ci(
+        camp, f"{path}: [campaign] until_ci", f"{path}: [campaign] max_repetitions", repetitions
+    )
     tuning = raw.get("tuning")
     if tuning is not None:
         _check_keys("tuning", tuning, TUNING_KEYS, path)
@@ -220,6 +268,7 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         path=path, name=str(camp["name"]), out=(path.parent / str(camp.get("out", f"runs/{camp['name']}"))),
         framework=framework, repetitions=repetitions, seed=int(camp.get("seed", 0)), scaling=camp.get("scaling"),
         args=dict(args), grid={k: list(v) for k, v in grid.items()}, tuning=tuning, raw=raw,
+        until_ci=until_ci, max_repetitions=cap,
     )  # fmt: skip
     # a cross-framework spec may use only the options every framework of its runs accepts
     options = set.intersection(*(runner_options(f) for f in spec.frameworks()))

@@ -48,6 +48,24 @@ StoreOpt = Annotated[
 ]
 
 
+UntilCiOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--until-ci",
+        metavar="FRACTION",
+        help="Add repetitions of each point until the 95 % interval of its median time is within this fraction of "
+        "the median, e.g. 5% or 0.05 (SC15 rule 5); overrides the spec's \\[campaign] until_ci.",
+    ),
+]
+MaxRepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-repetitions",
+        metavar="N",
+        help="With --until-ci: stop adding repetitions at N runs of a point (default: \\[campaign] max_repetitions, "
+        "else 20).",
+    ),
+]
 WaitOpt = Annotated[
     float,
     typer.Option(

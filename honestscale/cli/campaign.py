@@ -18,9 +18,19 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from honestscale.campaign import stages
+from honestscale.campaign import repeat, stages
 from honestscale.campaign.stages import Best
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, campaign_app, err, out
+from honestscale.cli._app import (
+    MaxRepsOpt,
+    StoreOpt,
+    UntilCiOpt,
+    WaitOpt,
+    _store,
+    app,
+    campaign_app,
+    err,
+    out,
+)
 from honestscale.cli.analysis import _summary_rows
 from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
@@ -106,6 +116,14 @@ def _record_spec(store: Path | None, s: Any, wait: float) -> None:
         campaigns.record_campaign(con, s.name, json.dumps(record, default=str))
 
 
+def _precisions(con: Any, s: Any) -> list[tuple[str, str]]:
+    """With until_ci: every final point and how precise its median time came out."""
+    if s.until_ci is None:
+        return []
+    finals = [p for p in s.plans() if p.purpose == "final"]
+    return [(point, p.describe()) for point, p in repeat.precisions(con, s, finals).items()]
+
+
 def _best_trial(store: Path | None, s: Any, wait: float) -> Best:
     """The tuning study's best trial (printed: it is used for every final run)."""
     with _store(store, read_only=True, wait=wait) as con:
@@ -123,14 +141,20 @@ def campaign_run(
     spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML): see examples/digits-campaign.toml.")],
     store: StoreOpt = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="Run again the runs that already ended.")] = False,
+    until_ci: UntilCiOpt = None,
+    max_repetitions: MaxRepsOpt = None,
     wait: WaitOpt = 30.0,
 ) -> None:
     """Run a campaign on this machine: the tuning study, then every grid point x repetition; ingest as it goes.
 
     Run ids are stable, so running the same spec again only does the runs that have not ended.
     Each run's output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise.
+
+    With --until-ci 5% (or \\[campaign] until_ci = "5%"), each point gets more repetitions after its first
+    ones, one round at a time, until the 95 % interval of its median time lies within 5 % of the median
+    (SC15 rule 5) or it has --max-repetitions runs; the end says how many each point needed.
     """
-    not_ok = _run_campaign(spec, store, rerun, wait)
+    not_ok = _run_campaign(spec, store, rerun, wait, until_ci, max_repetitions)
     raise typer.Exit(1 if not_ok else 0)
 
 
@@ -144,6 +168,8 @@ class _Progress:
 
     @contextlib.contextmanager
     def stage(self, stage: stages.Stage) -> Iterator[None]:
+        if stage.name == "more repetitions":  # rounds of --until-ci: not in the plan counted at the start
+            self.total += len(stage.plans)
         with Progress(
             TextColumn(f"[bold]{stage.label}[/]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=err, disable=not err.is_terminal,
@@ -170,13 +196,20 @@ class _Progress:
         self.bar.advance(self.task)
 
 
-def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> list[str]:
+def _run_campaign(
+    spec: Path,
+    store: Path | None,
+    rerun: bool,
+    wait: float,
+    until_ci: str | None = None,
+    max_reps: int | None = None,
+) -> list[str]:
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
     from honestscale.campaign import local
     from honestscale.campaign import spec as _campaign
     from honestscale.cli import _output
 
-    s = _campaign.load(spec, _runner_options)
+    s = _campaign.with_until_ci(_campaign.load(spec, _runner_options), until_ci, max_reps)
     local.check_environments(s)
     _record_spec(store, s, wait)
     not_ok = local.run(
@@ -185,7 +218,10 @@ def _run_campaign(spec: Path, store: Path | None, rerun: bool, wait: float) -> l
     )  # fmt: skip
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
+        precise = _precisions(con, s)
     out.print(_output.summary_table(rows))
+    for point, text in precise:
+        err.print(f"{s.name} {point}: {text}", highlight=False, markup=False)
     if not_ok:
         err.print(f"[yellow]{len(not_ok)} run(s) did not succeed[/]: {escape(', '.join(not_ok))}")
     return not_ok
