@@ -251,3 +251,21 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
         assert re.search(rf"mycnn:build / torch at {workers} worker\(s\): .+ bound \(\d+ %\)", verdict), (
             verdict
         )
+
+
+@pytest.mark.slow
+def test_slurm_until_ci_submits_more_repetitions_as_results_come_in(
+    tmp_path: Path, slurm: dict[str, str]
+) -> None:
+    spec = _spec(tmp_path, "untilci", workers="[1]", reps=1, epochs=2)
+    store = tmp_path / "s.duckdb"
+    sub = hs("campaign", "submit", spec, "--store", store, "--until-ci", "0.01%", "--max-repetitions", "3",
+             "--follow", "--interval", "2", env=slurm, timeout=600)  # fmt: skip
+    assert sub.returncode == 0, sub.stderr
+    assert sub.stderr.count("submitted 1 job(s)") == 3, sub.stderr  # the first run, then one round per result
+    assert "more repetitions" in sub.stderr
+    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert sorted(r["run_id"] for r in runs) == [f"untilci-workers=1-r{n}" for n in range(3)]
+    assert {r["status"] for r in runs} == {"success"}
+    assert query(store, "SELECT count(DISTINCT run_id) FROM slurm_jobs") == [(3,)]
+    assert "untilci workers=1: 3 runs, stopped by the cap of 3" in sub.stderr

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 
 from honestscale.campaign import stages
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, campaign_app, err, out
+from honestscale.cli._app import MaxRepsOpt, StoreOpt, UntilCiOpt, WaitOpt, _store, campaign_app, err, out
 from honestscale.cli.campaign import _best_trial, _record_spec, _runner_options
 from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
@@ -41,23 +41,51 @@ def campaign_submit(
         bool, typer.Option("--dry-run", help="Print the sbatch scripts; submit nothing.")
     ] = False,
     arrays: Annotated[bool, typer.Option(help="Repetitions of a point as one job array.")] = True,
+    until_ci: UntilCiOpt = None,
+    max_repetitions: MaxRepsOpt = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="Wait for the jobs, collect them and submit the next stage or round, until none is left.",
+        ),
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --follow.")] = 10.0,
     wait: WaitOpt = 30.0,
 ) -> None:
     """Submit a campaign to Slurm: one job array per grid point (a task per repetition), one srun per run.
 
     Everything is checked first (keys, partition, shapes, the framework on the [slurm] python); nothing is
-    submitted if anything is wrong. With a [tuning] study, the trials are submitted first; run submit
+    submitted if anything is wrong. With a \\[tuning] study, the trials are submitted first; run submit
     again once they have ended and been collected: it then submits the final runs with the best trial.
+    With --until-ci 5% (or \\[campaign] until_ci), once a point's runs are collected, submit adds one more
+    repetition of every point whose 95 % interval is still wider than 5 % of its median, up to
+    --max-repetitions. --follow does all of it in one command: submit, wait, collect, submit again.
     The scripts, job ids and the plan are recorded in the store.
     """
-    _submit_campaign(spec, store, dry_run=dry_run, arrays=arrays, wait=wait)
+    while _submit_campaign(spec, store, dry_run=dry_run, arrays=arrays, wait=wait, until_ci=until_ci,
+                           max_reps=max_repetitions) and follow and not dry_run:  # fmt: skip
+        _wait_for_jobs(spec, store, wait, interval)
+        _collect_campaign(spec, store, wait)
 
 
-def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: bool, wait: float) -> int:
+def _submit_campaign(
+    spec: Path,
+    store: Path | None,
+    *,
+    dry_run: bool,
+    arrays: bool,
+    wait: float,
+    until_ci: str | None = None,
+    max_reps: int | None = None,
+) -> int:
     """campaign submit: check everything, then sbatch the runs not submitted yet; the number of jobs."""
+    from honestscale.campaign import repeat
     from honestscale.campaign import slurm as _slurm
+    from honestscale.campaign import spec as _campaign
 
     s, sl = _load_slurm_campaign(spec)
+    s = _campaign.with_until_ci(s, until_ci, max_reps)
     for framework in s.frameworks():
         _slurm.check_framework(sl, framework)
     # every run's shape is checked now, before the store or Slurm is touched
@@ -79,6 +107,12 @@ def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: b
         plans, stage = [p for p in step.plans if p.run_id not in submitted], step.name
         if plans:
             break
+    if not plans and s.until_ci is not None and resolve_store_path(store).exists():
+        with _store(
+            store, read_only=True, wait=wait
+        ) as con:  # every planned run is out: the next round, if any
+            plans = repeat.next_round(con, s, step.plans, pending=submitted)
+        stage = "more repetitions (until the 95 % interval is narrow enough)"
     jobs = _slurm.scripts(
         s, sl, plans, arrays=arrays
     )  # shapes are checked here, before anything is submitted
@@ -88,6 +122,10 @@ def _submit_campaign(spec: Path, store: Path | None, *, dry_run: bool, arrays: b
             print(job.script)
         return 0
     if not jobs:
+        if s.until_ci is not None:
+            with _store(store, read_only=True, wait=wait) as con:
+                for point, p in repeat.precisions(con, s, step.plans).items():
+                    err.print(f"{s.name} {point}: {p.describe()}", highlight=False, markup=False)
         err.print("every run of this campaign has been submitted: see `honestscale campaign status`")
         return 0
     _record_spec(store, s, wait)

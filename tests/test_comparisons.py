@@ -1,0 +1,89 @@
+"""Sound comparisons (SC15 rules 7 and 10): Mann-Whitney between configurations, Kruskal-Wallis across ranks.
+
+The tests compare honestscale's numbers with scipy's own functions on the same samples, and check the
+decisions taken from them (what is called different, what cannot be tested, which rank straggles).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from honestscale.analysis import compare, ranks
+from honestscale.analysis.stats import differ, rank_spread
+from honestscale.lint import build
+from honestscale.store import open_store
+from tests.lint_campaigns import build as build_campaign
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.02, 0.2])
+def test_mann_whitney_equals_scipys_on_the_same_samples(shift: float) -> None:
+    a = list(RNG.normal(10.0, 0.3, 9))
+    b = list(RNG.normal(10.0 * (1 + shift), 0.3, 7))
+    got = differ(a, b)
+    assert got.p_value == pytest.approx(sp.mannwhitneyu(a, b, alternative="two-sided").pvalue, rel=1e-12)
+    assert (got.n_a, got.n_b) == (9, 7)
+    if shift == 0.2:
+        assert got.significant and "significant difference (p = " in got.describe()
+    if shift == 0.0:
+        assert not got.significant and got.describe().startswith("no significant difference")
+
+
+def test_tied_small_samples_get_the_exact_p_value_not_the_normal_approximation() -> None:
+    # 3 equal runs against 3 others: every arrangement is equally likely, so p = 2 / C(6, 3) = 0.1 exactly;
+    # scipy's default for tied data (the normal approximation) says 0.047 and would call them different
+    got = differ([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])
+    assert got.p_value == pytest.approx(0.1)
+    assert sp.mannwhitneyu([1.0] * 3, [2.0] * 3).pvalue < 0.05
+    assert not got.significant
+    assert differ([3.0] * 4, [3.0] * 4).p_value == 1.0
+
+
+def test_non_overlapping_intervals_alone_call_two_configurations_different() -> None:
+    a = [10.0, 10.1, 10.2, 10.3, 10.4, 10.5]
+    b = [11.0, 11.1, 11.2, 11.3, 11.4, 11.5]
+    got = differ(a, b)
+    assert got.intervals_overlap is False and got.significant
+
+
+def test_kruskal_wallis_over_ranks_equals_scipys_and_names_the_straggler() -> None:
+    steps = {r: list(RNG.normal(0.10, 0.004, 40)) for r in range(4)}
+    steps[2] = list(RNG.normal(0.13, 0.004, 40))  # rank 2 is 30 % slower
+    got = rank_spread(steps)
+    assert got.p_value == pytest.approx(sp.kruskal(*steps.values()).pvalue, rel=1e-12)
+    assert got.differ and got.slowest_rank == 2
+    medians = sorted(float(np.median(v)) for v in steps.values())
+    assert got.excess == pytest.approx(float(np.median(steps[2])) / ((medians[1] + medians[2]) / 2) - 1)
+    assert ranks.RunRanks("r", got).straggler
+    even = rank_spread({r: list(RNG.normal(0.10, 0.004, 40)) for r in range(4)})
+    assert not ranks.RunRanks("r", even).straggler
+    assert rank_spread({0: [0.1, 0.2]}).p_value is None  # one rank: nothing to compare
+
+
+def test_orderings_of_a_series_and_of_frameworks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    case = {"runs": [
+        {"id": "base", "workers": 1, "ttt": 28_800.0},
+        {"id": "near", "workers": 8, "ttt_by_rep": [27000.0, 31000.0, 28000.0, 30000.0, 28500.0, 29500.0]},
+        {"id": "tf", "workers": 1, "framework": "tensorflow", "ttt": 14_400.0},
+    ]}  # fmt: skip
+    store = build_campaign(tmp_path, case)
+    con = open_store(store)
+    try:
+        view = build(con, "c")
+    finally:
+        con.close()
+    series = next(c for c in view.comparisons if c.kind == "scaling" and c.key["framework"] == "torch")
+    (eight,) = compare.scaling(series.by_workers())
+    assert (eight.a, eight.b, eight.measure) == ("8 workers", "1 worker", "time to accuracy")
+    assert not eight.difference.significant and eight.testable
+    assert eight.sentence().startswith("8 workers vs 1 worker in time to accuracy: no significant difference")
+    fw = next(c for c in view.comparisons if c.kind == "framework")
+    groups: dict[str, list] = {}  # type: ignore[type-arg]
+    for r in fw.runs:
+        groups.setdefault(r.framework, []).append(r)
+    (torch,) = compare.frameworks(groups)
+    assert (torch.a, torch.b) == ("torch", "tensorflow") and torch.ratio == pytest.approx(2.0, rel=0.01)
+    assert torch.difference.significant and "2.00x slower than tensorflow" in torch.sentence()
