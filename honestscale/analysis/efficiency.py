@@ -84,7 +84,8 @@ class Factors:
 
 
 def factors(points: dict[int, list[Run]]) -> list[Factors]:
-    """Every worker count of a series (``points``: workers -> runs), the base (the smallest) first."""
+    """Every worker count of a series (``points``: workers -> runs), the base (the smallest) first; none when no
+    point after the base has both factors (no time to accuracy, or no samples to target)."""
     if not points:
         return []
     ws = sorted(points)
@@ -108,4 +109,4 @@ def factors(points: dict[int, list[Run]]) -> list[Factors]:
                 time_speedup=one if w == ws[0] else ratio(b_tta, _values(runs, time_to_accuracy), "median"),
             )
         )  # fmt: skip
-    return out
+    return out if any(f.hardware is not None and f.statistical is not None for f in out[1:]) else []

@@ -174,6 +174,8 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
     _, base_joules = energies(by_workers[base.workers])
     for p in points:
         got = stats.ratio(base_joules, energies(by_workers[p.workers])[1], "median")
+        if got is not None and p is base:
+            got = Estimate(1.0)  # the base case against itself: 1 by definition, no interval
         if got is not None:
             p.energy_efficiency, p.energy_efficiency_ci = got.value, _ci(got)
     if all(p.throughput_speedup in (None, 1.0) for p in points[1:]):
@@ -243,7 +245,7 @@ def _comparison(
         runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
         frameworks=frameworks, presentation=presentation, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=left_out,
-        factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" and metric == f"median {TTA}" else [],
+        factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),
     )  # fmt: skip

@@ -229,13 +229,17 @@ def summary_table(rows: list[Any]) -> Table:
 
     table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, samples/s the "
                   f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
-    cols = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
+    cols: tuple[str, ...] = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
             "per worker", "data", "compute", "comm", "optimizer", "accuracy")  # fmt: skip
+    energy = any(r.point.energy_j is not None for r in rows)  # a column only where some run measured it
+    cols += ("energy (median)",) if energy else ()
     for col in cols:
         table.add_column(col, justify="left" if col in ("campaign", "model", "framework") else "right")
     for r in rows:
         p = r.point
         comm = _pct(p.breakdown.get("comm")) if p.comm == "measured" or p.workers == 1 else p.comm
+        extra = () if not energy else ("not recorded" if p.energy_j is None else f"{p.energy_j / 1e3:,.1f} kJ to "
+                                       f"{p.energy_metric.removeprefix('energy to ')}",)  # fmt: skip
         table.add_row(
             r.campaign or "-", r.model or "-", r.framework or "-", str(p.workers), f"{p.succeeded}/{p.runs}",
             _fmt_seconds(p.time_s), _fmt_seconds(p.tta_s),
@@ -244,6 +248,7 @@ def summary_table(rows: list[Any]) -> Table:
             _pct(p.breakdown.get("data")), _pct(p.breakdown.get("compute")), comm, _pct(p.breakdown.get("optimizer")),
             "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip()
             + (f" {p.accuracy_metric} (lower is better)" if p.accuracy_better == "lower" else ""),
+            *extra,
         )  # fmt: skip
     return table
 

@@ -108,7 +108,7 @@ def _scaled_ci(
 ) -> str:
     lo, hi = ci
     if lo is None or hi is None:
-        return "n too small"
+        return "[n too small]"
     return f"[{_scaled(lo, factor, digits)}, {_scaled(hi, factor, digits)}]"
 
 
