@@ -124,6 +124,15 @@ def test_the_report_prints_energy_where_measured_and_says_not_recorded_elsewhere
     assert model["totals"]["kwh"] == pytest.approx(truth / 3.6e6, rel=0.02)
     energies = {r["run_id"]: r["energy_j"] for r in model["runs"]}
     assert energies["gpu-r1"] == pytest.approx(_joules(41.0), rel=0.02) and energies["cpu-r1"] is None
+    shown = json.loads(hs("show", "gpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"]
+    assert shown["source"] == energy.COUNTER and shown["joules"] == pytest.approx(_joules(42.0), rel=0.02)
+    assert shown["mean_power_w"] == pytest.approx(_joules(42.0) / 42.0, rel=0.02) and list(
+        shown["per_rank_joules"]
+    ) == ["0"]
+    assert json.loads(hs("show", "cpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"] == {
+        "source": "not recorded"
+    }
+    assert "not recorded" in hs("show", "cpu-r2", "--store", store).stdout
     if shutil.which("pdftotext") is None and os.environ.get("CI") != "true":
         pytest.skip("poppler-utils (pdftotext) not installed")
     pdf = tmp_path / "r.pdf"

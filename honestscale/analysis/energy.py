@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import integrate
@@ -140,3 +141,14 @@ def source(runs: Sequence[Run]) -> str:
     """Where the energy of these runs comes from, or NOT_RECORDED."""
     got = {e.source for e in (to_train(r) for r in runs) if e is not None}
     return " / ".join(sorted(got)) if got else NOT_RECORDED
+
+
+def of_run(row: Mapping[str, Any], power: Sequence[PowerSample]) -> dict[str, Any]:
+    """For ``show``: one run's energy to train, its source, mean power and every rank's share, or why there is none."""
+    got = to_train(Run(dict(row), power=tuple(power)))
+    if got is None:
+        return {"source": NOT_RECORDED}
+    t = row.get("time_to_train_s")
+    return {"joules": got.joules, "source": got.source, "accelerators": got.devices or None,
+            "mean_power_w": got.joules / float(t) if t else None,
+            "per_rank_joules": {str(rank): j for rank, j in got.per_rank} or None}  # fmt: skip

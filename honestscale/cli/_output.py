@@ -149,6 +149,14 @@ def show_renderable(rec: dict[str, Any]) -> Group:
         if key == "time_to_train_s":
             value = f"{value:.3f} s ({_fmt_seconds(value)})"
         facts.add_row(key, str(value))
+    spent = rec.get("energy_to_train") or {}
+    if spent.get("joules") is not None:
+        ranks = spent.get("per_rank_joules") or {}
+        facts.add_row("energy_to_train", f"{spent['joules'] / 1e3:,.2f} kJ ({spent['source']}"
+                      + (f"; mean power {spent['mean_power_w']:,.0f} W" if spent.get("mean_power_w") else "")
+                      + (f"; per rank: {', '.join(f'{r}: {j / 1e3:,.2f} kJ' for r, j in ranks.items())}" if ranks else "") + ")")  # fmt: skip
+    elif spent:
+        facts.add_row("energy_to_train", spent["source"])
     if rec.get("software"):
         facts.add_row("software", ", ".join(f"{k} {v}" for k, v in rec["software"].items()))
     parts: list[Any] = [facts]

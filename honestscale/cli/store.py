@@ -256,7 +256,9 @@ def show(
     wait: WaitOpt = 10.0,
 ) -> None:
     """One run: what it ran on, its evaluations, where its step time went, and lost events."""
+    from honestscale.analysis import energy
     from honestscale.cli import _output
+    from honestscale.lint import power_samples
     from honestscale.store import queries  # polars: only the reading commands need it
 
     with _store(store, read_only=True, wait=wait) as con:
@@ -265,6 +267,7 @@ def show(
         rec = _output.show_record(
             run, queries.evals(con, rid), queries.step_breakdown(con, rid), queries.event_counts(con, rid)
         )
+        rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []))
     if format is ShowFormat.json:
         print(_output.dumps(rec))
     else:

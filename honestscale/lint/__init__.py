@@ -15,7 +15,18 @@ from honestscale.lint._config import load_suppressions
 from honestscale.lint._config import parse as parse_suppressions
 from honestscale.lint._engine import Finding, LintResult, Rule, Suppression, Verdict, registry
 from honestscale.lint._engine import run as run_rules
-from honestscale.lint._view import Comparison, Eval, PowerSample, Run, Steps, View, build, comparisons, med
+from honestscale.lint._view import (
+    Comparison,
+    Eval,
+    PowerSample,
+    Run,
+    Steps,
+    View,
+    build,
+    comparisons,
+    med,
+    power_samples,
+)
 from honestscale.store import Connection
 
 
@@ -49,6 +60,7 @@ __all__ = [
     "load_suppressions",
     "med",
     "parse_suppressions",
+    "power_samples",
     "registry",
     "run_rules",
 ]

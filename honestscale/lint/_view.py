@@ -240,6 +240,16 @@ def comparisons(runs: list[Run]) -> list[Comparison]:
     return out
 
 
+def power_samples(
+    con: Connection, campaign: str | None = None, run_id: str | None = None
+) -> dict[str, list[PowerSample]]:
+    """The NVML readings of every run (of one campaign, or one run), by run id."""
+    power: dict[str, list[PowerSample]] = defaultdict(list)
+    for p in queries.lint_power(con, campaign, run_id).iter_rows(named=True):
+        power[p["run_id"]].append(PowerSample(p["rank"], p["device"], p["time"], p["power_w"], p["energy_j"]))
+    return power
+
+
 def build(con: Connection, campaign: str | None = None) -> View:
     """The view of the store (or of one campaign)."""
     evals: dict[str, list[Eval]] = defaultdict(list)
@@ -249,9 +259,7 @@ def build(con: Connection, campaign: str | None = None) -> View:
                 e["split"], e["metric"], float(e["value"]), float(e["time"]), e["epoch"], e["samples_trained"]
             )
         )
-    power: dict[str, list[PowerSample]] = defaultdict(list)
-    for p in queries.lint_power(con, campaign).iter_rows(named=True):
-        power[p["run_id"]].append(PowerSample(p["rank"], p["device"], p["time"], p["power_w"], p["energy_j"]))
+    power = power_samples(con, campaign)
     steps = {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
              for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
     runs = []

@@ -241,9 +241,17 @@ def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
     )
 
 
-def lint_power(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """The accelerators' power and energy-counter samples (NVML), per run, rank and device, in time order."""
-    where = "AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+def lint_power(
+    con: duckdb.DuckDBPyConnection, campaign: str | None = None, run_id: str | None = None
+) -> pl.DataFrame:
+    """The accelerators' power and energy-counter samples (NVML), per run, rank and device, in time order (of one
+    campaign, or of one run)."""
+    where, params = ("AND run_id = ?", [run_id]) if run_id else ("", [])
+    if campaign:
+        where, params = (
+            where + " AND run_id IN (SELECT run_id FROM runs WHERE campaign = ?)",
+            [*params, campaign],
+        )
     return _frame(
         con,
         f"""
@@ -251,7 +259,7 @@ def lint_power(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
         WHERE (power_w IS NOT NULL OR energy_j IS NOT NULL) {where}
         ORDER BY run_id, rank, device, time, seq
         """,
-        [campaign] if campaign else [],
+        params,
     )
 
 
