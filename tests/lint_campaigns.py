@@ -21,6 +21,8 @@ import duckdb
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.events import EventWriter
+from honestscale.lint import View
+from honestscale.lint import build as build_view
 from honestscale.store import open_store
 
 T0 = 1_750_000_000.0
@@ -162,6 +164,15 @@ def build(tmp: Path, case: dict[str, Any]) -> Path:
 
 def open_ro(store: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(store), read_only=True)
+
+
+def view_of(tmp: Path, case: dict[str, Any], campaign: str = "c") -> View:
+    """The linter's view of a case's campaign, built from its events in a fresh store."""
+    con = open_store(build(tmp, case))
+    try:
+        return build_view(con, campaign)
+    finally:
+        con.close()
 
 
 GOOD: list[dict[str, Any]] = [

@@ -12,9 +12,7 @@ from scipy import stats as sp
 
 from honestscale.analysis import compare, ranks
 from honestscale.analysis.stats import differ, rank_spread
-from honestscale.lint import build
-from honestscale.store import open_store
-from tests.lint_campaigns import build as build_campaign
+from tests.lint_campaigns import view_of
 
 RNG = np.random.default_rng(7)
 
@@ -69,12 +67,7 @@ def test_orderings_of_a_series_and_of_frameworks(tmp_path) -> None:  # type: ign
         {"id": "near", "workers": 8, "ttt_by_rep": [27000.0, 31000.0, 28000.0, 30000.0, 28500.0, 29500.0]},
         {"id": "tf", "workers": 1, "framework": "tensorflow", "ttt": 14_400.0},
     ]}  # fmt: skip
-    store = build_campaign(tmp_path, case)
-    con = open_store(store)
-    try:
-        view = build(con, "c")
-    finally:
-        con.close()
+    view = view_of(tmp_path, case)
     series = next(c for c in view.comparisons if c.kind == "scaling" and c.key["framework"] == "torch")
     (eight,) = compare.scaling(series.by_workers())
     assert (eight.a, eight.b, eight.measure) == ("8 workers", "1 worker", "time to accuracy")

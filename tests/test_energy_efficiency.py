@@ -23,8 +23,7 @@ from honestscale.events import EventWriter
 from honestscale.lint import build
 from honestscale.store import open_store
 from tests.conftest import hs
-from tests.lint_campaigns import T0
-from tests.lint_campaigns import build as build_campaign
+from tests.lint_campaigns import T0, view_of
 
 
 def _watts(t: float) -> float:
@@ -151,12 +150,7 @@ def test_statistical_and_hardware_factors_multiply_back_to_the_time_ratio(tmp_pa
         {"id": "base", "workers": 1, "steps": 20, "ttt_by_rep": base, "evals": []},
         {"id": "big", "workers": 2, "steps": 26, "ttt_by_rep": scaled, "evals": []},
     ]}  # fmt: skip
-    store = build_campaign(tmp_path, case)
-    con = open_store(store)
-    try:
-        view = build(con, "c")
-    finally:
-        con.close()
+    view = view_of(tmp_path, case)
     series = next(c for c in view.comparisons if c.kind == "scaling")
     rows = efficiency.factors(series.by_workers())
     assert [f.workers for f in rows] == [1, 2]

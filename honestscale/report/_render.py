@@ -13,6 +13,7 @@ import io
 import mimetypes
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,17 @@ def _in(seconds: float | None, unit: tuple[str, float] | list[Any]) -> str:
     return f"{v:,.{1 if v >= 100 else 2 if v >= 1 else 3}f}"
 
 
-def _ci_in(
-    ci: tuple[float | None, float | None] | list[float | None], unit: tuple[str, float] | list[Any]
-) -> str:
+Interval = tuple[float | None, float | None] | list[float | None]
+
+
+def _interval(ci: Interval, fmt: Callable[[float], str]) -> str:
+    """``lo–hi`` in the given format, or "n too small" where the runs give no interval."""
     lo, hi = ci
-    if lo is None or hi is None:
-        return "n too small"
-    return f"{_in(lo, unit)}–{_in(hi, unit)}"
+    return "n too small" if lo is None or hi is None else f"{fmt(lo)}–{fmt(hi)}"
+
+
+def _ci_in(ci: Interval, unit: tuple[str, float] | list[Any]) -> str:
+    return _interval(ci, lambda v: _in(v, unit))
 
 
 def _hours(seconds: float | None) -> str:
@@ -103,13 +108,8 @@ def _scaled(value: float | None, factor: float, digits: int = 1) -> str:
     return _num(None if value is None else value * factor, digits)
 
 
-def _scaled_ci(
-    ci: tuple[float | None, float | None] | list[float | None], factor: float, digits: int = 1
-) -> str:
-    lo, hi = ci
-    if lo is None or hi is None:
-        return "[n too small]"
-    return f"[{_scaled(lo, factor, digits)}, {_scaled(hi, factor, digits)}]"
+def _scaled_ci(ci: Interval, factor: float, digits: int = 1) -> str:
+    return _interval(ci, lambda v: _scaled(v, factor, digits))
 
 
 def _estimate(e: Estimate | None) -> str:
