@@ -153,12 +153,12 @@ args = {{ target_accuracy = false, epochs = 5 }}
     findings = json.loads(result.stdout)
     # On a quiet host nothing fails. On a loaded one (a shared CI machine) the runs stall, and the rules that
     # watch for it must say so rather than pass: stalls filling the time to train (HS210), and what they cause,
-    # a superlinear-looking speedup (HS209) or time and throughput disagreeing (HS211), all warnings, each
-    # naming the stalls; never any other rule.
-    noisy = {"HS208", "HS209", "HS210", "HS211"}
+    # a superlinear-looking speedup (HS209), time and throughput disagreeing (HS211) or two worker counts the
+    # stalls make indistinguishable (HS212), all warnings, each with the stalls named; never any other rule.
+    noisy = {"HS208", "HS209", "HS210", "HS211", "HS212"}
     assert {f["code"] for f in findings} <= noisy, findings
     assert all(f["severity"] == "warning" for f in findings)
-    if {"HS209", "HS211"} & {f["code"] for f in findings}:
+    if {"HS209", "HS211", "HS212"} & {f["code"] for f in findings}:
         assert "HS210" in {f["code"] for f in findings}, findings
     assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
 
