@@ -163,4 +163,4 @@ def test_statistical_and_hardware_factors_multiply_back_to_the_time_ratio(tmp_pa
         (sum(ratio) / 2) / (20 * 1024) / ((sum(sorted(scaled)[2:4]) / 2) / (26 * 1024)), rel=1e-9
     )
     assert two.hardware.value / two.statistical.value == pytest.approx(two.time_speedup.value, rel=1e-9)
-    assert "needed 1.30x the samples" in two.sentence()
+    assert "needed 1.30x the samples (factor 1.30, 95 % CI 1.30-1.30)" in two.sentence()

@@ -71,7 +71,9 @@ class Factors:
     time_speedup: Estimate | None  # median time to accuracy of the base / of this one
 
     def sentence(self) -> str:
-        """'2x the workers made each sample 1.8x faster but needed 1.3x the samples (time to accuracy 1.38x faster)'."""
+        """'2x the workers made each sample 1.80x faster (factor 1.80, 95 % CI ...) but needed 1.30x the samples
+        (factor ...); time to accuracy 1.38x faster (factor ...)', each factor with its interval and, where the
+        interval holds 1, "not significantly different from 1"."""
         if self.hardware is None or self.statistical is None:
             return f"{self.workers} workers: not every run has a time to accuracy and samples to target"
         scale = self.workers / self.base_workers
@@ -80,7 +82,16 @@ class Factors:
         need = f"but needed {st:.2f}x the samples" if st >= 1 else f"and needed only {st:.2f}x the samples"
         total = self.time_speedup.value if self.time_speedup is not None else h / st
         overall = f"{total:.2f}x faster" if total >= 1 else f"{1 / total:.2f}x slower"
-        return f"{scale:g}x the workers made each sample {each} {need} (time to accuracy {overall})"
+        return (f"{scale:g}x the workers made each sample {each}{_interval(self.hardware)} {need}"
+                f"{_interval(self.statistical)}; time to accuracy {overall}{_interval(self.time_speedup)}")  # fmt: skip
+
+
+def _interval(e: Estimate | None) -> str:
+    """The factor's 95 % interval, and whether it excludes 1 (no change): a factor is a claim only then."""
+    if e is None or e.low is None or e.high is None:
+        return " (no interval: too few runs)"
+    unsure = "; not significantly different from 1" if e.low <= 1.0 <= e.high else ""
+    return f" (factor {e.value:.2f}, 95 % CI {e.low:.2f}-{e.high:.2f}{unsure})"
 
 
 def factors(points: dict[int, list[Run]]) -> list[Factors]:
