@@ -86,6 +86,11 @@ def test_energy_to_train_equals_the_counter_difference_and_to_accuracy_stops_at_
     _gpu_run(out, "power-only", seconds=61.4, counter=False)
     _gpu_run(out, "reset", seconds=61.4, reset_at=30.2)
     _gpu_run(out, "cpu", seconds=61.4, counter=False, power=False)
+    _gpu_run(out, "partial", seconds=61.4, ranks=2)
+    (out / "partial" / "events-rank1.jsonl").write_text(  # rank 1's sampler read nothing: drop its readings
+        "".join(line for line in (out / "partial" / "events-rank1.jsonl").read_text().splitlines(keepends=True)
+                if '"system"' not in line)
+    )  # fmt: skip
     runs = _view(tmp_path, out)
     truth = _joules(61.4) - _joules(0.0)
     got = energy.to_train(runs["gpu-a"])  # type: ignore[arg-type]
@@ -104,6 +109,7 @@ def test_energy_to_train_equals_the_counter_difference_and_to_accuracy_stops_at_
     reset = energy.to_train(runs["reset"])  # type: ignore[arg-type]
     assert reset is not None and reset.source == energy.POWER  # a counter that went backwards is not trusted
     assert energy.to_train(runs["cpu"]) is None  # type: ignore[arg-type]
+    assert energy.to_train(runs["partial"]) is None  # type: ignore[arg-type]  # 1 of 2 ranks: not half the energy
     assert energy.source([runs["cpu"]]) == energy.NOT_RECORDED  # type: ignore[list-item]
     assert energy.mean_power_w(runs["gpu-a"]) == pytest.approx(truth / 61.4, rel=0.02)  # type: ignore[arg-type]
 

@@ -12,6 +12,7 @@ Where the energy comes from, in order:
 * otherwise none: the report says "not recorded" (a CPU run, a GPU without NVML), never 0.
 
 A counter that goes backwards (a driver reset) is not trusted: that device falls back to its power readings.
+A run some of whose ranks read no energy at all has none (a sum over the others would understate it).
 The accelerators' energy is what NVML measures: the GPUs, not the hosts, fans or network.
 """
 
@@ -102,6 +103,9 @@ def between(run: Run, a: float, b: float) -> Energy | None:
         sources.add(source)
     if not sources:
         return None
+    seen = run.row.get("ranks_seen")
+    if seen and len(per_rank) < int(seen):
+        return None  # some ranks read no energy: a sum over the others would understate the run's
     return Energy(total, " + ".join(sorted(sources)), len(devices), tuple(sorted(per_rank.items())))
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from honestscale.analysis.scaling import time_metric, times
-from honestscale.analysis.stats import centre_of_times, interval_within
-from honestscale.lint import Run
+if TYPE_CHECKING:  # the spec reader imports this module for parse_fraction: it stays free of scipy and DuckDB
+    from honestscale.lint import Run
 
 MAX_REPETITIONS = 20  # the cap of until_ci when a spec gives none
 
@@ -75,6 +74,9 @@ def of_spec(spec: dict[str, Any]) -> tuple[float, int] | None:
 
 def precision(runs: Sequence[Run], fraction: float, cap: int) -> Precision:
     """How precise the median time of these runs (one configuration's repetitions) is against ``fraction``."""
+    from honestscale.analysis.scaling import time_metric, times
+    from honestscale.analysis.stats import centre_of_times, interval_within
+
     metric = time_metric({0: list(runs)})
     ts = times(runs, metric)
     _, reach = interval_within(ts, fraction)

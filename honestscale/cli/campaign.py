@@ -18,7 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from honestscale.campaign import repeat, stages
+from honestscale.campaign import stages
 from honestscale.campaign.stages import Best
 from honestscale.cli._app import (
     MaxRepsOpt,
@@ -118,6 +118,8 @@ def _record_spec(store: Path | None, s: Any, wait: float) -> None:
 
 def _precisions(con: Any, s: Any) -> list[tuple[str, str]]:
     """With until_ci: every final point and how precise its median time came out."""
+    from honestscale.campaign import repeat
+
     if s.until_ci is None:
         return []
     finals = [p for p in s.plans() if p.purpose == "final"]
