@@ -110,9 +110,8 @@ class Spec:
     grid: dict[str, list[Any]]
     tuning: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict)
-    until_ci: float | None = (
-        None  # add repetitions until the 95 % interval is within this fraction of the median
-    )
+    # add repetitions until the 95 % interval of each point's median is within this fraction of the median ...
+    until_ci: float | None = None
     max_repetitions: int = MAX_REPETITIONS  # ... up to this many runs of a point
 
     def plans(self) -> list[RunPlan]:
