@@ -325,6 +325,10 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise EventError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise EventError(
+            "JSON nested too deeply to decode: not an event line (events are flat objects)"
+        ) from None
     return validate(obj)
 
 

@@ -11,6 +11,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from honestscale.spreadsheet import defuse
+
 
 def iso(ts: float | None) -> str | None:
     """Epoch seconds as ISO 8601 UTC with milliseconds."""
@@ -38,10 +40,13 @@ def run_records(df: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def runs_csv(df: pl.DataFrame) -> str:
-    return df.with_columns(
+    """The runs as CSV: times as ISO text, and no text cell a spreadsheet would run as a formula."""
+    df = df.with_columns(
         pl.col("started_at").map_elements(iso, return_dtype=pl.String),
         pl.col("stopped_at").map_elements(iso, return_dtype=pl.String),
-    ).write_csv()
+    )
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    return df.with_columns(pl.col(c).map_elements(defuse, return_dtype=pl.String) for c in text).write_csv()
 
 
 def _fmt_seconds(s: float | None) -> str:

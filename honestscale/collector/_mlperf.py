@@ -97,6 +97,11 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
                 BadLine(number, line, f"MLLOG line is not valid JSON: {exc.msg} at column {exc.colno}")
             )
             continue
+        except RecursionError:
+            out.bad.append(
+                BadLine(number, line, "MLLOG line is JSON nested too deeply to decode: not an MLLOG record")
+            )
+            continue
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
             out.bad.append(BadLine(number, line, "MLLOG record without a 'key' string"))
             continue

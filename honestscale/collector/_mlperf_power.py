@@ -48,6 +48,9 @@ def _records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         except json.JSONDecodeError as exc:
             bad.append(f"{path.name} line {number}: not valid JSON ({exc.msg})")
             continue
+        except RecursionError:
+            bad.append(f"{path.name} line {number}: JSON nested too deeply to decode")
+            continue
         if isinstance(rec, dict) and isinstance(rec.get("time_ms"), int | float):
             recs.append(rec)
     return recs, bad

@@ -40,6 +40,9 @@ def _events(path: Path) -> list[dict[str, object]]:
             f"{path}: not a Horovod timeline (JSON error at line {exc.lineno}: {exc.msg})",
             "delete the file or let the run finish writing it, then ingest again",
         ) from None
+    except RecursionError:
+        raise TimelineError(f"{path}: not a Horovod timeline (JSON nested too deeply to decode)",
+                            "delete the file, then ingest again") from None  # fmt: skip
     if not isinstance(events, list):
         raise TimelineError(
             f"{path}: not a Horovod timeline (no JSON array)", "delete the file, ingest again"

@@ -28,6 +28,7 @@ STYLE: Any = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "svg.fonttype": "none",  # text stays text: searchable in the PDF
+    "text.parse_math": False,  # names are drawn as written: "$\\undefinedcmd$" is a run name, not mathtext
     "pdf.fonttype": 42,
     "figure.dpi": 100,
 }

@@ -8,8 +8,6 @@ anything.
 
 from __future__ import annotations
 
-import csv
-import io
 import mimetypes
 import os
 import re
@@ -25,6 +23,7 @@ from honestscale.analysis.points import verdicts_text
 from honestscale.analysis.report_model import ComparisonModel, Model, Point
 from honestscale.analysis.stats import Estimate
 from honestscale.report import _figures
+from honestscale.spreadsheet import to_csv
 
 UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
 
@@ -194,14 +193,6 @@ def latex_table(header: list[str], rows: list[list[str]], caption: str) -> str:
     return "\n".join(lines)
 
 
-def _csv(header: list[str], rows: list[list[str]]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
 def _f(v: float | None, d: int = 2) -> str:
     return "" if v is None else f"{v:.{d}f}"
 
@@ -303,7 +294,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
                 exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
-                (assets / f"{stem}.csv").write_text(_csv(header, rows), encoding="utf-8")
+                (assets / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
                 title = caption.format(label=c.label, mode=c.presentation or c.mode, part=part)
                 (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
@@ -316,7 +307,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
                  "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or "",
                  "" if r.energy_j is None else f"{r.energy_j:.1f}"]
                 for r in model.runs]  # fmt: skip
-    (assets / "runs.csv").write_text(_csv(run_header, run_rows), encoding="utf-8")
+    (assets / "runs.csv").write_text(to_csv(run_header, run_rows), encoding="utf-8")
     keep = (0, 1, 2, 3, 5, 7)  # six columns fit one column of a paper; the CSV has them all
     (assets / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
                                                  "All runs"), encoding="utf-8")  # fmt: skip
