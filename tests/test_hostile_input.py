@@ -78,3 +78,26 @@ def test_deeply_nested_json_is_a_quarantined_line_not_a_recursion_error(tmp_path
     assert any("MLLOG line is JSON nested too deeply" in r for r in reasons), reasons
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert [r["status"] for r in runs if r["run_id"] == "deep"] == ["success"]  # the run's good lines landed
+
+
+def test_a_truncated_or_corrupted_store_is_named_damaged_with_the_way_out(tmp_path: Path) -> None:
+    import os
+
+    from tests.conftest import EXAMPLE
+
+    good = tmp_path / "good.duckdb"
+    assert hs("ingest", EXAMPLE, "--store", good).returncode == 0
+    size = good.stat().st_size
+    truncated = tmp_path / "truncated.duckdb"
+    truncated.write_bytes(good.read_bytes()[: size // 40])
+    corrupted = tmp_path / "corrupted.duckdb"  # opens; a query then reads blocks that fail their checksum
+    data = bytearray(good.read_bytes())
+    for off in range(1 << 20, size - 300_000, 1 << 16):
+        data[off + 100 : off + 3100] = os.urandom(3000)
+    corrupted.write_bytes(bytes(data))
+    for store in (truncated, corrupted):
+        for command in (("runs",), ("report", "-o", str(tmp_path / "x.pdf")), ("lint",)):
+            got = hs(*command, "--store", store)
+            assert got.returncode == 2, (store.name, command, got.stderr[-2000:])
+            assert "damaged" in got.stderr and "ingest the event files again" in got.stderr
+            assert "Traceback" not in got.stderr, got.stderr[-2000:]

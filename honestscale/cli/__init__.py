@@ -18,6 +18,7 @@ from honestscale.cli import store, campaign, analysis, probe, slurm  # noqa: F40
 # isort: on
 from honestscale.cli._app import app, err
 from honestscale.errors import HonestscaleError
+from honestscale.store import as_store_error
 
 __all__ = ["app", "main"]
 
@@ -25,7 +26,10 @@ __all__ = ["app", "main"]
 def main() -> None:
     try:
         app()
-    except HonestscaleError as exc:
+    except Exception as raised:
+        exc = raised if isinstance(raised, HonestscaleError) else as_store_error(raised)
+        if exc is None:
+            raise
         err.print(f"[red]error[/]: {escape(exc.message)}", highlight=False)
         if exc.fix:
             err.print(f"  [bold]fix[/]: {escape(exc.fix)}", highlight=False)

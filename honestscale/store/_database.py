@@ -69,6 +69,38 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> Path:
 
 
 _LOCK_PID = re.compile(r"PID (\d+)")
+# DuckDB's words for a file cut short (a full disk, a copy interrupted) or with blocks that fail their checksum
+_DAMAGED = re.compile(r"could not read enough bytes|corrupt database file|checksum", re.IGNORECASE)
+
+
+def as_store_error(exc: BaseException) -> StoreError | None:
+    """A DuckDB error raised while a command used the store, as a message with its fix; None for anything else.
+
+    Opening the store already names a damaged or locked file; this covers what DuckDB finds later: a block that
+    fails its checksum, a disk that fills up mid-write (DuckDB then invalidates the connection).
+    """
+    if not isinstance(exc, duckdb.Error):
+        return None
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "no space left" in str(exc).lower() or "invalidated" in str(exc).lower():
+        return StoreError(f"the store could not be written: {text}",
+                          "free space on the store's disk and run the same command again: what landed before "
+                          "stays (every file lands in one transaction), the rest lands then")  # fmt: skip
+    if _DAMAGED.search(str(exc)):
+        return StoreError(f"the store is damaged: DuckDB cannot read it ({text})",
+                          "move the store file aside and ingest the event files again into a new store: the "
+                          "event files are the record, and the store is rebuilt from them")  # fmt: skip
+    return StoreError(
+        f"the store failed: {text}", "run the command again; if it repeats, report it with this message"
+    )
+
+
+def _damaged(path: Path, text: str) -> StoreError:
+    return StoreError(
+        f"store {path} is damaged: DuckDB cannot read it ({text})",
+        f"move it aside (mv {path} {path}.damaged) and ingest the event files again into a new store: the event "
+        "files are the record, and the store is rebuilt from them",
+    )
 
 
 def _connect(
@@ -86,6 +118,8 @@ def _connect(
                     f"{path} is not a honestscale store (it is not a DuckDB database file)",
                     "pass --store with a store made by honestscale, or a new path to create one",
                 ) from None
+            if _DAMAGED.search(text):
+                raise _damaged(path, text) from None
             if "lock" not in text.lower():
                 raise StoreError(
                     f"cannot open store {path}: {text}",
@@ -104,6 +138,8 @@ def _connect(
                 told = True
             time.sleep(0.2)
         except duckdb.Error as exc:
+            if _DAMAGED.search(str(exc)):
+                raise _damaged(path, str(exc)) from None
             raise StoreError(
                 f"{path} is not a honestscale store (DuckDB could not open it: {exc})",
                 "pass --store with the path of a store made by honestscale, or a new path to create one",
