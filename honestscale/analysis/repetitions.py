@@ -27,10 +27,7 @@ class Precision:
     reach: float | None  # the interval's larger side over the median; None while there are too few runs
     fraction: float
     cap: int
-
-    @property
-    def met(self) -> bool:
-        return self.reach is not None and self.reach <= self.fraction + 1e-12
+    met: bool  # the interval lies within the fraction (stats.interval_within)
 
     @property
     def capped(self) -> bool:
@@ -79,5 +76,5 @@ def precision(runs: Sequence[Run], fraction: float, cap: int) -> Precision:
 
     metric = time_metric({0: list(runs)})
     ts = times(runs, metric)
-    _, reach = interval_within(ts, fraction)
-    return Precision(len(runs), len(ts), metric, centre_of_times(ts), reach, fraction, cap)
+    met, reach = interval_within(ts, fraction)
+    return Precision(len(runs), len(ts), metric, centre_of_times(ts), reach, fraction, cap, met)
