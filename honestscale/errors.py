@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -31,3 +32,25 @@ def read_toml(path: Path, error: type[HonestscaleError], what: str) -> dict[str,
         raise error(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"cannot read {path}: {exc}", "check the path and that it is a text file") from None
+
+
+_OS_FIXES = {
+    errno.ENOSPC: "free space on that disk and run the same command again: what was stored before stays",
+    errno.EDQUOT: "free space within your quota and run the same command again: what was stored before stays",
+    errno.EACCES: "check the permissions of the file and its folder, or choose another path",
+    errno.EPERM: "check the permissions of the file and its folder, or choose another path",
+    errno.EROFS: "the file system is read-only: choose a path on a writable one",
+    errno.ENOENT: "check the path",
+}
+
+
+def from_os_error(exc: OSError) -> HonestscaleError:
+    """An operating-system error that escaped a command (a full disk, a permission), naming the file and the fix."""
+    verb = "cannot write" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) else "cannot use"
+    where = f" {exc.filename}" if exc.filename else ""
+    return HonestscaleError(
+        f"{verb}{where}: {exc.strerror or exc}",
+        _OS_FIXES.get(
+            exc.errno or 0, "check the path, its permissions and the disk, and run the command again"
+        ),
+    )

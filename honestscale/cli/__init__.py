@@ -17,7 +17,7 @@ from honestscale.cli import store, campaign, analysis, probe, slurm  # noqa: F40
 
 # isort: on
 from honestscale.cli._app import app, err
-from honestscale.errors import HonestscaleError
+from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.store import as_store_error
 
 __all__ = ["app", "main"]
@@ -27,7 +27,12 @@ def main() -> None:
     try:
         app()
     except Exception as raised:
-        exc = raised if isinstance(raised, HonestscaleError) else as_store_error(raised)
+        if isinstance(raised, HonestscaleError):
+            exc: HonestscaleError | None = raised
+        elif isinstance(raised, OSError):
+            exc = from_os_error(raised)
+        else:
+            exc = as_store_error(raised)
         if exc is None:
             raise
         err.print(f"[red]error[/]: {escape(exc.message)}", highlight=False)

@@ -19,7 +19,7 @@ from honestscale.cli._app import (
     err,
     out,
 )
-from honestscale.errors import HonestscaleError
+from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.store import Connection, resolve_store_path
 
 
@@ -189,7 +189,14 @@ def report(
             raise HonestscaleError(
                 f"folder {output.parent} does not exist", "create it or choose another --output"
             )
-        outputs = reporting.report(con, pdf=output, html=html, campaign=campaign, suppressions=extra)
+        try:
+            outputs = reporting.report(con, pdf=output, html=html, campaign=campaign, suppressions=extra)
+        except OSError as exc:
+            raise HonestscaleError(
+                f"cannot write the report {output} or its figures and tables in {output.with_name(output.stem + '_files')}: "
+                f"{exc.strerror or exc}",
+                f"{from_os_error(exc).fix}; a report written before is left whole",
+            ) from None
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
         highlight=False,

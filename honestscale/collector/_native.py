@@ -133,6 +133,14 @@ class Stage:
     def validate(self, batches: list[pa.RecordBatch]) -> dict[int, list[Rejected]]:
         """Check every line; return the rejected ones per file, with the contract's reason."""
         con = self.con
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, pos BIGINT, line BIGINT, run_id VARCHAR, rank INTEGER, "
+            "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
+        )
+        if (
+            not batches
+        ):  # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
+            return {}
         con.register("_in", pa.Table.from_batches(batches))
         try:
             con.execute(
@@ -142,10 +150,6 @@ class Stage:
             )
         finally:
             con.unregister("_in")
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, pos BIGINT, line BIGINT, run_id VARCHAR, rank INTEGER, "
-            "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
-        )
         present = {r[0] for r in con.execute("SELECT DISTINCT kind FROM _stage").fetchall()}
         self.kinds = [k for k in ev.KINDS if k in present]
         for kind in self.kinds:

@@ -16,8 +16,9 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from honestscale.collector._content import digest, read_content, split_lines
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
-from honestscale.store import refresh_runs, sql_in_list
+from honestscale.store import StoreUnwritable, as_store_error, refresh_runs, sql_in_list
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
@@ -130,6 +131,30 @@ def _cut(raw: str) -> tuple[str, int]:
 
 def _bytes_raw(raw: bytes) -> tuple[str, int]:
     return raw[:RAW_LIMIT].decode("utf-8", "backslashreplace"), len(raw)
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
+    """One transaction; a store that cannot be written (full disk, I/O error) ends in an IngestError naming ``what``.
+
+    DuckDB may already have aborted the transaction (or invalidated the whole database, on a failed write to the
+    WAL or a failed checkpoint): the rollback is then a no-op, and the store's own error is the one reported.
+    """
+    con.execute("BEGIN")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException as exc:
+        with suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        failed = as_store_error(exc)
+        if not isinstance(failed, StoreUnwritable):
+            raise
+        raise IngestError(
+            failed.message,
+            f"free space on the store's disk and ingest again: {what} were rolled back whole, files landed "
+            "before them are kept, and the rest lands then",
+        ) from None
 
 
 def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
@@ -232,13 +257,8 @@ class Ingester:
         finally:
             reader.close()
         for path in timelines:  # after the events: they annotate steps that must already be there
-            self.con.execute("BEGIN")
-            try:
+            with _transaction(self.con, f"the Horovod timeline {path}"):
                 summary.timeline_steps += _timeline.apply(self.con, path)
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
         return summary
 
     def _run(
@@ -251,22 +271,13 @@ class Ingester:
         for plan in plans:
             plan.arrow = None
         try:
-            rejected = stage.validate(batches) if batches else {}
+            rejected = stage.validate(batches)
             del batches
             started = time.perf_counter()
-            self.con.execute("BEGIN")
-            try:
+            with _transaction(
+                self.con, f"the {len(plans)} files of this batch (from {plans[0].source.path})"
+            ):
                 self._land(plans, stage, rejected, started)
-                self.con.execute("COMMIT")
-            except BaseException as exc:
-                self.con.execute("ROLLBACK")
-                if isinstance(exc, duckdb.IOException):
-                    raise IngestError(
-                        f"could not write to the store: {exc}",
-                        f"free disk space or fix the store, then ingest again: the {len(plans)} files of this batch "
-                        f"(from {plans[0].source.path}) were rolled back whole, files landed before them are kept",
-                    ) from None
-                raise
         finally:
             stage.close()
         for plan in plans:

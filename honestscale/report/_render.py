@@ -327,6 +327,12 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
 
         fetcher = AssetFetcher(assets)
         # full_fonts: embed the fonts whole; subsetting them in Python costs more than the bytes it saves
-        HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(pdf), full_fonts=True)
+        # written aside and moved into place: a full disk or a kill mid-write leaves the previous report whole
+        partial = pdf.with_name(f".{pdf.name}.partial")
+        try:
+            HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
+            partial.replace(pdf)
+        finally:
+            partial.unlink(missing_ok=True)
         refused = fetcher.refused
     return Outputs(html or page, pdf, assets, exports, refused)

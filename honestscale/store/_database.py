@@ -6,6 +6,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +28,10 @@ class StoreError(HonestscaleError):
 
 class StoreBusy(StoreError):
     """Another process holds the store's write lock."""
+
+
+class StoreUnwritable(StoreError):
+    """A write to the store failed (a full disk, an I/O error); what was committed before stays."""
 
 
 class StoreTooNew(StoreError):
@@ -70,6 +75,8 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> Path:
 
 _LOCK_PID = re.compile(r"PID (\d+)")
 # DuckDB's words for a file cut short (a full disk, a copy interrupted) or with blocks that fail their checksum
+# ... for a write that failed: the disk filled up, or an earlier failed write made DuckDB invalidate the database
+_UNWRITABLE = re.compile(r"no space left|could not write|invalidated", re.IGNORECASE)
 _DAMAGED = re.compile(r"could not read enough bytes|corrupt database file|checksum", re.IGNORECASE)
 
 
@@ -82,8 +89,8 @@ def as_store_error(exc: BaseException) -> StoreError | None:
     if not isinstance(exc, duckdb.Error):
         return None
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "no space left" in str(exc).lower() or "invalidated" in str(exc).lower():
-        return StoreError(f"the store could not be written: {text}",
+    if _UNWRITABLE.search(str(exc)):
+        return StoreUnwritable(f"the store could not be written: {text}",
                           "free space on the store's disk and run the same command again: what landed before "
                           "stays (every file lands in one transaction), the rest lands then")  # fmt: skip
     if _DAMAGED.search(str(exc)):
@@ -120,6 +127,11 @@ def _connect(
                 ) from None
             if _DAMAGED.search(text):
                 raise _damaged(path, text) from None
+            if _UNWRITABLE.search(text):
+                raise StoreUnwritable(
+                    f"cannot open store {path}: {text}",
+                    "free space on its disk and run the same command again",
+                ) from None
             if "lock" not in text.lower():
                 raise StoreError(
                     f"cannot open store {path}: {text}",
@@ -180,7 +192,13 @@ def open_store(
         raise StoreError(
             f"folder {store.parent} of store {store} does not exist", "create it, or pick another --store"
         )
-    con = _connect(store, read_only, wait_s, on_wait)
+    created = not read_only and not store.exists()
+    try:
+        con = _connect(store, read_only, wait_s, on_wait)
+    except BaseException:
+        if created:
+            _discard(store)
+        raise
     try:
         current = _current_version(con)
         latest = latest_version()
@@ -201,10 +219,27 @@ def open_store(
                     "run `honestscale migrate` once to upgrade it",
                 )
             _migrate(con, current)
-    except BaseException:
-        con.close()
+    except BaseException as exc:
+        with suppress(duckdb.Error):
+            con.close()
+        if created:
+            _discard(store)  # a new store that could not be set up holds nothing: leave no half-made file
+        failed = as_store_error(exc)
+        if isinstance(failed, StoreUnwritable):
+            raise StoreUnwritable(
+                f"store {store} could not be {'created' if created else 'upgraded'}: "
+                + failed.message.removeprefix("the store could not be written: "),
+                "free space on its disk and run the same command again"
+                + ("" if created else "; the store is unchanged"),
+            ) from None
         raise
     return con
+
+
+def _discard(store: Path) -> None:
+    for leftover in (store, store.with_name(store.name + ".wal")):
+        with suppress(OSError):
+            leftover.unlink()
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
@@ -223,5 +258,6 @@ def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
             )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        with suppress(duckdb.Error):  # DuckDB may have aborted it already (a failed write)
+            con.execute("ROLLBACK")
         raise
