@@ -19,6 +19,7 @@ import gzip
 import json
 import math
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -321,15 +322,42 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
             line = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EventError(f"not UTF-8 text (byte {exc.start}): binary data, not an event line") from None
+    objects: list[list[tuple[str, Any]]] = []  # every object's pairs, the outermost last
+
+    def pairs(found: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(found)
+        return dict(found)
+
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise EventError(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
         raise EventError(
             "JSON nested too deeply to decode: not an event line (events are flat objects)"
         ) from None
+    if isinstance(obj, dict):
+        names = [name for name, _ in objects[-1]]
+        if len(names) != len(set(obj)):
+            twice = next(n for i, n in enumerate(names) if n in names[:i])
+            raise EventError(
+                f"field {twice!r} appears twice in the line: which value is meant is ambiguous (readers differ: "
+                "some take the first, some the last); write each field once",
+                twice,
+            )
+    if _SURROGATE_ESCAPE.search(line):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EventError(
+                f"not valid Unicode: the JSON escape \\u{ord(exc.object[exc.start]):04x} is half of a surrogate "
+                "pair with no other half; write text as UTF-8 (json.dumps does)"
+            ) from None
     return validate(obj)
+
+
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff): valid only as one half of a pair.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _finite(value: Any) -> Any:

@@ -177,7 +177,9 @@ class Stage:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, pos, line, digest, "
             f"hash(json_type(raw, {paths})) AS sig, len(json_keys(raw)) AS nkeys, "
-            f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
+            f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ? "
+            # a field written twice is ambiguous (DuckDB reads the first, Python the last): the contract refuses it
+            "AND len(json_keys(raw)) = len(list_distinct(json_keys(raw)))",
             [kind],
         )
         # One representative line per distinct (signature, key count): judged in Python, once.

@@ -27,6 +27,7 @@ import duckdb
 import pyarrow as pa
 
 import honestscale
+from honestscale import events as ev
 from honestscale.collector import _mlperf, _timeline
 from honestscale.collector._content import digest, read_content, split_lines
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
@@ -131,6 +132,15 @@ def _cut(raw: str) -> tuple[str, int]:
 
 def _bytes_raw(raw: bytes) -> tuple[str, int]:
     return raw[:RAW_LIMIT].decode("utf-8", "backslashreplace"), len(raw)
+
+
+def _undecodable_reason(raw: bytes) -> str:
+    """The contract's reason for a line that is not UTF-8 (it names the first bad byte)."""
+    try:
+        ev.parse_line(raw)
+    except ev.EventError as err:
+        return str(err)
+    return "not UTF-8 text: binary data, not an event line"
 
 
 @contextmanager
@@ -538,7 +548,7 @@ class Ingester:
         for number, raw_bytes in plan.undecodable:
             text, size = _bytes_raw(raw_bytes)
             tail = number == plan.tail_number
-            reason = "not UTF-8 text: binary data, not an event line"
+            reason = _undecodable_reason(raw_bytes)
             rows.append((number, text, size, tail_why + reason if tail else reason, tail))
         for line, raw, size, reason in plan.bad:
             rows.append((line, raw, size, reason, False))
