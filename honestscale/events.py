@@ -43,6 +43,7 @@ class Field:
     required: bool = False
     enum: tuple[str, ...] | None = None
     minimum: float | None = None
+    maximum: float | None = None
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -63,7 +64,14 @@ STATUSES = ("success", "aborted", "failed", "timeout", "cancelled")
 COMMON: tuple[Field, ...] = (
     Field("schema", "integer", "Contract version of this event; this module writes 1.", True, minimum=1),
     Field("run_id", "string", "Identifier of the run, the same on every rank; also the folder name.", True),
-    Field("rank", "integer", "Global rank of the process that wrote the event (0-based).", True, minimum=0),
+    Field(
+        "rank",
+        "integer",
+        "Global rank of the process that wrote the event (0-based).",
+        True,
+        minimum=0,
+        maximum=2**31 - 1,
+    ),
     Field(
         "seq",
         "integer",
@@ -241,6 +249,10 @@ class EventError(ValueError):
         self.field = field
 
 
+# Integers are 64-bit signed (what the store keeps); numbers are finite (JSON has no infinity: 1e400 overflows).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
 def _type_ok(value: Any, type_: str) -> bool:
     if type_ == "string":
         return isinstance(value, str)
@@ -306,12 +318,24 @@ def validate(event: Any) -> dict[str, Any]:
                 f"{kind}: field '{f.name}' must be {f.type}, got {_json_type_name(value)} {value!r:.60}",
                 f.name,
             )
+        if f.type == "integer" and not INT_MIN <= value <= INT_MAX:
+            raise EventError(
+                f"{kind}: field '{f.name}' is {value:.3g}, beyond the 64-bit integers the store keeps", f.name
+            )
+        if f.type == "number" and not math.isfinite(value):
+            raise EventError(
+                f"{kind}: field '{f.name}' is not a finite number (a literal too large for a double, such as "
+                "1e400); write null for a value that is not a number",
+                f.name,
+            )
         if f.enum is not None and value not in f.enum:
             raise EventError(
                 f"{kind}: field '{f.name}' is {value!r}, expected one of {', '.join(f.enum)}", f.name
             )
         if f.minimum is not None and value < f.minimum:
             raise EventError(f"{kind}: field '{f.name}' is {value}, must be >= {f.minimum:g}", f.name)
+        if f.maximum is not None and value > f.maximum:
+            raise EventError(f"{kind}: field '{f.name}' is {value}, must be <= {f.maximum:.0f}", f.name)
     return event
 
 
@@ -360,14 +384,14 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _finite(value: Any) -> Any:
+def finite_json(value: Any) -> Any:
     """JSON has no NaN or infinity: write them as null (a diverged loss is then null, not a crash)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
 
 
@@ -461,7 +485,7 @@ class EventWriter:
                 if type(value) is float:
                     event[key] = value if math.isfinite(value) else None
                 elif isinstance(value, dict | list | tuple):
-                    event[key] = _finite(value)
+                    event[key] = finite_json(value)
                 else:
                     event[key] = value
             validate(event)
@@ -548,6 +572,8 @@ def json_schema() -> dict[str, Any]:
             p["enum"] = list(f.enum) if f.required else [*f.enum, None]
         if f.minimum is not None:
             p["minimum"] = f.minimum if f.type == "number" else int(f.minimum)
+        if f.maximum is not None:
+            p["maximum"] = f.maximum if f.type == "number" else int(f.maximum)
         return p
 
     variants = []
@@ -584,7 +610,8 @@ def markdown_reference() -> str:
         "One event per line, JSON, one file per rank (`<run_id>/events-rank<N>.jsonl`), append-only, written "
         "with one `write` per complete line so a killed job keeps every event written before the kill. "
         "Extra fields are allowed and kept; a known field may be `null` unless required. Non-finite numbers "
-        "(NaN, infinity) are written as `null`. An event whose `schema` is newer than the reader's is "
+        "(NaN, infinity) are written as `null`; integers are 64-bit signed. A field written twice in one line is "
+        "refused (readers disagree on which value counts). An event whose `schema` is newer than the reader's is "
         "quarantined, never guessed at.",
         "",
     ]
@@ -597,6 +624,8 @@ def markdown_reference() -> str:
                 extra = " One of: " + ", ".join(f"`{v}`" for v in f.enum) + "."
             if f.minimum is not None:
                 extra += f" At least {f.minimum:g}."
+            if f.maximum is not None:
+                extra += f" At most {f.maximum:.0f}."
             rows.append(f"| `{f.name}` | {f.type} | {'yes' if f.required else ''} | {f.doc}{extra} |")
         return rows
 

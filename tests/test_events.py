@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -129,6 +130,24 @@ def test_validate_missing_field_and_non_events() -> None:
         ev.parse_line('{"schema": 1, "run_')
     with pytest.raises(ev.EventError, match="not UTF-8"):
         ev.parse_line(b"\xff\xfe\x00garbage")
+
+
+def test_lines_that_readers_would_read_differently_are_refused() -> None:
+    """What the store's reader (DuckDB) and Python's would decode differently is not an event (issue 18)."""
+    line = json.dumps(_good("epoch"))
+    with pytest.raises(ev.EventError, match="field 'epoch' appears twice"):
+        ev.parse_line(line[:-1] + ', "epoch": null}')
+    with pytest.raises(ev.EventError, match=r"\\ud800 is half of a surrogate pair"):
+        ev.parse_line(line[:-1] + ', "note": "\\ud800"}')
+    assert ev.parse_line(line[:-1] + ', "note": "\\ud83d\\ude00"}')["note"] == "\U0001f600"  # a whole pair
+    with pytest.raises(ev.EventError, match="beyond the 64-bit integers"):
+        ev.validate(_good("step") | {"seq": 2**63})
+    with pytest.raises(ev.EventError, match="'rank' is 2147483648, must be <= 2147483647"):
+        ev.validate(_good("step") | {"rank": 2**31})
+    with pytest.raises(ev.EventError, match="'t_total' is not a finite number"):
+        ev.parse_line(line.replace('"kind": "epoch"', '"kind": "epoch", "t_total": 1e400'))
+    outside = ev.parse_line(line[:-1] + ', "loss": NaN}')  # not a field of the contract: kept as read
+    assert math.isnan(outside["loss"])
 
 
 def test_extra_fields_are_allowed() -> None:

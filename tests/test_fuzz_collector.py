@@ -84,7 +84,11 @@ def event_line(draw: st.DrawFn, seq: int) -> str:
             continue
         if f.required or draw(st.booleans()):
             event[f.name] = draw(_valid_value(f))
-    mutation = draw(st.sampled_from(["none", "drop", "retype", "null", "extra", "text", "cut", "dup-key"]))
+    mutation = draw(
+        st.sampled_from(
+            ["none", "drop", "retype", "null", "extra", "text", "cut", "dup-key", "nonfinite", "huge"]
+        )
+    )
     names = sorted(event)
     if mutation == "drop":
         del event[draw(st.sampled_from(names))]
@@ -99,10 +103,32 @@ def event_line(draw: st.DrawFn, seq: int) -> str:
         return draw(st.text(max_size=40).filter(lambda t: "\n" not in t and "\r" not in t))
     if mutation == "cut":
         return line[: draw(st.integers(0, max(0, len(line) - 1)))]
+    if (
+        mutation == "nonfinite"
+    ):  # tokens Python reads and JSON does not have, in a field of the contract or not
+        name = draw(st.sampled_from([*names, "loss"]))
+        token = draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e999"]))
+        return (
+            line[:-1] + f", {json.dumps(name)}: {token}" + "}" if name == "loss" else _swap(line, name, token)
+        )
+    if mutation == "huge":  # integers at and past the 64 bits the store keeps, and past a rank's 32
+        name = draw(st.sampled_from(names))
+        value = draw(
+            st.sampled_from([2**31 - 1, 2**31, 2**63 - 1, 2**63, 2**64, -(2**63), -(2**63) - 1, 10**30])
+        )
+        return _swap(line, name, str(value))
     if mutation == "dup-key":  # JSON with a key twice: the contract reads the last one, and so must the store
         name = draw(st.sampled_from(names))
         return line[:-1] + f", {json.dumps(name)}: {json.dumps(draw(JSON))}" + "}"
     return line
+
+
+def _swap(line: str, name: str, token: str) -> str:
+    """``line`` with the value of its field ``name`` written as ``token`` (raw JSON text)."""
+    event = json.loads(line)
+    marker = "\u0000swap\u0000"
+    event[name] = marker
+    return json.dumps(event).replace(json.dumps(marker), token)
 
 
 @st.composite
@@ -164,6 +190,8 @@ def test_every_event_line_is_stored_or_quarantined_as_the_contract_says(lines: l
             )  # a byte-identical repeat of an earlier line
 
 
+# MLPerf logs are written by Python's json module: NaN and Infinity do occur (a diverged run's accuracy)
+MLPERF_VALUE = st.one_of(JSON, st.sampled_from([math.nan, math.inf, -math.inf, True, False, 0, -1, 2**64]))
 LOG = mlperf_root() / "DellEMC" / "results" / "2xC4140" / "resnet" / "result_0.txt"
 
 
@@ -185,7 +213,7 @@ def mlperf_log(draw: st.DrawFn) -> str:
         if action in ("value", "key", "time"):
             prefix, body = line.split(":::MLLOG", 1)
             rec = json.loads(body)
-            rec[{"value": "value", "key": "key", "time": "time_ms"}[action]] = draw(JSON)
+            rec[{"value": "value", "key": "key", "time": "time_ms"}[action]] = draw(MLPERF_VALUE)
             line = f"{prefix}:::MLLOG {json.dumps(rec)}"
         elif action == "cut":
             line = line[: draw(st.integers(0, len(line)))]

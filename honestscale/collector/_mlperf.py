@@ -11,6 +11,7 @@ that is not valid JSON is quarantined, never skipped.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,10 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
             out.bad.append(BadLine(number, line, "MLLOG record without a 'key' string"))
             continue
-        if not isinstance(rec.get("time_ms"), int | float) or isinstance(rec.get("time_ms"), bool):
-            out.bad.append(BadLine(number, line, f"MLLOG record {rec['key']!r} without a numeric 'time_ms'"))
+        if _real(rec.get("time_ms")) is None:
+            out.bad.append(
+                BadLine(number, line, f"MLLOG record {rec['key']!r} without a finite numeric 'time_ms'")
+            )
             continue
         records.append((number, rec))
     if not records:
@@ -158,15 +161,31 @@ def _quality(
         got: list[tuple[str, float]] = []
         known = {m.key: m.name for m in metrics if m.key}
         for key, v in value.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                got.append((known.get(str(key), str(key).lower()), float(v)))
+            if (number := _real(v)) is not None:
+                got.append((known.get(str(key), str(key).lower()), number))
         if not got:
             warnings.append(f"{name}: {rec['key']} value {value!r} holds no number: evaluation not kept")
         return got
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if (number := _real(value)) is not None:
         plain = [m for m in metrics if not m.key]
-        return [(plain[0].name if plain else "accuracy", float(value))]
+        return [(plain[0].name if plain else "accuracy", number)]
+    if isinstance(value, float):  # NaN or infinity: a diverged run
+        warnings.append(f"{name}: {rec['key']} value {value!r} is not a finite number: evaluation not kept")
     return []
+
+
+def _count(value: Any, least: int = 0) -> int | None:
+    """An integer of the log usable as a count (not a bool, not past 64 bits), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and least <= value <= ev.INT_MAX:
+        return value
+    return None
+
+
+def _real(value: Any) -> float | None:
+    """A finite number of the log (not a bool), else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _run_events(
@@ -199,7 +218,7 @@ def _run_events(
         )
     nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
     n_acc = nodes * per_node if nodes and per_node else None
-    gbs = values.get("global_batch_size")
+    gbs = _count(values.get("global_batch_size"), 1)
     world = n_acc or 1
     seq = 0
 
@@ -213,7 +232,8 @@ def _run_events(
             "time": time_ms / 1000.0,
             "kind": kind,
         }
-        e.update({k: v for k, v in fields.items() if v is not None})
+        # a NaN anywhere (a diverged loss in a hyper-parameter, a status) would make the line invalid JSON: null
+        e.update({k: v for k, v in ev.finite_json(fields).items() if v is not None})
         seq += 1
         return e
 
@@ -249,20 +269,14 @@ def _run_events(
                 software=hardware.get("software"),
                 model=benchmark,
                 dataset=bench.dataset if bench else None,
-                train_size=values.get("train_samples")
-                if isinstance(values.get("train_samples"), int)
-                else None,
-                validation_size=values.get("eval_samples")
-                if isinstance(values.get("eval_samples"), int)
-                else None,
+                train_size=_count(values.get("train_samples")),
+                validation_size=_count(values.get("eval_samples")),
                 data_source="filesystem",
-                global_batch_size=gbs if isinstance(gbs, int) and gbs > 0 else None,
-                local_batch_size=gbs // world
-                if isinstance(gbs, int) and n_acc and gbs % world == 0
-                else None,
+                global_batch_size=gbs,
+                local_batch_size=gbs // world if gbs is not None and n_acc and gbs % world == 0 else None,
                 optimizer=values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
-                learning_rate=lr if isinstance(lr, int | float) and not isinstance(lr, bool) else None,
-                seed=values.get("seed") if isinstance(values.get("seed"), int) else None,
+                learning_rate=_real(lr),
+                seed=_count(values.get("seed"), ev.INT_MIN),
                 stop_criterion="target_accuracy",
                 stop_value=first.target if first else None,
                 target_metric=first.name if first else None,
@@ -297,7 +311,7 @@ def _run_events(
     for number, rec in segment:
         key, meta = rec["key"], rec.get("metadata") or {}
         epoch = meta.get("epoch_num") if isinstance(meta, dict) else None
-        epoch = epoch if isinstance(epoch, int) and epoch >= 0 else None
+        epoch = _count(epoch)
         if key == "epoch_start" and epoch is not None:
             epoch_starts[epoch] = rec["time_ms"]
         elif key == "epoch_stop" and epoch is not None:
@@ -320,7 +334,7 @@ def _run_events(
                             metric=metric,
                             value=value,
                             epoch=epoch,
-                            samples=samples if isinstance(samples, int) else None,
+                            samples=_count(samples),
                         ),
                     )
                 )

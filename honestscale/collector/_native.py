@@ -24,7 +24,7 @@ TYPED_TABLES = {"step": "steps", "epoch": "epochs", "eval": "evals", "system": "
 
 _DUCK_TYPE = {
     "string": "VARCHAR",
-    "integer": "BIGINT",
+    "integer": "HUGEINT",  # wide enough to see 2^63 .. 2^64 - 1 (a UBIGINT) and refuse it, as the contract does
     "number": "DOUBLE",
     "boolean": "BOOLEAN",
     "object": "JSON",
@@ -32,7 +32,7 @@ _DUCK_TYPE = {
 }
 _JSON_TYPES_OK = {
     "string": {"VARCHAR"},
-    "integer": {"BIGINT", "UBIGINT"},
+    "integer": {"BIGINT", "UBIGINT"},  # DuckDB calls every integer >= 0 UBIGINT
     "number": {"BIGINT", "UBIGINT", "DOUBLE"},
     "boolean": {"BOOLEAN"},
     "object": {"OBJECT"},
@@ -97,6 +97,12 @@ def _kind_sql(kind: str) -> tuple[str, str, str]:
             conds.append(f"({col} IS NULL OR {col} IN ({', '.join(map(sql_string, f.enum))}))")
         if f.minimum is not None:
             conds.append(f"({col} IS NULL OR {col} >= {f.minimum!r})")
+        if f.maximum is not None:
+            conds.append(f"({col} IS NULL OR {col} <= {f.maximum!r})")
+        elif f.type == "integer":
+            conds.append(f"({col} IS NULL OR {col} <= {ev.INT_MAX})")
+        if f.type == "number":
+            conds.append(f"({col} IS NULL OR isfinite({col}))")
     return paths, sql_string(structure), " AND ".join(conds)
 
 

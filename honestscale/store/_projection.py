@@ -123,7 +123,9 @@ SELECT
     {", ".join(_field(*spec) for spec in _FROM_RUN_START)},
     -- GPUs in use; on CPU-only runs (no accelerators per node) the worker processes are the devices.
     coalesce(
-        nullif(TRY_CAST(s.p ->> 'nodes' AS INTEGER) * TRY_CAST(s.p ->> 'accelerators_per_node' AS INTEGER), 0),
+        -- TRY: a product past the INTEGER column (absurd, but valid per field) is unknown, not a failed ingest
+        nullif(TRY_CAST(TRY(TRY_CAST(s.p ->> 'nodes' AS BIGINT) * TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT))
+                        AS INTEGER), 0),
         TRY_CAST(s.p ->> 'world_size' AS INTEGER)
     ) AS n_accelerators,
     coalesce(stops.status, 'incomplete') AS status,
