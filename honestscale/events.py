@@ -369,15 +369,24 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
                 "some take the first, some the last); write each field once",
                 twice,
             )
-    if _SURROGATE_ESCAPE.search(line):
-        try:
-            json.dumps(obj, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise EventError(
-                f"not valid Unicode: the JSON escape \\u{ord(exc.object[exc.start]):04x} is half of a surrogate "
-                "pair with no other half; write text as UTF-8 (json.dumps does)"
-            ) from None
+    refuse_unpaired_surrogates(line, obj)
     return validate(obj)
+
+
+def refuse_unpaired_surrogates(text: str, decoded: Any) -> None:
+    """Raise :class:`EventError` when JSON ``text`` decoded to a string holding half a UTF-16 surrogate pair.
+
+    Python decodes the escape ``\\ud800`` alone; DuckDB (the store) refuses it, and no UTF-8 text can hold it.
+    """
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    try:
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EventError(
+            f"not valid Unicode: the JSON escape \\u{ord(exc.object[exc.start]):04x} is half of a surrogate "
+            "pair with no other half; write text as UTF-8 (json.dumps does)"
+        ) from None
 
 
 # A JSON escape of a UTF-16 surrogate (\ud800-\udfff): valid only as one half of a pair.

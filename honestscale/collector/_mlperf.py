@@ -103,6 +103,11 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
                 BadLine(number, line, "MLLOG line is JSON nested too deeply to decode: not an MLLOG record")
             )
             continue
+        try:
+            ev.refuse_unpaired_surrogates(body, rec)
+        except ev.EventError as err:
+            out.bad.append(BadLine(number, line, f"MLLOG line is {err}"))
+            continue
         if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
             out.bad.append(BadLine(number, line, "MLLOG record without a 'key' string"))
             continue
