@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from honestscale import events as ev
-from tests.conftest import counts, hs, snapshot
+from tests.conftest import counts, hs, query, snapshot
 from tests.test_ingest import _big_campaign, _wait_for, write_run
 
 FILES, STEPS = 24, 6000  # the big campaign: 24 files of 6,002 events, a 7 MB store
@@ -45,8 +45,10 @@ def clean(big: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _whole_files_only(store: Path, why: str) -> None:
     """The store opens, and holds whole files only: every file's 6,002 events or none of them."""
-    if not store.exists():
-        return
+    if not store.exists() or store.stat().st_size == 0:
+        return  # never created, or its creation cut short: honestscale starts it again (it holds nothing)
+    if query(store, "SELECT count(*) FROM information_schema.tables") == [(0,)]:
+        return  # created, its tables not: honestscale sets it up on the next open
     got = counts(store)
     assert got["events"] == got["ingested_files"] * (STEPS + 2), (why, got)
 
@@ -169,6 +171,23 @@ def test_watch_goes_on_while_the_store_is_held_past_its_wait(tmp_path: Path, sto
     assert "not landed yet" in err and "in use by process" in err and "tries again" in err
     assert err.count("not landed yet") == 1  # said once, not at every poll
     assert "Traceback" not in err
+
+
+def test_a_refused_writer_never_removes_the_store_another_is_creating(tmp_path: Path, store: Path) -> None:
+    """Two ingests into a store that does not exist yet: the one refused (busy past --wait) leaves the other's
+    store alone, and what the first landed stays."""
+    folder = tmp_path / "big"
+    _big_campaign(folder, files=8, steps=3000)
+    env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
+    first = subprocess.Popen([sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    _wait_for(lambda: store.exists(), timeout=30)
+    refused = hs("ingest", folder, "--store", store, "--wait", "0")
+    first.communicate(timeout=120)
+    assert first.returncode == 0
+    if refused.returncode == 2:  # it came while the first held the store (else it found everything landed)
+        assert "in use by" in refused.stderr, refused.stderr
+    assert counts(store)["ingested_files"] == 8
 
 
 # --- a full disk -------------------------------------------------------------------------------------------------

@@ -120,6 +120,10 @@ def _connect(
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
             text = str(exc)
+            if "not a valid duckdb database" in text.lower() and not read_only and _empty(path):
+                # zero bytes: a store whose creation was cut short (a full disk, a kill) holds nothing; start it again
+                path.unlink(missing_ok=True)
+                continue
             if "not a valid duckdb database" in text.lower():
                 raise StoreError(
                     f"{path} is not a honestscale store (it is not a DuckDB database file)",
@@ -158,6 +162,13 @@ def _connect(
             ) from None
 
 
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _current_version(con: duckdb.DuckDBPyConnection) -> int:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
@@ -192,13 +203,8 @@ def open_store(
         raise StoreError(
             f"folder {store.parent} of store {store} does not exist", "create it, or pick another --store"
         )
-    created = not read_only and not store.exists()
-    try:
-        con = _connect(store, read_only, wait_s, on_wait)
-    except BaseException:
-        if created:
-            _discard(store)
-        raise
+    created = not read_only and (not store.exists() or _empty(store))
+    con = _connect(store, read_only, wait_s, on_wait)
     try:
         current = _current_version(con)
         latest = latest_version()
@@ -222,8 +228,6 @@ def open_store(
     except BaseException as exc:
         with suppress(duckdb.Error):
             con.close()
-        if created:
-            _discard(store)  # a new store that could not be set up holds nothing: leave no half-made file
         failed = as_store_error(exc)
         if isinstance(failed, StoreUnwritable):
             raise StoreUnwritable(
@@ -234,12 +238,6 @@ def open_store(
             ) from None
         raise
     return con
-
-
-def _discard(store: Path) -> None:
-    for leftover in (store, store.with_name(store.name + ".wal")):
-        with suppress(OSError):
-            leftover.unlink()
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
