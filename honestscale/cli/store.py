@@ -10,7 +10,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
-import duckdb
 import typer
 from rich.markup import escape
 from rich.progress import (
@@ -110,7 +109,7 @@ def _watch_poll(
             return Ingester(con, campaign=campaign).ingest(sources)
     except (StoreBusy, StoreUnwritable, IngestError) as exc:
         problem = exc
-    except duckdb.Error as exc:
+    except Exception as exc:  # a DuckDB error outside a transaction (a failed write): as_store_error knows them
         mapped = as_store_error(exc)
         if not isinstance(mapped, StoreUnwritable):
             raise
