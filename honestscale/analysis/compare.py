@@ -9,6 +9,7 @@ case on the series' time metric (the speedup's two sides); frameworks with the f
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +79,45 @@ def scaling(points: dict[int, list[Run]]) -> list[Ordering]:
         out.append(Ordering(_workers(w), _workers(ws[0]), metric, centre_of_times(here), centre_of_times(base),
                             differ(here, base), (*points[w], *points[ws[0]])))  # fmt: skip
     return out
+
+
+# Like for like: frameworks are compared only on runs of the same model, dataset, global batch, precision, accelerator
+# and nodes. The report's table (analysis.frameworks) and rule HS212 both read the setup from here.
+LIKE = (
+    "model",
+    "dataset",
+    "global_batch_size",
+    "precision",
+    "accelerator",
+    "n_nodes",
+    "accelerators_per_node",
+)
+LIKE_NAMES = {
+    "global_batch_size": "global batch",
+    "n_nodes": "nodes",
+    "accelerators_per_node": "accelerators per node",
+}
+Setup = tuple[Any, ...]
+
+
+def setups(runs: Sequence[Run]) -> tuple[Setup, dict[Setup, list[Run]]]:
+    """The runs by setup (``LIKE``), and the one compared: the setup most frameworks ran (then most runs)."""
+    found: dict[Setup, list[Run]] = defaultdict(list)
+    for r in runs:
+        found[tuple(r.row.get(k) for k in LIKE)].append(r)
+    compared = max(found, key=lambda k: (len({r.framework for r in found[k]}), len(found[k]), repr(k)))
+    return compared, dict(found)
+
+
+def framework_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """The runs of the compared setup by framework; empty when fewer than two frameworks ran it."""
+    if not runs:
+        return {}
+    compared, found = setups(runs)
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for r in found[compared]:
+        groups[r.framework or "?"].append(r)
+    return dict(groups) if len(groups) >= 2 else {}
 
 
 def frameworks(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:

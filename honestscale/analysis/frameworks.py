@@ -6,12 +6,12 @@ most frameworks ran is compared, and the runs of any other setup are named with 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from honestscale.analysis import compare
 from honestscale.analysis.points import Point, lint_codes, point
-from honestscale.lint import Comparison, Run
+from honestscale.lint import Comparison
 
 
 @dataclass
@@ -25,52 +25,26 @@ class FrameworkPoint:
     relative_time: float | None = None  # median time to train over the fastest framework's
 
 
-LIKE = (
-    "model",
-    "dataset",
-    "global_batch_size",
-    "precision",
-    "accelerator",
-    "n_nodes",
-    "accelerators_per_node",
-)
-LIKE_NAMES = {
-    "global_batch_size": "global batch",
-    "n_nodes": "nodes",
-    "accelerators_per_node": "accelerators per node",
-}
-
-
-def _like(r: Run) -> tuple[Any, ...]:
-    return tuple(r.row.get(k) for k in LIKE)
-
-
 def side_by_side(
     c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
 ) -> tuple[list[FrameworkPoint], list[dict[str, str]]]:
     """The frameworks that ran the same model, dataset, global batch, precision and hardware, side by side;
     the runs of any other setup are left out, with what differs from the compared setup."""
-    setups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
-    for r in c.runs:
-        setups[_like(r)].append(r)
-    ref = max(setups, key=lambda k: (len({r.framework for r in setups[k]}), len(setups[k]), repr(k)))
+    ref, setups = compare.setups(c.runs)
     left_out = []
     for key, runs in sorted(setups.items(), key=lambda kv: repr(kv[0])):
         if key == ref:
             continue
-        diff = "; ".join(f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
-                         for k, a, b in zip(LIKE, ref, key, strict=True) if a != b)  # fmt: skip
+        diff = "; ".join(f"{compare.LIKE_NAMES.get(k, k)} {b} (compared: {a})"
+                         for k, a, b in zip(compare.LIKE, ref, key, strict=True) if a != b)  # fmt: skip
         for fw in sorted({r.framework or "?" for r in runs}):
             left_out.append({"framework": fw, "runs": str(sum(1 for r in runs if (r.framework or "?") == fw)),
                              "differs": diff})  # fmt: skip
     if len({r.framework for r in setups[ref]}) < 2:
         return [], left_out + [{"framework": r, "runs": "", "differs": "no other framework ran this setup"}
                                for r in sorted({r.framework or "?" for r in setups[ref]})]  # fmt: skip
-    groups: dict[str, list[Run]] = defaultdict(list)
-    for r in setups[ref]:
-        groups[r.framework or "?"].append(r)
     out = []
-    for name, runs in sorted(groups.items()):
+    for name, runs in sorted(compare.framework_groups(c.runs).items()):
         p = point(runs[0].workers or 0, runs, fractions, mlperf=False)
         p.lint = lint_codes(findings, set(p.run_ids))
         out.append(FrameworkPoint(name, sorted({r.framework_version for r in runs if r.framework_version}), p,

@@ -233,12 +233,8 @@ def _comparison(
     frameworks, left_out = side_by_side(c, fractions, findings) if c.kind == "framework" else ([], [])
     if c.kind == "scaling":
         orderings = compare.scaling(c.by_workers())
-    elif frameworks:
-        orderings = compare.frameworks(
-            {f.framework: [r for r in c.runs if r.id in f.point.run_ids] for f in frameworks}
-        )
-    else:
-        orderings = []
+    else:  # the frameworks of the like-for-like setup, as in the table and as HS212 judges them
+        orderings = compare.frameworks(compare.framework_groups(c.runs))
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,

@@ -109,7 +109,8 @@ def _watch_poll(
             return Ingester(con, campaign=campaign).ingest(sources)
     except (StoreBusy, StoreUnwritable, IngestError) as exc:
         problem = exc
-    except Exception as exc:  # a DuckDB error outside a transaction (a failed write): as_store_error knows them
+    except Exception as exc:
+        # a DuckDB error outside a transaction (a failed write): as_store_error knows them
         mapped = as_store_error(exc)
         if not isinstance(mapped, StoreUnwritable):
             raise

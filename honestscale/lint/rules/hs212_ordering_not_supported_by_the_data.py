@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
 from honestscale.analysis import compare
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.lint._view import Comparison, View
 
 
 class OrderingNotSupportedByTheData(Rule):
@@ -41,11 +40,8 @@ class OrderingNotSupportedByTheData(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         if target.kind == "scaling":
             orderings = compare.scaling(target.by_workers())
-        else:
-            groups: dict[str, list[Run]] = defaultdict(list)
-            for r in target.runs:
-                groups[r.framework or "?"].append(r)
-            orderings = compare.frameworks(groups)
+        else:  # the like-for-like setup, as the report's table compares it
+            orderings = compare.frameworks(compare.framework_groups(target.runs))
         for o in orderings:
             runs = list(o.runs)
             d = o.difference
