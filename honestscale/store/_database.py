@@ -145,7 +145,8 @@ def _connect(
             holder = f"process {pid.group(1)}" if pid else "another process"
             if time.monotonic() >= deadline:
                 raise StoreBusy(
-                    f"store {path} is in use by {holder} (an ingest or --watch writing to it)",
+                    f"store {path} is in use by {holder} (another command: an ingest or --watch writing it, "
+                    "or a report or lint reading it)",
                     f"wait for it to finish, or pass --wait SECONDS to wait longer (waited {wait_s:g} s); "
                     "nothing was written",
                 ) from None
