@@ -52,6 +52,17 @@ def hs(
     )
 
 
+def hold_store(store: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process holding the store's write lock for ``seconds``; returns once it holds it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import duckdb,time; c=duckdb.connect({str(store)!r}); print('locked', flush=True); time.sleep({seconds})"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
 # Columns that record when something happened, not what: left out when comparing stores.
 _VOLATILE = {
     "first_ingested_at",

@@ -19,7 +19,7 @@ from honestscale import events as ev
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.store import open_store
-from tests.conftest import EXAMPLE, REPO, counts, hs, query, snapshot
+from tests.conftest import EXAMPLE, REPO, counts, hold_store, hs, query, snapshot
 
 
 def write_run(
@@ -322,12 +322,7 @@ def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path)
 
 def test_a_second_ingest_waits_or_refuses(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "ev", "r1")
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"import duckdb,time,sys; c=duckdb.connect({str(store)!r}); print('locked', flush=True); time.sleep(3)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    holder = hold_store(store, 3)
     refused = hs("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
     assert refused.returncode == 2
     assert "in use by process" in refused.stderr and "--wait" in refused.stderr

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from honestscale import events as ev
-from tests.conftest import counts, hs, query, snapshot
+from tests.conftest import counts, hold_store, hs, query, snapshot
 from tests.test_ingest import _big_campaign, _wait_for, write_run
 
 FILES, STEPS = 24, 6000  # the big campaign: 24 files of 6,002 events, a 7 MB store
@@ -155,12 +155,7 @@ def _events(store: Path) -> int:
 def test_watch_goes_on_while_the_store_is_held_past_its_wait(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "seed", "seed", world=1)
     assert hs("ingest", tmp_path / "seed", "--store", store).returncode == 0
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"import duckdb,time; c=duckdb.connect({str(store)!r}); print('locked', flush=True); time.sleep(4)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    holder = hold_store(store, 4)
     live = tmp_path / "live"
     write_run(live, "w1", world=1)
     watcher = _watch(live, store, "--wait", "0.5")
