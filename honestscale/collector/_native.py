@@ -182,29 +182,28 @@ class Stage:
         paths, structure, predicate = _KIND_SQL[kind]
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, pos, line, digest, "
-            f"hash(json_type(raw, {paths})) AS sig, len(json_keys(raw)) AS nkeys, "
-            f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ? "
-            # a field written twice is ambiguous (DuckDB reads the first, Python the last): the contract refuses it
-            "AND len(json_keys(raw)) = len(list_distinct(json_keys(raw)))",
+            f"hash(json_type(raw, {paths})) AS sig, hash(json_keys(raw)) AS keys, "
+            f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
             [kind],
         )
-        # One representative line per distinct (signature, key count): judged in Python, once.
+        # One representative line per distinct (signature, list of keys): judged in Python, once. A field written
+        # twice is ambiguous (DuckDB reads the first, Python the last): the contract refuses it, and so does this.
         reps = con.execute(
-            f"SELECT r.sig, r.nkeys, json_type(s.raw, {paths}) FROM (SELECT sig, nkeys, "
-            "arg_min(struct_pack(f := file_id, p := pos), pos) AS at FROM _k GROUP BY sig, nkeys) r "
+            f"SELECT r.sig, r.keys, json_type(s.raw, {paths}), json_keys(s.raw) FROM (SELECT sig, keys, "
+            "arg_min(struct_pack(f := file_id, p := pos), pos) AS at FROM _k GROUP BY sig, keys) r "
             "JOIN _stage s ON s.file_id = r.at.f AND s.pos = r.at.p"
         ).fetchall()
         good = [
-            (sig, nkeys, kind in ("run_start", "run_stop") or nkeys > sum(t is not None for t in types))
-            for sig, nkeys, types in reps
-            if signature_ok(kind, types)
+            (sig, keys, kind in ("run_start", "run_stop") or len(names) > sum(t is not None for t in types))
+            for sig, keys, types, names in reps
+            if signature_ok(kind, types) and len(set(names)) == len(names)
         ]
         con.register(
             "_good",
             pa.table(
                 {
                     "sig": pa.array([g[0] for g in good], pa.uint64()),
-                    "nkeys": pa.array([g[1] for g in good], pa.int64()),
+                    "keys": pa.array([g[1] for g in good], pa.uint64()),
                     "keep": pa.array([g[2] for g in good], pa.bool_()),
                 }
             ),
@@ -212,7 +211,7 @@ class Stage:
         try:
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT k.file_id, k.pos, k.line, k.j, g.keep, k.digest "
-                f"FROM _k k JOIN _good g USING (sig, nkeys) WHERE {predicate}"
+                f"FROM _k k JOIN _good g USING (sig, keys) WHERE {predicate}"
             )
         finally:
             con.unregister("_good")
