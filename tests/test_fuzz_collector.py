@@ -103,14 +103,12 @@ def event_line(draw: st.DrawFn, seq: int) -> str:
         return draw(st.text(max_size=40).filter(lambda t: "\n" not in t and "\r" not in t))
     if mutation == "cut":
         return line[: draw(st.integers(0, max(0, len(line) - 1)))]
-    if (
-        mutation == "nonfinite"
-    ):  # tokens Python reads and JSON does not have, in a field of the contract or not
+    if mutation == "nonfinite":  # NaN, Infinity, 1e400: in a field of the contract, or in one outside it
         name = draw(st.sampled_from([*names, "loss"]))
         token = draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e999"]))
-        return (
-            line[:-1] + f", {json.dumps(name)}: {token}" + "}" if name == "loss" else _swap(line, name, token)
-        )
+        if name == "loss":
+            return line[:-1] + f', "loss": {token}' + "}"
+        return _swap(line, name, token)
     if mutation == "huge":  # integers at and past the 64 bits the store keeps, and past a rank's 32
         name = draw(st.sampled_from(names))
         value = draw(

@@ -143,9 +143,8 @@ class Stage:
             "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, pos BIGINT, line BIGINT, run_id VARCHAR, rank INTEGER, "
             "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
         )
-        if (
-            not batches
-        ):  # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
+        # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
+        if not batches:
             return {}
         con.register("_in", pa.Table.from_batches(batches))
         try:
