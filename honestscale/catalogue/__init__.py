@@ -55,6 +55,7 @@ class Benchmark:
     drop: int  # runs dropped at each end (fastest, slowest) before the mean
     metrics: tuple[Metric, ...]
     epoch_num: str = "epochs"  # what an evaluation's epoch_num counts: epochs, or samples (BERT)
+    rule: str = ""  # where the values come from (rules section, mlperf-logging file)
 
     @property
     def max_non_converged(self) -> int:
@@ -80,14 +81,25 @@ def round_of(folder: str) -> str | None:
     return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
 
 
+def canonical(name: str, suite: str = "training") -> str | None:
+    """The catalogue's name for a benchmark the logs call ``name`` (``mask`` is ``maskrcnn``, ``gnn`` is
+    ``rgat``), or None if the catalogue does not know it."""
+    entries = _data().get(suite, {})
+    if name in entries:
+        return name
+    return next((key for key, entry in entries.items() if name in entry.get("aliases", ())), None)
+
+
 def mlperf(name: str, round: str | None = None, suite: str = "training") -> Benchmark | None:
-    """The benchmark ``name`` under the rules of ``round`` (the latest round's when None); None if unknown.
+    """The benchmark ``name`` (or an alias of it) under the rules of ``round`` (the latest round's when None);
+    None if unknown.
 
     A round before the benchmark's first entry gets None: its target is not in the catalogue.
     """
-    entry = _data().get(suite, {}).get(name)
-    if entry is None:
+    known = canonical(name, suite)
+    if known is None:
         return None
+    entry = _data()[suite][known]
     versions = sorted(entry["quality"], key=lambda q: _round_key(q["since"]))
     if round is None:
         chosen = versions[-1]
@@ -98,7 +110,7 @@ def mlperf(name: str, round: str | None = None, suite: str = "training") -> Benc
         chosen = earlier[-1]
     return Benchmark(
         suite=suite,
-        name=name,
+        name=known,
         round=round or chosen["since"],
         task=entry["task"],
         model=entry["model"],
@@ -110,6 +122,7 @@ def mlperf(name: str, round: str | None = None, suite: str = "training") -> Benc
             for m in chosen["metrics"]
         ),
         epoch_num=str(entry.get("epoch_num", "epochs")),
+        rule=str(entry.get("rule", "")),
     )
 
 
@@ -129,6 +142,15 @@ def direction(metric: str | None, mlperf_info: Mapping[str, Any] | None = None) 
     name = (metric or "").lower()
     lower = _data()["metrics"]["lower_is_better"]
     return "lower" if any(word in name for word in lower) else "higher"
+
+
+def quality_known(metric: str | None, mlperf_info: Mapping[str, Any] | None) -> bool:
+    """Whether the direction of ``metric`` is known: always for honestscale's own runs (from the metric's
+    name), for a run read from an MLPerf log only when the catalogue has its benchmark, round and metric."""
+    if not mlperf_info or not mlperf_info.get("benchmark"):
+        return True
+    bench = benchmark_of(mlperf_info)
+    return bench is not None and any(m.name == metric for m in bench.metrics)
 
 
 def benchmark_of(mlperf_info: Mapping[str, Any] | None) -> Benchmark | None:

@@ -216,8 +216,13 @@ def ingest(
     copy of a file) and is a conflict when it differs (two runs claiming one id): nothing stored is
     replaced, and that run's events from the conflicting file go to the quarantine, naming the other file.
 
-    Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included); 2 bad
-    usage, unreadable input, or the store is held by another process past --wait.
+    Every file found that does not land is named with its reason (MLPerf system descriptions, power logs
+    and scaling.json files, read with the logs beside them, only with --verbose).
+
+    Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
+    holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
+    description could not be read; 2 bad usage, unreadable input, or the store is held by another process
+    past --wait.
 
     Examples:
 
@@ -236,6 +241,10 @@ def ingest(
             "nothing to ingest: give files, folders or globs", "e.g. honestscale ingest runs/  (see --help)"
         )
     found = discover(paths)
+    if not found.sources and any(k.lost for k in found.skipped):
+        _report_skipped(Summary(skipped=found.skipped), verbose)
+        print(Summary(skipped=found.skipped).line())
+        raise typer.Exit(EXIT_QUARANTINED)
     if not found.sources:
         raise HonestscaleError(
             f"no event files or MLPerf logs in {', '.join(paths)} ({len(found.skipped)} other files)",
@@ -251,11 +260,30 @@ def ingest(
             )
             raise typer.Exit(130) from None
     summary.skipped = found.skipped
-    if verbose:
-        for path in found.skipped:
-            err.print(f"skipped {path}: not an event file or MLPerf log", highlight=False)
+    _report_skipped(summary, verbose)
     print(summary.line())
-    raise typer.Exit(EXIT_QUARANTINED if summary.quarantined else EXIT_OK)
+    raise typer.Exit(EXIT_QUARANTINED if summary.quarantined or summary.not_landed() else EXIT_OK)
+
+
+def _report_skipped(summary: Summary, verbose: bool) -> None:
+    """Every file that did not land, by reason (files read with the logs beside them only with --verbose);
+    then the files that hold results and landed nothing, which make the exit code 3."""
+    by_reason: dict[str, list[Path]] = {}
+    for k in summary.skipped:
+        if verbose or not k.beside:
+            by_reason.setdefault(k.reason, []).append(k.path)
+    for reason, paths in by_reason.items():
+        err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)
+        for path in paths:
+            err.print(f"  {escape(str(path))}", highlight=False)
+    lost = summary.not_landed()
+    if lost:
+        err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)
+        for path, why in lost:
+            err.print(f"  {escape(str(path))}: {escape(why)}", highlight=False)
+        err.print(
+            "fix: convert or remove them, or report the format; everything else has landed", highlight=False
+        )
 
 
 @app.command()

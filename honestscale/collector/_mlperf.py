@@ -10,7 +10,6 @@ that is not valid JSON is quarantined, never skipped.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale import events as ev
-from honestscale.collector import _mlperf_power
+from honestscale.collector import _mlperf_evals, _mlperf_lines, _mlperf_power
+from honestscale.collector._mlperf_lines import BadLine, real
 from honestscale.collector._mlperf_tree import (
     Place,
     find_system,
@@ -28,8 +28,6 @@ from honestscale.collector._mlperf_tree import (
     scaling_factor,
     shown,
 )
-
-MARK = ":::MLLOG"
 
 # How run_stop's status is spelt in the logs of every round, and what honestscale calls it.
 _STATUS = {
@@ -43,19 +41,14 @@ _STATUS = {
 
 
 @dataclass
-class BadLine:
-    line: int
-    raw: str
-    reason: str
-
-
-@dataclass
 class Parsed:
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (source line, event)
     bad: list[BadLine] = field(default_factory=list)
     other_lines: int = 0
     repeated: int = 0
     warnings: list[str] = field(default_factory=list)
+    unknown_format: int = 0  # MLPerf-like lines of a format no supported round wrote
+    unreadable_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
 
 
 def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
@@ -76,49 +69,24 @@ def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int,
 
 
 def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
-    """Parse the text of an MLPerf result log into honestscale events."""
-    out = Parsed()
-    records: list[tuple[int, dict[str, Any]]] = []
-    seen: set[str] = set()
-    for number, line in enumerate(text.split("\n"), start=1):
-        at = line.find(MARK)
-        if at < 0:
-            if line.strip():
-                out.other_lines += 1
-            continue
-        body = line[at + len(MARK) :].strip()
-        if body in seen:
-            out.repeated += 1
-            continue
-        seen.add(body)
-        try:
-            rec = json.loads(body)
-        except json.JSONDecodeError as exc:
-            out.bad.append(
-                BadLine(number, line, f"MLLOG line is not valid JSON: {exc.msg} at column {exc.colno}")
-            )
-            continue
-        except RecursionError:
-            out.bad.append(
-                BadLine(number, line, "MLLOG line is JSON nested too deeply to decode: not an MLLOG record")
-            )
-            continue
-        try:
-            ev.refuse_unpaired_surrogates(body, rec)
-        except ev.EventError as err:
-            out.bad.append(BadLine(number, line, f"MLLOG line is {err}"))
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
-            out.bad.append(BadLine(number, line, "MLLOG record without a 'key' string"))
-            continue
-        if _real(rec.get("time_ms")) is None:
-            out.bad.append(
-                BadLine(number, line, f"MLLOG record {rec['key']!r} without a finite numeric 'time_ms'")
-            )
-            continue
-        records.append((number, rec))
+    """Parse the text of an MLPerf result log (any round's format) into honestscale events."""
+    lines = _mlperf_lines.read(text)
+    out = Parsed(
+        bad=lines.bad,
+        other_lines=lines.other_lines,
+        repeated=lines.repeated,
+        unknown_format=lines.unknown_format,
+    )
+    records = lines.records
     if not records:
-        out.warnings.append("no valid :::MLLOG record: no run")
+        if lines.unknown_format:
+            out.warnings.append(
+                f"{lines.unknown_format} MLPerf lines (the first at line {lines.first_unknown}) are in a format "
+                "this reader does not know (it reads ':::MLLOG {json}' of v0.7 on and ':::MLL <seconds> key: "
+                "{json}' of v0.6): no run"
+            )
+        else:
+            out.warnings.append("no valid MLPerf record: no run")
         return out
 
     where = place(log)
@@ -132,6 +100,8 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         hardware, note = read_system(system_path)
         if note:
             out.warnings.append(note)
+            if not hardware:
+                out.unreadable_system = (system_path, note)
     scaling, note = scaling_factor(log)
     if note:
         out.warnings.append(note)
@@ -156,40 +126,10 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
     return out
 
 
-def _quality(
-    rec: dict[str, Any], bench: catalogue.Benchmark | None, warnings: list[str], name: str
-) -> list[tuple[str, float]]:
-    """(metric, value) of one evaluation line: one per metric of a dict-valued value (BBOX, SEGM)."""
-    value = rec.get("value")
-    metrics = [m for m in bench.metrics if m.log_key == rec["key"]] if bench else []
-    if isinstance(value, dict):
-        got: list[tuple[str, float]] = []
-        known = {m.key: m.name for m in metrics if m.key}
-        for key, v in value.items():
-            if (number := _real(v)) is not None:
-                got.append((known.get(str(key), str(key).lower()), number))
-        if not got:
-            warnings.append(f"{name}: {rec['key']} value {value!r} holds no number: evaluation not kept")
-        return got
-    if (number := _real(value)) is not None:
-        plain = [m for m in metrics if not m.key]
-        return [(plain[0].name if plain else "accuracy", number)]
-    if isinstance(value, float):  # NaN or infinity: a diverged run
-        warnings.append(f"{name}: {rec['key']} value {value!r} is not a finite number: evaluation not kept")
-    return []
-
-
 def _count(value: Any, least: int = 0) -> int | None:
     """An integer of the log usable as a count (not a bool, not past 64 bits), else None."""
     if isinstance(value, int) and not isinstance(value, bool) and least <= value <= ev.INT_MAX:
         return value
-    return None
-
-
-def _real(value: Any) -> float | None:
-    """A finite number of the log (not a bool), else None."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
     return None
 
 
@@ -212,34 +152,34 @@ def _run_events(
     start = next(((n, r) for n, r in segment if r["key"] == "run_start"), None)
     if start is None:
         warnings.append(f"{name}: no run_start record (the run did not get past initialisation)")
-        start = segment[0]
+        # v0.6 stamps submission_* lines 0.0: never a start time
+        start = next(((n, r) for n, r in segment if r["time_ms"] > 0), segment[0])
+    # the first run_stop ends the run (run_final, status or a later eval after it are not a second stop)
     stop = next(((n, r) for n, r in segment if r["key"] == "run_stop"), None)
     benchmark = str(values.get("submission_benchmark") or (where.within[-1] if where.within else "unknown"))
     bench = catalogue.mlperf(benchmark, where.round, where.suite)
     if bench is None:
         warnings.append(
             f"{name}: benchmark {benchmark!r} of round {where.round or 'unknown'} is not in the catalogue: "
-            "no quality target, direction taken from the metric's name"
+            "its quality is landed under the log's own name, with no target and no direction (HS101 cannot "
+            "verify it)"
         )
     nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
     n_acc = nodes * per_node if nodes and per_node else None
     gbs = _count(values.get("global_batch_size"), 1)
     world = n_acc or 1
-    seq = 0
 
     def event(kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
-        nonlocal seq
         e = {
             "schema": ev.SCHEMA_VERSION,
             "run_id": rid,
             "rank": 0,
-            "seq": seq,
+            "seq": 0,  # numbered in the log's order at the end
             "time": time_ms / 1000.0,
             "kind": kind,
         }
         # a NaN anywhere (a diverged loss in a hyper-parameter, a status) would make the line invalid JSON: null
         e.update({k: v for k, v in ev.finite_json(fields).items() if v is not None})
-        seq += 1
         return e
 
     joules = None
@@ -272,7 +212,7 @@ def _run_events(
                 cpu=hardware.get("cpu"),
                 interconnect=hardware.get("interconnect"),
                 software=hardware.get("software"),
-                model=benchmark,
+                model=bench.name if bench else benchmark,
                 dataset=bench.dataset if bench else None,
                 train_size=_count(values.get("train_samples")),
                 validation_size=_count(values.get("eval_samples")),
@@ -280,7 +220,7 @@ def _run_events(
                 global_batch_size=gbs,
                 local_batch_size=gbs // world if gbs is not None and n_acc and gbs % world == 0 else None,
                 optimizer=values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
-                learning_rate=_real(lr),
+                learning_rate=real(lr),
                 seed=_count(values.get("seed"), ev.INT_MIN),
                 stop_criterion="target_accuracy",
                 stop_value=first.target if first else None,
@@ -311,8 +251,14 @@ def _run_events(
             ),
         )
     ]
+    evals = _mlperf_evals.evaluations(segment, stop[1] if stop else None, bench, gbs, warnings, name)
+    samples = _count(values.get("eval_samples"))
+    for e in evals:
+        fields = {"split": "validation", "metric": e.metric, "value": e.value, "epoch": _count(e.epoch)}
+        out.append((e.line, event("eval", e.time_ms, **fields, samples=samples)))
+    stop_ms = float(stop[1]["time_ms"]) if stop else math.inf
+    last = {e.metric: e.value for e in sorted(evals, key=lambda e: e.time_ms) if e.time_ms <= stop_ms}
     epoch_starts: dict[Any, float] = {}
-    last: dict[str, float] = {}
     for number, rec in segment:
         key, meta = rec["key"], rec.get("metadata") or {}
         epoch = meta.get("epoch_num") if isinstance(meta, dict) else None
@@ -325,25 +271,7 @@ def _run_events(
                 (rec["time_ms"] - began) / 1000.0 if began is not None and rec["time_ms"] >= began else None
             )
             out.append((number, event("epoch", rec["time_ms"], epoch=epoch, t_total=t_total)))
-        elif key in ("eval_accuracy", "eval_error"):
-            samples = values.get("eval_samples")
-            for metric, value in _quality(rec, bench, warnings, name):
-                last[metric] = value
-                out.append(
-                    (
-                        number,
-                        event(
-                            "eval",
-                            rec["time_ms"],
-                            split="validation",
-                            metric=metric,
-                            value=value,
-                            epoch=epoch,
-                            samples=_count(samples),
-                        ),
-                    )
-                )
-        elif key == "run_stop":
+        elif key == "run_stop" and stop is not None and rec is stop[1]:
             said = meta.get("status") if isinstance(meta, dict) else None
             status = _STATUS.get(str(said).strip().lower(), "failed") if said is not None else "failed"
             reason = None if status == "success" else f"MLPerf run_stop status {said!r}"
@@ -358,4 +286,8 @@ def _run_events(
             out.append(
                 (number, event("run_stop", rec["time_ms"], status=status, reason=reason, energy_j=joules))
             )
+    # events in the log's order (evaluations were read first): seq follows the file
+    out[1:] = sorted(out[1:], key=lambda pair: pair[0])
+    for i, (_, made) in enumerate(out):
+        made["seq"] = i
     return out

@@ -7,7 +7,9 @@ id that no other log can claim; the system description gives the hardware.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,8 @@ _PLACEHOLDERS = {"", "todo", "tbd", "n/a", "na", "none", "unknown", "cpuname", "
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in _PLACEHOLDERS:
-        return None
+    if isinstance(value, str):
+        return None if value.strip().lower() in _PLACEHOLDERS else value.strip()
     return value
 
 
@@ -83,11 +85,18 @@ def find_system(log: Path) -> Path | None:
 
 
 def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
-    """Hardware and software fields of a system description, and a note if it could not be read."""
+    """Hardware and software fields of a system description, and a note if it could not be read (whole or in
+    part)."""
     try:
-        desc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         return {}, f"system description {path} unreadable ({exc}): hardware unknown"
+    try:
+        desc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if _V06_ENTRY.search(text):
+            return _v06_system(path, text)
+        return {}, f"system description {path} is not JSON ({exc}): hardware unknown"
     if not isinstance(desc, dict):
         return {}, f"system description {path} is not a JSON object: hardware unknown"
     nodes = _int(desc.get("number_of_nodes", desc.get("number of nodes")))
@@ -117,6 +126,73 @@ def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
         "software": software or None,
     }
     return fields, None
+
+
+_V06_ENTRY = re.compile(r"^(?:[a-z_]+): \{", re.MULTILINE)
+
+
+def _literal(text: Any) -> dict[str, Any] | None:
+    """A Python dict literal written as a string (NVIDIA's v0.6 ``entry`` and its ``nodes``), else None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _v06_system(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
+    """NVIDIA's v0.6 system files: the log's ``submission_*`` lines without their prefix (``platform: {json}``),
+    the hardware inside ``entry``'s value, a Python dict literal whose ``nodes`` is another one."""
+    lines: dict[str, Any] = {}
+    unread: list[str] = []
+    for line in text.splitlines():
+        key, sep, body = line.partition(": ")
+        if not sep or not body.strip():
+            continue
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError:
+            unread.append(key.strip())
+            continue
+        if isinstance(value, dict):
+            lines[key.strip()] = value.get("value")
+    entry = _literal(lines.get("entry"))
+    if entry is None:
+        unread.append("entry")
+        entry = {}
+    nodes = _literal(entry.get("nodes"))
+    if nodes is None:
+        unread.append("entry.nodes")
+        nodes = {}
+    libraries = _literal(entry.get("libraries")) or {}
+    software = {
+        str(k).removesuffix("_version"): str(v) for k, v in libraries.items() if _clean(v) is not None
+    }
+    if "cuda_driver" in software:
+        software["driver"] = software.pop("cuda_driver")
+    if _clean(entry.get("os")) is not None:
+        software["os"] = str(entry["os"])
+    fields = {
+        "system": _clean(lines.get("platform")) or _clean(entry.get("hardware")) or path.stem,
+        "framework": _clean(entry.get("framework")),
+        "nodes": _int(nodes.get("num_nodes")),
+        "accelerators_per_node": _int(nodes.get("num_accelerators")),
+        "accelerator": _clean(nodes.get("accelerator")),
+        "cpu": _clean(nodes.get("cpu")),
+        "interconnect": _clean(entry.get("interconnect")),
+        "software": software or None,
+    }
+    missing = [k for k in ("nodes", "accelerators_per_node", "accelerator") if fields[k] is None]
+    note = None
+    if unread or missing:
+        note = (
+            f"system description {path} is not JSON (the v0.6 'key: {{json}}' form): read what it holds"
+            + (f"; could not read {', '.join(unread)}" if unread else "")
+            + (f"; no {', '.join(missing)} in it" if missing else "")
+        )
+    return fields, note
 
 
 def run_id_for(log: Path, index: int, count: int) -> tuple[str, str]:

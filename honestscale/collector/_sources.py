@@ -16,7 +16,10 @@ from honestscale.errors import HonestscaleError
 Format = Literal["native", "mlperf", "horovod-timeline"]
 
 NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
-MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"')  # a record, not a mention (a README quoting the format)
+# a record, not a mention (a README quoting the format): v0.7 on, and v0.6's ':::MLL <unix seconds> key: {'
+MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"|:::MLL [0-9]+(?:\.[0-9]*)? [A-Za-z_][\w.]*: \{')
+# MLPerf results in a format no supported round wrote (v0.5's :::MLPv0.5.0, one v0.6 submitter's own lines)
+MLPERF_LIKE = re.compile(rb":::MLPv\d|^MLPerf: \w+ \[\d\d/\d\d/\d\d", re.MULTILINE)
 _SNIFF_BYTES = 1 << 20
 
 
@@ -30,10 +33,34 @@ class Source:
     format: Format
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A file found in a folder that does not land as a source of its own, and why."""
+
+    path: Path
+    reason: str
+    lost: (
+        bool  # it holds results this reader cannot use (not a file read with a log beside it, not unrelated)
+    )
+    beside: bool = (
+        False  # read with the MLPerf result logs beside it (system description, power log, scaling)
+    )
+
+
+SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
+POWER_FILE = "MLPerf power log: read with its result log"
+SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
+NOT_RESULTS = "neither a honestscale event file nor an MLPerf log"
+UNKNOWN_MLPERF = (
+    "MLPerf lines in a format this reader does not know (it reads ':::MLLOG {json}' of v0.7 on and "
+    "':::MLL <seconds> key: {json}' of v0.6): its results did not land"
+)
+
+
 @dataclass
 class Discovery:
     sources: list[Source]
-    skipped: list[Path]  # files inside given folders that are neither native events nor MLPerf logs
+    skipped: list[Skipped]  # files inside given folders that do not land as sources, with the reason
 
 
 def _is_native_name(path: Path) -> bool:
@@ -67,6 +94,13 @@ def classify(path: Path) -> Format | None:
     return None
 
 
+def _mlperf_like(path: Path) -> bool:
+    try:
+        return bool(MLPERF_LIKE.search(_head(path)))
+    except OSError:
+        return False
+
+
 def _walk(folder: Path) -> list[Path]:
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
@@ -82,7 +116,7 @@ def discover(args: list[str]) -> Discovery:
     folder, other files (system descriptions, scripts, READMEs) are skipped and counted.
     """
     sources: dict[Path, Source] = {}
-    skipped: list[Path] = []
+    skipped: list[Skipped] = []
     for arg in args:
         if glob.has_magic(arg):
             matches = sorted(glob.glob(arg, recursive=True))  # noqa: PTH207 - the user's pattern, absolute or not
@@ -104,7 +138,10 @@ def discover(args: list[str]) -> Discovery:
                 candidates, strict = [path], not from_glob
             for cand in candidates:
                 if cand.parent.name == "systems" and cand.suffix == ".json":
-                    skipped.append(cand)  # MLPerf system description: read beside its logs
+                    skipped.append(Skipped(cand, SYSTEM_FILE, False, beside=True))
+                    continue
+                if cand.name == "scaling.json":
+                    skipped.append(Skipped(cand, SCALING_FILE, False, beside=True))
                     continue
                 if cand.parent.parent.name == "power" and cand.suffix == ".txt":
                     if strict:
@@ -113,9 +150,12 @@ def discover(args: list[str]) -> Discovery:
                             f"ingest its result log ({cand.parent.parent.parent}/{cand.parent.name}.txt): "
                             "the energy is read from power/ beside it",
                         )
-                    skipped.append(cand)  # read with the result log it belongs to
+                    skipped.append(Skipped(cand, POWER_FILE, False, beside=True))
                     continue
                 fmt = classify(cand)
+                if fmt is None and _mlperf_like(cand):
+                    skipped.append(Skipped(cand, UNKNOWN_MLPERF, True))  # named, and the ingest exits 3
+                    continue
                 if fmt is None:
                     if strict:
                         raise InputError(
@@ -123,7 +163,7 @@ def discover(args: list[str]) -> Discovery:
                             f"nor an MLPerf log (no ':::MLLOG' line in its first MiB)",
                             "rename event files to .jsonl, or pass the folder that holds them",
                         )
-                    skipped.append(cand)
+                    skipped.append(Skipped(cand, NOT_RESULTS, False))
                     continue
                 resolved = cand.resolve()
                 sources.setdefault(resolved, Source(resolved, fmt))

@@ -31,7 +31,7 @@ from honestscale import events as ev
 from honestscale.collector import _mlperf, _timeline
 from honestscale.collector._content import digest, read_content, split_lines
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
-from honestscale.collector._sources import Source
+from honestscale.collector._sources import Skipped, Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import StoreUnwritable, as_store_error, refresh_runs, sql_in_list
 
@@ -53,12 +53,13 @@ class FileResult:
     # For the user to look at (hardware unknown, empty file ...), and for the record (repeated MLLOG lines).
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
 
 
 @dataclass
 class Summary:
     files: list[FileResult] = field(default_factory=list)
-    skipped: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     timeline_steps: int = 0  # steps whose communication time came from a Horovod timeline
 
     @property
@@ -85,6 +86,22 @@ class Summary:
     def changed(self) -> int:
         return sum(1 for f in self.files if f.action != "unchanged")
 
+    def not_landed(self) -> list[tuple[Path, str]]:
+        """Files that hold results and landed nothing, and system descriptions that could not be read: each
+        with its reason. Any of them makes the ingest exit 3."""
+        out = [(k.path, k.reason) for k in self.skipped if k.lost]
+        out += [
+            (
+                f.path,
+                "holds MLPerf or event lines but landed no event: " + ("; ".join(f.warnings) or "see above"),
+            )
+            for f in self.files
+            if f.action != "unchanged" and f.events == 0 and (f.quarantined or f.format == "mlperf")
+        ]
+        systems = {f.unread_system for f in self.files if f.unread_system is not None}
+        out += sorted((path, f"system description not read: {why}") for path, why in systems)
+        return out
+
     def line(self) -> str:
         unchanged = len(self.files) - self.changed
         text = (
@@ -100,7 +117,12 @@ class Summary:
                 "(a run id claimed by two different runs)"
             )
         if self.skipped:
-            text += f", {len(self.skipped)} other files skipped"
+            used = sum(1 for k in self.skipped if k.beside)
+            other = len(self.skipped) - used
+            if used:
+                text += f", {used} MLPerf system/power/scaling files read with their logs"
+            if other:
+                text += f", {other} other files not landed (each named above with its reason)"
         if self.timeline_steps:
             text += f", communication of {self.timeline_steps:,} steps from Horovod timelines"
         return text
@@ -390,6 +412,7 @@ class Ingester:
         plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
         plan.result.other_lines = parsed.other_lines
         plan.result.warnings.extend(parsed.warnings)
+        plan.result.unread_system = parsed.unreadable_system
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
         plan.end = len(data)

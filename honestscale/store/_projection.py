@@ -98,11 +98,13 @@ stops AS (
 ),
 fin AS (
     -- the run's target metric on its most held-out split, else another quality metric, else a loss
+    -- the quality the run stopped at: evaluations after its run_stop (a trailing MLPerf eval) only without one
     SELECT v.run_id, v.split, v.metric, v.value
-    FROM evals v LEFT JOIN s USING (run_id) WHERE v.run_id IN __RUN_IDS__
+    FROM evals v LEFT JOIN s USING (run_id) LEFT JOIN stops USING (run_id) WHERE v.run_id IN __RUN_IDS__
     QUALIFY row_number() OVER (
         PARTITION BY v.run_id
         ORDER BY CASE v.split WHEN 'test' THEN 3 WHEN 'validation' THEN 2 ELSE 1 END DESC,
+                 coalesce(v.time <= stops.stopped_at, true) DESC,
                  coalesce(v.metric = s.p ->> 'target_metric', false) DESC,
                  (lower(v.metric) LIKE '%loss%' OR lower(v.metric) IN ('perplexity', 'wer')) ASC,
                  v.time DESC, v.rank ASC, v.seq DESC
@@ -111,9 +113,12 @@ fin AS (
 quality AS (
     -- the last value of every metric on the final split
     SELECT run_id, json_group_object(metric, value) AS final_quality FROM (
-        SELECT v.run_id, v.metric, v.value FROM evals v JOIN fin USING (run_id)
+        SELECT v.run_id, v.metric, v.value FROM evals v JOIN fin USING (run_id) LEFT JOIN stops USING (run_id)
         WHERE v.split = fin.split
-        QUALIFY row_number() OVER (PARTITION BY v.run_id, v.metric ORDER BY v.time DESC, v.rank ASC, v.seq DESC) = 1
+        QUALIFY row_number() OVER (
+            PARTITION BY v.run_id, v.metric
+            ORDER BY coalesce(v.time <= stops.stopped_at, true) DESC, v.time DESC, v.rank ASC, v.seq DESC
+        ) = 1
     ) GROUP BY run_id
 )
 SELECT
