@@ -100,8 +100,7 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         hardware, note = read_system(system_path)
         if note:
             out.warnings.append(note)
-            if not hardware:
-                out.unreadable_system = (system_path, note)
+            out.unreadable_system = (system_path, note)
     scaling, note = scaling_factor(log)
     if note:
         out.warnings.append(note)

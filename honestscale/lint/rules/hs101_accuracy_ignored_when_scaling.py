@@ -15,7 +15,8 @@ class AccuracyIgnoredWhenScaling(Rule):
     What it checks: every worker count of a scaling series has a final accuracy, and the median final
     accuracy at the largest scale is not worse than the smallest scale's by more than 1 percentage point
     or the run-to-run spread of the smallest scale, whichever is larger. "Worse" reads the metric's
-    direction from the benchmark catalogue: lower for accuracies, higher for word error rates and losses.
+    direction from the benchmark catalogue: lower for accuracies, higher for word error rates and losses; an
+    MLPerf benchmark the catalogue does not know cannot be verified (its direction is never guessed).
     Why it misleads: larger global batches and stale or compressed gradients buy speed with accuracy; a
     speedup quoted without accuracy at each scale hides that the faster model is a worse model (Hoefler
     2018, "ignore accuracy when scaling up").
@@ -49,6 +50,17 @@ class AccuracyIgnoredWhenScaling(Rule):
                 workers_without_accuracy=list(missing),
             )
             return
+        first = next(r for rs in points.values() for r in rs if r.ok and r.final_value is not None)
+        if not catalogue.quality_known(first.final_metric, first.attrs.get("mlperf")):
+            info = first.attrs.get("mlperf") or {}
+            yield self.cannot_verify(
+                target,
+                [r for rs in points.values() for r in rs],
+                f"MLPerf benchmark {info.get('benchmark')!r} of round {info.get('round')} is not in the catalogue: "
+                f"whether {first.final_metric} is better higher or lower is unknown",
+                "add the benchmark to honestscale/catalogue/mlperf.toml (metric, direction, target, with its rule)",
+            )
+            return
         acc = {w: med(r.final_value for r in rs if r.ok) for w, rs in points.items()}
         lo, hi = min(acc), max(acc)
         base, top = acc[lo], acc[hi]
@@ -56,7 +68,6 @@ class AccuracyIgnoredWhenScaling(Rule):
         spread = max(base_runs) - min(base_runs) if len(base_runs) > 1 else 0.0
         allowed = max(TOLERANCE, spread)  # a drop within the base's run-to-run spread is not evidence
         # The direction comes from the benchmark catalogue: a word error rate or a loss that rises is the drop.
-        first = next(r for r in points[lo] if r.ok and r.final_value is not None)
         metric, better = (
             first.final_metric,
             catalogue.direction(first.final_metric, first.attrs.get("mlperf")),

@@ -1,0 +1,352 @@
+"""MLPerf Training v0.6 (the ``:::MLL`` format) and v4.1-v5.1 logs against the official reader, mlperf-logging.
+
+Every result file under ``../shared/data/mlperf-training-v06-v5x/`` must be one run whose time to train, status,
+global batch, accelerator count and final quality equal what mlperf-logging's parser reads from the same file;
+every submission's olympic mean and official score (times ``scaling.json``'s factor) must equal what its result
+summarizer computes. mlperf-logging reads v0.6's ``:::MLL`` lines (ruleset 0.6.0), but its timestamps are the
+log's **seconds** while its scoring assumes milliseconds: the reference converts (seconds here, its score x 1000
+where it scores a v0.6 folder at all). The quality targets and their directions are checked against the
+``ATLEAST_ONE_CHECK`` of each round's compliance rules where mlperf-logging has one.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from honestscale import catalogue
+from honestscale.analysis.mlperf import submissions
+from honestscale.analysis.scaling import reached_at, time_to_accuracy
+from honestscale.lint import _view
+from tests.conftest import REPO, hs
+
+mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
+summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
+
+ROOT = REPO.parent / "shared" / "data" / "mlperf-training-v06-v5x"
+CHECKS = Path(mlp_parser.__file__).parents[1]
+
+
+def _round(path: Path) -> str:
+    rnd = catalogue.round_of(path.parts[path.parts.index("results") - 2])
+    assert rnd is not None
+    return rnd
+
+
+def result_files() -> list[Path]:
+    return sorted(p for p in ROOT.glob("*/*/results/*/*/result_*.txt"))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not ROOT.is_dir():
+        pytest.fail(f"MLPerf logs missing at {ROOT}: ../shared/data must be beside the repo")
+    path = tmp_path_factory.mktemp("v06v5x") / "s.duckdb"
+    result = hs("ingest", ROOT, "--store", path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    # every file found is named: the folder's README, MANIFEST and licences are not results, nothing is lost
+    assert "not landed, neither a honestscale event file nor an MLPerf log (5)" in result.stderr
+    assert "hold results that did not land" not in result.stderr
+    return path
+
+
+def _accelerators(lines: list[Any], path: Path) -> int:
+    """The summarizer's accelerator count; for NVIDIA's v0.6 system files, which are not JSON and which it cannot
+    read, the log's own ``submission_entry`` (num_nodes x num_accelerators of its ``nodes``)."""
+    try:
+        desc = summarizer._load_system_desc(str(path.parents[3]), path.parents[1].name)
+        return int(desc["accelerators_per_node"]) * int(desc["number_of_nodes"])
+    except (json.JSONDecodeError, TypeError):  # its own error path raises a TypeError on a non-JSON file
+        entry = next(ll.value["value"] for ll in lines if ll.key == "submission_entry")
+        nodes = ast.literal_eval(ast.literal_eval(entry)["nodes"])
+        return int(nodes["num_nodes"]) * int(nodes["num_accelerators"])
+
+
+def _final(lines: list[Any], stop: Any, gbs: int) -> dict[str, Any]:
+    """The quality a run stopped at, by the log's own names: the evaluation of the checkpoint run_stop names
+    (offline evaluation: Stable Diffusion), else the last evaluation at or before run_stop (all when none)."""
+    evals = [ll for ll in lines if ll.key == "eval_accuracy"]
+    if stop is not None and any("metric" in ll.value["metadata"] for ll in evals):
+        meta = stop.value["metadata"]
+        at = meta.get("samples_count", meta.get("step_num", 0) * gbs)
+        return {
+            ll.value["metadata"]["metric"]: ll.value["value"]
+            for ll in evals
+            if ll.value["metadata"].get("samples_count") == at
+        }
+    if any("metric" in ll.value["metadata"] for ll in evals):  # no run_stop: the last of each metric
+        return {ll.value["metadata"]["metric"]: ll.value["value"] for ll in evals}
+    if stop is not None:
+        evals = [ll for ll in evals if ll.timestamp <= stop.timestamp]
+    return {"": evals[-1].value["value"]} if evals else {}
+
+
+def reference(path: Path) -> dict[str, Any]:
+    """What mlperf-logging reads from one result file (v0.6 timestamps in seconds, later rounds in ms)."""
+    rnd = _round(path)
+    lines, failed = mlp_parser.parse_file(str(path), f"{rnd}.0")
+    assert not failed or rnd == "0.6", failed[
+        :2
+    ]  # v0.6: lines glued to other output are cut by our reader alike
+    per_second = 1.0 if rnd == "0.6" else 1000.0
+    starts = [ll for ll in lines if ll.key == "run_start"]
+    stops = [ll for ll in lines if ll.key == "run_stop"]
+    gbs = next(ll.value["value"] for ll in lines if ll.key == "global_batch_size")
+    return {
+        "seconds": (stops[0].timestamp - starts[0].timestamp) / per_second if stops else None,
+        "status": stops[0].value["metadata"].get("status") if stops else None,
+        "gbs": gbs,
+        "accelerators": _accelerators(lines, path),
+        "final": _final(lines, stops[0] if stops else None, gbs),
+        "benchmark": summarizer._benchmark_alias(path.parent.name),
+    }
+
+
+def _rows(store: Path) -> dict[str, dict[str, Any]]:
+    with duckdb.connect(str(store), read_only=True) as con:
+        cur = con.execute("SELECT * FROM runs")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_file[r["source_file"]].append(r)
+    assert all(len(rs) == 1 for rs in by_file.values()), "one run per result file"
+    return {k: v[0] for k, v in by_file.items()}
+
+
+STATUS = {"success": "success", "aborted": "aborted", "abort": "aborted", None: "incomplete"}
+
+
+def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> None:
+    files = result_files()
+    assert len(files) == 157
+    runs = _rows(store)
+    assert set(runs) == {str(p.resolve()) for p in files}
+    rounds, statuses = set(), set()
+    for path in files:
+        ref, run = reference(path), runs[str(path.resolve())]
+        where = str(path.relative_to(ROOT))
+        rounds.add(_round(path))
+        assert run["status"] == STATUS[ref["status"]], where
+        statuses.add(run["status"])
+        if ref["seconds"] is None:
+            assert run["time_to_train_s"] is None, where
+        else:
+            assert run["time_to_train_s"] == pytest.approx(ref["seconds"], abs=1e-3), where
+        assert run["global_batch_size"] == ref["gbs"], where
+        assert (run["n_nodes"] or 0) * (run["accelerators_per_node"] or 0) == ref["accelerators"], where
+        rules = catalogue.mlperf(ref["benchmark"], _round(path))
+        assert rules is not None, f"{where}: benchmark not in the catalogue"
+        quality = json.loads(run["final_quality"])
+        final = ref["final"]
+        if set(final) == {""}:
+            value = final[""]
+            if isinstance(value, list):  # v0.6 Mask R-CNN: [bbox, segm] in the catalogue's order
+                value = dict(zip((m.key for m in rules.metrics), value, strict=True))
+            if isinstance(value, dict):
+                names = {m.key: m.name for m in rules.metrics}
+                assert quality == {names[k]: pytest.approx(v) for k, v in value.items()}, where
+            else:
+                assert quality == {run["target_metric"]: pytest.approx(value)}, where
+        else:  # one line per metric (Stable Diffusion's FID and CLIP)
+            names = {m.key: m.name for m in rules.metrics}
+            assert quality == {names[k]: pytest.approx(v) for k, v in final.items()}, where
+    assert rounds == {"0.6", "4.1", "5.0", "5.1"}
+    assert statuses == {"success", "aborted", "incomplete"}
+
+
+def _compliance_target(benchmark: str, rnd: str) -> tuple[str, float] | None:
+    """The direction and target in the round's compliance rule ``ATLEAST_ONE_CHECK`` on eval_accuracy."""
+    path = CHECKS / f"training_{rnd}.0" / f"closed_{benchmark}.yaml"
+    if not path.is_file():
+        return None
+    m = re.search(r"ATLEAST_ONE_CHECK: \"\(?v\['value'\] (<=|>=) ([0-9.]+)", path.read_text())
+    return ("lower" if m[1] == "<=" else "higher", float(m[2])) if m else None
+
+
+def test_every_quality_is_judged_in_its_own_direction_and_every_successful_run_reached_it(
+    store: Path,
+) -> None:
+    with duckdb.connect(str(store), read_only=True) as con:
+        runs = _view.build(con).runs
+    checked = set()
+    for run in runs:
+        info = run.attrs["mlperf"]
+        rules = catalogue.benchmark_of(info)
+        assert rules is not None, run.id
+        for target in info["targets"]:
+            assert catalogue.direction(target["metric"], info) == target["better"]
+        official = _compliance_target(str(info["benchmark"]), str(info["round"]))
+        if official is not None and len(rules.metrics) == 1:
+            assert (rules.metrics[0].better, rules.metrics[0].target) == official, run.id
+            checked.add(rules.name)
+        assert catalogue.quality_known(run.final_metric, info), run.id
+        if run.ok:
+            # the catalogue's targets fit the logs: each successful run reached them, at its last evaluation
+            # at or before run_stop (the run stopped because it did)
+            reached = reached_at(run)
+            assert reached is not None, run.id
+            before = [
+                e.time for e in run.evals if run.stopped_at is not None and e.time <= run.stopped_at + 1e-6
+            ]
+            assert reached == max(before), run.id
+    lower = {"gpt3", "llama2_70b_lora", "llama31_405b", "llama31_8b", "flux1"}
+    assert lower <= checked
+    for name in lower:
+        rules = catalogue.mlperf(name)
+        assert rules is not None and rules.metrics[0].better == "lower"
+    sd = catalogue.mlperf("stable_diffusion", "5.0")
+    assert sd is not None and {m.name: m.better for m in sd.metrics} == {"FID": "lower", "CLIP": "higher"}
+
+
+def test_offline_evaluations_are_placed_at_their_checkpoint(store: Path) -> None:
+    """Stable Diffusion: the checkpoint that met both targets is the one run_stop is stamped at, so its time to
+    accuracy is its time to train; the evaluations logged after run_stop are all kept."""
+    with duckdb.connect(str(store), read_only=True) as con:
+        runs = [r for r in _view.build(con).runs if r.model == "stable_diffusion"]
+    assert len(runs) == 20
+    for run in runs:
+        assert {e.metric for e in run.evals} == {"FID", "CLIP"}
+        if not run.ok:
+            continue
+        assert time_to_accuracy(run) == pytest.approx(run.time_to_train_s, abs=1e-6), run.id
+        at = reached_at(run)
+        both = {e.metric: e.value for e in run.evals if e.time == at}
+        assert both["FID"] <= 90 and both["CLIP"] >= 0.15
+        # no earlier checkpoint met both
+        for t in {e.time for e in run.evals if at is not None and e.time < at}:
+            vals = {e.metric: e.value for e in run.evals if e.time == t}
+            assert not (vals.get("FID", 999) <= 90 and vals.get("CLIP", 0) >= 0.15), run.id
+    google = [r for r in runs if "cloud-tpu" in r.id]
+    # 5 of 10 Google files evaluated a later checkpoint too: kept, placed after the run's end
+    later = [r for r in google if any(r.stopped_at is not None and e.time > r.stopped_at for e in r.evals)]
+    assert len(later) == 5
+
+
+def test_every_submission_score_is_the_official_one(store: Path) -> None:
+    with duckdb.connect(str(store), read_only=True) as con:
+        ours = {s.folder: s for s in submissions(_view.build(con).runs)}
+    folders = sorted({p.parent for p in result_files()})
+    assert len(ours) == len(folders) == 22
+    factors = 0
+    for folder in folders:
+        parts = folder.parts
+        i = parts.index("results")
+        sub = ours["mlperf:" + "/".join((*parts[i - 2 : i], *parts[i + 1 :]))]
+        benchmark = summarizer._benchmark_alias(folder.name)
+        rules = catalogue.mlperf(benchmark, _round(folder / "x"))
+        assert rules is not None and sub.drop == rules.drop == (4 if benchmark == "unet3d" else 1)
+        scores, dropped = [], 0
+        for path in sorted(folder.glob("result_*.txt")):
+            ref = reference(path)
+            if ref["status"] == "success" and ref["seconds"] is not None:
+                scores.append(ref["seconds"] / 60)
+            else:
+                dropped += 1
+        expected = (
+            summarizer._compute_olympic_average(scores, dropped, sub.drop) if dropped <= sub.drop else None
+        )
+        factor = summarizer._get_scaling_factor(str(folder))
+        factors += factor != 1.0
+        assert (sub.scaling_factor or 1.0) == pytest.approx(factor), folder
+        if expected is None:
+            assert sub.score_s is None and sub.scaled_s is None, folder
+            continue
+        assert sub.score_s is not None and sub.score_s / 60 == pytest.approx(expected, rel=1e-9), folder
+        assert sub.scaled_s is not None and sub.scaled_s / 60 == pytest.approx(expected * factor, rel=1e-9), (
+            folder
+        )
+        # the summarizer's own score where its compliance checker accepts the logs; for v0.6 it reads seconds
+        # as milliseconds, so its score is ours / 1000
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(FileNotFoundError):
+            official, _, got = summarizer._compute_strong_score_standalone(
+                benchmark, folder.parent.name, False, str(folder), "training", f"{_round(folder / 'x')}.0"
+            )
+            if official is not None:
+                scale = 1000.0 if _round(folder / "x") == "0.6" else 1.0
+                assert sub.scaled_s / 60 == pytest.approx(official * scale, rel=1e-9), folder
+                assert got == pytest.approx(factor)
+    assert factors >= 8  # the factor is not 1 for most newer submissions: the official score needs it
+
+
+def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "result_0.txt").write_text(
+        "starting\n:::MLPv0.5.0 resnet 1541710001.361 (resnet/imagenet_main.py:251) run_start\n"
+        ":::MLPv0.5.0 resnet 1541713001.361 (resnet/imagenet_main.py:351) run_stop\n",
+        encoding="utf-8",
+    )
+    good = ROOT / "v0.6" / "Google" / "results" / "tpu-v3-128" / "resnet" / "result_0.txt"
+    (folder / "notes.txt").write_text("nothing here\n", encoding="utf-8")
+    store = tmp_path / "s.duckdb"
+    alone = hs("ingest", folder, "--store", store)
+    assert alone.returncode == 3, alone.stderr
+    assert "result_0.txt" in alone.stderr and "format this reader does not know" in alone.stderr
+    assert "notes.txt" in alone.stderr and "Traceback" not in alone.stderr
+    both = hs("ingest", folder, good, "--store", store)
+    assert both.returncode == 3 and "1 runs touched" in both.stdout, both.stdout
+
+
+def test_nvidia_v06_system_files_are_read_in_their_own_form_and_a_broken_one_is_said(tmp_path: Path) -> None:
+    src = ROOT / "v0.6" / "NVIDIA"
+    system = "dgx2h_n4_ngc19.05_pytorch"
+    tree = tmp_path / "v0.6" / "NVIDIA"
+    (tree / "systems").mkdir(parents=True)
+    (tree / "results" / system / "ssd").mkdir(parents=True)
+    log = tree / "results" / system / "ssd" / "result_0.txt"
+    log.write_bytes((src / "results" / system / "ssd" / "result_0.txt").read_bytes())
+    text = (src / "systems" / f"{system}.json").read_text(encoding="utf-8")
+    (tree / "systems" / f"{system}.json").write_text(
+        text.replace("'nodes': \\\"{", "'nodes': \\\"{{"), encoding="utf-8"
+    )
+    store = tmp_path / "s.duckdb"
+    result = hs("ingest", tree, "--store", store)
+    assert result.returncode == 3, result.stderr
+    assert f"{system}.json" in result.stderr and "could not read entry.nodes" in result.stderr
+    with duckdb.connect(str(store), read_only=True) as con:
+        row = con.execute("SELECT system, framework, n_nodes, status FROM runs").fetchone()
+    assert row == ("4xNVIDIA DGX-2H", "PyTorch NVIDIA Release 19.05", None, "success")
+
+
+def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp_path: Path) -> None:
+    """A benchmark the catalogue does not know keeps the log's own name for its quality, no target and no
+    direction; HS101 says it cannot verify a scaling series of it (1 and 2 nodes of one system)."""
+    org = ROOT / "v5.1" / "Supermicro"
+    text = (org / "results" / "ARS-121GL-NB3" / "flux1" / "result_01.txt").read_text(encoding="utf-8")
+    desc = json.loads((org / "systems" / "ARS-121GL-NB3.json").read_text(encoding="utf-8"))
+    for nodes in (1, 2):
+        system = f"acme-n{nodes}"
+        folder = tmp_path / "v5.1" / "Acme" / "results" / system / "flux9"
+        folder.mkdir(parents=True)
+        (folder / "result_0.txt").write_text(
+            text.replace('"value": "flux1"', '"value": "flux9"'), encoding="utf-8"
+        )
+        (tmp_path / "v5.1" / "Acme" / "systems").mkdir(exist_ok=True)
+        desc.update(number_of_nodes=str(nodes), system_name="Acme")
+        (tmp_path / "v5.1" / "Acme" / "systems" / f"{system}.json").write_text(
+            json.dumps(desc), encoding="utf-8"
+        )
+    store = tmp_path / "s.duckdb"
+    result = hs("ingest", tmp_path / "v5.1", "--store", store)
+    assert result.returncode == 0, result.stderr
+    assert "'flux9' of round 5.1 is not in the catalogue" in result.stderr
+    with duckdb.connect(str(store), read_only=True) as con:
+        runs = _view.build(con).runs
+    assert len(runs) == 2
+    for run in runs:
+        assert run.final_metric == "eval_accuracy" and run.stop_value is None
+        assert not catalogue.quality_known(run.final_metric, run.attrs["mlperf"])
+    lint = hs("lint", "--store", store, "--select", "HS101", "--format", "json")
+    findings = [f for f in json.loads(lint.stdout) if f["code"] == "HS101"]
+    assert [f["outcome"] for f in findings] == ["cannot_verify"], lint.stdout
+    assert "'flux9'" in findings[0]["message"] and "unknown" in findings[0]["message"]
