@@ -350,3 +350,24 @@ def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp
     findings = [f for f in json.loads(lint.stdout) if f["code"] == "HS101"]
     assert [f["outcome"] for f in findings] == ["cannot_verify"], lint.stdout
     assert "'flux9'" in findings[0]["message"] and "unknown" in findings[0]["message"]
+
+
+def test_report_and_runs_say_olympic_mean_and_official_score_apart(tmp_path: Path) -> None:
+    folder = ROOT / "v5.0" / "NVIDIA" / "results" / "tyche_ngpu72_ngc25.04_pytorch" / "retinanet"
+    store = tmp_path / "s.duckdb"
+    assert hs("ingest", folder, "--store", store).returncode == 0
+    factor = summarizer._get_scaling_factor(str(folder))
+    assert factor != 1.0
+    with contextlib.redirect_stdout(io.StringIO()):
+        official, _, _ = summarizer._compute_strong_score_standalone(
+            "retinanet", folder.parent.name, False, str(folder), "training", "5.0.0"
+        )
+    model = json.loads(hs("report", "--store", store, "--format", "json").stdout)
+    points = [p for c in model["comparisons"] for p in c["points"] if p.get("mlperf_score_s")]
+    assert points
+    for p in points:
+        assert p["mlperf_scaling_factor"] == pytest.approx(factor)
+        assert p["mlperf_official_s"] == pytest.approx(p["mlperf_score_s"] * factor)
+        assert p["mlperf_official_s"] / 60 == pytest.approx(official, rel=1e-9)
+    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert len(runs) == 5 and all(r["mlperf_scaling_factor"] == pytest.approx(factor) for r in runs)

@@ -46,10 +46,14 @@ class Submission:
         return None if self.score_s is None else self.score_s * (self.scaling_factor or 1.0)
 
 
-def _scaling_factor(runs: list[Run]) -> float | None:
-    """The submission's review scaling factor, as the collector read it from its ``scaling.json``."""
-    factors = [(r.attrs.get("mlperf") or {}).get("scaling_factor") for r in runs]
-    return next((float(f) for f in factors if isinstance(f, int | float)), None)
+def scaling_factor(runs: Iterable[Run]) -> float | None:
+    """The review scaling factor of the submission of ``runs``, as the collector read it from its ``scaling.json``;
+    None when there is none, or when the runs come from submissions with different factors."""
+    factors = {(r.attrs.get("mlperf") or {}).get("scaling_factor") for r in runs}
+    if len(factors) != 1:
+        return None
+    (factor,) = factors
+    return float(factor) if isinstance(factor, int | float) else None
 
 
 def submissions(runs: Iterable[Run]) -> list[Submission]:
@@ -79,7 +83,7 @@ def submissions(runs: Iterable[Run]) -> list[Submission]:
             note = f"no score: {failed} of {len(group)} runs did not converge, more than the {drop} the rules drop"
         out.append(
             Submission(
-                folder, rules, tuple(r.id for r in group), times, drop, score, _scaling_factor(group), note
+                folder, rules, tuple(r.id for r in group), times, drop, score, scaling_factor(group), note
             )
         )
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis import energy
-from honestscale.analysis.mlperf import drop_for
+from honestscale.analysis.mlperf import drop_for, scaling_factor
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
 from honestscale.lint import Run, View, med
@@ -35,7 +35,9 @@ class Point:
     time_ci: tuple[float | None, float | None]
     tta_s: float | None  # median time to accuracy
     tta_ci: tuple[float | None, float | None]
-    mlperf_score_s: float | None
+    mlperf_score_s: (
+        float | None
+    )  # MLPerf olympic mean of the runs' times to train (the benchmark's drop count)
     throughput: float | None  # samples/s, harmonic mean over runs
     per_worker: float | None
     steady_throughput: float | None  # samples per step over the median step, harmonic mean over runs
@@ -58,6 +60,9 @@ class Point:
     throughput_efficiency_ci: tuple[float | None, float | None] = (None, None)
     # energy (analysis.energy): median over the successful runs, to accuracy where the time is, else to train
     energy_j: float | None = None
+    # MLPerf: the official score, the olympic mean times the submission's scaling.json factor (None without one)
+    mlperf_scaling_factor: float | None = None
+    mlperf_official_s: float | None = None
     energy_ci: tuple[float | None, float | None] = (None, None)
     energy_metric: str = "energy to train"
     energy_source: str = "not recorded"
@@ -139,12 +144,17 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
     energy_metric, joules = energies(runs)
     metrics = {r.final_metric for r in ok if r.final_value is not None}
     metric = metrics.pop() if len(metrics) == 1 else None
+    score = (
+        mlperf_score([r.time_to_train_s if r.ok else None for r in runs], drop_for(runs)) if mlperf else None
+    )
+    factor = scaling_factor(runs) if mlperf else None
     return Point(
         workers=workers, runs=len(runs), succeeded=len(ok),
         global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
         time_s=centre_of_times(times), time_ci=median_ci(times),
         tta_s=centre_of_times(ttas), tta_ci=median_ci(ttas),
-        mlperf_score_s=mlperf_score([r.time_to_train_s if r.ok else None for r in runs], drop_for(runs)) if mlperf else None,
+        mlperf_score_s=score, mlperf_scaling_factor=factor,
+        mlperf_official_s=score * factor if score is not None and factor is not None else None,
         throughput=throughput, per_worker=throughput / workers if throughput else None,
         steady_throughput=centre_of_rates([r.steady_rate for r in ok if r.steady_rate]),
         stall_share=median(stalls) if stalls else None,

@@ -219,7 +219,7 @@ def _comparison(
         p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids))
     presentation, note = _presentation(c) if c.kind == "scaling" else (None, "")
     base = points[0] if points else None
-    metric = "MLPerf score" if mlperf else "median time to train"
+    metric = "MLPerf olympic mean" if mlperf else "median time to train"
     if c.kind == "scaling":
         if not mlperf:
             metric = f"median {time_metric(c.by_workers())}"

@@ -153,6 +153,11 @@ class ScalingView:
     def has_mlperf(self) -> bool:
         return any(p.mlperf_score_s is not None for p in self.c.points)
 
+    @property
+    def has_official(self) -> bool:
+        """Whether a point has an official MLPerf score (a scaling.json factor) beside its olympic mean."""
+        return any(p.mlperf_official_s is not None for p in self.c.points)
+
 
 class AssetFetcher:
     """WeasyPrint URL fetcher serving only files inside ``root``; every other URL is refused."""
@@ -210,7 +215,7 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
 
     has_tta = any(p.tta_s is not None for p in c.points)
     has_score = any(p.mlperf_score_s is not None for p in c.points)
-    third = (f"time to accuracy [{unit}]", "tta_s") if has_tta else (f"MLPerf score [{unit}]", "mlperf_score_s") \
+    third = (f"time to accuracy [{unit}]", "tta_s") if has_tta else (f"MLPerf olympic mean [{unit}]", "mlperf_score_s") \
         if has_score else ("global batch", "")  # fmt: skip
     times = [
         ["workers", "runs ok", f"time to train [{unit}]", f"95 % CI [{unit}]", third[0], "rules failing"]

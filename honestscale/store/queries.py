@@ -50,6 +50,9 @@ RUN_LIST_COLUMNS = (
     "final_value",
     "final_quality",
     "source_file",
+    # MLPerf: the review's scaling.json factor of the run's submission (its official score is the olympic mean of
+    # the submission's times to train times this); null for other runs and submissions without one
+    "TRY_CAST(attrs ->> '$.mlperf.scaling_factor' AS DOUBLE) AS mlperf_scaling_factor",
 )
 
 
