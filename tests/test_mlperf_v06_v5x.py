@@ -371,3 +371,47 @@ def test_report_and_runs_say_olympic_mean_and_official_score_apart(tmp_path: Pat
         assert p["mlperf_official_s"] / 60 == pytest.approx(official, rel=1e-9)
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert len(runs) == 5 and all(r["mlperf_scaling_factor"] == pytest.approx(factor) for r in runs)
+
+
+# Lines as v0.6 submissions outside ../shared/data wrote them (training_results_v0.6: Intel's minigo wrote the
+# metadata as a Python dict, NVIDIA's Mask R-CNN nests its two values under "accuracy", Fujitsu's system file is
+# JSON in the entry form with a list of node types).
+V06_LOG = """\
+:::MLL 1560873515.984077135 cache_clear: {value: true, metadata: {lineno: 0, file: manual}}
+:::MLL 1560873523.355233 init_start: {"value": null, "metadata": {'lineno': 742, 'file': 'ml_perf/reference_implementation.py'}}
+:::MLL 1560873600.0 submission_benchmark: {"value": "maskrcnn", "metadata": {"file": "mlperf_log_utils.py", "lineno": 1}}
+:::MLL 1560873600.1 global_batch_size: {"value": 96, "metadata": {'lineno': 5, 'file': 'train.py'}}
+:::MLL 1560873710.141025 run_start: {"value": null, "metadata": {'lineno': 615, 'file': 'ml_perf/reference_implementation.py'}}
+:::MLL 1560874710.0 eval_accuracy: {"value": {"accuracy": {"BBOX": 0.3568, "SEGM": 0.3281}}, "metadata": {"epoch_num": 12}}
+:::MLL 1560875610.0 eval_accuracy: {"value": {"accuracy": {"BBOX": 0.3799, "SEGM": 0.3455}}, "metadata": {"epoch_num": 13}}
+:::MLL 1560875622.040346 run_stop: {"value": null, "metadata": {'lineno': 53, 'file': 'ml_perf/eval_models.py', 'status': 'success'}}
+"""
+FUJITSU_SYSTEM = {
+    "division": "open",
+    "hardware": "CX2570-m4 ABCI(AIST)",
+    "framework": "custom MXNet 1.3.1",
+    "libraries": "CentOS 7.5 / cuda_version 9.2.148.1",
+    "nodes": [{"num_nodes": 512, "accelerator": "Tesla V100-SXM2-16GB", "num_accelerators": 4}],
+}
+
+
+def test_v06_python_literal_metadata_nested_values_and_the_json_entry_form(tmp_path: Path) -> None:
+    org = tmp_path / "v0.6" / "Acme"
+    (org / "systems").mkdir(parents=True)
+    (org / "systems" / "abci.json").write_text(json.dumps(FUJITSU_SYSTEM), encoding="utf-8")
+    folder = org / "results" / "abci" / "maskrcnn"
+    folder.mkdir(parents=True)
+    (folder / "result_0.txt").write_text(V06_LOG, encoding="utf-8")
+    store = tmp_path / "s.duckdb"
+    result = hs("ingest", tmp_path, "--store", store)
+    # the cache_clear line with unquoted names is neither JSON nor Python: quarantined with its reason (exit 3)
+    assert result.returncode == 3 and "1 lines quarantined" in result.stdout, result.stdout + result.stderr
+    with duckdb.connect(str(store), read_only=True) as con:
+        row = con.execute(
+            "SELECT status, time_to_train_s, global_batch_size, n_nodes * accelerators_per_node, final_quality "
+            "FROM runs"
+        ).fetchone()
+        (reason,) = con.execute("SELECT reason FROM quarantine").fetchone()  # type: ignore[misc]
+    assert row is not None and row[:4] == ("success", pytest.approx(1911.899321, abs=1e-3), 96, 2048)
+    assert json.loads(row[4]) == {"bbox_mAP": 0.3799, "segm_mAP": 0.3455}
+    assert "not valid JSON" in reason

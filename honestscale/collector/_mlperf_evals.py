@@ -63,6 +63,8 @@ def quality(
                 f"{len(metrics)} metric(s): evaluation not kept"
             )
             return []
+    if isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), dict):
+        value = next(iter(value.values()))  # v0.6 NVIDIA Mask R-CNN: {"accuracy": {"BBOX": .., "SEGM": ..}}
     if isinstance(value, dict):
         got: list[tuple[str, float]] = []
         known = {m.key: m.name for m in metrics if m.key}

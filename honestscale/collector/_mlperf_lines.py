@@ -13,6 +13,7 @@ MLPerf-like format that no round used (``:::MLPv0.5.0 ...``, ``MLPerf: resnet [d
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -91,6 +92,34 @@ def _mllog(body: str, number: int, line: str) -> tuple[dict[str, Any] | None, Ba
     return rec, None
 
 
+_JSON_NAMES = {"null": None, "true": True, "false": False}
+
+
+def _python_literal(body: str) -> dict[str, Any] | None:
+    """A v0.6 record written as a Python literal (``{"value": 1, "metadata": {'lineno': 7}}``), else None."""
+    try:
+        tree = ast.parse(body, mode="eval")
+        for node in ast.walk(tree):  # JSON's null/true/false beside Python's quotes
+            for name, child in ast.iter_fields(node):
+                if isinstance(child, ast.Name) and child.id in _JSON_NAMES:
+                    setattr(node, name, ast.Constant(_JSON_NAMES[child.id]))
+                elif isinstance(child, list):
+                    child[:] = [
+                        ast.Constant(_JSON_NAMES[c.id]) if isinstance(c, ast.Name) and c.id in _JSON_NAMES else c
+                        for c in child
+                    ]
+        value = ast.literal_eval(tree.body)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    if not isinstance(value, dict) or any(isinstance(v, float) and not math.isfinite(v) for v in value.values()):
+        return None
+    try:
+        json.dumps(value, allow_nan=False)  # only what JSON could have said: no sets, bytes, tuples as keys
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
 def _mll(body: str, number: int, line: str) -> tuple[dict[str, Any] | None, BadLine | None]:
     m = _V06.match(body)
     if m is None:
@@ -99,7 +128,10 @@ def _mll(body: str, number: int, line: str) -> tuple[dict[str, Any] | None, BadL
         )
     value, bad = _decode(m["body"], number, line, "MLL")
     if bad is not None:
-        return None, bad
+        # one v0.6 submitter (Intel's minigo) wrote the metadata as a Python dict, not JSON: read the literal
+        value = _python_literal(m["body"])
+        if value is None:
+            return None, bad
     if not isinstance(value, dict):
         return None, BadLine(number, line, f"MLL record {m['key']!r} is not a JSON object with a 'value'")
     seconds = float(m["ts"])

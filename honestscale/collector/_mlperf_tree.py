@@ -99,6 +99,13 @@ def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
         return {}, f"system description {path} is not JSON ({exc}): hardware unknown"
     if not isinstance(desc, dict):
         return {}, f"system description {path} is not a JSON object: hardware unknown"
+    if "nodes" in desc and "number_of_nodes" not in desc and "accelerators_per_node" not in desc:
+        unread: list[str] = []  # v0.6's JSON entry form (Fujitsu): the hardware is in its nodes
+        fields = _entry_fields(desc, None, path, unread)
+        missing = [k for k in ("nodes", "accelerators_per_node") if fields[k] is None]
+        if unread or missing:
+            return fields, f"system description {path}: could not read {', '.join(unread + missing)}"
+        return fields, None
     nodes = _int(desc.get("number_of_nodes", desc.get("number of nodes")))
     per_node = _int(desc.get("accelerators_per_node"))
     software: dict[str, str] = {}
@@ -142,6 +149,40 @@ def _literal(text: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _entry_fields(entry: dict[str, Any], platform: Any, path: Path, unread: list[str]) -> dict[str, Any]:
+    """Hardware of a v0.6 submission ``entry`` (NVIDIA's as Python literals in strings, Fujitsu's as JSON):
+    ``hardware``, ``framework``, ``interconnect``, ``os``, ``libraries`` and ``nodes`` (one node type)."""
+    nodes: Any = entry.get("nodes")
+    if isinstance(nodes, str):
+        nodes = _literal(nodes)
+    if isinstance(nodes, list) and len(nodes) == 1:
+        nodes = nodes[0]
+    if not isinstance(nodes, dict):
+        unread.append("entry.nodes" if nodes is None else "entry.nodes (not one node type)")
+        nodes = {}
+    libraries: Any = entry.get("libraries")
+    libraries = _literal(libraries) if isinstance(libraries, str) else libraries
+    software = (
+        {str(k).removesuffix("_version"): str(v) for k, v in libraries.items() if _clean(v) is not None}
+        if isinstance(libraries, dict)
+        else {}
+    )
+    if "cuda_driver" in software:
+        software["driver"] = software.pop("cuda_driver")
+    if _clean(entry.get("os")) is not None:
+        software["os"] = str(entry["os"])
+    return {
+        "system": _clean(platform) or _clean(entry.get("hardware")) or path.stem,
+        "framework": _clean(entry.get("framework")),
+        "nodes": _int(nodes.get("num_nodes")),
+        "accelerators_per_node": _int(nodes.get("num_accelerators")),
+        "accelerator": _clean(nodes.get("accelerator")),
+        "cpu": _clean(nodes.get("cpu")),
+        "interconnect": _clean(entry.get("interconnect")),
+        "software": software or None,
+    }
+
+
 def _v06_system(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
     """NVIDIA's v0.6 system files: the log's ``submission_*`` lines without their prefix (``platform: {json}``),
     the hardware inside ``entry``'s value, a Python dict literal whose ``nodes`` is another one."""
@@ -162,28 +203,7 @@ def _v06_system(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
     if entry is None:
         unread.append("entry")
         entry = {}
-    nodes = _literal(entry.get("nodes"))
-    if nodes is None:
-        unread.append("entry.nodes")
-        nodes = {}
-    libraries = _literal(entry.get("libraries")) or {}
-    software = {
-        str(k).removesuffix("_version"): str(v) for k, v in libraries.items() if _clean(v) is not None
-    }
-    if "cuda_driver" in software:
-        software["driver"] = software.pop("cuda_driver")
-    if _clean(entry.get("os")) is not None:
-        software["os"] = str(entry["os"])
-    fields = {
-        "system": _clean(lines.get("platform")) or _clean(entry.get("hardware")) or path.stem,
-        "framework": _clean(entry.get("framework")),
-        "nodes": _int(nodes.get("num_nodes")),
-        "accelerators_per_node": _int(nodes.get("num_accelerators")),
-        "accelerator": _clean(nodes.get("accelerator")),
-        "cpu": _clean(nodes.get("cpu")),
-        "interconnect": _clean(entry.get("interconnect")),
-        "software": software or None,
-    }
+    fields = _entry_fields(entry, lines.get("platform"), path, unread)
     missing = [k for k in ("nodes", "accelerators_per_node", "accelerator") if fields[k] is None]
     note = None
     if unread or missing:
