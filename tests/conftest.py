@@ -106,6 +106,19 @@ def query(path: Path, sql: str, params: list[object] | None = None) -> list[tupl
         con.close()
 
 
+def runs_by_file(store: Path) -> dict[str, dict[str, Any]]:
+    """The store's runs by their source file; MLPerf result files hold one run each."""
+    with duckdb.connect(str(store), read_only=True) as con:
+        cur = con.execute("SELECT * FROM runs")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_file.setdefault(r["source_file"], []).append(r)
+    assert all(len(rs) == 1 for rs in by_file.values()), "one run per result file"
+    return {k: v[0] for k, v in by_file.items()}
+
+
 def framework_python(framework: str) -> str:
     """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
     import os

@@ -12,7 +12,6 @@ import contextlib
 import io
 import json
 import shutil
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import pytest
 from honestscale import catalogue
 from honestscale.analysis.mlperf import submissions
 from honestscale.lint import _view
-from tests.conftest import REPO, hs, query
+from tests.conftest import REPO, hs, query, runs_by_file
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
@@ -83,18 +82,6 @@ def store(roots: tuple[Path, ...], tmp_path_factory: pytest.TempPathFactory) -> 
     return path
 
 
-def _runs_by_file(store: Path) -> dict[str, dict[str, Any]]:
-    with duckdb.connect(str(store), read_only=True) as con:
-        cur = con.execute("SELECT * FROM runs")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_file[r["source_file"]].append(r)
-    assert all(len(rs) == 1 for rs in by_file.values()), "one run per result file"
-    return {k: v[0] for k, v in by_file.items()}
-
-
 # How each round's logs spell run_stop's status, and honestscale's name for it.
 STATUS = {
     "success": "success",
@@ -108,7 +95,7 @@ STATUS = {
 def test_every_result_file_is_one_run_equal_to_the_reference(roots: tuple[Path, ...], store: Path) -> None:
     files = result_files(roots)
     assert len(files) >= 200
-    runs = _runs_by_file(store)
+    runs = runs_by_file(store)
     assert set(runs) == {str(p) for p in files}
     seen_status: set[str] = set()
     for path in files:

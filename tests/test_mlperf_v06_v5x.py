@@ -16,7 +16,6 @@ import contextlib
 import io
 import json
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from honestscale import catalogue
 from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.scaling import reached_at, time_to_accuracy
 from honestscale.lint import _view
-from tests.conftest import REPO, hs
+from tests.conftest import REPO, hs, runs_by_file
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
@@ -111,25 +110,13 @@ def reference(path: Path) -> dict[str, Any]:
     }
 
 
-def _rows(store: Path) -> dict[str, dict[str, Any]]:
-    with duckdb.connect(str(store), read_only=True) as con:
-        cur = con.execute("SELECT * FROM runs")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_file[r["source_file"]].append(r)
-    assert all(len(rs) == 1 for rs in by_file.values()), "one run per result file"
-    return {k: v[0] for k, v in by_file.items()}
-
-
 STATUS = {"success": "success", "aborted": "aborted", "abort": "aborted", None: "incomplete"}
 
 
 def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> None:
     files = result_files()
     assert len(files) == 157
-    runs = _rows(store)
+    runs = runs_by_file(store)
     assert set(runs) == {str(p.resolve()) for p in files}
     rounds, statuses = set(), set()
     for path in files:
