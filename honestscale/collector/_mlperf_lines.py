@@ -105,13 +105,17 @@ def _python_literal(body: str) -> dict[str, Any] | None:
                     setattr(node, name, ast.Constant(_JSON_NAMES[child.id]))
                 elif isinstance(child, list):
                     child[:] = [
-                        ast.Constant(_JSON_NAMES[c.id]) if isinstance(c, ast.Name) and c.id in _JSON_NAMES else c
+                        ast.Constant(_JSON_NAMES[c.id])
+                        if isinstance(c, ast.Name) and c.id in _JSON_NAMES
+                        else c
                         for c in child
                     ]
         value = ast.literal_eval(tree.body)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None
-    if not isinstance(value, dict) or any(isinstance(v, float) and not math.isfinite(v) for v in value.values()):
+    if not isinstance(value, dict) or any(
+        isinstance(v, float) and not math.isfinite(v) for v in value.values()
+    ):
         return None
     try:
         json.dumps(value, allow_nan=False)  # only what JSON could have said: no sets, bytes, tuples as keys
