@@ -119,6 +119,27 @@ def runs_by_file(store: Path) -> dict[str, dict[str, Any]]:
     return {k: v[0] for k, v in by_file.items()}
 
 
+# How each MLPerf round's logs spell run_stop's status, and honestscale's name for it (None: no run_stop).
+MLPERF_STATUS = {
+    "success": "success",
+    "aborted": "aborted",
+    "abort": "aborted",
+    "fail": "failed",
+    None: "incomplete",
+}
+
+
+def assert_run_as_reference(run: dict[str, Any], ref: dict[str, Any], where: str) -> None:
+    """A stored MLPerf run against mlperf-logging's reading of its file: status, time, batch, accelerators."""
+    assert run["status"] == MLPERF_STATUS[ref["status"]], where
+    if ref["seconds"] is None:
+        assert run["time_to_train_s"] is None, where
+    else:
+        assert run["time_to_train_s"] == pytest.approx(ref["seconds"], abs=1e-3), where
+    assert run["global_batch_size"] == ref["gbs"], where
+    assert (run["n_nodes"] or 0) * (run["accelerators_per_node"] or 0) == ref["accelerators"], where
+
+
 def framework_python(framework: str) -> str:
     """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
     import os

@@ -242,8 +242,9 @@ def ingest(
         )
     found = discover(paths)
     if not found.sources and any(k.lost for k in found.skipped):
-        _report_skipped(Summary(skipped=found.skipped), verbose)
-        print(Summary(skipped=found.skipped).line())
+        nothing = Summary(skipped=found.skipped)
+        _report_skipped(nothing, verbose)
+        print(nothing.line())
         raise typer.Exit(EXIT_QUARANTINED)
     if not found.sources:
         raise HonestscaleError(

@@ -47,8 +47,7 @@ class Parsed:
     other_lines: int = 0
     repeated: int = 0
     warnings: list[str] = field(default_factory=list)
-    unknown_format: int = 0  # MLPerf-like lines of a format no supported round wrote
-    unreadable_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
+    unread_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
 
 
 def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
@@ -75,15 +74,13 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         bad=lines.bad,
         other_lines=lines.other_lines,
         repeated=lines.repeated,
-        unknown_format=lines.unknown_format,
     )
     records = lines.records
     if not records:
         if lines.unknown_format:
             out.warnings.append(
                 f"{lines.unknown_format} MLPerf lines (the first at line {lines.first_unknown}) are in a format "
-                "this reader does not know (it reads ':::MLLOG {json}' of v0.7 on and ':::MLL <seconds> key: "
-                "{json}' of v0.6): no run"
+                f"this reader does not know ({_mlperf_lines.FORMATS_READ}): no run"
             )
         else:
             out.warnings.append("no valid MLPerf record: no run")
@@ -100,7 +97,7 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
         hardware, note = read_system(system_path)
         if note:
             out.warnings.append(note)
-            out.unreadable_system = (system_path, note)
+            out.unread_system = (system_path, note)
     scaling, note = scaling_factor(log)
     if note:
         out.warnings.append(note)

@@ -49,9 +49,8 @@ def quality(
     metrics = [m for m in bench.metrics if m.log_key == rec["key"]] if bench else []
     said = _meta(rec).get("metric")
     if isinstance(said, str) and not isinstance(value, dict | list):
-        named = [m for m in metrics if m.key.lower() == said.lower() or m.name.lower() == said.lower()]
-        metrics = named if named else []
-        if not named and bench is not None:
+        metrics = [m for m in metrics if m.key.lower() == said.lower() or m.name.lower() == said.lower()]
+        if not metrics and bench is not None:
             warnings.append(f"{name}: {rec['key']} names metric {said!r}, which {bench.name} does not have")
     if isinstance(value, list):
         value = (

@@ -25,8 +25,10 @@ from honestscale import events as ev
 MARK = ":::MLLOG"
 MARK_V06 = ":::MLL "
 _V06 = re.compile(r"\s*(?P<ts>[0-9]+(?:\.[0-9]*)?)\s+(?P<key>[A-Za-z_][\w.]*):\s*(?P<body>.*)$")
-# MLPerf-like lines of formats no supported round wrote (v0.5's :::MLPv0.5.0, one v0.6 submitter's own format)
-UNKNOWN_FORMAT = re.compile(r":::MLP(?:v\d)|^MLPerf: \w+ \[\d\d/\d\d/\d\d")
+# MLPerf-like lines of formats no supported round wrote (v0.5's :::MLPv0.5.0, one v0.6 submitter's own format);
+# the file finder looks for the same pattern in a file's first MiB
+UNKNOWN_FORMAT = re.compile(r":::MLPv\d|^MLPerf: \w+ \[\d\d/\d\d/\d\d", re.MULTILINE)
+FORMATS_READ = "it reads ':::MLLOG {json}' of v0.7 on and ':::MLL <seconds> key: {json}' of v0.6"
 
 # v0.6 keys that later rounds renamed: the record carries the later name
 _V06_KEYS = {"num_train_examples": "train_samples", "num_eval_examples": "eval_samples"}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from honestscale.collector._mlperf_lines import FORMATS_READ, UNKNOWN_FORMAT
 from honestscale.errors import HonestscaleError
 
 Format = Literal["native", "mlperf", "horovod-timeline"]
@@ -18,8 +19,8 @@ Format = Literal["native", "mlperf", "horovod-timeline"]
 NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 # a record, not a mention (a README quoting the format): v0.7 on, and v0.6's ':::MLL <unix seconds> key: {'
 MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"|:::MLL [0-9]+(?:\.[0-9]*)? [A-Za-z_][\w.]*: \{')
-# MLPerf results in a format no supported round wrote (v0.5's :::MLPv0.5.0, one v0.6 submitter's own lines)
-MLPERF_LIKE = re.compile(rb":::MLPv\d|^MLPerf: \w+ \[\d\d/\d\d/\d\d", re.MULTILINE)
+# MLPerf results in a format no supported round wrote: the reader's own pattern, on bytes
+MLPERF_LIKE = re.compile(UNKNOWN_FORMAT.pattern.encode(), UNKNOWN_FORMAT.flags & re.MULTILINE)
 _SNIFF_BYTES = 1 << 20
 
 
@@ -33,28 +34,31 @@ class Source:
     format: Format
 
 
+SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
+POWER_FILE = "MLPerf power log: read with its result log"
+SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
+NOT_RESULTS = "neither a honestscale event file nor an MLPerf log"
+UNKNOWN_MLPERF = (
+    f"MLPerf lines in a format this reader does not know ({FORMATS_READ}): its results did not land"
+)
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A file found in a folder that does not land as a source of its own, and why."""
 
     path: Path
     reason: str
-    lost: (
-        bool  # it holds results this reader cannot use (not a file read with a log beside it, not unrelated)
-    )
-    beside: bool = (
-        False  # read with the MLPerf result logs beside it (system description, power log, scaling)
-    )
 
+    @property
+    def lost(self) -> bool:
+        """It holds results this reader cannot use (not a file read beside a log, not an unrelated file)."""
+        return self.reason == UNKNOWN_MLPERF
 
-SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
-POWER_FILE = "MLPerf power log: read with its result log"
-SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
-NOT_RESULTS = "neither a honestscale event file nor an MLPerf log"
-UNKNOWN_MLPERF = (
-    "MLPerf lines in a format this reader does not know (it reads ':::MLLOG {json}' of v0.7 on and "
-    "':::MLL <seconds> key: {json}' of v0.6): its results did not land"
-)
+    @property
+    def beside(self) -> bool:
+        """It is read with the MLPerf result logs beside it (system description, power log, scaling factor)."""
+        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE)
 
 
 @dataclass
@@ -138,10 +142,10 @@ def discover(args: list[str]) -> Discovery:
                 candidates, strict = [path], not from_glob
             for cand in candidates:
                 if cand.parent.name == "systems" and cand.suffix == ".json":
-                    skipped.append(Skipped(cand, SYSTEM_FILE, False, beside=True))
+                    skipped.append(Skipped(cand, SYSTEM_FILE))
                     continue
                 if cand.name == "scaling.json":
-                    skipped.append(Skipped(cand, SCALING_FILE, False, beside=True))
+                    skipped.append(Skipped(cand, SCALING_FILE))
                     continue
                 if cand.parent.parent.name == "power" and cand.suffix == ".txt":
                     if strict:
@@ -150,11 +154,11 @@ def discover(args: list[str]) -> Discovery:
                             f"ingest its result log ({cand.parent.parent.parent}/{cand.parent.name}.txt): "
                             "the energy is read from power/ beside it",
                         )
-                    skipped.append(Skipped(cand, POWER_FILE, False, beside=True))
+                    skipped.append(Skipped(cand, POWER_FILE))
                     continue
                 fmt = classify(cand)
                 if fmt is None and _mlperf_like(cand):
-                    skipped.append(Skipped(cand, UNKNOWN_MLPERF, True))  # named, and the ingest exits 3
+                    skipped.append(Skipped(cand, UNKNOWN_MLPERF))  # named, and the ingest exits 3
                     continue
                 if fmt is None:
                     if strict:
@@ -163,7 +167,7 @@ def discover(args: list[str]) -> Discovery:
                             f"nor an MLPerf log (no ':::MLLOG' line in its first MiB)",
                             "rename event files to .jsonl, or pass the folder that holds them",
                         )
-                    skipped.append(Skipped(cand, NOT_RESULTS, False))
+                    skipped.append(Skipped(cand, NOT_RESULTS))
                     continue
                 resolved = cand.resolve()
                 sources.setdefault(resolved, Source(resolved, fmt))

@@ -412,7 +412,7 @@ class Ingester:
         plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
         plan.result.other_lines = parsed.other_lines
         plan.result.warnings.extend(parsed.warnings)
-        plan.result.unread_system = parsed.unreadable_system
+        plan.result.unread_system = parsed.unread_system
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
         plan.end = len(data)
