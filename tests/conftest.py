@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +140,33 @@ def assert_run_as_reference(run: dict[str, Any], ref: dict[str, Any], where: str
         assert run["time_to_train_s"] == pytest.approx(ref["seconds"], abs=1e-3), where
     assert run["global_batch_size"] == ref["gbs"], where
     assert (run["n_nodes"] or 0) * (run["accelerators_per_node"] or 0) == ref["accelerators"], where
+
+
+def submission_id(folder: Path) -> str:
+    """The id honestscale gives the MLPerf submission in ``<round>/<org>/results/<system>/<benchmark>``."""
+    parts = folder.parts
+    i = parts.index("results")
+    return "mlperf:" + "/".join((*parts[i - 2 : i], *parts[i + 1 :]))
+
+
+def reference_olympic_minutes(
+    folder: Path, reference: Callable[[Path], dict[str, Any]], drop: int
+) -> float | None:
+    """mlperf-logging's olympic average of a submission over the runs its reader sees converge (status
+    success), those that did not counted as dropped; None when more did not converge than ``drop``."""
+    summarizer = importlib.import_module("mlperf_logging.result_summarizer.result_summarizer")
+
+    scores, dropped = [], 0
+    for path in sorted(folder.glob("result_*.txt")):
+        ref = reference(path)
+        if ref["status"] == "success" and ref["seconds"] is not None:
+            scores.append(ref["seconds"] / 60)
+        else:
+            dropped += 1
+    if dropped > drop:
+        return None
+    got = summarizer._compute_olympic_average(scores, dropped, drop)
+    return None if got is None else float(got)
 
 
 def framework_python(framework: str) -> str:

@@ -21,7 +21,15 @@ import pytest
 from honestscale import catalogue
 from honestscale.analysis.mlperf import submissions
 from honestscale.lint import _view
-from tests.conftest import REPO, assert_run_as_reference, hs, query, runs_by_file
+from tests.conftest import (
+    REPO,
+    assert_run_as_reference,
+    hs,
+    query,
+    reference_olympic_minutes,
+    runs_by_file,
+    submission_id,
+)
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
@@ -116,24 +124,11 @@ def test_every_submission_score_is_the_reference_olympic_average(
     folders = sorted({p.parent for p in result_files(roots)})
     assert len(ours) == len(folders)
     for folder in folders:
-        parts = folder.parts
-        i = parts.index("results")
-        sub = ours["mlperf:" + "/".join((*parts[i - 2 : i], *parts[i + 1 :]))]
+        sub = ours[submission_id(folder)]
         benchmark = summarizer._benchmark_alias(folder.name)
         # The summarizer's olympic average over the runs the reader sees converge (status success)...
-        scores, dropped = [], 0
-        for path in sorted(folder.glob("result_*.txt")):
-            ref = reference(path)
-            if ref["status"] == "success" and ref["seconds"] is not None:
-                scores.append(ref["seconds"] / 60)
-            else:
-                dropped += 1
         max_dropped = 4 if benchmark == "unet3d" else 1
-        expected = (
-            summarizer._compute_olympic_average(scores, dropped, max_dropped)
-            if dropped <= max_dropped
-            else None
-        )
+        expected = reference_olympic_minutes(folder, reference, max_dropped)
         assert sub.drop == max_dropped, folder
         if expected is None:
             assert sub.score_s is None, folder

@@ -26,7 +26,14 @@ from honestscale import catalogue
 from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.scaling import reached_at, time_to_accuracy
 from honestscale.lint import _view
-from tests.conftest import REPO, assert_run_as_reference, hs, runs_by_file
+from tests.conftest import (
+    REPO,
+    assert_run_as_reference,
+    hs,
+    reference_olympic_minutes,
+    runs_by_file,
+    submission_id,
+)
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
@@ -217,22 +224,11 @@ def test_every_submission_score_is_the_official_one(store: Path) -> None:
     assert len(ours) == len(folders) == 22
     factors = 0
     for folder in folders:
-        parts = folder.parts
-        i = parts.index("results")
-        sub = ours["mlperf:" + "/".join((*parts[i - 2 : i], *parts[i + 1 :]))]
+        sub = ours[submission_id(folder)]
         benchmark = summarizer._benchmark_alias(folder.name)
         rules = catalogue.mlperf(benchmark, _round(folder / "x"))
         assert rules is not None and sub.drop == rules.drop == (4 if benchmark == "unet3d" else 1)
-        scores, dropped = [], 0
-        for path in sorted(folder.glob("result_*.txt")):
-            ref = reference(path)
-            if ref["status"] == "success" and ref["seconds"] is not None:
-                scores.append(ref["seconds"] / 60)
-            else:
-                dropped += 1
-        expected = (
-            summarizer._compute_olympic_average(scores, dropped, sub.drop) if dropped <= sub.drop else None
-        )
+        expected = reference_olympic_minutes(folder, reference, sub.drop)
         factor = summarizer._get_scaling_factor(str(folder))
         factors += factor != 1.0
         assert (sub.scaling_factor or 1.0) == pytest.approx(factor), folder
