@@ -36,6 +36,7 @@ from honestscale.report import analyse  # noqa: E402
 from honestscale.report import report as make_report  # noqa: E402
 from honestscale.report._figures import render  # noqa: E402
 from honestscale.store import open_store  # noqa: E402
+from honestscale.view import build as build_view  # noqa: E402
 
 WORKERS = (1, 2, 4, 8, 16)
 
@@ -97,10 +98,11 @@ def main() -> None:
         for i in range(args.repeat):
             con = open_store(store, read_only=True)
             t = time.perf_counter()
-            out = make_report(con, pdf=tmp / f"r{i}.pdf", assets=tmp / f"r{i}_files")
-            full.append(time.perf_counter() - t)
-            model, _ = analyse(con)
+            view = build_view(con)
             con.close()
+            out = make_report(view, pdf=tmp / f"r{i}.pdf", assets=tmp / f"r{i}_files")
+            full.append(time.perf_counter() - t)
+            model, _ = analyse(view)
             folder = tmp / f"f{i}"
             folder.mkdir()
             t = time.perf_counter()

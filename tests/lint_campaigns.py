@@ -21,9 +21,9 @@ import duckdb
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.events import EventWriter
-from honestscale.lint import View
-from honestscale.lint import build as build_view
 from honestscale.store import open_store
+from honestscale.view import View
+from honestscale.view import build as build_view
 
 T0 = 1_750_000_000.0
 
@@ -69,6 +69,7 @@ BASE: dict[str, Any] = {
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
+    "ranks", "rank_fields", "clock_back", "stop_at",
 }  # fmt: skip
 
 
@@ -94,22 +95,38 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     step_s = float(spec.get("step_s", ttt / 72_000))
     n_stalls = int(spec.get("stalls", 0))  # steps that stall (a busy host), spread after the warm-up
     stalled = {5 + j * max(1, (n_steps - 5) // max(1, n_stalls)) for j in range(n_stalls)}
-    clock = [t0]
-    w = EventWriter(out, run_id, 0, clock=lambda: clock[0])
-    w.run_start(**start)
-    for i in range(n_steps):
-        clock[0] = t0 + (i + 1) * ttt / (n_steps + 2)
-        t = float(spec.get("first_step_s", step_s)) if i == 0 else step_s
-        if i in stalled:
-            t = float(spec.get("stall_s", 50 * step_s))
-        fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": int(start.get("global_batch_size") or 128), "t_total": t, "t_compute": t * 0.8,
-                                  "t_comm": t * 0.1, "t_optimizer": t * 0.05}  # fmt: skip
-        if spec.get("t_data", True):
-            fields["t_data"] = t * 0.05
-        if spec.get("warmup_marked", True):
-            fields["warmup"] = i < 2
-        w.step(**fields)
-    clock[0] = t0 + ttt * 0.99
+    # every rank writes run_start and run_stop, rank 0 its steps and evaluations too; impossible data: ``ranks``
+    # written (0..world_size-1 by default), ``rank_fields`` {rank: run_start fields that differ}, ``clock_back``
+    # seconds the clock steps back after step 3, ``stop_at`` the run_stop time (from t0)
+    for rank in spec.get("ranks", range(int(start.get("world_size", workers)))):
+        clock = [t0]
+        w = EventWriter(out, run_id, rank, clock=lambda clock=clock: clock[0])
+        w.run_start(**{**start, **(spec.get("rank_fields") or {}).get(rank, {})})
+        for i in range(n_steps if rank == 0 else 0):
+            clock[0] = (
+                t0 + (i + 1) * ttt / (n_steps + 2) - (float(spec.get("clock_back", 0.0)) if i > 3 else 0.0)
+            )
+            t = float(spec.get("first_step_s", step_s)) if i == 0 else step_s
+            if i in stalled:
+                t = float(spec.get("stall_s", 50 * step_s))
+            fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": int(start.get("global_batch_size") or 128), "t_total": t, "t_compute": t * 0.8,
+                                      "t_comm": t * 0.1, "t_optimizer": t * 0.05}  # fmt: skip
+            if spec.get("t_data", True):
+                fields["t_data"] = t * 0.05
+            if spec.get("warmup_marked", True):
+                fields["warmup"] = i < 2
+            w.step(**fields)
+        clock[0] = t0 + ttt * 0.99
+        if rank == 0:
+            _evals(w, spec)
+        clock[0] = t0 + float(spec.get("stop_at", ttt))
+        status = spec.get("status", "success")
+        if status != "incomplete":
+            w.run_stop(status, None if status == "success" else f"{status} in the fixture")
+        w.close()
+
+
+def _evals(w: EventWriter, spec: dict[str, Any]) -> None:
     for e in spec.get("evals", []):
         w.eval(**e)
     if spec.get("val_acc", 0.762) is not None:
@@ -126,11 +143,6 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             value=float(spec.get("test_acc", 0.760)),
             epoch=40,
         )
-    clock[0] = t0 + ttt
-    status = spec.get("status", "success")
-    if status != "incomplete":
-        w.run_stop(status, None if status == "success" else f"{status} in the fixture")
-    w.close()
 
 
 def build(tmp: Path, case: dict[str, Any]) -> Path:

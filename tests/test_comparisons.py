@@ -76,7 +76,7 @@ def test_orderings_of_a_series_and_of_frameworks(tmp_path) -> None:  # type: ign
     fw = next(c for c in view.comparisons if c.kind == "framework")
     groups: dict[str, list] = {}  # type: ignore[type-arg]
     for r in fw.runs:
-        groups.setdefault(r.framework, []).append(r)
+        groups.setdefault(r.framework or "?", []).append(r)
     (torch,) = compare.frameworks(groups)
     assert (torch.a, torch.b) == ("torch", "tensorflow") and torch.ratio == pytest.approx(2.0, rel=0.01)
     assert torch.difference.significant and "2.00x slower than tensorflow" in torch.sentence()

@@ -20,8 +20,8 @@ import pytest
 from honestscale.analysis import efficiency, energy
 from honestscale.collector import Ingester, discover
 from honestscale.events import EventWriter
-from honestscale.lint import build
 from honestscale.store import open_store
+from honestscale.view import build
 from tests.conftest import hs
 from tests.lint_campaigns import T0, view_of
 

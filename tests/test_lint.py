@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,24 +20,26 @@ def mlperf_store(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return store
 
 
-def test_mlperf_v07_scaling_series_is_weak_and_flagged(mlperf_store: Path) -> None:
+def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: Path) -> None:
+    """The Dell EMC series (4, 8, 16 V100s, the batch per worker constant, every run to 75.9 % top-1): one mode
+    and one superlinear verdict from every command, no HS104 between two names of one chip, HS106 unverifiable."""
     text = hs("lint", "--store", mlperf_store)
     assert "Traceback" not in text.stderr
-    assert "weak scaling, workers [4, 8, 16]" in text.stdout
+    assert "mixed scaling, workers [4, 8, 16]" in text.stdout
     findings = json.loads(hs("lint", "--store", mlperf_store, "-f", "json").stdout)
-    by_code: dict[str, list[dict[str, object]]] = {}
+    by_code: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_code.setdefault(str(f["code"]), []).append(f)
     hs102 = by_code["HS102"]
     assert {f["outcome"] for f in hs102} == {"fail"}
     assert all("validation accuracy, not a test accuracy" in str(f["message"]) for f in hs102)
-    dell = [f for f in hs102 if "C4140" in " ".join(map(str, f["runs"]))]  # type: ignore[call-overload]
+    dell = [f for f in hs102 if "C4140" in " ".join(map(str, f["runs"]))]
     assert len(dell) == 3  # one per configuration: 1, 2 and 4 nodes
     (hs103,) = by_code["HS103"]
     assert hs103["outcome"] == "cannot_verify" and "no tuning runs are recorded" in str(hs103["message"])
     (hs111,) = by_code["HS111"]
-    assert hs111["evidence"]["mode"] == "weak"  # type: ignore[index]
-    assert hs111["evidence"]["global_batch_by_workers"] == {"4": [832], "8": [1664], "16": [3328]}  # type: ignore[index]
+    assert hs111["evidence"]["mode"] == "mixed" and hs111["evidence"]["batches"] == "weak"
+    assert hs111["evidence"]["global_batch_by_workers"] == {"4": [832], "8": [1664], "16": [3328]}
     assert set(findings[0]) >= {
         "code",
         "severity",
@@ -47,8 +50,41 @@ def test_mlperf_v07_scaling_series_is_weak_and_flagged(mlperf_store: Path) -> No
         "evidence",
         "fix",
     }
-    google = [f for f in by_code["HS207"] if "Google" in " ".join(map(str, f["runs"]))]  # type: ignore[call-overload]
-    assert google and "cpu" in google[0]["evidence"]["missing"]  # type: ignore[index]
+    google = [f for f in by_code["HS207"] if "Google" in " ".join(map(str, f["runs"]))]
+    assert google and "cpu" in google[0]["evidence"]["missing"]
+    # "NVIDIA V100" (Google) and "Nvidia Tesla V100-SXM2-32GB" (Dell) are one chip: no HS104; MLPerf logs record
+    # no step, so no data time: HS106 cannot verify any configuration
+    assert "HS104" not in by_code
+    assert {f["outcome"] for f in by_code["HS106"]} == {"cannot_verify"} and len(by_code["HS106"]) == 4
+    # superlinear or not, from the store's own times: 4 -> 8 workers more than halves the median time
+    medians = dict(query(mlperf_store, "SELECT n_accelerators, median(time_to_train_s) FROM runs "
+                                       "WHERE system LIKE '%C4140' GROUP BY 1"))  # fmt: skip
+    assert medians[4] / medians[8] / 2 > 1.0 > medians[4] / medians[16] / 4
+    hs209 = by_code["HS209"]
+    assert [f["evidence"]["workers"] for f in hs209 if f["outcome"] == "fail"] == [8]
+    series = hs209[0]["comparison"]
+    # the report: the same mode, HS209 beside the 8-worker speedup only, and no framework comparison drawn
+    model = json.loads(hs("report", "--store", mlperf_store, "-f", "json").stdout)
+    (c,) = [c for c in model["comparisons"] if c["id"] == series]
+    assert c["mode"] == "mixed" and "every run trains to the same target" in c["mode_note"]
+    assert {p["workers"]: "HS209" in p["lint"]["fail"] for p in c["points"]} == {4: True, 8: True, 16: False}
+    assert all(
+        "HS209" in p["ratio_lint"]["fail"] for p in c["points"]
+    )  # every speedup is over that base case
+    assert c["fit"] is None and "superlinear, HS209" in c["law_withheld"]
+    assert all(not f["frameworks"] for f in model["comparisons"] if f["kind"] == "framework")
+    assert all(f["code"] != "HS104" for f in model["lint"]["findings"])
+    # advise: the same series, the same mode, no projection for the same reason, and no advice to rerun a
+    # published submission
+    advice = json.loads(hs("advise", "--store", mlperf_store, "-f", "json").stdout)
+    assert not advice["projections"]
+    (why,) = advice["withheld"]
+    assert "mixed scaling" in why and "superlinear, HS209" in why and "rerun" not in why
+    # summary: the same mode on every point of the series, HS209 beside the points it concerns
+    rows = json.loads(hs("summary", "--store", mlperf_store, "-f", "json").stdout)
+    dell_rows = {r["workers"]: r for r in rows if r["framework"].startswith("NGC")}
+    assert {w: r["scaling"] for w, r in dell_rows.items()} == {4: "mixed", 8: "mixed", 16: "mixed"}
+    assert {w: "HS209" in r["lint"]["fail"] for w, r in dell_rows.items()} == {4: True, 8: True, 16: False}
 
 
 def test_sarif_and_exit_codes(tmp_path: Path) -> None:

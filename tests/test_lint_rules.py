@@ -14,6 +14,7 @@ import yaml
 
 from honestscale.lint import lint, registry
 from honestscale.lint._engine import SECTIONS
+from honestscale.view import build as build_view
 from tests.conftest import REPO
 from tests.lint_campaigns import build, case_runs, open_ro
 
@@ -37,7 +38,7 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     store = build(tmp_path, case | {"runs": case_runs(case)})
     con = open_ro(store)
     try:
-        result = lint(con, select=[code])
+        result = lint(build_view(con), select=[code])
     finally:
         con.close()
     mine = [f for f in result.findings if f.code == code]

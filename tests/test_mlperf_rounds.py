@@ -19,8 +19,8 @@ import duckdb
 import pytest
 
 from honestscale import catalogue
+from honestscale import view as _view
 from honestscale.analysis.mlperf import submissions
-from honestscale.lint import _view
 from tests.conftest import (
     REPO,
     assert_run_as_reference,
@@ -185,7 +185,7 @@ def test_maskrcnn_time_to_accuracy_needs_both_bbox_and_segm(store: Path) -> None
     assert runs
     for run in runs:
         tta = time_to_accuracy(run)
-        assert tta is not None
+        assert tta is not None and run.started_at is not None
         at = run.started_at + tta
         got = {e.metric: e.value for e in run.evals if e.time == at}
         assert got["bbox_mAP"] >= 0.377 and got["segm_mAP"] >= 0.339

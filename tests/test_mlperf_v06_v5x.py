@@ -23,9 +23,9 @@ import duckdb
 import pytest
 
 from honestscale import catalogue
+from honestscale import view as _view
 from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.scaling import reached_at, time_to_accuracy
-from honestscale.lint import _view
 from tests.conftest import (
     REPO,
     assert_run_as_reference,

@@ -85,7 +85,10 @@ def test_a_stalled_base_case_gets_the_new_rules_beside_its_speedup_on_page_1(tmp
     assert "no finding" not in series.split("Total cost")[0] and "HS210" in series
     # the advisor carries the same verdicts and does not project from a superlinear pair of points
     advice = hs("advise", "--store", store).stdout
-    assert "no projection: the measured speedup is above the ideal" in advice
+    assert (
+        "no projection: the measured efficiency is above the ideal beyond its interval (superlinear, HS209)"
+        in advice
+    )
     assert "projected efficiency" not in advice
     assert re.search(r"Fastest to the target accuracy: torch at 2 .*\[rules: ✗ HS209, HS211", advice), advice
 

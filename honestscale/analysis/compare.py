@@ -16,7 +16,7 @@ from typing import Any
 
 from honestscale.analysis.scaling import TTT, time_metric, times
 from honestscale.analysis.stats import SIGNIFICANCE, Difference, centre_of_times, differ
-from honestscale.lint import Run
+from honestscale.view import Run
 
 
 @dataclass(frozen=True)
@@ -81,41 +81,11 @@ def scaling(points: dict[int, list[Run]]) -> list[Ordering]:
     return out
 
 
-# Like for like: frameworks are compared only on runs of the same model, dataset, global batch, precision, accelerator
-# and nodes. The report's table (analysis.frameworks) and rule HS212 both read the setup from here.
-LIKE = (
-    "model",
-    "dataset",
-    "global_batch_size",
-    "precision",
-    "accelerator",
-    "n_nodes",
-    "accelerators_per_node",
-)
-LIKE_NAMES = {
-    "global_batch_size": "global batch",
-    "n_nodes": "nodes",
-    "accelerators_per_node": "accelerators per node",
-}
-Setup = tuple[Any, ...]
-
-
-def setups(runs: Sequence[Run]) -> tuple[Setup, dict[Setup, list[Run]]]:
-    """The runs by setup (``LIKE``), and the one compared: the setup most frameworks ran (then most runs)."""
-    found: dict[Setup, list[Run]] = defaultdict(list)
-    for r in runs:
-        found[tuple(r.row.get(k) for k in LIKE)].append(r)
-    compared = max(found, key=lambda k: (len({r.framework for r in found[k]}), len(found[k]), repr(k)))
-    return compared, dict(found)
-
-
 def framework_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """The runs of the compared setup by framework; empty when fewer than two frameworks ran it."""
-    if not runs:
-        return {}
-    compared, found = setups(runs)
+    """The runs of a framework comparison (the view's like-for-like setup) by framework; empty when fewer than two
+    frameworks ran it."""
     groups: dict[str, list[Run]] = defaultdict(list)
-    for r in found[compared]:
+    for r in runs:
         groups[r.framework or "?"].append(r)
     return dict(groups) if len(groups) >= 2 else {}
 

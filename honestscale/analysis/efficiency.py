@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from honestscale import catalogue
 from honestscale.analysis.scaling import reached_at, time_to_accuracy
 from honestscale.analysis.stats import Estimate, centre_of_times, median_ci, ratio
-from honestscale.lint import Run
+from honestscale.view import Run
 
 
 def samples_to_target(run: Run) -> float | None:
@@ -40,7 +40,7 @@ def samples_to_target(run: Run) -> float | None:
     bench = catalogue.benchmark_of(run.attrs.get("mlperf"))
     if bench is not None and bench.epoch_num == "samples":
         return float(max(epochs))
-    size = run.row.get("train_size")
+    size = run.train_size
     return float(max(epochs)) * float(size) if size else None
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import integrate
 
 from honestscale.analysis.scaling import reached_at
-from honestscale.lint import PowerSample, Run
+from honestscale.view import PowerSample, Run
 
 COUNTER = "NVML energy counter"
 POWER = "NVML power x time"
@@ -103,7 +103,7 @@ def between(run: Run, a: float, b: float) -> Energy | None:
         sources.add(source)
     if not sources:
         return None
-    seen = run.row.get("ranks_seen")
+    seen = run.ranks_seen
     if seen and len(per_rank) < int(seen):
         return None  # some ranks read no energy: a sum over the others would understate the run's
     return Energy(total, " + ".join(sorted(sources)), len(devices), tuple(sorted(per_rank.items())))
@@ -111,8 +111,8 @@ def between(run: Run, a: float, b: float) -> Energy | None:
 
 def to_train(run: Run) -> Energy | None:
     """Energy from run_start to run_stop: the MLPerf power logs' where the run has them, else NVML's."""
-    if run.row.get("energy_to_train_j") is not None:
-        return Energy(float(run.row["energy_to_train_j"]), MLPERF, 0)
+    if run.energy_to_train_j is not None:
+        return Energy(float(run.energy_to_train_j), MLPERF, 0)
     if run.started_at is None or run.stopped_at is None:
         return None
     return between(run, float(run.started_at), float(run.stopped_at))
@@ -124,14 +124,14 @@ def to_accuracy(run: Run) -> Energy | None:
     t = reached_at(run)
     if t is None or run.started_at is None:
         return None
-    if run.row.get("energy_to_train_j") is not None:
+    if run.energy_to_train_j is not None:
         return to_train(run)
     return between(run, float(run.started_at), t)
 
 
 def mean_power_w(run: Run) -> float | None:
     """Energy to train over time to train: the run's mean power, watts."""
-    e, t = to_train(run), run.row.get("time_to_train_s")
+    e, t = to_train(run), run.time_to_train_s
     return e.joules / float(t) if e is not None and t else None
 
 
@@ -149,7 +149,7 @@ def source(runs: Sequence[Run]) -> str:
 
 def of_run(row: Mapping[str, Any], power: Sequence[PowerSample]) -> dict[str, Any]:
     """For ``show``: one run's energy to train, its source, mean power and every rank's share, or why there is none."""
-    got = to_train(Run(dict(row), power=tuple(power)))
+    got = to_train(Run.from_row(row, power=tuple(power)))
     if got is None:
         return {"source": NOT_RECORDED}
     t = row.get("time_to_train_s")

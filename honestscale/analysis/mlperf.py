@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from honestscale import catalogue
 from honestscale.analysis.stats import mlperf_score
-from honestscale.lint import Run
+from honestscale.view import Run
 
 
 def rules_of(run: Run) -> catalogue.Benchmark | None:

@@ -17,8 +17,7 @@ from honestscale.analysis import energy
 from honestscale.analysis.mlperf import drop_for, scaling_factor
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
-from honestscale.lint import Run, View, med
-from honestscale.store import Connection, queries
+from honestscale.view import Run, View, med
 
 PARTS = ("data", "compute", "comm", "optimizer")
 
@@ -105,14 +104,6 @@ def verdicts_text(lint: dict[str, list[str]] | None) -> str:
     return "; ".join(parts) or "none"
 
 
-def step_fractions(con: Connection, campaign: str | None) -> dict[str, dict[str, Any]]:
-    """Per run: the share of step time in each part, whether communication was measured, rank imbalance."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in queries.run_step_fractions(con, campaign).iter_rows(named=True):
-        out[r["run_id"]] = {k: v for k, v in r.items() if k != "run_id"}
-    return out
-
-
 def energies(runs: list[Run]) -> tuple[str, list[float]]:
     """The successful runs' energy to accuracy where every one reached its target, else their energy to train."""
     ok = [r for r in runs if r.ok]
@@ -177,18 +168,23 @@ class SummaryRow:
     dataset: str | None
     framework: str | None
     point: Point
+    mode: str | None = None  # the classification of the scaling series these runs belong to (the view's)
 
 
-def summary(view: View, fractions: dict[str, dict[str, Any]]) -> list[SummaryRow]:
-    """Final runs grouped by campaign, model, dataset, framework and workers, each summarised by :func:`point`."""
+def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
+    """Final runs grouped by campaign, model, dataset, framework and workers, each summarised by :func:`point`, with
+    the rules' verdicts on its runs (``findings``: the lint result about this view, as JSON) and its series' mode."""
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in view.runs:
         if (r.purpose or "final") == "final" and r.workers:
-            groups[(r.campaign, r.row.get("model"), r.row.get("dataset"), r.framework, r.workers)].append(r)
+            groups[(r.campaign, r.model, r.dataset, r.framework, r.workers)].append(r)
+    modes = {tuple(c.key.values()): c.mode for c in view.of_kind("scaling")}
     out = []
     for key, runs in sorted(
         groups.items(), key=lambda kv: (*tuple((v is None, str(v)) for v in kv[0][:4]), kv[0][4])
     ):
         mlperf = all(r.source == "mlperf" for r in runs)
-        out.append(SummaryRow(key[0], key[1], key[2], key[3], point(key[4], runs, fractions, mlperf)))
+        p = point(key[4], runs, view.fractions, mlperf)
+        p.lint = lint_codes(findings, set(p.run_ids))
+        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, modes.get(key[:4])))
     return out

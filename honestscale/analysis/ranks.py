@@ -10,12 +10,10 @@ significantly so, has a straggler.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from honestscale.analysis.stats import RankSpread, centre_of_times, rank_spread
-from honestscale.store import Connection, queries
 
 SUMMARY = "the maximum over ranks of each step (a synchronous step waits for its slowest rank)"
 TEST = "Kruskal-Wallis H test over each rank's step times (warm-up excluded), 5 %"
@@ -33,12 +31,9 @@ class RunRanks:
         return s.differ and s.excess is not None and s.excess > STRAGGLER
 
 
-def of_runs(con: Connection, campaign: str | None) -> dict[str, RunRanks]:
-    """Every run with step events: the test over its ranks and its slowest rank."""
-    by_run: dict[str, dict[int, list[float]]] = defaultdict(dict)
-    for r in queries.rank_step_times(con, campaign).iter_rows(named=True):
-        by_run[r["run_id"]][int(r["rank"])] = [float(t) for t in r["times"] if t is not None]
-    return {rid: RunRanks(rid, rank_spread(ranks)) for rid, ranks in by_run.items()}
+def of_runs(rank_times: dict[str, dict[int, list[float]]]) -> dict[str, RunRanks]:
+    """Every run with step events (``View.rank_times``): the test over its ranks and its slowest rank."""
+    return {rid: RunRanks(rid, rank_spread(ranks)) for rid, ranks in rank_times.items()}
 
 
 def summarise(run_ids: list[str], spreads: dict[str, RunRanks]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the spec reader imports this module for parse_fraction: it stays free of scipy and DuckDB
-    from honestscale.lint import Run
+    from honestscale.view import Run
 
 MAX_REPETITIONS = 20  # the cap of until_ci when a spec gives none
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from honestscale import catalogue
 from honestscale.analysis.stats import Estimate, ratio
-from honestscale.lint import Run
+from honestscale.view import Run
 
 TTA = "time to accuracy"
 TTT = "time to train"
@@ -122,4 +122,37 @@ def scaled(points: dict[int, list[Run]]) -> list[Scaled]:
                 end_to_end_speedup=up(lambda r: r.end_to_end_rate),
             )
         )  # fmt: skip
+    return out
+
+
+def efficiencies(mode: str | None, p: Scaled) -> dict[str, Estimate]:
+    """The efficiencies a series is judged on at one worker count: on time where the problem is fixed (strong
+    scaling, or every run to one target), and on throughput per worker in every mode."""
+    out: dict[str, Estimate] = {}
+    if mode != "weak" and p.time_efficiency is not None:
+        out[f"{p.time_metric} efficiency"] = p.time_efficiency
+    if p.throughput_efficiency is not None:
+        out["throughput efficiency"] = p.throughput_efficiency
+    return out
+
+
+@dataclass(frozen=True)
+class Superlinear:
+    """One worker count whose efficiency is above 1: beyond its 95 % interval (``above``), or with no interval."""
+
+    point: Scaled
+    above: dict[str, Estimate]  # above 1 beyond the interval of the ratio
+    unsure: dict[str, Estimate]  # above 1, no interval (one run on a side)
+
+
+def superlinear(mode: str | None, points: dict[int, list[Run]]) -> list[Superlinear]:
+    """Every worker count of a series whose efficiency is above the ideal: the one reading of HS209, the report and
+    the advisor."""
+    out = []
+    for p in scaled(points):
+        effs = efficiencies(mode, p)
+        above = {k: e for k, e in effs.items() if e.above(1.0)}
+        unsure = {k: e for k, e in effs.items() if not e.has_interval and e.value > 1.0}
+        if above or unsure:
+            out.append(Superlinear(p, above, {} if above else unsure))
     return out

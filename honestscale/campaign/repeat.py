@@ -16,8 +16,8 @@ from collections.abc import Collection
 
 from honestscale.analysis.repetitions import Precision, precision
 from honestscale.campaign.spec import RunPlan, Spec
-from honestscale.lint import Run, build
 from honestscale.store import Connection
+from honestscale.view import Run, build
 
 
 def _runs_of_points(con: Connection, spec: Spec, finals: list[RunPlan]) -> dict[str, list[Run]]:

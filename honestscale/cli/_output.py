@@ -223,7 +223,7 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
         p = r.point
         out.append({
             "campaign": r.campaign, "model": r.model, "dataset": r.dataset, "framework": r.framework,
-            "workers": p.workers, "runs": p.runs, "succeeded": p.succeeded,
+            "workers": p.workers, "runs": p.runs, "succeeded": p.succeeded, "scaling": r.mode, "lint": p.lint,
             "time_to_train_s": p.time_s, "time_to_train_ci_s": list(p.time_ci), "time_to_accuracy_s": p.tta_s,
             "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,
             "stall_share": p.stall_share, "data": p.breakdown.get("data"), "compute": p.breakdown.get("compute"),
@@ -238,14 +238,15 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 def summary_table(rows: list[Any]) -> Table:
+    from honestscale.analysis.points import verdicts_text
     from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 
     table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, samples/s the "
                   f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
     cols: tuple[str, ...] = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
-            "per worker", "data", "compute", "comm", "optimizer", "accuracy")  # fmt: skip
+            "per worker", "data", "compute", "comm", "optimizer", "accuracy", "scaling", "rules")  # fmt: skip
     energy = any(r.point.energy_j is not None for r in rows)  # a column only where some run measured it
-    cols += ("energy (median)",) if energy else ()
+    cols = (*cols[:-2], "energy (median)", *cols[-2:]) if energy else cols
     for col in cols:
         table.add_column(col, justify="left" if col in ("campaign", "model", "framework") else "right")
     for r in rows:
@@ -261,7 +262,7 @@ def summary_table(rows: list[Any]) -> Table:
             _pct(p.breakdown.get("data")), _pct(p.breakdown.get("compute")), comm, _pct(p.breakdown.get("optimizer")),
             "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip()
             + (f" {p.accuracy_metric} (lower is better)" if p.accuracy_better == "lower" else ""),
-            *extra,
+            *extra, r.mode or "-", verdicts_text(p.lint),
         )  # fmt: skip
     return table
 

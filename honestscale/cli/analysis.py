@@ -45,12 +45,14 @@ def summary(
 
 
 def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
+    from honestscale import lint as linter
     from honestscale.analysis import points
-    from honestscale.lint import build
     from honestscale.store import queries
+    from honestscale.view import build
 
     queries.check_campaign(con, campaign)
-    return points.summary(build(con, campaign), points.step_fractions(con, campaign))
+    view = build(con, campaign)
+    return points.summary(view, [f.as_json() for f in linter.lint(view).findings])
 
 
 @app.command()
@@ -66,12 +68,15 @@ def advise(
 
     Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
     """
-    from honestscale.analysis import advise as _advise
+    from honestscale import advise as _advise
+    from honestscale import lint as linter
     from honestscale.store import queries
+    from honestscale.view import build
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
-        advice = _advise.advise(con, campaign)
+        view = build(con, campaign)
+    advice = _advise.advise(view, linter.lint(view), campaign)
     if format is ShowFormat.json:
         print(_output.dumps(advice.as_json()))
         return
@@ -132,10 +137,12 @@ def lint(
     if config is not None or Path("honestscale.toml").is_file():
         extra = load_config_file(config or Path("honestscale.toml"))
     from honestscale.store import queries
+    from honestscale.view import build
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
-        result = linter.lint(con, campaign=campaign, select=select, ignore=ignore, suppressions=extra)
+        view = build(con, campaign)
+    result = linter.lint(view, select=select, ignore=ignore, suppressions=extra)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
     elif format is LintFormat.sarif:
@@ -173,6 +180,7 @@ def report(
     if config is not None or Path("honestscale.toml").is_file():
         extra = load_config_file(config or Path("honestscale.toml"))
     from honestscale.store import queries
+    from honestscale.view import build
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
@@ -181,22 +189,23 @@ def report(
                 f"the store {resolve_store_path(store)} holds no runs: there is nothing to report",
                 "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
             )
-        if format is ReportFormat.json:
-            model, _ = reporting.analyse(con, campaign, extra)
-            print(_output.dumps(model.as_json()))
-            return
-        if not output.parent.exists():
-            raise HonestscaleError(
-                f"folder {output.parent} does not exist", "create it or choose another --output"
-            )
-        try:
-            outputs = reporting.report(con, pdf=output, html=html, campaign=campaign, suppressions=extra)
-        except OSError as exc:
-            raise HonestscaleError(
-                f"cannot write the report {output} or its figures and tables in {output.with_name(output.stem + '_files')}: "
-                f"{exc.strerror or exc}",
-                f"{from_os_error(exc).fix}; a report written before is left whole",
-            ) from None
+        view = build(con, campaign)
+    if format is ReportFormat.json:
+        model, _ = reporting.analyse(view, campaign, extra)
+        print(_output.dumps(model.as_json()))
+        return
+    if not output.parent.exists():
+        raise HonestscaleError(
+            f"folder {output.parent} does not exist", "create it or choose another --output"
+        )
+    try:
+        outputs = reporting.report(view, pdf=output, html=html, campaign=campaign, suppressions=extra)
+    except OSError as exc:
+        raise HonestscaleError(
+            f"cannot write the report {output} or its figures and tables in {output.with_name(output.stem + '_files')}: "
+            f"{exc.strerror or exc}",
+            f"{from_os_error(exc).fix}; a report written before is left whole",
+        ) from None
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
         highlight=False,

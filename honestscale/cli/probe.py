@@ -86,7 +86,7 @@ def probe(
       honestscale probe --model mycnn.py:build --workers 1,2,4,8 --slurm --partition gpu --gpus-per-task 1 \\
           --tasks-per-node 4 --cpus-per-task 8
     """
-    from honestscale.analysis import advise as _advise
+    from honestscale import advise as _advise
     from honestscale.campaign import probe as planned
 
     spec, campaign = planned.prepare(
@@ -110,11 +110,14 @@ def probe(
             not_ok = campaigns.runs_not_ok(con, campaign)
     else:
         not_ok = _run_campaign(spec, store, False, wait)
+    from honestscale import lint as linter
     from honestscale.store import queries
+    from honestscale.view import build
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
-        advice = _advise.advise(con, campaign)
+        view = build(con, campaign)
+    advice = _advise.advise(view, linter.lint(view), campaign)
     out.print("\nverdict", style="bold")
     for line in _advise.lines(advice):
         out.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -328,8 +328,8 @@ def show(
     """One run: what it ran on, its evaluations, where its step time went, and lost events."""
     from honestscale.analysis import energy
     from honestscale.cli import _output
-    from honestscale.lint import power_samples
     from honestscale.store import queries  # polars: only the reading commands need it
+    from honestscale.view import power_samples
 
     with _store(store, read_only=True, wait=wait) as con:
         rid = queries.resolve_run_id(con, run_id)

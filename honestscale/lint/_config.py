@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.errors import HonestscaleError, read_toml
-from honestscale.lint._engine import Suppression, registry
-from honestscale.lint._view import View
+from honestscale.lint._engine import Suppression
+from honestscale.lint._runner import registry
+from honestscale.view import View
 
 MIN_REASON = 10
 

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 import honestscale
-from honestscale.lint._engine import LintResult, Rule, registry
+from honestscale.lint._engine import LintResult, Rule
+from honestscale.lint._runner import registry
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _OUTCOME = {"fail": "FAIL", "cannot_verify": "CANNOT VERIFY"}

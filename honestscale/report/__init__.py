@@ -1,7 +1,7 @@
 """The paper-ready scaling report: analysis model -> Jinja2 templates + matplotlib figures -> HTML -> PDF.
 
-``honestscale report`` (or :func:`report`) reads the store through ``honestscale.store.queries``
-and the linter, builds the analysis model (:mod:`honestscale.analysis.report_model`: every number, also printed by
+``honestscale report`` (or :func:`report`) reads the one view of the store (``honestscale.view``) and the
+linter's verdicts about it, builds the analysis model (:mod:`honestscale.report._model`: every number, also printed by
 ``--format json``), renders one template per section (``templates/``) with the figures as vector
 graphics, writes the paper exports (tables as CSV and LaTeX booktabs, figures as PDF and SVG) and
 prints the PDF with WeasyPrint.
@@ -11,23 +11,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from honestscale.analysis.report_model import Model, build
 from honestscale.lint import LintResult, Suppression, lint
-from honestscale.lint import build as build_view
+from honestscale.report._model import Model, build
 from honestscale.report._render import Outputs, render
-from honestscale.store import Connection
+from honestscale.view import View
 
 
-def analyse(con: Connection, campaign: str | None = None,
+def analyse(view: View, campaign: str | None = None,
             suppressions: list[Suppression] | None = None) -> tuple[Model, LintResult]:  # fmt: skip
-    view = build_view(con, campaign)  # once: the lint and the model read the same view
-    result = lint(con, campaign=campaign, suppressions=suppressions or [], view=view)
-    return build(con, view, result, campaign), result
+    """The analysis model of the view, with the lint result it carries: one reading of the runs for both."""
+    result = lint(view, suppressions=suppressions or [])
+    return build(view, result, campaign), result
 
 
-def report(con: Connection, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
+def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
            assets: Path | None = None, suppressions: list[Suppression] | None = None) -> Outputs:  # fmt: skip
-    model, _ = analyse(con, campaign, suppressions)
+    model, _ = analyse(view, campaign, suppressions)
     target = pdf or html or Path("report.pdf")
     folder = assets or target.with_name(target.stem + "_files")
     return render(model, pdf, html, folder)

@@ -16,7 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from honestscale.analysis.report_model import ComparisonModel
+from honestscale.report._model import ComparisonModel
+from honestscale.report._units import unit_for
 
 STYLE: Any = {
     "font.size": 8,
@@ -82,7 +83,7 @@ def speedup(c: ComparisonModel) -> Figure:
     series = [
         ("speedup", "speedup_ci", "efficiency", "efficiency_ci", _time_metric_label(c), "#3182bd", "o-")
     ]
-    if c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
+    if c.mode != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
         series.append(("throughput_speedup", "throughput_speedup_ci", "throughput_efficiency",
                        "throughput_efficiency_ci", "throughput", "#e6550d", "s--"))  # fmt: skip
     top = 1.0
@@ -113,7 +114,7 @@ def speedup(c: ComparisonModel) -> Figure:
 
 
 def _speedup_caption(c: ComparisonModel) -> str:
-    two = c.presentation != "weak" and any(p.throughput_speedup is not None for p in c.points[1:])
+    two = c.mode != "weak" and any(p.throughput_speedup is not None for p in c.points[1:])
     drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if two else "")
     fit = f", the fitted {c.fit.law} law dotted" if c.fit is not None else ""
     if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
@@ -128,8 +129,6 @@ def _speedup_caption(c: ComparisonModel) -> str:
 
 
 def time_to_solution(c: ComparisonModel) -> Figure:
-    from honestscale.report._render import unit_for
-
     fig, ax = plt.subplots(figsize=(3.2, 2.4))
     use_tta = any(p.tta_s is not None for p in c.points)
     pts = [p for p in c.points if (p.tta_s if use_tta else p.time_s) is not None]
@@ -238,8 +237,6 @@ FIGURES: tuple[tuple[str, Caption, Callable[[ComparisonModel], Figure], Callable
 
 
 def framework_times(c: ComparisonModel) -> Figure:
-    from honestscale.report._render import unit_for
-
     fig, ax = plt.subplots(figsize=(3.2, 0.9 + 0.3 * max(1, len(c.frameworks))))
     rows = [f for f in c.frameworks if f.point.time_s is not None]
     unit, div = unit_for([t for f in rows for t in (f.point.time_s, *f.point.time_ci)])

@@ -20,19 +20,11 @@ from urllib.parse import unquote, urlparse
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from honestscale.analysis.points import verdicts_text
-from honestscale.analysis.report_model import ComparisonModel, Model, Point
 from honestscale.analysis.stats import Estimate
 from honestscale.report import _figures
+from honestscale.report._model import ComparisonModel, Model, Point
+from honestscale.report._units import unit_for
 from honestscale.spreadsheet import to_csv
-
-UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
-
-
-def unit_for(seconds: list[float | None]) -> tuple[str, float]:
-    """One unit for every time of a comparison (tables and figures say the same): s below 2 min, min below
-    2 h, else h."""
-    top = max((s for s in seconds if s is not None), default=0.0)
-    return UNITS[0] if top < 120 else UNITS[1] if top < 7200 else UNITS[2]
 
 
 def _minutes(seconds: float | None) -> str:
@@ -300,13 +292,13 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
                 (assets / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
-                title = caption.format(label=c.label, mode=c.presentation or c.mode, part=part)
+                title = caption.format(label=c.label, mode=c.mode, part=part)
                 (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
                   "split", "config hash", "energy to train [J]"]  # fmt: skip
-    run_rows = [[r.run_id, r.purpose or "", r.status, str(r.workers or ""), str(r.global_batch or ""),
+    run_rows = [[r.run_id, r.purpose or "", r.status or "", str(r.workers or ""), str(r.global_batch or ""),
                  "" if r.time_s is None else f"{r.time_s:.1f}",
                  "" if r.accelerator_hours is None else f"{r.accelerator_hours:.3f}",
                  "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or "",

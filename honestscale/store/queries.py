@@ -347,3 +347,50 @@ def run_step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None = No
         f"WITH {_step_parts(where)} SELECT * FROM per_run ORDER BY run_id",
         [campaign] if campaign else [],
     )
+
+
+# run_start fields every rank of one run must agree on
+AGREED_FIELDS = (
+    "campaign", "framework", "model", "dataset", "world_size", "nodes", "global_batch_size", "local_batch_size",
+    "precision", "config_hash",
+)  # fmt: skip
+
+
+def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
+    """Per run: the ranks seen; events stamped before the one before them on their rank (by seq: a clock that
+    went backwards) and the largest such step back, in the runners' own events (an MLPerf log's offline evaluations
+    are placed at their checkpoint's time on purpose); and the run_start fields
+    (``AGREED_FIELDS``) on which its ranks disagree, as ``field=value|value`` strings."""
+    where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
+    native = "run_id IN (SELECT run_id FROM runs WHERE source = 'native'" + (
+        " AND campaign = ?)" if campaign else ")"
+    )
+    fields = " UNION ALL ".join(
+        f"SELECT run_id, '{f}' AS field, list(DISTINCT payload ->> '{f}' ORDER BY payload ->> '{f}') "
+        f"FILTER (WHERE payload ->> '{f}' IS NOT NULL) AS vals FROM markers WHERE kind = 'run_start' {'AND' if where else ''} {where.removeprefix('WHERE ')} GROUP BY run_id"
+        for f in AGREED_FIELDS
+    )
+    params: list[object] = [campaign] if campaign else []
+    return _frame(
+        con,
+        f"""
+        WITH seen AS (SELECT run_id, list(rank ORDER BY rank) AS seen FROM run_ranks {where} GROUP BY run_id),
+        back AS (
+            SELECT run_id, count(*) AS clock_backwards, max(prev - time) AS clock_backwards_s FROM (
+                SELECT run_id, time, lag(time) OVER (PARTITION BY run_id, rank ORDER BY seq) AS prev
+                FROM events WHERE {native}
+            ) WHERE time < prev GROUP BY run_id
+        ),
+        f AS ({fields}),
+        dis AS (
+            SELECT run_id, list(field || '=' || array_to_string(vals, '|') ORDER BY field) AS disagree
+            FROM f WHERE len(vals) > 1 GROUP BY run_id
+        )
+        SELECT seen.run_id, seen.seen, coalesce(back.clock_backwards, 0) AS clock_backwards,
+               coalesce(back.clock_backwards_s, 0.0) AS clock_backwards_s,
+               coalesce(dis.disagree, []) AS disagree
+        FROM seen LEFT JOIN back USING (run_id) LEFT JOIN dis USING (run_id)
+        ORDER BY seen.run_id
+        """,
+        params * (2 + len(AGREED_FIELDS)),
+    )

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from honestscale import catalogue
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View, med
+from honestscale.view import Comparison, View, med
 
 TOLERANCE = 0.01  # absolute accuracy (fraction)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 
 class TuningRunsHidden(Rule):

@@ -3,20 +3,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
-
-
-def _device(run: object) -> str | None:
-    accel = getattr(run, "accelerator", None)
-    return str(accel) if accel else None
+from honestscale.view import Comparison, View
 
 
 class OutdatedOrSpecialPurposeHardware(Rule):
     """Runs compared across hardware must use the same accelerator generation, or be normalised to peak.
 
-    What it checks: a hardware comparison (one model and framework on different accelerators) either
+    What it checks: a hardware comparison (one model and framework on different accelerator models) either
     records every accelerator's peak (``peak_tflops`` in run_start) so results can be normalised, or it
-    fails; a framework comparison must run every framework on the same accelerator.
+    fails. Accelerator models are compared by their normalised name (``honestscale.view.accelerator_model``:
+    "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip, a V100). Frameworks are compared only on one
+    accelerator model (the view's like-for-like setup); runs on other hardware are left out of a framework
+    comparison and named with what differs, never compared.
     Why it misleads: a new accelerator against a two-generations-old one, or a special-purpose chip
     against a general one, shows the hardware's age, not the method's merit (Hoefler 2018, "compare
     against outdated or special-purpose hardware").
@@ -32,15 +30,10 @@ class OutdatedOrSpecialPurposeHardware(Rule):
     summary = "compared runs use the same accelerator generation, or results are normalised to peak"
 
     def targets(self, view: View) -> list[Comparison]:
-        return view.of_kind("hardware", "framework")
+        return view.of_kind("hardware")
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
-        devices = sorted({_device(r) or f"CPU {r.cpu or '?'}" for r in target.runs})
-        if target.kind == "framework":
-            if len(devices) > 1:
-                yield self.fail(target, target.runs, f"frameworks compared on different hardware: {', '.join(devices)}",
-                                "run every framework on the same accelerator model", devices=devices)  # fmt: skip
-            return
+        devices = sorted({r.hardware for r in target.runs})
         peaks = {r.id: r.attrs.get("peak_tflops") for r in target.runs}
         if all(isinstance(p, int | float) and p > 0 for p in peaks.values()):
             return

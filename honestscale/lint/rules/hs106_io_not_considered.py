@@ -3,14 +3,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 
 class IoNotConsidered(Rule):
     """Training time must include reading the data: no synthetic or memory-staged inputs, a data part per step.
 
     What it checks: runs read real data from a filesystem (``data_source = "filesystem"``), not
-    ``synthetic`` or ``in_memory``; and their step events carry a data (I/O and preprocessing) time.
+    ``synthetic`` or ``in_memory``; and their step events carry a data (I/O and preprocessing) time. Runs without
+    step events (an MLPerf log records none) cannot be verified: nothing tells their I/O from their compute.
     Why it misleads: synthetic inputs or a dataset staged in memory remove the I/O that bounds real
     training at scale; the reported throughput cannot be reached on a cluster's shared filesystem
     (Hoefler 2018, "do not consider I/O").
@@ -37,6 +38,12 @@ class IoNotConsidered(Rule):
         if no_data:
             yield self.fail(target, no_data, "step events have no data time: I/O cannot be told from compute",
                             "record t_data (waiting for the loader) in every step event")  # fmt: skip
+            return
+        no_steps = [r for r in target.runs if r.steps is None or not r.steps.steps]
+        if no_steps:
+            yield self.cannot_verify(target, no_steps, "the runs record no step events, so no data time: I/O cannot "
+                                     "be told from compute", "record a step event with t_data per training step "
+                                     "(honestscale's runners do); for an MLPerf log, the submission's own profile")  # fmt: skip
             return
         unknown = [r for r in target.runs if r.data_source is None]
         if unknown:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 
 class PerformanceAndAccuracyFromDifferentOptions(Rule):
@@ -32,8 +32,10 @@ class PerformanceAndAccuracyFromDifferentOptions(Rule):
                                      "the runs have no config hash", "record config_hash in run_start")  # fmt: skip
             return
         if len(hashes) > 1:
-            timed = sorted({r.config_hash for r in target.runs if r.steps is not None and r.steps.steps})
-            scored = sorted({r.config_hash for r in target.runs if r.final_value is not None})
+            timed = sorted(
+                {r.config_hash or "" for r in target.runs if r.steps is not None and r.steps.steps}
+            )
+            scored = sorted({r.config_hash or "" for r in target.runs if r.final_value is not None})
             yield self.fail(
                 target,
                 target.runs,

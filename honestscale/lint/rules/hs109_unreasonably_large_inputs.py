@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 # Standard input sizes (channels, height, width) of common datasets; a flat vector for tabular ones.
 STANDARD: dict[str, tuple[int, ...]] = {

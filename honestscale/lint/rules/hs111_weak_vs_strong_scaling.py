@@ -3,15 +3,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 
 class WeakVsStrongScaling(Rule):
     """The declared scaling mode must match the batches: strong keeps the global batch, weak the per-worker batch.
 
-    What it checks: the scaling mode derived from the batches of the series (``strong``: same global
-    batch at every scale; ``weak``: same batch per worker; otherwise ``mixed``) equals the scaling the
-    runs declare; a mixed series fails; an undeclared one cannot be verified (the derived mode is given).
+    What it checks: the scaling the batches of the series show (``strong``: same global batch at every scale;
+    ``weak``: same batch per worker) equals the scaling the runs declare; batches that follow neither fail;
+    an undeclared series cannot be verified. The finding gives the series' classification, the one every
+    output prints (``honestscale.view.classify``): a per-worker batch with every run trained to one target
+    (MLPerf) is ``mixed``, weak by batch on a fixed problem.
     Why it misleads: weak scaling (growing the global batch with the workers) always looks better than
     strong scaling; presenting one as the other, or mixing them, hides which problem was solved
     (Hoefler 2018, "minibatch sizes: weak vs strong scaling").
@@ -30,19 +32,25 @@ class WeakVsStrongScaling(Rule):
         return view.of_kind("scaling")
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
-        derived = target.mode
-        batches = {w: sorted({r.global_batch_size for r in rs}) for w, rs in target.by_workers().items()}
+        mode = target.classification
+        if mode is None:
+            return
+        derived = mode.batches
+        batches = {w: sorted({r.global_batch_size or 0 for r in rs}) for w, rs in target.by_workers().items()}
         declared = {r.scaling for r in target.runs if r.scaling and r.scaling != "none"}
-        if derived == "mixed":
+        said = f"{mode.name} scaling" + (" (weak by batch, every run to one target)" if mode.name != derived
+                                         and derived == "weak" else "")  # fmt: skip
+        evidence = {"mode": mode.name, "batches": derived, "global_batch_by_workers": batches}
+        if derived == "irregular":
             yield self.fail(target, target.runs, "the batches are neither strong nor weak scaling (mixed)",
                             "keep either the global batch or the per-worker batch constant across scales",
-                            mode=derived, global_batch_by_workers=batches)  # fmt: skip
+                            **evidence)  # fmt: skip
         elif not declared:
-            yield self.cannot_verify(target, target.runs, f"the scaling mode is not declared (the batches say {derived})",
+            yield self.cannot_verify(target, target.runs, f"the scaling mode is not declared (the series is {said})",
                                      f'declare scaling = "{derived}" in the campaign (run_start scaling)',
-                                     mode=derived, global_batch_by_workers=batches)  # fmt: skip
+                                     **evidence)  # fmt: skip
         elif declared != {derived}:
             yield self.fail(target, target.runs, f"declared {'/'.join(sorted(map(str, declared)))} scaling, "
                             f"but the batches are {derived} scaling",
                             f'declare scaling = "{derived}", or change the batches to match what is claimed',
-                            mode=derived, declared=sorted(map(str, declared)), global_batch_by_workers=batches)  # fmt: skip
+                            declared=sorted(map(str, declared)), **evidence)  # fmt: skip

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from scipy import stats
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 ALPHA = 0.05
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.view import Comparison, Run, View
 
 
 def _missing(run: Run) -> list[str]:
-    get = run.row.get
+    get = run.value
     missing = []
     framework = get("framework")
     if not framework or framework == "unknown":

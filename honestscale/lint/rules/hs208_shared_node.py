@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.view import Comparison, Run, View
 
 BUSY = 1.5  # 1-minute load above this many times the host's CPUs (or the run's own ranks, if more) is a busy host
 SHARED_FILESYSTEMS = (

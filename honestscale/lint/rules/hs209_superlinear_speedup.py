@@ -4,10 +4,10 @@ from collections.abc import Iterator
 from statistics import median
 from typing import Any
 
-from honestscale.analysis.scaling import Scaled, scaled
+from honestscale.analysis.scaling import Scaled, efficiencies, superlinear
 from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.view import Comparison, Run, View
 
 STALLED = 0.10  # a base case losing this share of its time to train to stalls explains a superlinear speedup
 CREDIBLE = (
@@ -55,8 +55,8 @@ def causes(base: list[Run], runs: list[Run], point: Scaled) -> list[str]:
         found.append(f"each worker holds a smaller share of the batch ({max(n_local)} against {min(b_local)} "
                      f"samples): a smaller working set may fit in caches")  # fmt: skip
     for field in ("global_batch_size", "precision"):
-        b_vals = {str(r.row.get(field)) for r in base if r.row.get(field) is not None}
-        n_vals = {str(r.row.get(field)) for r in runs if r.row.get(field) is not None}
+        b_vals = {str(r.value(field)) for r in base if r.value(field) is not None}
+        n_vals = {str(r.value(field)) for r in runs if r.value(field) is not None}
         if b_vals and n_vals and b_vals != n_vals:
             found.append(f"different {field.replace('_', ' ')}: {'/'.join(sorted(b_vals))} at the base, "
                          f"{'/'.join(sorted(n_vals))} at {point.workers} workers")  # fmt: skip
@@ -72,7 +72,8 @@ class SuperlinearSpeedup(Rule):
     """A speedup above the ideal (efficiency over 1) needs its cause shown before anyone believes it.
 
     What it checks: per scaling series and worker count, the parallel efficiency on time (to accuracy, else
-    to train; strong scaling only) and on throughput per worker (every mode), each with the 95 % interval of
+    to train; where the problem is fixed: strong scaling, or every run trained to one target) and on throughput
+    per worker (every mode), each with the 95 % interval of
     the ratio (bootstrap over the repetitions of both points). Efficiency above 1 beyond its interval fails,
     and the finding names the causes it can check in the store: a slow or stalled base case (HS210), a
     steady-state step throughput that does not scale superlinearly, a base case on a busier host, a smaller
@@ -101,27 +102,22 @@ class SuperlinearSpeedup(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         points = target.by_workers()
         base = points[min(points)] if points else []
-        for p in scaled(points):
-            effs: dict[str, Estimate] = {}
-            if target.mode == "strong" and p.time_efficiency is not None:
-                effs[f"{p.time_metric} efficiency"] = p.time_efficiency
-            if p.throughput_efficiency is not None:
-                effs["throughput efficiency"] = p.throughput_efficiency
+        for hot in superlinear(target.mode, points):
+            p = hot.point
+            effs = efficiencies(target.mode, p)
             runs = base + points[p.workers]
             evidence: dict[str, Any] = {"workers": p.workers, "base_workers": p.base_workers,
                                         **{k.replace(" ", "_"): vars(e) for k, e in effs.items()}}  # fmt: skip
-            high = {k: e for k, e in effs.items() if e.above(1.0)}
-            if high:
+            if hot.above:
                 found = causes(base, points[p.workers], p)
-                said = "; ".join(f"{k} {_fmt(e)}" for k, e in high.items())
+                said = "; ".join(f"{k} {_fmt(e)}" for k, e in hot.above.items())
                 why = ("; likely causes from the store: " + "; ".join(found)) if found else \
                     "; the store shows no cause (no stalls, same load, batch and precision)"  # fmt: skip
                 yield self.fail(target, runs, f"superlinear at {p.workers} workers: {said}{why}",
                                 f"rerun the base case on an exclusive, quiet node and report steady-state step "
                                 f"throughput beside the time; {CREDIBLE}", causes=found, **evidence)  # fmt: skip
-            unsure = {k: e for k, e in effs.items() if not e.has_interval and e.value > 1.0}
-            if unsure and not high:
-                said = "; ".join(f"{k} {e.value:.2f}" for k, e in unsure.items())
+            else:
+                said = "; ".join(f"{k} {e.value:.2f}" for k, e in hot.unsure.items())
                 yield self.cannot_verify(target, runs, f"{said} at {p.workers} workers, with one run on a side "
                                          "there is no interval to tell it from noise",
                                          "repeat each point (6 runs give a 95 % interval of the median)", **evidence)  # fmt: skip

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.view import Comparison, Run, View
 
 DOMINATED = 0.5  # outlier steps' excess time above this share of the time to train dominates it
 MIN_STEPS = 8  # fewer synchronous steps give no distribution to find outliers in

@@ -6,7 +6,7 @@ from statistics import median
 from honestscale.analysis.scaling import scaled
 from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, Run, View
+from honestscale.view import Comparison, Run, View
 
 APART = 1.5  # two speedups further apart than this factor (and beyond their intervals) disagree
 NOISE = 0.10  # without intervals, a speedup within 10 % of 1 points in no direction

@@ -5,7 +5,7 @@ from typing import Any
 
 from honestscale.analysis import compare
 from honestscale.lint._engine import Finding, Rule
-from honestscale.lint._view import Comparison, View
+from honestscale.view import Comparison, View
 
 
 class OrderingNotSupportedByTheData(Rule):

@@ -1,7 +1,8 @@
 """A framework comparison: the frameworks that ran the same setup, side by side; every other run left out, with why.
 
-Like for like: the same model, dataset, global batch, precision, accelerator and nodes (``LIKE``); the setup
-most frameworks ran is compared, and the runs of any other setup are named with what differs.
+Like for like is the view's (``honestscale.view.LIKE``): the same model, dataset, global batch, precision,
+accelerator model and nodes; the setup most frameworks ran is compared, the runs of any other setup are named with
+what differs (``Comparison.left_out``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from honestscale.analysis import compare
 from honestscale.analysis.points import Point, lint_codes, point
-from honestscale.lint import Comparison
+from honestscale.view import Comparison
 
 
 @dataclass
@@ -27,22 +28,9 @@ class FrameworkPoint:
 
 def side_by_side(
     c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
-) -> tuple[list[FrameworkPoint], list[dict[str, str]]]:
-    """The frameworks that ran the same model, dataset, global batch, precision and hardware, side by side;
-    the runs of any other setup are left out, with what differs from the compared setup."""
-    ref, setups = compare.setups(c.runs)
-    left_out = []
-    for key, runs in sorted(setups.items(), key=lambda kv: repr(kv[0])):
-        if key == ref:
-            continue
-        diff = "; ".join(f"{compare.LIKE_NAMES.get(k, k)} {b} (compared: {a})"
-                         for k, a, b in zip(compare.LIKE, ref, key, strict=True) if a != b)  # fmt: skip
-        for fw in sorted({r.framework or "?" for r in runs}):
-            left_out.append({"framework": fw, "runs": str(sum(1 for r in runs if (r.framework or "?") == fw)),
-                             "differs": diff})  # fmt: skip
-    if len({r.framework for r in setups[ref]}) < 2:
-        return [], left_out + [{"framework": r, "runs": "", "differs": "no other framework ran this setup"}
-                               for r in sorted({r.framework or "?" for r in setups[ref]})]  # fmt: skip
+) -> list[FrameworkPoint]:
+    """The frameworks of the comparison's like-for-like runs (the view's: same model, dataset, global batch,
+    precision, accelerator model and nodes), side by side; the runs left out are ``c.left_out``."""
     out = []
     for name, runs in sorted(compare.framework_groups(c.runs).items()):
         p = point(runs[0].workers or 0, runs, fractions, mlperf=False)
@@ -52,4 +40,4 @@ def side_by_side(
     times = [f.point.time_s for f in out if f.point.time_s]
     for f in out:
         f.relative_time = f.point.time_s / min(times) if times and f.point.time_s else None
-    return out, left_out
+    return out

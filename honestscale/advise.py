@@ -1,9 +1,10 @@
 """The advisor: which setup to use, where the time goes, how far it scales, what to try, with the numbers.
 
-It reads the store through the linter's view and never recommends from runs that fail HS101 (accuracy ignored
-when scaling), HS106 (I/O not considered) or HS110 (trained for the wrong time): those are listed as excluded.
-Projections fit Amdahl's law (strong scaling) or Gustafson's (weak) to the median times; their 95 % intervals
-come from a bootstrap over the repetitions of each point (none with one run per point, which it says).
+It reads the one view of the store (``honestscale.view``) and the lint result about it, and never recommends from
+runs that fail HS101 (accuracy ignored when scaling), HS106 (I/O not considered) or HS110 (trained for the wrong
+time): those are listed as excluded. Projections are ``analysis.laws``' fits, the report's: Amdahl's law on the
+speedup of a fixed problem, Gustafson's on the scaled speedup of a weak-scaling series, each only where it
+describes the measured points, with a 95 % bootstrap interval over the repetitions of each point.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
-import numpy as np
-
-from honestscale.analysis.points import Point, lint_codes, point, step_fractions, verdicts_text
-from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC, fit_law, law_efficiency, law_for
-from honestscale.lint import LintResult, Run, View, build, comparisons, load_suppressions
-from honestscale.lint import run_rules as lint_run
-from honestscale.store import Connection
+from honestscale.analysis import laws
+from honestscale.analysis.points import Point, lint_codes, point, verdicts_text
+from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
+from honestscale.lint import LintResult
+from honestscale.view import Run, View
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -30,7 +29,6 @@ PART_NAMES = {
     "optimizer": "optimizer",
 }
 IMBALANCE = 1.10  # slowest rank's step time over the fastest's, above which ranks are called unbalanced
-BOOTSTRAP = 2000
 
 
 @dataclass
@@ -69,6 +67,9 @@ class Projection:
     measured: list[tuple[int, float]]  # (workers, speedup)
     projected: list[dict[str, Any]]  # workers, efficiency, low, high
     points: int = 0  # worker counts behind the fit (2: the p they imply, the law itself untested)
+    mode: str = ""  # the series' classification (honestscale.view): strong | weak | mixed
+    quantity: str = ""  # what the law is fitted to
+    campaign: str | None = None
 
 
 @dataclass
@@ -107,9 +108,7 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
     groups: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
     for r in kept:
         if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
-            groups[
-                (str(r.row.get("model")), str(r.row.get("dataset")), r.framework or "?", r.workers)
-            ].append(r)
+            groups[(str(r.model), str(r.dataset), r.framework or "?", r.workers)].append(r)
     out = []
     for (model, dataset, framework, workers), runs in sorted(groups.items()):
         p: Point = point(workers, runs, steps, False)
@@ -126,70 +125,33 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
                 imbalance=median(spreads) if spreads else None, dominant=dominant,
                 dominant_share=shares.get(dominant) if dominant else None,
                 loader_workers=_hyper(runs, "loader_workers"),
-                local_batch=next((int(r.row["local_batch_size"]) for r in runs if r.row.get("local_batch_size")), None),
+                local_batch=next((int(r.local_batch_size) for r in runs if r.local_batch_size), None),
                 lr=_hyper(runs, "lr"), run_ids=p.run_ids, comm=p.comm,
             )
         )  # fmt: skip
     return out
 
 
-def _p_of(times: dict[int, list[float]], ws: list[int], n: list[float], law: str) -> float | None:
-    """The parallel fraction the medians imply (the one fit of ``analysis.stats``)."""
-    meds = [float(np.median(times[w])) for w in ws]
-    got = fit_law(law, n, [meds[0] / m for m in meds], min_points=2)
-    return None if got is None else got[0]
-
-
-def _projections(view: View, kept_ids: set[str], superlinear: set[str]) -> tuple[list[Projection], list[str]]:
-    """Projections of the series the data supports, and why the others get none."""
-    rng = np.random.default_rng(0)
+def _projections(view: View, kept_ids: set[str]) -> tuple[list[Projection], list[str]]:
+    """Projections of the series the data supports (``analysis.laws``, the report's fit), and why the others get
+    none."""
     out, withheld = [], []
-    for c in view.comparisons:
-        if c.kind != "scaling":
+    for c in view.of_kind("scaling"):
+        name = f"{c.key.get('model')} / {c.key.get('framework')}" + (
+            f" ({c.key['campaign']})" if c.key.get("campaign") else ""
+        )
+        got = laws.fit(c, kept_ids)
+        if got.points < 2:
             continue
-        name = f"{c.key.get('model')} / {c.key.get('framework')}"
-        by_workers = {
-            w: [r.time_to_train_s for r in rs if r.ok and r.id in kept_ids and r.time_to_train_s]
-            for w, rs in c.by_workers().items()
-        }
-        by_workers = {w: t for w, t in by_workers.items() if t}
-        if len(by_workers) < 2:
+        if got.withheld is not None or got.law is None or got.parallel_fraction is None:
+            withheld.append(f"{name}: {c.mode} scaling; no projection: {got.withheld}")
             continue
-        ws = sorted(by_workers)
-        base = ws[0]
-        meds = [float(np.median(by_workers[w])) for w in ws]
-        measured = [(w, meds[0] / m) for w, m in zip(ws, meds, strict=True)]
-        if c.id in superlinear or any(sp > w / base for w, sp in measured[1:]):
-            withheld.append(f"{name}: no projection: the measured speedup is above the ideal (superlinear, HS209), "
-                            f"so no law fits it; rerun the base case on a quiet, exclusive node first")  # fmt: skip
-            continue
-        law = law_for(c.mode)
-        n = [w / base for w in ws]
-        p = _p_of(by_workers, ws, n, law)
-        if p is None:
-            continue
-        interval = None
-        if all(len(t) >= 2 for t in by_workers.values()):
-            draws = [
-                _p_of({w: list(rng.choice(t, size=len(t))) for w, t in by_workers.items()}, ws, n, law)
-                for _ in range(BOOTSTRAP)
-            ]
-            got = [d for d in draws if d is not None]
-            interval = (float(np.percentile(got, 2.5)), float(np.percentile(got, 97.5))) if got else None
-        # two worker counts imply a p without testing the law: project one doubling only
-        targets = [ws[-1] * 2] if len(ws) == 2 else sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
-        projected = []
-        for w in targets:
-            row = {"workers": w, "efficiency": law_efficiency(law, p, w / base), "low": None, "high": None}
-            if interval is not None:
-                effs = [law_efficiency(law, q, w / base) for q in interval]
-                row["low"], row["high"] = min(effs), max(effs)
-            projected.append(row)
         out.append(
             Projection(
                 model=str(c.key.get("model")), dataset=str(c.key.get("dataset")), framework=str(c.key.get("framework")),
-                law=law, parallel_fraction=p, interval=interval, measured=measured, projected=projected,
-                points=len(ws),
+                law=got.law, parallel_fraction=got.parallel_fraction, interval=got.interval, measured=got.measured,
+                projected=got.projected, points=got.points, mode=c.mode or "", quantity=got.quantity,
+                campaign=c.key.get("campaign"),
             )
         )  # fmt: skip
     return out, withheld
@@ -224,13 +186,6 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
             tips.append(f"{where}: the framework does not expose its all-reduce, so communication is counted in "
                         f"compute; run it with Horovod and --horovod-timeline to see it")  # fmt: skip
     for p in projections:
-        base = p.measured[0][0]
-        fast = [(w, sp) for w, sp in p.measured if sp > 1.1 * w / base]
-        if fast:
-            w, sp = fast[0]
-            tips.append(f"{p.framework}: {sp:.2f}x on {w} workers is above the ideal {w / base:g}x: the base case is "
-                        f"slow rather than the scaled one fast; check that nothing else ran on the node during the "
-                        f"base runs (HS208), cache effects and the threads per worker before trusting the projection")  # fmt: skip
         low = [r for r in p.projected if r["efficiency"] < 0.5]
         if low:
             r = low[0]
@@ -240,13 +195,12 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
     return tips
 
 
-def advise(con: Connection, campaign: str | None = None) -> Advice:
-    view = build(con, campaign)
-    result = lint_run(view, suppressions=load_suppressions(view))  # once: exclusions and verdicts
+def advise(view: View, result: LintResult, campaign: str | None = None) -> Advice:
+    """The advice from the view and the lint result about it (``lint(view)``: one set of verdicts)."""
     excluded = _excluded(result)
     kept = [r for r in view.runs if r.id not in excluded]
-    kept_view = View(kept, comparisons(kept), view.campaigns)
-    steps = step_fractions(con, campaign)
+    kept_view = view.keeping(kept)
+    steps = view.fractions
     setups = _setups(kept, steps)
     usable = [s for s in setups if s.succeeded]
     per_sample = max(
@@ -257,8 +211,7 @@ def advise(con: Connection, campaign: str | None = None) -> Advice:
     findings = [f.as_json() for f in result.findings]
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))
-    superlinear = {f.target for f in result.findings if f.code == "HS209" and f.outcome == "fail"}
-    projections, withheld = _projections(kept_view, {r.id for r in kept}, superlinear)
+    projections, withheld = _projections(kept_view, {r.id for r in kept})
     return Advice(
         campaign,
         setups,
@@ -325,7 +278,8 @@ def lines(a: Advice) -> list[str]:
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
         untested = (" (two worker counts: the fraction they imply, the law itself untested; one doubling "
                     "projected)" if p.points == 2 else "")  # fmt: skip
-        out.append(f"{p.model} / {p.framework}: speedup of the median time to train {measured}; "
+        where = f" ({p.campaign})" if p.campaign else ""
+        out.append(f"{p.model} / {p.framework}{where}: {p.mode} scaling; {p.quantity} {measured}; "
                    f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}{untested}; "
                    f"projected efficiency {proj}.")  # fmt: skip
     out += list(a.withheld)

@@ -16,14 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import honestscale
-from honestscale.analysis import compare, efficiency, energy, ranks, repetitions, stats
+from honestscale.analysis import compare, efficiency, energy, laws, ranks, repetitions, stats
 from honestscale.analysis.efficiency import Factors
-from honestscale.analysis.frameworks import FrameworkPoint, side_by_side
-from honestscale.analysis.points import Point, energies, lint_codes, point, step_fractions
+from honestscale.analysis.laws import LawFit
+from honestscale.analysis.points import Point, energies, lint_codes, point
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
-from honestscale.lint import Comparison, LintResult, Run, View
-from honestscale.store import DUCKDB_VERSION, Connection
+from honestscale.lint import LintResult
+from honestscale.report._frameworks import FrameworkPoint, side_by_side
+from honestscale.store import DUCKDB_VERSION
+from honestscale.view import Comparison, Run, View
 
 __all__ = ["CI_METHOD", "Model", "Point", "build", "median_ci", "mlperf_score"]
 
@@ -34,6 +36,9 @@ class Fit:
     parameter: float  # parallel fraction
     stderr: float | None
     formula: str
+    quantity: str = (
+        ""  # what it is fitted to: the speedup of a time (Amdahl) or the scaled speedup (Gustafson)
+    )
 
 
 @dataclass
@@ -41,7 +46,7 @@ class ComparisonModel:
     id: str
     kind: str
     label: str
-    mode: str | None  # from the batches (the linter's): strong | weak | mixed
+    mode: str | None  # the view's classification: strong | weak | mixed (and what it means: mode_note)
     metric: str  # what the speedup is computed on
     base_workers: int | None
     base_time_s: float | None
@@ -50,7 +55,6 @@ class ComparisonModel:
     runs: list[str]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # findings on this comparison
     frameworks: list[FrameworkPoint] = field(default_factory=list)  # kind "framework" only
-    presentation: str | None = None  # how the report presents it: strong | weak | mixed (and why: mode_note)
     mode_note: str = ""
     lint: dict[str, list[str]] = field(default_factory=dict)  # codes failing / unverifiable on these runs
     not_comparable: list[dict[str, str]] = field(default_factory=list)  # framework runs left out, and why
@@ -60,6 +64,7 @@ class ComparisonModel:
     repetitions: list[dict[str, Any]] = field(
         default_factory=list
     )  # until_ci: how many runs each point needed
+    law_withheld: str | None = None  # scaling: why no law is drawn (analysis.laws)
 
     @property
     def key_workers(self) -> int | None:
@@ -72,7 +77,7 @@ class RunRow:
     run_id: str
     name: str | None
     purpose: str | None
-    status: str
+    status: str | None
     workers: int | None
     accelerator: str | None
     global_batch: int | None
@@ -119,26 +124,7 @@ def _ci(e: Estimate | None) -> tuple[float | None, float | None]:
     return (None, None) if e is None else (e.low, e.high)
 
 
-def _presentation(c: Comparison) -> tuple[str | None, str]:
-    """How a series is presented, and the sentence that says so."""
-    target = all(r.stop_criterion == "target_accuracy" for r in c.runs if r.ok)
-    if c.mode == "strong":
-        return (
-            "strong",
-            "Strong scaling: the same global batch at every scale; speedup and efficiency on time and on throughput.",
-        )
-    if c.mode == "weak" and not target:
-        return "weak", ("Weak scaling: the batch per worker is constant, so each scale solves a larger problem; "
-                        "throughput per worker and its efficiency are the measure, not a speedup of time to train.")  # fmt: skip
-    if c.mode == "weak":
-        return "mixed", ("Mixed: the global batch grows with the workers (weak scaling by batch) while every run "
-                         "trains to the same target (a fixed problem, as in strong scaling), as MLPerf submissions "
-                         "do; both the speedup of time to the target and throughput per worker are given.")  # fmt: skip
-    return "mixed", ("Mixed: the batches are neither strong nor weak scaling (HS111); speedups of time and "
-                     "throughput per worker are both given, and neither is a clean scaling measure.")  # fmt: skip
-
-
-def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: str | None) -> None:
+def _speedups(c: Comparison, points: list[Point], mlperf: bool) -> None:
     """Speedup and efficiency of every point over the base, with the intervals of the ratios."""
     if not points:
         return
@@ -156,7 +142,7 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
                 else None
             )
         else:
-            t = s.time_speedup if presentation != "weak" else None
+            t = s.time_speedup if c.mode != "weak" else None
         if t is not None:
             p.speedup, p.speedup_ci = t.value, _ci(t)
             e = s.efficiency(t)
@@ -184,11 +170,13 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool, presentation: st
         base.speedup = base.efficiency = None
 
 
-def _fitted_law(mode: str | None, points: list[Point], base: int) -> Fit | None:
-    data = [(p.workers / base, p.speedup) for p in points if p.speedup is not None]
-    law = stats.law_for(mode)
-    got = stats.fit_law(law, [d[0] for d in data], [float(d[1]) for d in data if d[1] is not None])
-    return None if got is None else Fit(law, got[0], got[1], stats.LAWS[law])
+def _fitted_law(c: Comparison) -> tuple[Fit | None, str | None]:
+    """The law of the series (``analysis.laws``: the advisor's), drawn only where it describes the points; else
+    why not."""
+    got: LawFit = laws.fit(c, bootstrap=0)
+    if got.law is None or got.parallel_fraction is None or got.withheld is not None:
+        return None, got.withheld
+    return Fit(got.law, got.parallel_fraction, got.stderr, got.formula, got.quantity), None
 
 
 def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,30 +205,31 @@ def _comparison(
         p.lint = lint_codes(findings, set(p.run_ids))
         # a speedup is a ratio over the base case: the rules about both sets of runs go beside it
         p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids))
-    presentation, note = _presentation(c) if c.kind == "scaling" else (None, "")
+    note = c.classification.sentence if c.classification else ""
     base = points[0] if points else None
     metric = "MLPerf olympic mean" if mlperf else "median time to train"
     if c.kind == "scaling":
         if not mlperf:
             metric = f"median {time_metric(c.by_workers())}"
-        _speedups(c, points, mlperf, presentation)
+        _speedups(c, points, mlperf)
     base_time = None
     if base is not None:
         base_time = (
             base.mlperf_score_s if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
         )
-    fit = _fitted_law(c.mode, points, base.workers) if base is not None and c.kind == "scaling" else None
-    frameworks, left_out = side_by_side(c, fractions, findings) if c.kind == "framework" else ([], [])
+    fit, withheld = _fitted_law(c) if base is not None and c.kind == "scaling" else (None, None)
+    frameworks = side_by_side(c, fractions, findings) if c.kind == "framework" else []
     if c.kind == "scaling":
         orderings = compare.scaling(c.by_workers())
-    else:  # the frameworks of the like-for-like setup, as in the table and as HS212 judges them
+    else:  # the frameworks of the like-for-like setup (the view's), as in the table and as HS212 judges them
         orderings = compare.frameworks(compare.framework_groups(c.runs))
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
         runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
-        frameworks=frameworks, presentation=presentation, mode_note=note,
-        lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=left_out,
+        frameworks=frameworks, mode_note=note,
+        lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=c.left_out,
+        law_withheld=withheld,
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),
@@ -259,9 +248,9 @@ def _commands(runs: list[Run]) -> list[dict[str, Any]]:
     return [{"command": k, "runs": v} for k, v in sorted(counts.items())][:50]
 
 
-def build(con: Connection, view: View, result: LintResult, campaign: str | None) -> Model:
-    steps = step_fractions(con, campaign)
-    spreads = ranks.of_runs(con, campaign)
+def build(view: View, result: LintResult, campaign: str | None) -> Model:
+    steps = view.fractions
+    spreads = ranks.of_runs(view.rank_times)
     findings = [f.as_json() for f in result.findings]
     comps = [
         _comparison(c, steps, findings, spreads, view.campaigns)
@@ -302,7 +291,7 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
             by_purpose[key]["energy_runs"] += 1
     setups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in view.runs:
-        key = (
+        setup = (
             r.system,
             r.accelerator,
             r.n_nodes,
@@ -311,7 +300,7 @@ def build(con: Connection, view: View, result: LintResult, campaign: str | None)
             r.framework,
             r.framework_version,
         )
-        entry = setups.setdefault(key, {
+        entry = setups.setdefault(setup, {
             "system": r.system, "nodes": r.n_nodes, "accelerators_per_node": r.accelerators_per_node,
             "accelerator": r.accelerator, "cpu": r.cpu, "interconnect": r.interconnect, "framework": r.framework,
             "framework_version": r.framework_version, "software": r.attrs.get("software") or {}, "runs": 0,

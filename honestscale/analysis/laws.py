@@ -1,0 +1,151 @@
+"""Amdahl's and Gustafson's laws fitted to the quantity each describes, and what they project: once, for the
+report's figure and the advisor's projection.
+
+* A fixed problem (strong scaling, or every run trained to one target accuracy: ``strong``, and ``mixed`` with a
+  per-worker batch) is Amdahl's: the speedup of the median time (to accuracy, else to train) over the base case.
+* A problem that grows with the workers (``weak``) is Gustafson's: the *scaled* speedup, the throughput at N
+  workers over the base case's (harmonic means of runs), never a ratio of times to train.
+* Batches that follow neither get no law.
+
+A law is fitted only where it can describe the data: no superlinear point (HS209), no slowdown, a parallel
+fraction inside (0, 1) rather than at a bound, and the law within ``TOLERANCE`` of every measured efficiency.
+Two worker counts give the fraction they imply without testing the law, and one doubling is projected; three or
+more, up to eight times the largest. The 95 % interval comes from a bootstrap over each point's repetitions
+(none with one run per point, or where every draw gives one value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from honestscale.analysis.scaling import rates, superlinear, time_metric, times
+from honestscale.analysis.stats import LAWS, centre_of_rates, fit_law, law_efficiency
+from honestscale.view import Comparison
+
+TOLERANCE = 0.10  # the law's efficiency may differ from a measured one by this much (absolute)
+BOUND = 1e-3  # a parallel fraction this close to 0 or 1 sits at the bound of the fit
+BOOTSTRAP = 2000
+
+
+@dataclass
+class LawFit:
+    law: str | None  # amdahl | gustafson; None: no law describes the series
+    quantity: str  # what the speedups are: "speedup of the median time to accuracy", "scaled speedup ..."
+    measured: list[tuple[int, float]]  # (workers, speedup over the base case), the base first
+    parallel_fraction: float | None = None
+    stderr: float | None = None
+    interval: tuple[float, float] | None = None  # 95 % bootstrap interval of the parallel fraction
+    projected: list[dict[str, Any]] = field(default_factory=list)  # workers, efficiency, low, high
+    withheld: str | None = None  # why the law is not fitted or projects nothing
+    formula: str = ""
+
+    @property
+    def points(self) -> int:
+        return len(self.measured)
+
+    @property
+    def parameter(self) -> float | None:
+        return self.parallel_fraction
+
+
+def law_of(c: Comparison) -> tuple[str | None, str]:
+    """The law that describes the series and the quantity it is fitted to."""
+    mode = c.classification
+    if mode is None or mode.batches == "irregular":
+        return None, "no law: the batches are neither strong nor weak scaling (HS111)"
+    if mode.name == "weak":
+        return "gustafson", "scaled speedup: throughput over the base case's (harmonic means of runs)"
+    return "amdahl", f"speedup of the median {time_metric(c.by_workers())}"
+
+
+def _samples(c: Comparison, law: str, kept: set[str] | None) -> dict[int, list[float]]:
+    """Per worker count, what each run contributes: its time (Amdahl) or its throughput (Gustafson)."""
+    metric = time_metric(c.by_workers())
+    out = {}
+    for w, runs in c.by_workers().items():
+        use = [r for r in runs if kept is None or r.id in kept]
+        got = rates(use, lambda r: r.throughput) if law == "gustafson" else times(use, metric)
+        if got:
+            out[w] = got
+    return out
+
+
+def _speedups(law: str, samples: dict[int, list[float]], ws: list[int]) -> list[float]:
+    if law == "gustafson":
+        hm = [centre_of_rates(samples[w]) or 0.0 for w in ws]
+        return [h / hm[0] for h in hm]
+    meds = [float(np.median(samples[w])) for w in ws]
+    return [meds[0] / m for m in meds]
+
+
+def _p(law: str, samples: dict[int, list[float]], ws: list[int]) -> tuple[float, float | None] | None:
+    n = [w / ws[0] for w in ws]
+    return fit_law(law, n, _speedups(law, samples, ws), min_points=2)
+
+
+def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP) -> LawFit:
+    """The law of a scaling series fitted to its runs (``kept``: only these), or why none is."""
+    law, quantity = law_of(c)
+    if law is None:
+        return LawFit(None, quantity, [], withheld=quantity)
+    samples = _samples(c, law, kept)
+    ws = sorted(samples)
+    if len(ws) < 2:
+        return LawFit(law, quantity, [], withheld="fewer than two worker counts with successful runs")
+    base = ws[0]
+    speedups = _speedups(law, samples, ws)
+    measured = [(w, s) for w, s in zip(ws, speedups, strict=True)]
+    out = LawFit(law, quantity, measured, formula=LAWS[law])
+    hot = superlinear(c.mode, {w: [r for r in c.by_workers()[w] if kept is None or r.id in kept] for w in ws})
+    if any(s.above for s in hot):
+        out.withheld = ("the measured efficiency is above the ideal beyond its interval (superlinear, HS209), "
+                        "which no law describes; HS209 names the likely causes")  # fmt: skip
+        return out
+    slow = [(w, s) for w, s in measured[1:] if s < 1.0]
+    if slow:
+        w, s = slow[0]
+        out.withheld = (f"{s:.2f}x at {w} workers: slower than the base case, a slowdown neither law describes "
+                        "(the parallel fraction would be below 0)")  # fmt: skip
+        return out
+    got = _p(law, samples, ws)
+    if got is None:
+        out.withheld = "the fit did not converge"
+        return out
+    p, err = got
+    out.parallel_fraction, out.stderr = p, err
+    if p <= BOUND or p >= 1 - BOUND:
+        out.withheld = (f"the fit sits at its bound (p = {p:.3f}): the data show "
+                        + ("no parallel part" if p <= BOUND else "no serial part") + " the law could project from")  # fmt: skip
+        return out
+    worst = max(measured[1:], key=lambda m: abs(law_efficiency(law, p, m[0] / base) - m[1] * base / m[0]))
+    gap = law_efficiency(law, p, worst[0] / base) - worst[1] * base / worst[0]
+    if abs(gap) > TOLERANCE:
+        out.withheld = (f"the law does not describe the measured points: at {worst[0]} workers it gives "
+                        f"{100 * law_efficiency(law, p, worst[0] / base):.0f} % efficiency where "
+                        f"{100 * worst[1] * base / worst[0]:.0f} % was measured")  # fmt: skip
+        return out
+    if all(len(v) >= 2 for v in samples.values()):
+        rng = np.random.default_rng(0)
+        draws = [_p(law, {w: list(rng.choice(v, size=len(v))) for w, v in samples.items()}, ws)
+                 for _ in range(bootstrap)]  # fmt: skip
+        got_p = [d[0] for d in draws if d is not None]
+        if got_p:
+            low, high = float(np.percentile(got_p, 2.5)), float(np.percentile(got_p, 97.5))
+            out.interval = (low, high) if high - low > 1e-9 else None
+    # two worker counts imply a p without testing the law: project one doubling only
+    targets = [ws[-1] * 2] if len(ws) == 2 else sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
+    for w in targets:
+        row: dict[str, Any] = {
+            "workers": w,
+            "efficiency": law_efficiency(law, p, w / base),
+            "low": None,
+            "high": None,
+        }
+        if out.interval is not None:
+            effs = [law_efficiency(law, q, w / base) for q in out.interval]
+            row["low"], row["high"] = min(effs), max(effs)
+        out.projected.append(row)
+    return out

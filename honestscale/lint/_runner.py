@@ -1,0 +1,81 @@
+"""The registry of rules (one module per rule under ``honestscale.lint.rules``) and the run of every rule over the
+view, with suppressions."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Iterable
+
+from honestscale.errors import HonestscaleError
+from honestscale.lint._engine import Finding, LintResult, Rule, Suppression, Verdict
+from honestscale.view import View
+
+
+def registry() -> dict[str, type[Rule]]:
+    """Every rule module under ``honestscale.lint.rules``, by code."""
+    from honestscale.lint import rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Rule)
+                and obj is not Rule
+                and obj.__module__ == module.__name__
+            ):
+                if obj.code in found:
+                    raise RuntimeError(
+                        f"rule code {obj.code} defined twice ({found[obj.code].__module__}, {module.__name__})"
+                    )
+                found[obj.code] = obj
+    return dict(sorted(found.items()))
+
+
+def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]]) -> set[str] | None:
+    if spec is None:
+        return None
+    out: set[str] = set()
+    for item in spec:
+        for code in filter(None, (c.strip().upper() for c in item.split(","))):
+            matched = {k for k in known if k.startswith(code)}  # HS1 selects HS101..HS112
+            if not matched:
+                raise HonestscaleError(f"no rule {code!r}", f"rules: {', '.join(known)}")
+            out |= matched
+    return out
+
+
+def run(view: View, *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
+        suppressions: Iterable[Suppression] = ()) -> LintResult:  # fmt: skip
+    known = registry()
+    chosen = _codes(select, known) or set(known)
+    chosen -= _codes(ignore, known) or set()
+    supp = list(suppressions)
+    findings: list[Finding] = []
+    verdicts: list[Verdict] = []
+    for code, cls in known.items():
+        if code not in chosen:
+            continue
+        rule = cls()
+        verdict = Verdict(code, cls.name, cls.severity)
+        for target in rule.targets(view):
+            got = list(rule.check(target, view))
+            campaign = target.key.get("campaign")
+            for f in got:
+                why = next((s.reason for s in supp if s.code == code and s.campaign == campaign), None)
+                f.suppressed = why
+            live = [f for f in got if not f.suppressed]
+            if not got:
+                verdict.passed += 1
+            elif not live:
+                verdict.suppressed += 1
+            elif any(f.outcome == "fail" for f in live):
+                verdict.failed += 1
+            else:
+                verdict.cannot_verify += 1
+            findings.extend(got)
+        verdicts.append(verdict)
+    return LintResult(findings, verdicts, view.comparisons, supp)

@@ -1,0 +1,53 @@
+"""The one read model of the store: typed runs, their evaluations, steps, power samples and ranks, the comparisons
+a reader would make and the classification of every scaling series (strong, weak, mixed), built once.
+
+Every judge (lint, the statistics, the report, the advisor, the CLI's summary) reads this view and none holds a
+connection: one reading of the runs, so that all of them tell one story.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from statistics import median
+
+from honestscale.view._build import build, power_samples
+from honestscale.view._comparisons import (
+    COMPARED,
+    LIKE,
+    LIKE_NAMES,
+    Comparison,
+    Mode,
+    View,
+    batch_mode,
+    classify,
+    comparisons,
+)
+from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps, accelerator_model
+
+
+def med(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are there (None without any)."""
+    vals = [v for v in values if v is not None]
+    return median(vals) if vals else None
+
+
+__all__ = [
+    "COMPARED",
+    "LIKE",
+    "LIKE_NAMES",
+    "Comparison",
+    "Eval",
+    "Mode",
+    "PowerSample",
+    "Ranks",
+    "Run",
+    "Steps",
+    "View",
+    "accelerator_model",
+    "batch_mode",
+    "build",
+    "classify",
+    "comparisons",
+    "med",
+    "power_samples",
+]

@@ -1,0 +1,60 @@
+"""The view, built once from the store's typed queries: no judge holds a connection."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from honestscale.store import Connection, queries
+from honestscale.view._comparisons import View, comparisons
+from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps
+
+
+def power_samples(
+    con: Connection, campaign: str | None = None, run_id: str | None = None
+) -> dict[str, list[PowerSample]]:
+    """The NVML readings of every run (of one campaign, or one run), by run id."""
+    power: dict[str, list[PowerSample]] = defaultdict(list)
+    for p in queries.lint_power(con, campaign, run_id).iter_rows(named=True):
+        power[p["run_id"]].append(PowerSample(p["rank"], p["device"], p["time"], p["power_w"], p["energy_j"]))
+    return power
+
+
+def _ranks(con: Connection, campaign: str | None) -> dict[str, Ranks]:
+    out = {}
+    for r in queries.lint_ranks(con, campaign).iter_rows(named=True):
+        disagree = tuple(
+            (text.split("=", 1)[0], tuple(text.split("=", 1)[1].split("|"))) for text in r["disagree"] or ()
+        )
+        out[r["run_id"]] = Ranks(tuple(r["seen"] or ()), int(r["clock_backwards"]), float(r["clock_backwards_s"]),
+                                 disagree)  # fmt: skip
+    return out
+
+
+def build(con: Connection, campaign: str | None = None) -> View:
+    """The view of the store (or of one campaign)."""
+    evals: dict[str, list[Eval]] = defaultdict(list)
+    for e in queries.lint_evals(con, campaign).iter_rows(named=True):
+        evals[e["run_id"]].append(
+            Eval(
+                e["split"], e["metric"], float(e["value"]), float(e["time"]), e["epoch"], e["samples_trained"]
+            )
+        )
+    power = power_samples(con, campaign)
+    steps = {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
+             for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
+    ranks = _ranks(con, campaign)
+    runs = []
+    for row in queries.lint_runs(con, campaign).iter_rows(named=True):
+        rid = row["run_id"]
+        runs.append(Run.from_row(row, evals=tuple(evals.get(rid, ())), steps=steps.get(rid),
+                                 power=tuple(power.get(rid, ())), ranks=ranks.get(rid, Ranks())))  # fmt: skip
+    specs = {}
+    for c in queries.campaign_specs(con).iter_rows(named=True):
+        specs[c["name"]] = json.loads(c["spec"]) if c["spec"] else {}
+    fractions = {r["run_id"]: {k: v for k, v in r.items() if k != "run_id"}
+                 for r in queries.run_step_fractions(con, campaign).iter_rows(named=True)}  # fmt: skip
+    rank_times: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for r in queries.rank_step_times(con, campaign).iter_rows(named=True):
+        rank_times[r["run_id"]][int(r["rank"])] = [float(t) for t in r["times"] if t is not None]
+    return View(runs, comparisons(runs), specs, fractions, dict(rank_times))

@@ -1,0 +1,193 @@
+"""The comparisons a reader would make, and how each scaling series is classified: once, for every judge.
+
+A *comparison* is a group of final runs:
+
+* ``config``: repetitions of one configuration point (same campaign, model, dataset, framework,
+  accelerators, workers and global batch);
+* ``scaling``: one model, dataset and framework across two or more worker counts, classified by ``classify``:
+  ``strong`` (the global batch constant: a fixed problem), ``weak`` (the batch per worker constant, each run
+  training a fixed amount of work: the problem grows with the workers) or ``mixed`` (the batch per worker constant
+  while every run trains to one target accuracy, as MLPerf submissions do; or batches that follow neither);
+* ``framework``: one model and dataset at one worker count across frameworks, compared only like for like
+  (``LIKE``: same model, dataset, global batch, precision, accelerator model and nodes); the runs of any other
+  setup are kept beside it with what differs (``left_out``);
+* ``hardware``: one model, dataset and framework across accelerator models (normalised: two spellings of one
+  chip are one accelerator);
+* ``campaign``: every run of a campaign, tuning and failed ones included.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from honestscale.view._runs import Run
+
+COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not results
+
+# Like for like: frameworks are compared only on runs of the same model, dataset, global batch, precision,
+# accelerator model and nodes.
+LIKE = ("model", "dataset", "global_batch_size", "precision", "hardware", "n_nodes", "accelerators_per_node")
+LIKE_NAMES = {
+    "global_batch_size": "global batch",
+    "hardware": "accelerator",
+    "n_nodes": "nodes",
+    "accelerators_per_node": "accelerators per node",
+}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How a scaling series scales, from its batches and its stop criterion: the one classification."""
+
+    name: str  # strong | weak | mixed
+    batches: str  # what the batches alone say: strong | weak | irregular
+    fixed_target: bool  # every successful run trains to a target accuracy
+    sentence: str  # what it means for the numbers, for the report and the dashboard
+
+
+@dataclass
+class Comparison:
+    kind: str  # config | scaling | framework | hardware | campaign
+    label: str
+    runs: list[Run]
+    key: dict[str, Any]
+    classification: Mode | None = None  # scaling only
+    left_out: list[dict[str, str]] = field(default_factory=list)  # framework: runs of other setups, and why
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}:{self.label}"
+
+    @property
+    def mode(self) -> str | None:
+        """strong | weak | mixed for a scaling series, else None."""
+        return self.classification.name if self.classification else None
+
+    def by_workers(self) -> dict[int, list[Run]]:
+        out: dict[int, list[Run]] = defaultdict(list)
+        for r in self.runs:
+            if r.workers is not None:
+                out[r.workers].append(r)
+        return dict(sorted(out.items()))
+
+
+@dataclass
+class View:
+    runs: list[Run]
+    comparisons: list[Comparison]
+    campaigns: dict[str, dict[str, Any]]  # campaign name -> recorded spec (may be empty)
+    # per run (warm-up excluded): the share of step time in each part, samples/s, whether comm was measured
+    fractions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per run and rank: its step times after warm-up (whether ranks differ, SC15 rule 10)
+    rank_times: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+
+    def campaign_runs(self, campaign: str | None) -> list[Run]:
+        return [r for r in self.runs if r.campaign == campaign]
+
+    def of_kind(self, *kinds: str) -> list[Comparison]:
+        return [c for c in self.comparisons if c.kind in kinds]
+
+    def keeping(self, runs: list[Run]) -> View:
+        """The view of a subset of its runs (the advisor's, without the runs a blocking rule fails)."""
+        return View(runs, comparisons(runs), self.campaigns, self.fractions, self.rank_times)
+
+
+def batch_mode(runs: Iterable[Run]) -> str:
+    """``strong`` if every point has the same global batch, ``weak`` if the same batch per worker, else
+    ``irregular``."""
+    points: dict[int, set[int]] = defaultdict(set)
+    for r in runs:
+        if r.workers and r.global_batch_size:
+            points[r.workers].add(int(r.global_batch_size))
+    if len(points) < 2 or any(len(b) != 1 for b in points.values()):
+        return "irregular"
+    batches = {w: next(iter(b)) for w, b in points.items()}
+    if len(set(batches.values())) == 1:
+        return "strong"
+    per_worker = {b / w for w, b in batches.items()}
+    return "weak" if len(per_worker) == 1 else "irregular"
+
+
+def classify(runs: list[Run]) -> Mode:
+    """The series' mode: strong, weak or mixed, with the sentence every output prints."""
+    batches = batch_mode(runs)
+    ok = [r for r in runs if r.ok]
+    target = bool(ok) and all(r.stop_criterion == "target_accuracy" for r in ok)
+    if batches == "strong":
+        return Mode("strong", batches, target, "Strong scaling: the same global batch at every scale, a fixed "
+                    "problem; speedup and efficiency on time and on throughput.")  # fmt: skip
+    if batches == "weak" and not target:
+        return Mode("weak", batches, target, "Weak scaling: the batch per worker is constant, so each scale solves "
+                    "a larger problem; throughput per worker and its efficiency are the measure, not a speedup of "
+                    "time to train.")  # fmt: skip
+    if batches == "weak":
+        return Mode("mixed", batches, target, "Mixed: the global batch grows with the workers (weak scaling by "
+                    "batch) while every run trains to the same target (a fixed problem, as in strong scaling), as "
+                    "MLPerf submissions do; both the speedup of time to the target and throughput per worker are "
+                    "given.")  # fmt: skip
+    return Mode("mixed", batches, target, "Mixed: the batches are neither strong nor weak scaling (HS111); speedups "
+                "of time and throughput per worker are both given, and neither is a clean scaling measure.")  # fmt: skip
+
+
+def _label(key: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in key.items() if v is not None)
+
+
+def _group(runs: list[Run], fields: tuple[str, ...]) -> dict[tuple[Any, ...], list[Run]]:
+    groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[tuple(r.value(f) for f in fields)].append(r)
+    return groups
+
+
+def like_for_like(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
+    """The runs of the setup most frameworks ran (then most runs), when two or more frameworks ran it; every other
+    run left out, with what differs from that setup."""
+    found = _group(runs, LIKE)
+    ref = max(found, key=lambda k: (len({r.framework for r in found[k]}), len(found[k]), repr(k)))
+    left_out = []
+    for key, group in sorted(found.items(), key=lambda kv: repr(kv[0])):
+        if key == ref:
+            continue
+        diff = "; ".join(f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
+                         for k, a, b in zip(LIKE, ref, key, strict=True) if a != b)  # fmt: skip
+        for fw in sorted({r.framework or "?" for r in group}):
+            left_out.append({"framework": fw, "runs": str(sum(1 for r in group if (r.framework or "?") == fw)),
+                             "differs": diff})  # fmt: skip
+    if len({r.framework for r in found[ref]}) < 2:
+        left_out += [{"framework": fw, "runs": "", "differs": "no other framework ran this setup"}
+                     for fw in sorted({r.framework or "?" for r in found[ref]})]  # fmt: skip
+        return [], left_out
+    return found[ref], left_out
+
+
+def comparisons(runs: list[Run]) -> list[Comparison]:
+    compared = [r for r in runs if (r.purpose or "final") in COMPARED]
+    out: list[Comparison] = []
+    config = ("campaign", "model", "dataset", "framework", "accelerator", "workers", "global_batch_size")
+    for values, group in sorted(_group(compared, config).items(), key=lambda kv: repr(kv[0])):
+        key = dict(zip(config, values, strict=True))
+        out.append(Comparison("config", _label(key), group, key))
+    scaling = ("campaign", "model", "dataset", "framework")
+    for values, group in sorted(_group(compared, scaling).items(), key=lambda kv: repr(kv[0])):
+        if len({r.workers for r in group if r.workers}) >= 2:
+            key = dict(zip(scaling, values, strict=True))
+            out.append(Comparison("scaling", _label(key), group, key, classify(group)))
+    framework = ("campaign", "model", "dataset", "workers")
+    for values, group in sorted(_group(compared, framework).items(), key=lambda kv: repr(kv[0])):
+        if len({r.framework for r in group}) >= 2:
+            key = dict(zip(framework, values, strict=True))
+            like, left_out = like_for_like(group)
+            out.append(Comparison("framework", _label(key), like, key, left_out=left_out))
+    for name in sorted({r.campaign for r in compared}, key=lambda c: (c is None, c or "")):
+        out.append(Comparison("campaign", name or "(none)", [r for r in runs if r.campaign == name],
+                              {"campaign": name}))  # fmt: skip
+    hardware = ("campaign", "model", "dataset", "framework")
+    for values, group in sorted(_group(compared, hardware).items(), key=lambda kv: repr(kv[0])):
+        if len({r.hardware for r in group}) >= 2:
+            key = dict(zip(hardware, values, strict=True))
+            out.append(Comparison("hardware", _label(key), group, key))
+    return out

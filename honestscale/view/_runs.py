@@ -1,0 +1,258 @@
+"""A run as every judge reads it: its ``runs`` row as typed fields, its evaluations, steps, power and ranks.
+
+Built from the store's typed queries (``view.build``); nothing here holds a connection. The derived rates (throughput,
+steady-state rate, stall shares) are defined here once, for the rules, the statistics and the report alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Eval:
+    split: str
+    metric: str
+    value: float
+    time: float
+    epoch: int | None
+    samples_trained: float | None = None  # samples every rank had trained by then (from the steps)
+
+
+@dataclass(frozen=True)
+class PowerSample:
+    """One NVML reading of one accelerator: its power draw and its total-energy counter, either may be missing."""
+
+    rank: int
+    device: int  # -1: the sample names no device
+    time: float
+    power_w: float | None
+    energy_j: float | None
+
+
+@dataclass(frozen=True)
+class Steps:
+    steps: int
+    warmup_steps: int
+    warmup_marked: int
+    steps_with_data: int
+    median_step_s: float | None
+    first_steps_max_s: float | None
+    first_unmarked_max_s: float | None
+    # synchronous steps (slowest rank per step), warm-up excluded; None when the run has no such step
+    sync_steps: int | None = None
+    sync_median_s: float | None = None
+    fence_s: float | None = None  # Tukey's upper fence, Q3 + 1.5 IQR
+    samples_per_step: float | None = None  # median samples of all ranks per step
+    step_time_s: float | None = None  # sum of the synchronous steps
+    samples_timed: float | None = None  # samples of those steps
+    outliers: int | None = None  # steps above the fence
+    outlier_excess_s: float | None = None  # their time beyond the median step
+    slowest_step_s: float | None = None
+    samples_trained: float | None = None  # every step, warm-up included
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """What the ranks of one run wrote: which ranks, whether their clocks ran forward, whether they agree."""
+
+    seen: tuple[int, ...] = ()  # ranks with events in the store
+    clock_backwards: int = 0  # events stamped earlier than the event before them on the same rank (by seq)
+    clock_backwards_s: float = 0.0  # the largest such step back
+    disagree: tuple[
+        tuple[str, tuple[str, ...]], ...
+    ] = ()  # run_start fields whose values differ across ranks
+
+
+# Vendors, brands, form factors and memory sizes: "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip.
+_HARDWARE_NOISE = re.compile(
+    r"\b(nvidia|amd|intel|google|habana|tesla|instinct|radeon|gaudi-?|cloud)\b|[-_ ]?(sxm\d?|pcie|nvl|hbm\d?e?|"
+    r"\d+\s*gb|oam)\b|\(r\)|\(tm\)",
+    re.IGNORECASE,
+)
+
+
+def accelerator_model(name: str | None) -> str | None:
+    """The accelerator's model with vendor, brand, form factor and memory size left out (``v100``, ``a100``), or
+    None: the name every hardware comparison uses, so that two spellings of one chip are one accelerator."""
+    if not name:
+        return None
+    text = _HARDWARE_NOISE.sub(" ", name.lower())
+    text = re.sub(r"[\s\-_]+", " ", text).strip()
+    return text or name.strip().lower()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run: the columns of its ``runs`` row (the store's projection) as typed fields, and what hangs off it."""
+
+    run_id: str
+    source: str | None = None  # native | mlperf
+    campaign: str | None = None
+    name: str | None = None
+    purpose: str | None = None
+    tuning_study: str | None = None
+    tuning_trial: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    launcher: str | None = None
+    backend: str | None = None
+    world_size: int | None = None
+    n_nodes: int | None = None
+    accelerators_per_node: int | None = None
+    n_accelerators: int | None = None
+    accelerator: str | None = None
+    system: str | None = None
+    host: str | None = None
+    cpu: str | None = None
+    interconnect: str | None = None
+    software: str | None = None  # JSON text
+    model: str | None = None
+    model_params: int | None = None
+    dataset: str | None = None
+    train_size: int | None = None
+    validation_size: int | None = None
+    test_size: int | None = None
+    data_source: str | None = None
+    data_path: str | None = None
+    input_shape: str | None = None  # JSON text
+    global_batch_size: int | None = None
+    local_batch_size: int | None = None
+    optimizer: str | None = None
+    learning_rate: float | None = None
+    lr_schedule: str | None = None
+    precision: str | None = None
+    grad_compression: str | None = None
+    seed: int | None = None
+    stop_criterion: str | None = None
+    stop_value: float | None = None
+    target_metric: str | None = None
+    scope: str | None = None
+    scaling: str | None = None
+    config_hash: str | None = None
+    git_commit: str | None = None
+    slurm_job_id: str | None = None
+    slurm_step_id: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    ranks_seen: int | None = None
+    ranks_stopped: int | None = None
+    started_at: float | None = None
+    stopped_at: float | None = None
+    time_to_train_s: float | None = None
+    final_split: str | None = None
+    final_metric: str | None = None
+    final_value: float | None = None
+    source_file: str | None = None
+    final_quality: str | None = None  # JSON text
+    energy_to_train_j: float | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)  # the run_start payload
+    evals: tuple[Eval, ...] = ()
+    steps: Steps | None = None
+    power: tuple[PowerSample, ...] = ()  # in time order per rank and device
+    ranks: Ranks = Ranks()
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], **parts: Any) -> Run:
+        """A run from a ``runs`` row (columns it does not know are ignored) and its parts (evals, steps, ...)."""
+        known = {f.name for f in fields(cls)} - {"attrs", "evals", "steps", "power", "ranks"}
+        values = {k: v for k, v in row.items() if k in known}
+        attrs = row.get("attrs")
+        if isinstance(attrs, str):
+            attrs = json.loads(attrs) if attrs else {}
+        return cls(**values, attrs=dict(attrs or {}), **parts)
+
+    def value(self, name: str) -> Any:
+        """The column ``name`` (``workers`` for the worker count): for grouping by a field named at run time."""
+        return self.workers if name == "workers" else getattr(self, name)
+
+    @property
+    def id(self) -> str:
+        return self.run_id
+
+    @property
+    def workers(self) -> int | None:
+        """Accelerators in use; on a CPU-only run, its worker processes (an MLPerf CPU system: its nodes)."""
+        n = self.n_accelerators or self.world_size
+        return int(n) if n else None
+
+    @property
+    def cpu_only(self) -> bool:
+        """No accelerator: counted in nodes and cores, never in accelerator-hours."""
+        return not self.accelerator and not self.accelerators_per_node
+
+    @property
+    def accelerator_model(self) -> str | None:
+        """The accelerator's normalised model (``v100``), what hardware comparisons compare."""
+        return accelerator_model(self.accelerator)
+
+    @property
+    def hardware(self) -> str:
+        """The normalised accelerator, or the CPU of a CPU-only run."""
+        return self.accelerator_model or f"cpu {(self.cpu or '?').lower()}"
+
+    @property
+    def ok(self) -> bool:
+        """Succeeded, with a time to train that can be one: a run that stopped before it started (a clock gone
+        backwards) is no success, whatever its status says; HS213 names it."""
+        return self.status == "success" and (self.time_to_train_s is None or self.time_to_train_s >= 0)
+
+    @property
+    def throughput(self) -> float | None:
+        """Samples/s over the run's timed steps: samples of every rank over the synchronous steps' time
+        (warm-up excluded, stalls included)."""
+        s = self.steps
+        if s is None or not s.step_time_s or not s.samples_timed:
+            return None
+        return s.samples_timed / s.step_time_s
+
+    @property
+    def steady_rate(self) -> float | None:
+        """Steady-state throughput, samples/s: samples per step over the median synchronous step (warm-up
+        excluded), which stalls and outliers do not move."""
+        s = self.steps
+        if s is None or not s.sync_median_s or not s.samples_per_step:
+            return None
+        return s.samples_per_step / s.sync_median_s
+
+    @property
+    def end_to_end_rate(self) -> float | None:
+        """Samples trained over the time to train (evaluations, stalls and warm-up included)."""
+        s, t = self.steps, self.time_to_train_s
+        if s is None or not s.samples_trained or not t or t <= 0:
+            return None
+        return float(s.samples_trained) / float(t)
+
+    @property
+    def stall_share(self) -> float | None:
+        """The outlier steps' time beyond the median step, as a share of the time to train."""
+        s, t = self.steps, self.time_to_train_s
+        if s is None or s.outlier_excess_s is None or not t or t <= 0:
+            return None
+        return min(1.0, float(s.outlier_excess_s) / float(t))
+
+    @property
+    def slow_share(self) -> float | None:
+        """The steps' time beyond the median step's pace (steps x median), as a share of the time to train: what
+        stalls cost even when they are too many for Tukey's fence (more than a quarter of the steps)."""
+        s, t = self.steps, self.time_to_train_s
+        if s is None or not s.step_time_s or not s.sync_steps or s.sync_median_s is None or not t or t <= 0:
+            return None
+        return max(0.0, min(1.0, (float(s.step_time_s) - s.sync_steps * float(s.sync_median_s)) / float(t)))
+
+    @property
+    def lost_share(self) -> float | None:
+        """The larger of the two: time to train lost to outlier steps, or to steps slower than the median."""
+        vals = [v for v in (self.stall_share, self.slow_share) if v is not None]
+        return max(vals) if vals else None
+
+    def accelerator_hours(self) -> float | None:
+        """Time to train x accelerators; None for a CPU-only run (no accelerator was spent)."""
+        t, n = self.time_to_train_s, self.workers
+        if t is None or n is None or t < 0 or self.cpu_only:
+            return None
+        return t * n / 3600.0
