@@ -69,7 +69,7 @@ BASE: dict[str, Any] = {
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
-    "ranks", "rank_fields", "clock_back", "stop_at",
+    "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep",
 }  # fmt: skip
 
 
@@ -92,7 +92,7 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     ttt = spec.get("ttt_by_rep", [None] * 100)[rep] or float(spec.get("ttt", 3600.0 / workers))
     n_steps = int(spec.get("steps", 20))
     # steps take the same share of every run's time, so step throughput and time to train agree
-    step_s = float(spec.get("step_s", ttt / 72_000))
+    step_s = float((spec.get("step_s_by_rep") or [None] * 100)[rep] or spec.get("step_s", ttt / 72_000))
     n_stalls = int(spec.get("stalls", 0))  # steps that stall (a busy host), spread after the warm-up
     stalled = {5 + j * max(1, (n_steps - 5) // max(1, n_stalls)) for j in range(n_stalls)}
     # every rank writes run_start and run_stop, rank 0 its steps and evaluations too; impossible data: ``ranks``

@@ -203,3 +203,24 @@ def test_good_fixture_campaign_passes_every_rule(tmp_path: Path) -> None:
     store = build(tmp_path, {"runs": [dict(r) for r in GOOD]})
     result = hs("lint", "--store", store, "-f", "json")
     assert result.returncode == 0 and json.loads(result.stdout) == []
+
+
+def test_a_run_whose_clock_went_backwards_is_no_silent_success(tmp_path: Path) -> None:
+    """run_stop stamped 22 s before run_start, and a clock stepping 500 s back mid-run: HS213 names both runs, the
+    lint exits 1, and the summary neither counts the first as a success nor prints its -22 s."""
+    runs = [{"id": "ok", "workers": 1, "reps": 2, "ttt": 3600.0},
+            {"id": "back", "workers": 1, "reps": 1, "ttt": 3600.0, "stop_at": -22.0},
+            {"id": "ntp", "workers": 1, "reps": 1, "ttt": 3600.0, "clock_back": 500.0}]  # fmt: skip
+    store = build(tmp_path, {"runs": runs})
+    result = hs("lint", "--store", store, "--select", "HS213", "-f", "json")
+    assert result.returncode == 1
+    found = {f["evidence"]["run"]: f for f in json.loads(result.stdout)}
+    assert set(found) == {"back-w1-r0", "ntp-w1-r0"}
+    assert found["back-w1-r0"]["evidence"]["time_to_train_s"] == pytest.approx(-22.0)
+    assert "run_stop is 22.0 s before run_start" in found["back-w1-r0"]["message"]
+    assert found["ntp-w1-r0"]["evidence"]["clock_backwards"]["largest_step_back_s"] > 300
+    (row,) = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    assert (row["runs"], row["succeeded"]) == (4, 3) and row["time_to_train_s"] > 0
+    assert "HS213" in row["lint"]["error"]
+    text = hs("summary", "--store", store).stdout
+    assert "-22" not in text and "HS213" in text

@@ -243,3 +243,26 @@ def test_two_copies_of_a_submission_under_two_rounds_are_twice_the_runs(
     assert len(ids) == 2 * n
     assert {i.split("/")[0] for i in ids} == {"mlperf:v2.0", "mlperf:v2.1"}
     assert "duplicate" not in result.stdout and "conflict" not in result.stderr.lower()
+
+
+def test_cpu_only_systems_count_in_nodes_and_cores_never_in_accelerator_hours(store: Path) -> None:
+    """Intel's Xeon submissions (v1.0 one 8-socket 8380H node, v3.1 four 2-socket 8480+ nodes): no accelerator, one
+    worker per node, the cores from the system description; no accelerator-hours, node- and core-hours instead."""
+    with contextlib.closing(duckdb.connect(str(store), read_only=True)) as con:
+        runs = [r for r in _view.build(con).runs if r.system and ("SPR" in r.system or "8380H" in r.system)]
+    assert runs
+    for run in runs:
+        desc = json.loads((ROOTS[0] / str(run.attrs["mlperf"]["round_folder"]) / "Intel" / "systems"
+                           / f"{run.system}.json").read_text())  # fmt: skip
+        nodes, sockets, cores = (int(str(desc[k]) or 0) for k in ("number_of_nodes", "host_processors_per_node",
+                                                                   "host_processor_core_count"))  # fmt: skip
+        assert run.cpu_only and run.accelerator is None and run.workers == nodes == run.n_nodes
+        assert run.accelerator_hours() is None
+        if not sockets * cores:  # a description without its core count: unknown, never guessed
+            assert run.cores is None and run.core_hours() is None
+            continue
+        assert run.cores == nodes * sockets * cores
+        if run.time_to_train_s is not None:
+            assert run.core_hours() == pytest.approx(run.time_to_train_s * nodes * sockets * cores / 3600)
+            assert run.node_hours() == pytest.approx(run.time_to_train_s * nodes / 3600)
+    assert {r.workers for r in runs} == {1, 4}

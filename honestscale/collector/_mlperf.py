@@ -162,8 +162,9 @@ def _run_events(
         )
     nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
     n_acc = nodes * per_node if nodes and per_node else None
+    cpu_only = per_node == 0 and bool(nodes)  # Intel's Xeon submissions: counted in nodes and cores
     gbs = _count(values.get("global_batch_size"), 1)
-    world = n_acc or 1
+    world = n_acc or (nodes if cpu_only and nodes else 1)
 
     def event(kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
         e = {
@@ -204,6 +205,7 @@ def _run_events(
                 nodes=nodes,
                 accelerators_per_node=per_node,
                 accelerator=hardware.get("accelerator"),
+                cores_per_node=hardware.get("cores_per_node"),
                 system=hardware.get("system"),
                 cpu=hardware.get("cpu"),
                 interconnect=hardware.get("interconnect"),
@@ -214,7 +216,9 @@ def _run_events(
                 validation_size=_count(values.get("eval_samples")),
                 data_source="filesystem",
                 global_batch_size=gbs,
-                local_batch_size=gbs // world if gbs is not None and n_acc and gbs % world == 0 else None,
+                local_batch_size=gbs // world
+                if gbs is not None and (n_acc or cpu_only) and gbs % world == 0
+                else None,
                 optimizer=values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
                 learning_rate=real(lr),
                 seed=_count(values.get("seed"), ev.INT_MIN),
@@ -238,7 +242,11 @@ def _run_events(
                     ]
                     or None,
                     "system_description": system_shown,
-                    "world_size_from": "systems json" if n_acc else "unknown (assumed 1)",
+                    "world_size_from": "systems json"
+                    if n_acc
+                    else "systems json: CPU-only, one worker per node"
+                    if cpu_only
+                    else "unknown (assumed 1)",
                     "scaling_factor": scaling,
                     "energy_from": f"power logs power/{where.stem}/ (node_*.txt, sw_*.txt)"
                     if joules

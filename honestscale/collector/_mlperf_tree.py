@@ -131,8 +131,15 @@ def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
         "cpu": _clean(desc.get("host_processor_model_name")),
         "interconnect": _clean(desc.get("host_networking")),
         "software": software or None,
+        "cores_per_node": _cores(desc),
     }
     return fields, None
+
+
+def _cores(desc: dict[str, Any]) -> int | None:
+    """The CPU cores of one node (processors per node x cores per processor), where the description says both."""
+    sockets, cores = _int(desc.get("host_processors_per_node")), _int(desc.get("host_processor_core_count"))
+    return sockets * cores if sockets and cores else None
 
 
 _V06_ENTRY = re.compile(r"^(?:[a-z_]+): \{", re.MULTILINE)

@@ -83,9 +83,11 @@ def speedup(c: ComparisonModel) -> Figure:
     series = [
         ("speedup", "speedup_ci", "efficiency", "efficiency_ci", _time_metric_label(c), "#3182bd", "o-")
     ]
-    if c.mode != "weak" and any(p.throughput_speedup is not None for p in c.points[1:]):
+    if any(p.throughput_speedup is not None for p in c.points[1:]):
+        # weak scaling: the scaled speedup (throughput) is the measure, and what Gustafson's law is fitted to
+        label = "scaled speedup (throughput)" if c.mode == "weak" else "throughput"
         series.append(("throughput_speedup", "throughput_speedup_ci", "throughput_efficiency",
-                       "throughput_efficiency_ci", "throughput", "#e6550d", "s--"))  # fmt: skip
+                       "throughput_efficiency_ci", label, "#e6550d", "s--"))  # fmt: skip
     top = 1.0
     for sp, sp_ci, eff, eff_ci, label, color, fmt in series:
         pts = [p for p in c.points if getattr(p, sp) is not None]
@@ -114,9 +116,12 @@ def speedup(c: ComparisonModel) -> Figure:
 
 
 def _speedup_caption(c: ComparisonModel) -> str:
-    two = c.mode != "weak" and any(p.throughput_speedup is not None for p in c.points[1:])
-    drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if two else "")
-    fit = f", the fitted {c.fit.law} law dotted" if c.fit is not None else ""
+    thr = any(p.throughput_speedup is not None for p in c.points[1:])
+    if c.mode == "weak":
+        drawn = "on throughput (the scaled speedup, squares)" if thr else "(none: no throughput recorded)"
+    else:
+        drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if thr else "")
+    fit = f", the {c.fit.law} law fitted to the {c.fit.quantity} dotted" if c.fit is not None else ""
     if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
         bars = "bars are the 95 % intervals of the ratios (bootstrap over repetitions), none at the base case"
     elif c.metric == "MLPerf olympic mean":

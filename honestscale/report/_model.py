@@ -278,13 +278,26 @@ def build(view: View, result: LintResult, campaign: str | None) -> Model:
         for r in sorted(view.runs, key=lambda r: (r.campaign or "", r.purpose or "", r.workers or 0, r.id))
     ]
     by_purpose: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"runs": 0, "hours": 0.0, "accelerator_hours": 0.0, "kwh": 0.0, "energy_runs": 0}
+        lambda: {
+            "runs": 0,
+            "hours": 0.0,
+            "accelerator_hours": 0.0,
+            "node_hours": 0.0,
+            "core_hours": 0.0,
+            "kwh": 0.0,
+            "energy_runs": 0,
+            "cpu_only_runs": 0,
+        }
     )
     for r in view.runs:
         key = (r.purpose or "final") if r.ok else f"{r.purpose or 'final'} ({r.status})"
         by_purpose[key]["runs"] += 1
         by_purpose[key]["hours"] += (r.time_to_train_s or 0.0) / 3600
         by_purpose[key]["accelerator_hours"] += r.accelerator_hours() or 0.0
+        if r.cpu_only:  # no accelerator spent: counted in nodes (and cores, where recorded)
+            by_purpose[key]["cpu_only_runs"] += 1
+            by_purpose[key]["node_hours"] += r.node_hours() or 0.0
+            by_purpose[key]["core_hours"] += r.core_hours() or 0.0
         spent = energy.to_train(r)
         if spent is not None:
             by_purpose[key]["kwh"] += spent.joules / 3.6e6
@@ -339,6 +352,9 @@ def build(view: View, result: LintResult, campaign: str | None) -> Model:
             "by_purpose": dict(by_purpose),
             "hours": sum(v["hours"] for v in by_purpose.values()),
             "accelerator_hours": sum(v["accelerator_hours"] for v in by_purpose.values()),
+            "cpu_only_runs": int(sum(v["cpu_only_runs"] for v in by_purpose.values())),
+            "node_hours": sum(v["node_hours"] for v in by_purpose.values()),
+            "core_hours": sum(v["core_hours"] for v in by_purpose.values()),
             "kwh": sum(v["kwh"] for v in by_purpose.values()),
             "energy_runs": int(sum(v["energy_runs"] for v in by_purpose.values())),
         },

@@ -250,6 +250,22 @@ class Run:
         vals = [v for v in (self.stall_share, self.slow_share) if v is not None]
         return max(vals) if vals else None
 
+    @property
+    def cores(self) -> int | None:
+        """CPU cores of the run's nodes, where recorded (an MLPerf system description: sockets x cores per node)."""
+        per_node = self.attrs.get("cores_per_node")
+        if isinstance(per_node, int) and per_node > 0 and self.n_nodes:
+            return per_node * self.n_nodes
+        return None
+
+    def node_hours(self) -> float | None:
+        t = self.time_to_train_s
+        return None if t is None or t < 0 or not self.n_nodes else t * self.n_nodes / 3600.0
+
+    def core_hours(self) -> float | None:
+        t, cores = self.time_to_train_s, self.cores
+        return None if t is None or t < 0 or cores is None else t * cores / 3600.0
+
     def accelerator_hours(self) -> float | None:
         """Time to train x accelerators; None for a CPU-only run (no accelerator was spent)."""
         t, n = self.time_to_train_s, self.workers
