@@ -112,3 +112,38 @@ def test_no_module_reaches_into_another_package_private_modules() -> None:
 def test_no_cli_module_is_longer_than_about_400_lines() -> None:
     sizes = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "cli").glob("*.py")}
     assert sizes and max(sizes.values()) <= 400, sizes
+
+
+def test_no_judge_holds_a_connection() -> None:
+    """lint, analysis, the report and the advisor read the one view (honestscale.view): none imports the store's
+    queries or a connection; the view alone is built from them."""
+    judges = [*(PACKAGE / d for d in ("lint", "analysis", "report")), PACKAGE / "advise.py"]
+    offenders = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if any(p == j or p.is_relative_to(j) for j in judges):
+            names = _imports(p)
+            if {
+                "honestscale.store.queries",
+                "honestscale.store.Connection",
+                "honestscale.store.open_store",
+            } & names:
+                offenders.append(str(p.relative_to(REPO)))
+    assert offenders == []
+    built = _imports(PACKAGE / "view" / "_build.py")
+    assert "honestscale.store.queries" in built and "honestscale.store.Connection" in built
+
+
+def test_an_import_back_up_a_layer_or_round_a_circle_breaks_a_contract(tmp_path: Path) -> None:
+    shutil.copytree(PACKAGE, tmp_path / "honestscale", ignore=shutil.ignore_patterns("__pycache__"))
+    stats = tmp_path / "honestscale" / "analysis" / "stats.py"
+    stats.write_text(
+        stats.read_text() + "\nimport honestscale.lint  # the numbers reaching up into the judge\n"
+    )
+    figures = tmp_path / "honestscale" / "report" / "_figures.py"
+    figures.write_text(
+        figures.read_text() + "\nimport honestscale.report._render  # a circle: _render draws figures\n"
+    )
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "honestscale.analysis.stats -> honestscale.lint" in result.stdout
+    assert "No cycles are allowed in honestscale.report" in result.stdout

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +226,23 @@ def test_a_run_whose_clock_went_backwards_is_no_silent_success(tmp_path: Path) -
     assert "HS213" in row["lint"]["error"]
     text = hs("summary", "--store", store).stdout
     assert "-22" not in text and "HS213" in text
+
+
+def test_an_mlperf_log_that_stops_before_it_starts_is_a_finding(mlperf: Path, tmp_path: Path) -> None:
+    """A Dell log whose run_stop is moved before its run_start: HS213 fails with the negative time, and the
+    submission's other runs are what its numbers are made of."""
+    tree = tmp_path / "DellEMC"
+    shutil.copytree(mlperf / "DellEMC", tree, ignore=shutil.ignore_patterns("2xC4140", "4xC4140"))
+    log = tree / "results" / "C4140" / "resnet" / "result_0.txt"
+    text = log.read_text()
+    start = int(re.search(r'"time_ms": (\d+), "event_type": "INTERVAL_START", "key": "run_start"', text)[1])  # type: ignore[index]
+    log.write_text(re.sub(r'"time_ms": \d+(, "event_type": "INTERVAL_END", "key": "run_stop")',
+                          rf'"time_ms": {start - 9_231_000}\1', text))  # fmt: skip
+    store = tmp_path / "s.duckdb"
+    assert hs("ingest", tree, "--store", store).returncode == 0
+    result = hs("lint", "--store", store, "--select", "HS213", "-f", "json")
+    assert result.returncode == 1
+    (f,) = json.loads(result.stdout)
+    assert f["runs"][0].endswith("C4140/resnet/result_0") and f["evidence"]["time_to_train_s"] == -9231.0
+    (row,) = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    assert (row["runs"], row["succeeded"]) == (5, 4) and "HS213" in row["lint"]["error"]

@@ -237,11 +237,6 @@ def ratio(
 LAWS = {"amdahl": "S(N) = 1 / ((1 - p) + p / N)", "gustafson": "S(N) = (1 - p) + p N"}
 
 
-def law_for(mode: str | None) -> str:
-    """Gustafson's law for weak scaling, Amdahl's otherwise."""
-    return "gustafson" if mode == "weak" else "amdahl"
-
-
 def law_speedup(law: str, p: float, n: Any) -> Any:
     """The speedup the law predicts at ``n`` times the base case's workers."""
     if law == "gustafson":
