@@ -23,7 +23,7 @@ import numpy as np
 
 from honestscale.analysis.scaling import rates, superlinear, time_metric, times
 from honestscale.analysis.stats import LAWS, centre_of_rates, fit_law, law_efficiency
-from honestscale.view import Comparison
+from honestscale.view import Comparison, Run
 
 TOLERANCE = 0.10  # the law's efficiency may differ from a measured one by this much (absolute)
 BOUND = 1e-3  # a parallel fraction this close to 0 or 1 sits at the bound of the fit
@@ -46,10 +46,6 @@ class LawFit:
     def points(self) -> int:
         return len(self.measured)
 
-    @property
-    def parameter(self) -> float | None:
-        return self.parallel_fraction
-
 
 def law_of(c: Comparison) -> tuple[str | None, str]:
     """The law that describes the series and the quantity it is fitted to."""
@@ -61,13 +57,12 @@ def law_of(c: Comparison) -> tuple[str | None, str]:
     return "amdahl", f"speedup of the median {time_metric(c.by_workers())}"
 
 
-def _samples(c: Comparison, law: str, kept: set[str] | None) -> dict[int, list[float]]:
+def _samples(points: dict[int, list[Run]], law: str) -> dict[int, list[float]]:
     """Per worker count, what each run contributes: its time (Amdahl) or its throughput (Gustafson)."""
-    metric = time_metric(c.by_workers())
+    metric = time_metric(points)
     out = {}
-    for w, runs in c.by_workers().items():
-        use = [r for r in runs if kept is None or r.id in kept]
-        got = rates(use, lambda r: r.throughput) if law == "gustafson" else times(use, metric)
+    for w, runs in points.items():
+        got = rates(runs, lambda r: r.throughput) if law == "gustafson" else times(runs, metric)
         if got:
             out[w] = got
     return out
@@ -91,7 +86,8 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
     law, quantity = law_of(c)
     if law is None:
         return LawFit(None, quantity, [], withheld=quantity)
-    samples = _samples(c, law, kept)
+    points = {w: [r for r in runs if kept is None or r.id in kept] for w, runs in c.by_workers().items()}
+    samples = _samples(points, law)
     ws = sorted(samples)
     if len(ws) < 2:
         return LawFit(law, quantity, [], withheld="fewer than two worker counts with successful runs")
@@ -99,7 +95,7 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
     speedups = _speedups(law, samples, ws)
     measured = [(w, s) for w, s in zip(ws, speedups, strict=True)]
     out = LawFit(law, quantity, measured, formula=LAWS[law])
-    hot = superlinear(c.mode, {w: [r for r in c.by_workers()[w] if kept is None or r.id in kept] for w in ws})
+    hot = superlinear(c.mode, {w: points[w] for w in ws})
     if any(s.above for s in hot):
         out.withheld = ("the measured efficiency is above the ideal beyond its interval (superlinear, HS209), "
                         "which no law describes; HS209 names the likely causes")  # fmt: skip

@@ -141,6 +141,7 @@ class Superlinear:
     """One worker count whose efficiency is above 1: beyond its 95 % interval (``above``), or with no interval."""
 
     point: Scaled
+    efficiencies: dict[str, Estimate]  # every efficiency the point is judged on (``efficiencies``)
     above: dict[str, Estimate]  # above 1 beyond the interval of the ratio
     unsure: dict[str, Estimate]  # above 1, no interval (one run on a side)
 
@@ -154,5 +155,5 @@ def superlinear(mode: str | None, points: dict[int, list[Run]]) -> list[Superlin
         above = {k: e for k, e in effs.items() if e.above(1.0)}
         unsure = {k: e for k, e in effs.items() if not e.has_interval and e.value > 1.0}
         if above or unsure:
-            out.append(Superlinear(p, above, {} if above else unsure))
+            out.append(Superlinear(p, effs, above, {} if above else unsure))
     return out

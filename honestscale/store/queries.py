@@ -360,7 +360,7 @@ def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
     """Per run: the ranks seen; events stamped before the one before them on their rank (by seq: a clock that
     went backwards) and the largest such step back, in the runners' own events (an MLPerf log's offline evaluations
     are placed at their checkpoint's time on purpose); and the run_start fields
-    (``AGREED_FIELDS``) on which its ranks disagree, as ``field=value|value`` strings."""
+    (``AGREED_FIELDS``) on which its ranks disagree, each as a ``{field, vals}`` struct."""
     where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
     native = "run_id IN (SELECT run_id FROM runs WHERE source = 'native'" + (
         " AND campaign = ?)" if campaign else ")"
@@ -383,12 +383,12 @@ def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
         ),
         f AS ({fields}),
         dis AS (
-            SELECT run_id, list(field || '=' || array_to_string(vals, '|') ORDER BY field) AS disagree
+            SELECT run_id, list(struct_pack(field := field, vals := vals) ORDER BY field) AS disagree
             FROM f WHERE len(vals) > 1 GROUP BY run_id
         )
         SELECT seen.run_id, seen.seen, coalesce(back.clock_backwards, 0) AS clock_backwards,
                coalesce(back.clock_backwards_s, 0.0) AS clock_backwards_s,
-               coalesce(dis.disagree, []) AS disagree
+               dis.disagree
         FROM seen LEFT JOIN back USING (run_id) LEFT JOIN dis USING (run_id)
         ORDER BY seen.run_id
         """,

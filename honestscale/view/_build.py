@@ -23,9 +23,7 @@ def power_samples(
 def _ranks(con: Connection, campaign: str | None) -> dict[str, Ranks]:
     out = {}
     for r in queries.lint_ranks(con, campaign).iter_rows(named=True):
-        disagree = tuple(
-            (text.split("=", 1)[0], tuple(text.split("=", 1)[1].split("|"))) for text in r["disagree"] or ()
-        )
+        disagree = tuple((d["field"], tuple(d["vals"])) for d in r["disagree"] or ())
         out[r["run_id"]] = Ranks(tuple(r["seen"] or ()), int(r["clock_backwards"]), float(r["clock_backwards_s"]),
                                  disagree)  # fmt: skip
     return out

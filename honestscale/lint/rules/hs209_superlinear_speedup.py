@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from statistics import median
 from typing import Any
 
-from honestscale.analysis.scaling import Scaled, efficiencies, superlinear
+from honestscale.analysis.scaling import Scaled, superlinear
 from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, Run, View
@@ -104,10 +104,9 @@ class SuperlinearSpeedup(Rule):
         base = points[min(points)] if points else []
         for hot in superlinear(target.mode, points):
             p = hot.point
-            effs = efficiencies(target.mode, p)
             runs = base + points[p.workers]
             evidence: dict[str, Any] = {"workers": p.workers, "base_workers": p.base_workers,
-                                        **{k.replace(" ", "_"): vars(e) for k, e in effs.items()}}  # fmt: skip
+                                        **{k.replace(" ", "_"): vars(e) for k, e in hot.efficiencies.items()}}  # fmt: skip
             if hot.above:
                 found = causes(base, points[p.workers], p)
                 said = "; ".join(f"{k} {_fmt(e)}" for k, e in hot.above.items())
