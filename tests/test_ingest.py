@@ -199,7 +199,7 @@ def test_gzip_and_globs(tmp_path: Path, store: Path) -> None:
     assert query(store, "SELECT ranks_seen, ranks_stopped FROM runs") == [(2, 2)]
 
 
-def test_rewritten_file_replaces_its_events(tmp_path: Path, store: Path) -> None:
+def test_an_edited_file_is_kept_until_forced_then_replaces_its_events(tmp_path: Path, store: Path) -> None:
     path = write_run(tmp_path / "ev", "r1", world=1, steps=10)[0]
     land(store, path)
     lines = path.read_text().splitlines()
@@ -207,7 +207,12 @@ def test_rewritten_file_replaces_its_events(tmp_path: Path, store: Path) -> None
     edited[3]["samples"] = 999
     path.write_text("\n".join(json.dumps(e) for e in edited[:-1]) + "\n")  # drop run_stop, change one step
     result = land(store, path)
-    assert result.files[0].action == "rewritten"
+    assert result.files[0].action == "kept"
+    assert result.not_landed() and "--force" in result.not_landed()[0][1]
+    assert query(store, "SELECT count(*), max(samples) FROM steps") == [(10, 64)]
+    assert query(store, "SELECT status FROM runs") == [("success",)]
+    result = land(store, path, force=True)
+    assert result.files[0].action == "forced"
     assert query(store, "SELECT count(*), max(samples) FROM steps") == [(10, 999)]
     assert query(store, "SELECT status FROM runs") == [("incomplete",)]
 
@@ -428,8 +433,8 @@ def test_incremental_bookkeeping_matches_a_full_recount(tmp_path: Path, store: P
     land(store, tmp_path / "ev")
     _derived_tables_agree(store)
     text = paths[1].read_text().splitlines()
-    paths[1].write_text("\n".join(text[:10]) + "\n")  # rewritten shorter
-    land(store, tmp_path / "ev")
+    paths[1].write_text("\n".join(text[:10]) + "\n")  # rewritten shorter: kept until forced
+    assert land(store, tmp_path / "ev").files[1].action == "kept"
     _derived_tables_agree(store)
     land(store, tmp_path / "ev", force=True)
     _derived_tables_agree(store)

@@ -283,7 +283,9 @@ def _report_skipped(summary: Summary, verbose: bool) -> None:
         for path, why in lost:
             err.print(f"  {escape(str(path))}: {escape(why)}", highlight=False)
         err.print(
-            "fix: convert or remove them, or report the format; everything else has landed", highlight=False
+            "fix: as each says (a file in a format this reader does not know: convert or remove it, or report "
+            "the format); everything else has landed",
+            highlight=False,
         )
 
 

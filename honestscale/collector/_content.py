@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,26 +13,99 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+LIMIT_ENV = "HONESTSCALE_MAX_FILE_MB"
+LINE_LIMIT = 4 << 20  # bytes: an event line is a few KiB; a longer one is quarantined, not parsed
+BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+
+
+class NotRegular(OSError):
+    """The path is a FIFO, a device or a socket (or a symlink to one): reading it could hang or never end."""
+
+
+class TooLarge(OSError):
+    """The file (decompressed, for .gz) holds more than the limit: a gzip bomb, /dev/zero behind a link."""
+
+
 @dataclass
 class Content:
     data: bytes  # decompressed content
     note: str | None = None  # e.g. a truncated gzip stream
 
 
+def max_file_bytes() -> int:
+    """What one file may hold, decompressed: ``HONESTSCALE_MAX_FILE_MB`` (1024 MiB by default)."""
+    value = os.environ.get(LIMIT_ENV, "1024")
+    try:
+        mib = float(value)
+    except ValueError:
+        mib = -1.0
+    if not mib > 0:
+        raise TooLarge(f"{LIMIT_ENV}={value!r} is not a size in MiB; unset it, or set e.g. {LIMIT_ENV}=1024")
+    return int(mib * 2**20)
+
+
+def kind_of(mode: int) -> str | None:
+    """None for a regular file, else what it is (FIFO, character device ...)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"  # fmt: skip
+
+
+def _too_large(path: Path, limit: int, what: str) -> TooLarge:
+    return TooLarge(
+        f"{path} {what} more than {limit / 2**20:,.0f} MiB: not read (a gzip bomb, or a link to an endless "
+        f"file?); if it is real, raise {LIMIT_ENV}"
+    )
+
+
 def read_content(path: Path) -> Content:
-    """The file's bytes; for .gz the decompressed stream (multi-member, and as much as a cut stream holds)."""
-    raw = path.read_bytes()
+    """The file's bytes; for .gz the decompressed stream (multi-member, and as much as a cut stream holds).
+
+    Only regular files are read (opened without blocking, checked on the open file, so a FIFO put in place after
+    discovery cannot hang the ingest), and never more than :func:`max_file_bytes`, decompressed.
+    """
+    limit = max_file_bytes()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        what = kind_of(info.st_mode)
+        if what is not None:
+            raise NotRegular(f"{path} is {what}, not a regular file: not read")
+        if info.st_size > limit and not path.name.endswith(".gz"):
+            raise _too_large(path, limit, "holds")
+        raw = fh.read(limit + 1)
+    if len(raw) > limit:
+        raise _too_large(path, limit, "holds")
     if not path.name.endswith(".gz"):
         return Content(raw)
     out: list[bytes] = []
+    total = 0
     rest = raw
     note = None
     while rest:
         dec = zlib.decompressobj(wbits=31)
         try:
-            out.append(dec.decompress(rest))
+            while not dec.eof:
+                piece = dec.decompress(rest, _CHUNK)
+                rest = dec.unconsumed_tail
+                total += len(piece)
+                if total > limit:
+                    raise _too_large(path, limit, "decompresses to")
+                out.append(piece)
+                if not piece and not rest:
+                    break
         except zlib.error as exc:
-            note = f"gzip data corrupt after {sum(map(len, out))} decompressed bytes ({exc}); kept what came before"
+            note = f"gzip data corrupt after {total} decompressed bytes ({exc}); kept what came before"
             break
         if not dec.eof:
             note = "gzip stream ends early (file cut or still being written); kept what it holds"

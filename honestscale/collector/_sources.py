@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from honestscale.collector._content import kind_of
 from honestscale.collector._mlperf_lines import FORMATS_READ, UNKNOWN_FORMAT
 from honestscale.errors import HonestscaleError
 
@@ -37,6 +38,7 @@ class Source:
 SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
 POWER_FILE = "MLPerf power log: read with its result log"
 SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
+NOT_REGULAR = "only regular files are read"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log"
 UNKNOWN_MLPERF = (
     f"MLPerf lines in a format this reader does not know ({FORMATS_READ}): its results did not land"
@@ -53,7 +55,7 @@ class Skipped:
     @property
     def lost(self) -> bool:
         """It holds results this reader cannot use (not a file read beside a log, not an unrelated file)."""
-        return self.reason == UNKNOWN_MLPERF
+        return self.reason == UNKNOWN_MLPERF or self.reason.endswith(NOT_REGULAR)
 
     @property
     def beside(self) -> bool:
@@ -72,6 +74,7 @@ def _is_native_name(path: Path) -> bool:
 
 
 def _head(path: Path) -> bytes:
+    """The first MiB (decompressed); the caller has checked that ``path`` is a regular file."""
     if path.name.endswith(".gz"):
         try:
             with gzip.open(path, "rb") as fh:
@@ -141,6 +144,16 @@ def discover(args: list[str]) -> Discovery:
             else:
                 candidates, strict = [path], not from_glob
             for cand in candidates:
+                try:
+                    what = kind_of(cand.stat().st_mode)
+                except OSError as exc:  # a dangling link, a file removed meanwhile
+                    skipped.append(Skipped(cand, f"cannot be read ({exc.strerror}): {NOT_REGULAR}"))
+                    continue
+                if what is not None and what != "a folder":
+                    # a FIFO would hang the read, /dev/zero would never end: named, never opened
+                    linked = f" (a link to {cand.resolve()})" if cand.is_symlink() else ""
+                    skipped.append(Skipped(cand, f"{what}{linked}, not a file: {NOT_REGULAR}"))
+                    continue
                 if cand.parent.name == "systems" and cand.suffix == ".json":
                     skipped.append(Skipped(cand, SYSTEM_FILE))
                     continue

@@ -25,11 +25,20 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import honestscale
 from honestscale import events as ev
 from honestscale.collector import _mlperf, _timeline
-from honestscale.collector._content import digest, read_content, split_lines
+from honestscale.collector._content import (
+    BOM,
+    LINE_LIMIT,
+    NotRegular,
+    TooLarge,
+    digest,
+    read_content,
+    split_lines,
+)
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
 from honestscale.collector._sources import Skipped, Source
 from honestscale.errors import HonestscaleError
@@ -43,7 +52,9 @@ RAW_LIMIT = 65536
 class FileResult:
     path: Path
     format: str
-    action: str  # new | grown | rewritten | forced | unchanged
+    # new | grown | forced | unchanged; kept: the file shrank or changed after it landed, and the store keeps
+    # what it had (exit 3, --force replaces it); refused: not a regular file, or larger than the limit
+    action: str
     events: int = 0
     duplicates: int = 0
     quarantined: int = 0
@@ -96,8 +107,11 @@ class Summary:
                 "holds MLPerf or event lines but landed no event: " + ("; ".join(f.warnings) or "see above"),
             )
             for f in self.files
-            if f.action != "unchanged" and f.events == 0 and (f.quarantined or f.format == "mlperf")
+            if f.action not in ("unchanged", "kept", "refused")
+            and f.events == 0
+            and (f.quarantined or f.format == "mlperf")
         ]
+        out += [(f.path, "; ".join(f.warnings)) for f in self.files if f.action in ("kept", "refused")]
         systems = {f.unread_system for f in self.files if f.unread_system is not None}
         out += sorted((path, f"system description not read: {why}") for path, why in systems)
         return out
@@ -230,6 +244,9 @@ class _Plan:
     # (line, raw, size, reason) of lines rejected before validation (broken :::MLLOG lines)
     bad: list[tuple[int, str, int, str]] = field(default_factory=list)
     tail_number: int | None = None
+    replace: bool = (
+        False  # forget what the file landed before, then land it whole (--force, a grown MLPerf log)
+    )
     end: int = 0
     lines_total: int = 0
     content_hash: str = ""
@@ -238,6 +255,10 @@ class _Plan:
     @property
     def touch_only(self) -> bool:
         return self.result.action == "unchanged"
+
+    @property
+    def lands(self) -> bool:
+        return self.result.action not in ("unchanged", "kept", "refused")
 
 
 class Ingester:
@@ -350,6 +371,10 @@ class Ingester:
                 return plan
         try:
             content = read_content(path)
+        except (NotRegular, TooLarge) as exc:
+            plan.result.action = "refused"
+            plan.result.warnings.append(str(exc))
+            return plan
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror}", "check that it is readable") from None
         if content.note:
@@ -366,21 +391,28 @@ class Ingester:
         if row is not None:
             done, lines_done, known_hash = int(row[3]), int(row[4]), str(row[5])
             if self.force:
-                plan.result.action = "forced"
+                plan.result.action, plan.replace = "forced", True
             elif len(data) >= done and digest(memoryview(data)[:done]) == known_hash:
                 start, first_line = done, lines_done + 1
                 plan.result.action = "grown"
             else:
-                plan.result.action = "rewritten"
+                self._keep(plan, len(data), done)
+                return
+        if start == 0 and data.startswith(BOM):
+            start = len(BOM)  # a UTF-8 byte order mark (an editor on Windows): not part of the first event
         lines = split_lines(data, start, first_line)
         if plan.result.action == "grown" and lines.end == start and lines.tail is None:
             plan.result.action = "unchanged"
             return
         if not data:
             plan.result.warnings.append("empty file: nothing to ingest")
-        texts = lines.text  # blank and undecodable (None) lines are skipped in SQL
+        texts = self._bound_lines(plan, lines.text, first_line)  # blank and null lines are skipped in SQL
         plan.undecodable = lines.undecodable
-        if lines.tail is not None:
+        if lines.tail is not None and len(lines.tail) > LINE_LIMIT:
+            plan.result.warnings.append(
+                f"its last line is {len(lines.tail):,} bytes long and unfinished: read when the file grows"
+            )
+        elif lines.tail is not None:
             number = first_line + len(lines.text)
             try:
                 tail = lines.tail.decode("utf-8")
@@ -395,16 +427,53 @@ class Ingester:
         plan.lines_total = first_line - 1 + len(lines.text)
         plan.content_hash = digest(memoryview(data)[: lines.end])
 
+    @staticmethod
+    def _keep(plan: _Plan, size: int, done: int) -> None:
+        """The file no longer starts with what landed from it: the store keeps it (never deleted, never downgraded
+        by a file cut short, emptied or edited after it landed) and the ingest names the file and exits 3."""
+        plan.result.action = "kept"
+        how = (
+            "was emptied" if size == 0
+            else f"shrank from {done:,} to {size:,} bytes" if size < done
+            else f"changed in its first {done:,} bytes"
+        )  # fmt: skip
+        plan.result.warnings.append(
+            f"{how} since it landed: the store keeps what it holds from it; restore the file, or ingest it "
+            "with --force to replace its events with what it holds now"
+        )
+
+    @staticmethod
+    def _bound_lines(plan: _Plan, texts: pa.Array, first_line: int) -> pa.Array:
+        """Lines longer than LINE_LIMIT are quarantined (their start kept), never parsed."""
+        if not len(texts):
+            return texts
+        long = pc.greater(pc.binary_length(texts), LINE_LIMIT)
+        if not pc.any(long).as_py():
+            return texts
+        for i in pc.indices_nonzero(long).to_pylist():
+            raw = texts[i].as_py()
+            plan.bad.append(
+                (first_line + i, raw[:RAW_LIMIT], len(raw.encode("utf-8")),
+                 f"a line of {len(raw.encode('utf-8')):,} bytes, longer than any event ({LINE_LIMIT:,} bytes at "
+                 "most): not parsed")
+            )  # fmt: skip
+        return pc.if_else(long, pa.scalar(None, pa.large_string()), texts)
+
     def _plan_mlperf(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
         if row is not None:
+            done = int(row[3])
             if self.force:
                 plan.result.action = "forced"
-            elif digest(data) == row[5]:
+            elif len(data) == done and digest(data) == row[5]:
                 plan.result.action = "unchanged"
                 return
+            elif len(data) > done and digest(memoryview(data)[:done]) == row[5]:
+                plan.result.action = "grown"  # a log still being written: parsed again whole
             else:
-                plan.result.action = "rewritten"
-        text = data.decode("utf-8", "backslashreplace")
+                self._keep(plan, len(data), done)
+                return
+            plan.replace = True
+        text = data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
         parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
         plan.arrow = numbered_batch(
             plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
@@ -425,7 +494,7 @@ class Ingester:
         """Everything a batch of files changes in the store, inside the batch's transaction."""
         con = self.con
         touch = [p for p in plans if p.touch_only]
-        active = [p for p in plans if not p.touch_only]
+        active = [p for p in plans if p.lands]
         if touch:
             con.executemany(
                 "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ? WHERE file_id = ?",
@@ -443,7 +512,7 @@ class Ingester:
             )
         forgotten: set[str] = set()
         for plan in active:
-            if plan.result.action in ("rewritten", "forced"):
+            if plan.replace:
                 plan.result.run_ids |= _forget_file(con, plan.file_id)
                 forgotten |= plan.result.run_ids
         con.execute(
@@ -509,7 +578,7 @@ class Ingester:
                 "done": pa.array([p.end for p in active], pa.int64()),
                 "lines": pa.array([p.lines_total for p in active], pa.int64()),
                 "hash": pa.array([p.content_hash for p in active], pa.string()),
-                "grown": pa.array([p.result.action == "grown" for p in active], pa.bool_()),
+                "grown": pa.array([p.result.action == "grown" and not p.replace for p in active], pa.bool_()),
                 "events": pa.array([p.result.events for p in active], pa.int64()),
                 "duplicates": pa.array([p.result.duplicates for p in active], pa.int64()),
                 "quarantined": pa.array([p.result.quarantined for p in active], pa.int64()),

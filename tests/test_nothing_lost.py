@@ -1,0 +1,97 @@
+"""Issue 26: nothing lost. Files that shrank or were edited after they landed, special and hostile files, output
+paths that are not regular files, Ctrl-C, edited campaign specs, and exports a paper can take: each case as a user
+(or an attacker) meets it, through the command line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import hs, query
+from tests.test_ingest import write_run
+
+
+def _runs(store: Path) -> list[tuple[str, str, int]]:
+    sql = "SELECT r.run_id, r.status, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id) FROM runs r ORDER BY 1"
+    return [(r[0], r[1], int(r[2])) for r in query(store, sql)]
+
+
+@pytest.mark.parametrize("cut", ["emptied", "shortened", "edited"])
+def test_a_file_that_shrank_or_changed_after_it_landed_never_deletes_or_downgrades_the_run(
+    tmp_path: Path, store: Path, cut: str
+) -> None:
+    (path,) = write_run(tmp_path / "ev", "r1", world=1, steps=30)
+    assert hs("ingest", path, "--store", store).returncode == 0
+    before = _runs(store)
+    data = path.read_bytes()
+    new = {
+        "emptied": b"",
+        "shortened": data[: len(data) // 2],
+        "edited": data.replace(b'"samples":64', b'"samples":65'),
+    }
+    path.write_bytes(new[cut])
+    again = hs("ingest", path, "--store", store)
+    assert again.returncode == 3, again.stderr
+    assert str(path) in again.stderr and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert _runs(store) == before and before[0][1] == "success"
+    forced = hs("ingest", path, "--store", store, "--force")  # asked for: the file's content now replaces it
+    assert forced.returncode in (0, 3)
+    if cut == "shortened":
+        assert _runs(store)[0][1] == "incomplete"
+
+
+def test_special_files_are_named_and_never_read(tmp_path: Path, store: Path) -> None:
+    (real,) = write_run(tmp_path / "ev", "r1", world=1, steps=5)
+    odd = tmp_path / "ev" / "odd"
+    odd.mkdir()
+    os.mkfifo(odd / "events-rank0.jsonl")  # a reader would wait for a writer forever
+    (odd / "zero.jsonl").symlink_to("/dev/zero")  # would never end
+    (odd / "null.jsonl").symlink_to("/dev/null")
+    got = hs("ingest", tmp_path / "ev", "--store", store, timeout=60)
+    assert got.returncode == 3, got.stderr
+    for name in ("events-rank0.jsonl", "zero.jsonl", "null.jsonl"):
+        assert str(odd / name) in got.stderr
+    assert "a FIFO" in got.stderr and "a character device" in got.stderr and "Traceback" not in got.stderr
+    assert [r[:2] for r in _runs(store)] == [("r1", "success")]
+    named = hs(
+        "ingest", odd / "events-rank0.jsonl", "--store", store, timeout=60
+    )  # named on the command line
+    assert named.returncode == 3 and "only regular files are read" in named.stderr
+    assert real.exists()
+
+
+def test_a_gzip_bomb_is_refused_within_the_limit_and_the_rest_lands(tmp_path: Path, store: Path) -> None:
+    write_run(tmp_path / "ev", "r1", world=1, steps=5)
+    bomb = tmp_path / "ev" / "bomb" / "events-rank0.jsonl.gz"
+    bomb.parent.mkdir()
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        for _ in range(40):
+            fh.write(b"\0" * (1 << 20))  # 40 MiB of zeros in ~40 KiB
+    got = hs("ingest", tmp_path / "ev", "--store", store, env={"HONESTSCALE_MAX_FILE_MB": "16"})
+    assert got.returncode == 3 and str(bomb) in got.stderr and "HONESTSCALE_MAX_FILE_MB" in got.stderr
+    assert [r[:2] for r in _runs(store)] == [("r1", "success")]
+
+
+def test_an_over_long_line_is_quarantined_and_a_bom_is_not_part_of_the_first_event(
+    tmp_path: Path, store: Path
+) -> None:
+    (path,) = write_run(tmp_path / "ev", "bom", world=1, steps=5)
+    lines = path.read_bytes().splitlines(keepends=True)
+    huge = (
+        b'{"schema":1,"run_id":"bom","rank":0,"seq":900,"time":1.0,"kind":"eval","x":"'
+        + b"a" * (5 << 20)
+        + b'"}\n'
+    )
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(lines[:-1]) + huge + lines[-1])
+    got = hs("ingest", path, "--store", store)
+    assert got.returncode == 3 and "1 lines quarantined" in got.stdout, got.stdout + got.stderr
+    reason = query(store, "SELECT reason, raw_length FROM quarantine")
+    assert len(reason) == 1 and "longer than any event" in reason[0][0] and reason[0][1] > 5 << 20
+    start = json.loads(lines[0])
+    assert query(store, "SELECT status, campaign, framework, world_size FROM runs") == [
+        ("success", start.get("campaign"), start["framework"], start["world_size"])
+    ]
