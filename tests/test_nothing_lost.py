@@ -7,11 +7,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import hs, query
+from tests.lint_campaigns import build
 from tests.test_ingest import write_run
 
 
@@ -95,3 +101,75 @@ def test_an_over_long_line_is_quarantined_and_a_bom_is_not_part_of_the_first_eve
     assert query(store, "SELECT status, campaign, framework, world_size FROM runs") == [
         ("success", start.get("campaign"), start["framework"], start["world_size"])
     ]
+
+
+def _interrupted(
+    args: list[str], ready: Callable[[], bool], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run the command, press Ctrl-C once ``ready()`` holds, and wait for it to end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "honestscale", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_ctrl_c_during_ingest_exits_130_and_keeps_what_landed(tmp_path: Path, store: Path) -> None:
+    for i in range(40):
+        write_run(tmp_path / "ev", f"r{i}", world=2, steps=2000)
+    got = _interrupted(["ingest", str(tmp_path / "ev"), "--store", str(store)], lambda: store.exists())
+    assert got.returncode == 130 and "Traceback" not in got.stderr, got.stderr[-2000:]
+    again = hs("ingest", tmp_path / "ev", "--store", store)  # lands the rest, nothing twice
+    assert again.returncode == 0, again.stderr
+    clean = tmp_path / "clean.duckdb"
+    assert hs("ingest", tmp_path / "ev", "--store", clean).returncode == 0
+    counted = "SELECT count(*), count(DISTINCT run_id), count(DISTINCT (run_id, rank, seq)) FROM events"
+    assert query(store, counted) == query(clean, counted) and query(store, counted)[0][1] == 40
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "/dev/null", "fifo", "link"])
+def test_report_never_replaces_a_device_a_fifo_or_a_link(tmp_path: Path, target: str) -> None:
+    store = build(tmp_path, {"campaign": "c", "runs": [{"id": "a", "workers": 1, "ttt": 100.0, "reps": 2}]})
+    path = Path(target)
+    if target == "fifo":
+        path = tmp_path / "r.pdf"
+        os.mkfifo(path)
+    elif target == "link":
+        path = tmp_path / "r.pdf"
+        (tmp_path / "precious.txt").write_text("keep me")
+        path.symlink_to(tmp_path / "precious.txt")
+    got = hs("report", "--store", store, "-o", path)
+    assert got.returncode == 2 and "only regular files or new paths" in got.stderr, got.stderr
+    assert not Path(f"{path.parent / path.stem}_files").exists()
+    if target.startswith("/dev/"):
+        assert path.is_char_device()
+    elif target == "fifo":
+        assert path.is_fifo()
+    else:
+        assert path.is_symlink() and (tmp_path / "precious.txt").read_text() == "keep me"
+    html = hs("report", "--store", store, "-o", tmp_path / "ok.pdf", "--html", "/dev/full")
+    assert html.returncode == 2 and "--html /dev/full" in html.stderr and not (tmp_path / "ok.pdf").exists()
+
+
+def test_a_report_is_swapped_in_whole_stale_files_go_and_ctrl_c_leaves_the_last_one(tmp_path: Path) -> None:
+    store = build(tmp_path, {"campaign": "c", "runs": [
+        {"id": f"w{w}", "workers": w, "ttt": 1000.0 / w, "reps": 3} for w in (1, 2, 4, 8)]})  # fmt: skip
+    pdf, files = tmp_path / "r.pdf", tmp_path / "r_files"
+    assert hs("report", "--store", store, "-o", pdf, timeout=300).returncode == 0
+    (files / "table9-old-report.csv").write_text("stale")
+    assert hs("report", "--store", store, "-o", pdf, timeout=300).returncode == 0
+    assert not (files / "table9-old-report.csv").exists() and (files / "runs.csv").exists()
+    before = {p.name: p.read_bytes() for p in [pdf, *files.iterdir()]}
+    staging = list(tmp_path.glob(".r_files.partial-*"))
+    got = _interrupted(["report", "--store", str(store), "-o", str(pdf)],
+                       lambda: any(tmp_path.glob(".r_files.partial-*/*.svg")))  # fmt: skip
+    assert got.returncode == 130 and "Traceback" not in got.stderr, got.stderr[-2000:]
+    assert {p.name: p.read_bytes() for p in [pdf, *files.iterdir()]} == before
+    assert list(tmp_path.glob(".r_files.partial-*")) == staging == [] and not list(
+        tmp_path.glob(".r.pdf.partial")
+    )

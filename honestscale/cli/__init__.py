@@ -18,7 +18,7 @@ from honestscale.cli import store, campaign, analysis, probe, slurm  # noqa: F40
 # isort: on
 from honestscale.cli._app import app, err
 from honestscale.errors import HonestscaleError, from_os_error
-from honestscale.store import as_store_error
+from honestscale.store import as_store_error, interrupted
 
 __all__ = ["app", "main"]
 
@@ -27,6 +27,13 @@ def main() -> None:
     try:
         app()
     except Exception as raised:
+        if interrupted(
+            raised
+        ):  # Ctrl-C that DuckDB turned into an error: every command writes whole or not at all
+            err.print(
+                "[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False
+            )
+            sys.exit(130)
         if isinstance(raised, HonestscaleError):
             exc: HonestscaleError | None = raised
         elif isinstance(raised, OSError):

@@ -174,7 +174,14 @@ def report(
     `--format json` prints the numbers behind every table and figure instead.
     """
     from honestscale import report as reporting
+    from honestscale.files import check_output_file, check_output_folder
     from honestscale.lint import load_config_file
+
+    if format is ReportFormat.pdf:  # before any work: a device, a FIFO or a link is never replaced
+        check_output_file(output, "--output")
+        check_output_folder(output.with_name(output.stem + "_files"), "--output")
+        if html is not None:
+            check_output_file(html, "--html")
 
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
@@ -194,12 +201,11 @@ def report(
         model, _ = reporting.analyse(view, campaign, extra)
         print(_output.dumps(model.as_json()))
         return
-    if not output.parent.exists():
-        raise HonestscaleError(
-            f"folder {output.parent} does not exist", "create it or choose another --output"
-        )
     try:
         outputs = reporting.report(view, pdf=output, html=html, campaign=campaign, suppressions=extra)
+    except KeyboardInterrupt:
+        err.print(f"[red]interrupted[/]: nothing was written; the last complete report at {output} is whole")
+        raise typer.Exit(130) from None
     except OSError as exc:
         raise HonestscaleError(
             f"cannot write the report {output} or its figures and tables in {output.with_name(output.stem + '_files')}: "

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
+import duckdb
 import typer
 from rich.markup import escape
 from rich.progress import (
@@ -37,7 +38,7 @@ from honestscale.cli._app import (
 from honestscale.collector import Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, IngestError, Summary
 from honestscale.errors import HonestscaleError
-from honestscale.store import StoreBusy, StoreUnwritable, as_store_error, campaigns
+from honestscale.store import StoreBusy, StoreUnwritable, as_store_error, campaigns, interrupted
 
 
 def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
@@ -255,9 +256,12 @@ def ingest(
         ingester = Ingester(con, campaign=campaign, force=force)
         try:
             summary = _run_ingest(ingester, found.sources, quiet, verbose)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RuntimeError, duckdb.Error) as exc:
+            if not interrupted(exc):
+                raise
             err.print(
-                "[red]interrupted[/]: files that finished have landed; the file in progress was rolled back"
+                "[red]interrupted[/]: files that finished have landed; the batch in progress was rolled back whole: ingest "
+                "again to land the rest"
             )
             raise typer.Exit(130) from None
     summary.skipped = found.skipped

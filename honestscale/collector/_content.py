@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from honestscale.files import kind_of
 
 LIMIT_ENV = "HONESTSCALE_MAX_FILE_MB"
 LINE_LIMIT = 4 << 20  # bytes: an event line is a few KiB; a longer one is quarantined, not parsed
@@ -43,22 +43,6 @@ def max_file_bytes() -> int:
     if not mib > 0:
         raise TooLarge(f"{LIMIT_ENV}={value!r} is not a size in MiB; unset it, or set e.g. {LIMIT_ENV}=1024")
     return int(mib * 2**20)
-
-
-def kind_of(mode: int) -> str | None:
-    """None for a regular file, else what it is (FIFO, character device ...)."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"  # fmt: skip
 
 
 def _too_large(path: Path, limit: int, what: str) -> TooLarge:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from honestscale.collector._content import kind_of
 from honestscale.collector._mlperf_lines import FORMATS_READ, UNKNOWN_FORMAT
 from honestscale.errors import HonestscaleError
+from honestscale.files import kind_of
 
 Format = Literal["native", "mlperf", "horovod-timeline"]
 

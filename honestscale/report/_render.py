@@ -11,6 +11,7 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from honestscale.analysis.points import verdicts_text
 from honestscale.analysis.stats import Estimate
+from honestscale.files import check_output_file, check_output_folder, swap_in
 from honestscale.report import _figures
 from honestscale.report._model import ComparisonModel, Model, Point
 from honestscale.report._units import unit_for
@@ -272,8 +274,39 @@ class Outputs:
 
 
 def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> Outputs:
-    """Write figures, tables (CSV, LaTeX), the HTML and (when asked) the PDF."""
-    assets.mkdir(parents=True, exist_ok=True)
+    """Write figures, tables (CSV, LaTeX), the HTML and (when asked) the PDF.
+
+    Everything is written aside (a hidden staging folder, ``.<name>.partial`` files) and swapped in at the end in one
+    step: Ctrl-C, a kill or a full disk leaves the previous report and its files whole, and files of an older
+    report do not linger in ``assets``.
+    """
+    for path, option in ((pdf, "--output"), (html, "--html")):
+        if path is not None:
+            check_output_file(path, option)
+    check_output_folder(assets, "--output")
+    staging = assets.with_name(f".{assets.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    partials: list[tuple[Path, Path]] = []
+    try:
+        exports, refused, text = _write(model, pdf, staging, assets, partials)
+        if html is not None:
+            rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
+            partial = html.with_name(f".{html.name}.partial")
+            partials.append((partial, html))
+            partial.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
+                               .replace('src="fig', f'src="{rel}/fig'), encoding="utf-8")  # fmt: skip
+        swap_in(staging, assets, partials)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for partial, _ in partials:
+            partial.unlink(missing_ok=True)
+    return Outputs(html or assets / "report.html", pdf, assets, exports, refused)
+
+
+def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
+           partials: list[tuple[Path, Path]]) -> tuple[list[Path], list[str], str]:  # fmt: skip
+    """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target."""
     exports: list[Path] = []
     scaling: list[ScalingView] = []
     frameworks: list[ScalingView] = []
@@ -286,14 +319,14 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     for kind, draw, tables, prefix, anchor, caption, views in kinds:
         for i, c in enumerate([c for c in model.comparisons if c.kind == kind], start=1):
             figs = []
-            for r in draw(c, i, assets):
+            for r in draw(c, i, staging):
                 figs.append({"name": r.name, "caption": r.caption, "number": next(figure_numbers)})
                 exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
-                (assets / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
+                (staging / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
                 title = caption.format(label=c.label, mode=c.mode, part=part)
-                (assets / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
+                (staging / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
@@ -304,32 +337,24 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
                  "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or "",
                  "" if r.energy_j is None else f"{r.energy_j:.1f}"]
                 for r in model.runs]  # fmt: skip
-    (assets / "runs.csv").write_text(to_csv(run_header, run_rows), encoding="utf-8")
+    (staging / "runs.csv").write_text(to_csv(run_header, run_rows), encoding="utf-8")
     keep = (0, 1, 2, 3, 5, 7)  # six columns fit one column of a paper; the CSV has them all
-    (assets / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
-                                                 "All runs"), encoding="utf-8")  # fmt: skip
+    (staging / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
+                                                  "All runs"), encoding="utf-8")  # fmt: skip
     exports += [assets / "runs.csv", assets / "runs.tex"]
     env = environment()
-    (assets / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
+    (staging / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
     text = env.get_template("report.html.j2").render(model=model, scaling=scaling, frameworks=frameworks)
-    page = assets / "report.html"
+    page = staging / "report.html"
     page.write_text(text, encoding="utf-8")
     refused: list[str] = []
-    if html is not None:
-        rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
-        html.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
-                        .replace('src="fig', f'src="{rel}/fig'), encoding="utf-8")  # fmt: skip
     if pdf is not None:
         from weasyprint import HTML
 
-        fetcher = AssetFetcher(assets)
+        fetcher = AssetFetcher(staging)
         # full_fonts: embed the fonts whole; subsetting them in Python costs more than the bytes it saves
-        # written aside and moved into place: a full disk or a kill mid-write leaves the previous report whole
         partial = pdf.with_name(f".{pdf.name}.partial")
-        try:
-            HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
-            partial.replace(pdf)
-        finally:
-            partial.unlink(missing_ok=True)
+        partials.append((partial, pdf))
+        HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
         refused = fetcher.refused
-    return Outputs(html or page, pdf, assets, exports, refused)
+    return exports, refused, text

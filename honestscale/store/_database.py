@@ -80,6 +80,13 @@ _UNWRITABLE = re.compile(r"no space left|could not write|invalidated", re.IGNORE
 _DAMAGED = re.compile(r"could not read enough bytes|corrupt database file|checksum", re.IGNORECASE)
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, as Python raises it or as DuckDB reports the query it stopped ("Query interrupted")."""
+    if isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
+        return True
+    return isinstance(exc, RuntimeError | duckdb.Error) and "interrupted" in str(exc).lower()
+
+
 def as_store_error(exc: BaseException) -> StoreError | None:
     """A DuckDB error raised while a command used the store, as a message with its fix; None for anything else.
 
