@@ -30,6 +30,9 @@ def read_toml(path: Path, error: type[HonestscaleError], what: str) -> dict[str,
         raise error(f"no {what} at {path}", f"give the path of a {what}") from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML: {exc}", "fix the line it names") from None
+    except RecursionError:
+        raise error(f"{path}: tables or arrays nested too deeply to read",
+                    f"a {what} nests a few levels at most: fix the file") from None  # fmt: skip
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"cannot read {path}: {exc}", "check the path and that it is a text file") from None
 

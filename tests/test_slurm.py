@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,14 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     subprocess.run(
         [str(REPO / "scripts" / "slurm-local"), "stop", str(folder)], capture_output=True, timeout=60
     )
+
+
+def _plans(spec: Path) -> list[Any]:
+    """The runs a spec plans, as `campaign submit` names them."""
+    from honestscale.campaign.spec import load
+    from honestscale.cli.campaign import _runner_options
+
+    return load(spec, _runner_options).plans()
 
 
 def _spec(tmp: Path, name: str, *, workers: str = "[1]", reps: int = 1, epochs: int = 3, time_limit: str = "00:10:00",
@@ -166,7 +175,7 @@ def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slu
     stores = {s: tmp_path / f"{s.parent.name}.duckdb" for s in (late, killed, held)}
     for spec, store in stores.items():
         assert hs("campaign", "submit", spec, "--store", store, env=slurm).returncode == 0
-    rank0 = killed.parent / "runs" / "killed-workers=1-r0" / "events-rank0.jsonl"
+    (rank0,) = [killed.parent / "runs" / f"{p.series}-r0" / "events-rank0.jsonl" for p in _plans(killed)]
     _until(lambda: rank0.exists() and rank0.read_text().count('"step"') > 20, 120, "the run to be training")
     job = query(stores[killed], "SELECT job_id FROM slurm_jobs")[0][0]
     held_job = query(stores[held], "SELECT job_id FROM slurm_jobs")[0][0]
@@ -265,7 +274,9 @@ def test_slurm_until_ci_submits_more_repetitions_as_results_come_in(
     assert sub.stderr.count("submitted 1 job(s)") == 3, sub.stderr  # the first run, then one round per result
     assert "more repetitions" in sub.stderr
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
-    assert sorted(r["run_id"] for r in runs) == [f"untilci-workers=1-r{n}" for n in range(3)]
+    assert sorted(re.sub("-[0-9a-f]{8}-", "-", r["run_id"]) for r in runs) == [
+        f"untilci-workers=1-r{n}" for n in range(3)
+    ]
     assert {r["status"] for r in runs} == {"success"}
     assert query(store, "SELECT count(DISTINCT run_id) FROM slurm_jobs") == [(3,)]
     assert "untilci workers=1: 3 runs, stopped by the cap of 3" in sub.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from statistics import median
 
@@ -76,7 +77,7 @@ def _drive(tmp_path: Path, spec: Spec, times: list[float]) -> int:
         n = 0
         while plans:
             (plan,) = plans
-            assert plan.run_id == f"u-workers=1-r{n}" and plan.seed == spec.seed + n
+            assert plan.run_id == f"{finals[0].series}-r{n}" and plan.seed == spec.seed + n
             write_run(out, plan.run_id, {"campaign": "u", "ttt": times[n]}, n, T0 + 10_000 * n)
             Ingester(con).ingest(discover([str(out / plan.run_id)]).sources)
             n += 1
@@ -129,8 +130,10 @@ def test_campaign_run_until_ci_on_this_machine(tmp_path: Path) -> None:
     )
     assert got.returncode == 0, got.stderr
     assert "u workers=1: 2 runs, stopped by the cap of 2: no 95 % interval yet" in got.stderr
-    assert "more repetitions, round 1" in got.stderr or "[2/2] u-workers=1-r1" in got.stderr
+    assert "more repetitions, round 1" in got.stderr or re.search(
+        r"\[2/2\] u-workers=1-[0-9a-f]{8}-r1", got.stderr
+    )
     ids = [r["run_id"] for r in __import__("json").loads(hs("runs", "--store", store, "-f", "json").stdout)]
-    assert sorted(ids) == ["u-workers=1-r0", "u-workers=1-r1"]
+    assert sorted(re.sub("-[0-9a-f]{8}-", "-", i) for i in ids) == ["u-workers=1-r0", "u-workers=1-r1"]
     bad = hs("campaign", "run", spec, "--store", store, "--until-ci", "5 percent")
     assert bad.returncode == 2 and "--until-ci = '5 percent' is not a fraction of the median" in bad.stderr

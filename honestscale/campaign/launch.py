@@ -118,6 +118,7 @@ class LaunchResult:
     run_id: str
     exit_code: int
     codes: list[int]
+    stopped_by: int | None = None  # SIGINT or SIGTERM passed on to the ranks: the caller stops too
 
 
 def check_installed(framework: str, python: str = sys.executable) -> None:
@@ -291,7 +292,7 @@ def launch(
     codes = [p.returncode for p in procs]
     if first_failure is None:
         first_failure = next((c for c in codes if c != 0), 0)
-    return LaunchResult(run_id, _exit_code(first_failure), codes)
+    return LaunchResult(run_id, _exit_code(first_failure), codes, stopped[0] if stopped else None)
 
 
 def _exit_code(code: int) -> int:

@@ -2,15 +2,20 @@
 
 Run ids are stable: a run that already ended is kept, not run again (unless ``rerun``). What happens is
 told to a :class:`Watcher` (the CLI draws progress from it); the store is opened through ``open_store``
-only while a run's events land, so `runs` and `show` can read it in between.
+only while a run's events land, so `runs` and `show` can read it in between. One ``campaign run`` holds a
+spec's output folder at a time (:func:`hold`). Ctrl-C (or SIGTERM) stops the runs in progress (their ranks record
+``cancelled``), lands what they wrote and starts nothing more (:class:`Stopped`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import os
+import signal
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +35,42 @@ class Done:
     exit_code: int | None  # None when it was not run
     seconds: float
     log: Path | None
+
+
+class Stopped(HonestscaleError):
+    """Ctrl-C or SIGTERM stopped the campaign: the runs in progress were stopped and landed, no other started."""
+
+    exit_code = 130
+
+
+LOCK_NAME = ".honestscale-campaign.lock"
+
+
+@contextmanager
+def hold(spec: Spec) -> Iterator[None]:
+    """Hold the spec's output folder for this process, or refuse naming the process that holds it.
+
+    Two ``campaign run`` of one spec would run every run twice into the same event files. The lock is an
+    ``flock`` on a file in the folder: the kernel releases it when its holder dies, so a killed run never
+    leaves a stale lock behind.
+    """
+    spec.out.mkdir(parents=True, exist_ok=True)
+    path = spec.out / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            raise HonestscaleError(
+                f"campaign {spec.name!r} is already running: process {holder} holds {path}",
+                "wait for it to end (or stop it with Ctrl-C), then run the spec again: runs that ended are kept",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} ({spec.path.resolve()})".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 class Watcher(Protocol):
@@ -66,6 +107,23 @@ def run(
     """
     spec.out.mkdir(parents=True, exist_ok=True)
     not_ok: list[str] = []
+    try:
+        return _run(spec, rerun, open_store, best, watcher, not_ok)
+    except KeyboardInterrupt:  # between runs (while one lands, say): nothing more starts
+        raise Stopped(
+            f"campaign {spec.name!r} stopped by Ctrl-C: runs that ended have landed, no other was started",
+            "run the spec again to do the rest: runs that ended are kept",
+        ) from None
+
+
+def _run(
+    spec: Spec,
+    rerun: bool,
+    open_store: Callable[[], AbstractContextManager[Connection]],
+    best: Callable[[], Best],
+    watcher: Watcher,
+    not_ok: list[str],
+) -> list[str]:
     finals: list[RunPlan] = []
     for stage in stages(spec, best):
         finals = stage.plans
@@ -94,14 +152,24 @@ def _run_stage(
             watcher.started(plan)
             t0 = time.monotonic()
             ran = rerun or not finished(spec.out, plan.run_id)
-            code, log = None, None
+            code, log, stopped_by = None, None, None
             if ran:
                 log = spec.out / f"{plan.run_id}.log"
                 with log.open("w") as sink:
                     argv = plan.runner_argv(spec.out, spec.name, spec.scaling)
-                    code = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink).exit_code
+                    result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
+                code, stopped_by = result.exit_code, result.stopped_by
                 if code != 0:
                     not_ok.append(plan.run_id)
-            with open_store() as con:
-                Ingester(con, campaign=spec.name).ingest(discover([str(spec.out / plan.run_id)]).sources)
+            folder = spec.out / plan.run_id
+            if folder.is_dir():  # a run stopped before it wrote anything has no folder: nothing to land
+                with open_store() as con:
+                    Ingester(con, campaign=spec.name).ingest(discover([str(folder)]).sources)
             watcher.finished(Done(plan, ran, code, time.monotonic() - t0, log))
+            if stopped_by is not None:
+                name = signal.Signals(stopped_by).name
+                raise Stopped(
+                    f"campaign {spec.name!r} stopped by {name}: {plan.run_id} was stopped (recorded as cancelled) "
+                    "and has landed with the runs that ended; no other run was started",
+                    "run the spec again to do the rest: runs that ended are kept, the stopped one runs again",
+                )

@@ -9,7 +9,6 @@ The extra repetitions have the ids and seeds the spec's own would have had (``..
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Collection
@@ -22,7 +21,7 @@ from honestscale.view import Run, build
 
 def _runs_of_points(con: Connection, spec: Spec, finals: list[RunPlan]) -> dict[str, list[Run]]:
     """The stored runs of every final point (by the point's run-id pattern, any number of repetitions)."""
-    patterns = {p.point: re.compile(rf"{re.escape(spec.name)}-{re.escape(p.point)}-r(\d+)") for p in finals}
+    patterns = {p.point: re.compile(rf"{re.escape(p.series)}-r(\d+)") for p in finals}
     out: dict[str, list[Run]] = defaultdict(list)
     for r in build(con, spec.name).runs:
         for point, pattern in patterns.items():
@@ -57,8 +56,8 @@ def next_round(
             continue
         reps = [int(m.group(1)) for r in runs.get(point, []) if (m := re.search(r"-r(\d+)$", r.id))]
         rep = max([*reps, spec.repetitions - 1]) + 1
-        run_id = f"{spec.name}-{point}-r{rep}"
-        if run_id in pending:
+        more = plan.repetition(rep, spec.seed)
+        if more.run_id in pending:
             continue
-        out.append(dataclasses.replace(plan, run_id=run_id, seed=spec.seed + rep))
+        out.append(more)
     return out

@@ -29,13 +29,16 @@
 
 Every run of the tuning study is recorded with ``purpose = "tuning"`` (study and trial named);
 the grid's runs with ``purpose = "final"`` and the study and trial their values came from.
-Run ids are stable (``<campaign>-<point>-r<rep>``), so running a spec again skips the runs
-that already ended and only does the rest.
+Run ids are stable and say what defines the run (``<campaign>-<point>-<identity>-r<rep>``, the identity a hash of
+its framework, workers, runner options, seed, scaling and tuning study), so running a spec again skips the runs
+that already ended and only does the rest, and an edited spec runs its new points (the runs it supersedes are
+kept and marked in the store).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import re
@@ -78,6 +81,15 @@ class RunPlan:
     seed: int
     tuning_study: str | None = None
     tuning_trial: str | None = None
+
+    @property
+    def series(self) -> str:
+        """The run id without its repetition: every repetition of one setup."""
+        return self.run_id.rsplit("-r", 1)[0]
+
+    def repetition(self, rep: int, base_seed: int) -> RunPlan:
+        """Repetition ``rep`` of this run's setup (its own id and seed)."""
+        return dataclasses.replace(self, run_id=f"{self.series}-r{rep}", seed=base_seed + rep)
 
     def runner_argv(self, out: Path, campaign: str, scaling: str | None) -> list[str]:
         argv = ["--out", str(out), "--campaign", campaign, "--purpose", self.purpose, "--seed", str(self.seed),
@@ -158,6 +170,12 @@ def _until_ci(camp: dict[str, Any], where: str, cap_where: str, repetitions: int
     return (None if until is None else fraction(until, where)), cap
 
 
+def identity(**defines: Any) -> str:
+    """Eight hex digits naming what defines a run: an edited spec plans new run ids, never reuses old ones."""
+    text = json.dumps(defines, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:8]
+
+
 def slug(point: dict[str, Any]) -> str:
     text = ",".join(f"{k}={v}" for k, v in point.items()) or "default"
     return re.sub(r"[^A-Za-z0-9=,._-]", "_", text)
@@ -196,6 +214,43 @@ def _distance(a: str, b: str) -> int:
     return prev[-1]
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,79}")
+MAX_RUNS = 1000  # a bigger plan needs --max-runs: a typo in a grid should not start 10,000 runs
+
+
+def short(text: object, limit: int = 60) -> str:
+    """A value as a message shows it: at most ``limit`` characters (a 50 MB name is never printed back whole)."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(shown):,} characters)"
+
+
+def _check_name(name: object, path: Path) -> None:
+    """A campaign name becomes part of every run id and folder name: 1-80 letters, digits and ._+- ."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise SpecError(
+            f"{path}: [campaign] name = {short(name)}: not a campaign name",
+            "use 1 to 80 letters, digits, '.', '_', '+' or '-', starting with a letter or digit, e.g. "
+            'name = "resnet50-scaling"',
+        )
+
+
+def check_size(spec: Spec, plans: list[RunPlan], max_runs: int | None) -> None:
+    """Refuse a plan of more runs than ``max_runs`` (MAX_RUNS unless given), and run ids too long for a folder."""
+    cap = MAX_RUNS if max_runs is None else max_runs
+    if len(plans) > cap:
+        sizes = " x ".join(f"{len(v)} {k}" for k, v in spec.grid.items()) or "no grid"
+        raise SpecError(
+            f"{spec.path}: the spec plans {len(plans):,} runs ({sizes}, x {spec.repetitions} repetitions), more "
+            f"than {cap:,}",
+            "check the grid (campaign run --dry-run lists the plan); if it is meant, give --max-runs "
+            f"{len(plans)}",
+        )
+    for plan in plans:
+        if len(plan.run_id.encode()) > 200:
+            raise SpecError(f"{spec.path}: run id {short(plan.run_id)} is too long for a folder name",
+                            "use shorter grid values or a shorter campaign name")  # fmt: skip
+
+
 def _check_lists(where: str, grid: dict[str, Any], path: Path) -> None:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
@@ -220,6 +275,7 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     if not isinstance(camp, dict) or "name" not in camp:
         raise SpecError(f"{path}: missing [campaign] with a name", 'add [campaign] name = "my-campaign"')
     _check_keys("campaign", camp, CAMPAIGN_KEYS, path)
+    _check_name(camp["name"], path)
     framework = str(camp.get("framework", "torch"))
     args = raw.get("args", {})
     grid = raw.get("grid", {})
@@ -295,13 +351,16 @@ def tuning_plans(spec: Spec) -> list[RunPlan]:
         args = spec.args | t.get("args", {}) | point
         args.pop("workers", None)
         framework = str(args.pop("framework", spec.framework))
+        workers = int(t.get("workers", 1))
+        ident = identity(framework=framework, workers=workers, args=args, seed=spec.seed, scaling=spec.scaling,
+                         purpose="tuning", study=t["name"])  # fmt: skip
         for rep in range(int(t.get("repetitions", 1))):
             plans.append(
                 RunPlan(
-                    f"{spec.name}-tune-{t['name']}-{trial}-r{rep}",
+                    f"{spec.name}-tune-{t['name']}-{trial}-{ident}-r{rep}",
                     f"tune-{trial}",
                     framework,
-                    int(t.get("workers", 1)),
+                    workers,
                     args,
                     "tuning",
                     spec.seed + rep,
@@ -319,10 +378,13 @@ def final_plans(spec: Spec, tuned: dict[str, Any], trial: str | None) -> list[Ru
         workers = int(args.pop("workers", 1))
         framework = str(args.pop("framework", spec.framework))
         point_slug = slug(point)
+        defined = {k: v for k, v in (spec.args | point).items() if k not in ("workers", "framework")}
+        ident = identity(framework=framework, workers=workers, args=defined, seed=spec.seed, scaling=spec.scaling,
+                         purpose="final", tuning=spec.tuning)  # fmt: skip
         for rep in range(spec.repetitions):
             plans.append(
                 RunPlan(
-                    f"{spec.name}-{point_slug}-r{rep}",
+                    f"{spec.name}-{point_slug}-{ident}-r{rep}",
                     point_slug,
                     framework,
                     workers,

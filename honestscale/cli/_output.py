@@ -76,6 +76,9 @@ def runs_table(df: pl.DataFrame) -> Table:
         if r["n_accelerators"]:
             accel = f"{r['n_accelerators']} x {r['accelerator'] or 'CPU worker'}"
         status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], "red"))
+        if r.get("superseded"):
+            status.append(" superseded", style="dim")
+            status.append(f" ({r['superseded']})", style="dim")
         table.add_row(
             r["run_id"],
             r["system"] or "-",
@@ -88,6 +91,17 @@ def runs_table(df: pl.DataFrame) -> Table:
             acc,
             *([r["slurm_job_id"] or "-"] if slurm else []),
         )
+    return table
+
+
+def plan_table(campaign: str, plans: list[Any]) -> Table:
+    """The runs a spec plans (campaign run --dry-run)."""
+    table = Table(title=f"{campaign}: {len(plans)} runs planned", title_justify="left")
+    for col in ("run", "purpose", "framework", "workers", "seed", "options"):
+        table.add_column(col, overflow="fold")
+    for p in plans:
+        options = " ".join(f"{k}={v}" for k, v in p.args.items())
+        table.add_row(p.run_id, p.purpose, p.framework, str(p.workers), str(p.seed), options)
     return table
 
 

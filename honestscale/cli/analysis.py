@@ -52,6 +52,12 @@ def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
 
     queries.check_campaign(con, campaign)
     view = build(con, campaign)
+    if view.superseded:  # kept, never mixed in, and never left out in silence
+        err.print(
+            f"{len(view.superseded)} run(s) of an earlier version of a campaign spec are superseded and left out "
+            "(`honestscale runs` lists them with what changed)",
+            highlight=False,
+        )
     return points.summary(view, [f.as_json() for f in linter.lint(view).findings])
 
 
@@ -100,7 +106,7 @@ def lint(
     config: Annotated[
         Path | None,
         typer.Option(
-            help="honestscale.toml with [tool.honestscale.lint] suppressions [default: ./honestscale.toml if present]."
+            help="honestscale.toml with \\[tool.honestscale.lint] suppressions \\[default: ./honestscale.toml if present]."
         ),
     ] = None,
     explain: Annotated[
@@ -116,7 +122,7 @@ def lint(
     Runs are grouped into comparisons (repetitions of a configuration, scaling series, framework and
     hardware comparisons, campaigns); every rule reports, per comparison, fail or cannot verify (with what
     to record) and the evidence. Suppress a rule for a campaign only with a reason, in the campaign spec
-    or a honestscale.toml: [tool.honestscale.lint] ignore = [{ code = "HS106", reason = "..." }].
+    or a honestscale.toml: \\[tool.honestscale.lint] ignore = \\[{ code = "HS106", reason = "..." }].
 
     Exit code 1 when an error-severity rule fails, 0 otherwise.
     """

@@ -46,7 +46,7 @@ def run(
     framework: Annotated[str, typer.Option(help="Runner to use: torch.")] = "torch",
     workers: Annotated[int, typer.Option(help="Ranks to start on this machine.")] = 1,
     run_id: Annotated[
-        str | None, typer.Option("--run-id", help="Run id [default: <name>-<workers>w-<time>].")
+        str | None, typer.Option("--run-id", help="Run id \\[default: <name>-<workers>w-<time>].")
     ] = None,
     ingest: Annotated[
         bool, typer.Option("--ingest", help="Ingest the run into the store when it ends.")
@@ -78,6 +78,9 @@ def run(
 
         name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
         run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
+    if (why := _argv_error(framework, [*args, "--run-id", run_id])) is not None:
+        raise HonestscaleError(f"the {framework} runner refuses its options: {why}",
+                               f"see python -m {launch.RUNNERS[framework]} --help")  # fmt: skip
     try:
         result = launch.launch(framework, workers, args, run_id)
     except launch.LaunchError as exc:
@@ -107,13 +110,80 @@ def _runner_options(framework: str) -> set[str]:
     return {a.dest for a in parser._actions if a.dest not in ("help", "distributed")}
 
 
-def _record_spec(store: Path | None, s: Any, wait: float) -> None:
-    """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned."""
+def _argv_error(framework: str, argv: list[str]) -> str | None:
+    """What the framework's runner would refuse in ``argv`` (its own parser, without importing the framework)."""
+    import contextlib
+    import importlib
+    import io
 
-    planned = [p.run_id for p in s.plans()]
-    record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": planned}
+    from honestscale.campaign import launch
+
+    if framework not in launch.RUNNERS:
+        return None  # launch names the frameworks there are
+    parser = importlib.import_module(launch.RUNNERS[framework]).build_parser()
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            parser.parse_args([*launch.RUNNER_ARGS.get(framework, ()), *argv])
+    except SystemExit as exc:
+        if exc.code == 0:
+            return None
+        lines = said.getvalue().strip().splitlines()
+        return lines[-1].split(": error: ", 1)[-1] if lines else "refused by the runner"
+    return None
+
+
+def _check_runner_args(s: Any, plans: list[Any]) -> None:
+    """Every run's options parsed by its runner's own parser before anything starts (epochs = 0 is refused
+    here, not in a traceback in every rank's log)."""
+    from honestscale.campaign.spec import SpecError
+
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for plan in plans:
+        argv = [*plan.runner_argv(s.out, s.name, s.scaling), "--run-id", plan.run_id]
+        if (plan.framework, tuple(argv[:-1])) in seen:
+            continue
+        seen.add((plan.framework, tuple(argv[:-1])))
+        if (why := _argv_error(plan.framework, argv)) is not None:
+            raise SpecError(
+                f"{s.path}: run {plan.run_id}: {why}", "fix that value in [args], [grid] or [tuning]"
+            )
+
+
+def _record_spec(store: Path | None, s: Any, wait: float) -> None:
+    """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned.
+
+    Runs an earlier version of the spec planned, and this one does not, are marked superseded (kept, in no statistic)
+    and named here with what changed.
+    """
+    plans = s.plans()
+    record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": [p.run_id for p in plans]}
     with _store(store, read_only=False, wait=wait) as con:
-        campaigns.record_campaign(con, s.name, json.dumps(record, default=str))
+        before = campaigns.previous_spec(con, s.name)
+        reason = _spec_changes(json.loads(before) if before else {}, s.raw)
+        marked = campaigns.record_campaign(
+            con, s.name, json.dumps(record, default=str), sorted({p.series for p in plans}), reason
+        )
+    if marked:
+        shown = ", ".join(marked[:5]) + (f" and {len(marked) - 5} more" if len(marked) > 5 else "")
+        err.print(
+            f"[yellow]the spec of {escape(s.name)} changed[/] ({escape(reason)}): {len(marked)} run(s) of the earlier "
+            f"spec are superseded, kept in the store and left out of every summary, verdict and report: "
+            f"{escape(shown)} (`honestscale runs --campaign {escape(s.name)}` lists them)",
+            highlight=False,
+        )
+
+
+def _spec_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What differs between two specs' tables, e.g. ``args.model 'mlp' -> 'cnn'``."""
+    changes = []
+    for table in ("campaign", "args", "grid", "tuning"):
+        old, new = before.get(table) or {}, after.get(table) or {}
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key) and key not in ("description", "until_ci", "max_repetitions"):
+                changes.append(f"{table}.{key} {old.get(key)!r} -> {new.get(key)!r}")
+    text = "; ".join(changes) or "the runs it plans changed"
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def _precisions(con: Any, s: Any) -> list[tuple[str, str]]:
@@ -145,18 +215,29 @@ def campaign_run(
     rerun: Annotated[bool, typer.Option("--rerun", help="Run again the runs that already ended.")] = False,
     until_ci: UntilCiOpt = None,
     max_repetitions: MaxRepsOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="List the runs the spec plans (checked), run none, touch no store."),
+    ] = False,
+    max_runs: Annotated[
+        int | None, typer.Option("--max-runs", help="Allow a plan of more runs than 1,000.", min=1)
+    ] = None,
     wait: WaitOpt = 30.0,
 ) -> None:
     """Run a campaign on this machine: the tuning study, then every grid point x repetition; ingest as it goes.
 
-    Run ids are stable, so running the same spec again only does the runs that have not ended.
-    Each run's output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise.
+    Run ids are stable and name what defines the run (a hash of its framework, workers, options, seed), so
+    running the same spec again only does the runs that have not ended, and an edited spec runs its new points:
+    the runs of the earlier spec are kept, marked superseded and left out of summaries and reports. Each run's
+    output goes to <out>/<run_id>.log. Exit code 0 when every run succeeded, 1 otherwise, 130 when Ctrl-C stopped
+    it (the runs in progress are recorded as cancelled and land; nothing more starts). One `campaign run` of a
+    spec at a time: a second one is refused while the first runs.
 
     With --until-ci 5% (or \\[campaign] until_ci = "5%"), each point gets more repetitions after its first
     ones, one round at a time, until the 95 % interval of its median time lies within 5 % of the median
     (SC15 rule 5) or it has --max-repetitions runs; the end says how many each point needed.
     """
-    not_ok = _run_campaign(spec, store, rerun, wait, until_ci, max_repetitions)
+    not_ok = _run_campaign(spec, store, rerun, wait, until_ci, max_repetitions, dry_run, max_runs)
     raise typer.Exit(1 if not_ok else 0)
 
 
@@ -205,6 +286,8 @@ def _run_campaign(
     wait: float,
     until_ci: str | None = None,
     max_reps: int | None = None,
+    dry_run: bool = False,
+    max_runs: int | None = None,
 ) -> list[str]:
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
     from honestscale.campaign import local
@@ -212,12 +295,28 @@ def _run_campaign(
     from honestscale.cli import _output
 
     s = _campaign.with_until_ci(_campaign.load(spec, _runner_options), until_ci, max_reps)
+    plans = s.plans()
+    _campaign.check_size(s, plans, max_runs)
+    _check_runner_args(s, plans)
+    if dry_run:
+        out.print(_output.plan_table(s.name, plans))
+        return []
+    err.print(f"campaign {escape(s.name)}: {len(plans)} run(s) planned", highlight=False)
     local.check_environments(s)
-    _record_spec(store, s, wait)
-    not_ok = local.run(
-        s, rerun=rerun, open_store=lambda: _store(store, read_only=False, wait=wait),
-        best=lambda: _best_trial(store, s, wait), watcher=_Progress(len(s.plans())),
-    )  # fmt: skip
+    stopped: local.Stopped | None = None
+    with local.hold(s):
+        _record_spec(store, s, wait)
+        try:
+            not_ok = local.run(
+                s, rerun=rerun, open_store=lambda: _store(store, read_only=False, wait=wait),
+                best=lambda: _best_trial(store, s, wait), watcher=_Progress(len(s.plans())),
+            )  # fmt: skip
+        except local.Stopped as exc:
+            stopped, not_ok = exc, []
+    if stopped is not None:  # what landed before the stop, then the stop's message and exit code (130)
+        with _store(store, read_only=True, wait=wait) as con:
+            out.print(_output.summary_table(_summary_rows(con, s.name)))
+        raise stopped
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
         precise = _precisions(con, s)

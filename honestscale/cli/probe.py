@@ -22,7 +22,7 @@ def probe(
     framework: Annotated[
         str | None,
         typer.Option(
-            help="Frameworks to try, comma-separated [default: every one whose environment is here and "
+            help="Frameworks to try, comma-separated \\[default: every one whose environment is here and "
             "that takes this model: torch and horovod-torch for an nn.Module, tensorflow and horovod-tf for a "
             "Keras Model]."
         ),
@@ -37,7 +37,7 @@ def probe(
         int, typer.Option(help="First steps of each run flagged as warm-up, not timed.")
     ] = 5,
     repetitions: Annotated[int, typer.Option(help="Runs per point (2+ give projection intervals).")] = 2,
-    name: Annotated[str | None, typer.Option(help="Campaign name [default: probe-<model>].")] = None,
+    name: Annotated[str | None, typer.Option(help="Campaign name \\[default: probe-<model>].")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the spec, logs and events.")] = Path(
         "runs"
     ),
@@ -45,12 +45,12 @@ def probe(
         bool, typer.Option("--slurm", help="Submit the runs to Slurm, wait for them, collect, then advise.")
     ] = False,
     partition: Annotated[
-        str | None, typer.Option(help="With --slurm: the partition [default: Slurm's default one].")
+        str | None, typer.Option(help="With --slurm: the partition \\[default: Slurm's default one].")
     ] = None,
     account: Annotated[str | None, typer.Option(help="With --slurm: the account to charge.")] = None,
     time_limit: Annotated[str, typer.Option("--time", help="With --slurm: time limit per run.")] = "00:30:00",
     tasks_per_node: Annotated[
-        int | None, typer.Option(help="With --slurm: ranks per node [default: every rank on one node].")
+        int | None, typer.Option(help="With --slurm: ranks per node \\[default: every rank on one node].")
     ] = None,
     cpus_per_task: Annotated[int, typer.Option(help="With --slurm: CPU cores per rank.")] = 1,
     gpus_per_task: Annotated[
@@ -75,7 +75,7 @@ def probe(
     writes a campaign spec (<out>/<name>.toml, rerun it with `honestscale campaign run`), runs it, ingests
     every run, and prints `honestscale advise`.
 
-    With --slurm the spec gets a [slurm] table from the options below and is submitted (one job array per
+    With --slurm the spec gets a \\[slurm] table from the options below and is submitted (one job array per
     point, every rank started by srun, each run on nodes of its own unless --shared); the probe waits for
     the jobs (squeue/scontrol), collects them (a job Slurm killed is recorded, not dropped) and advises.
     --out must be on a filesystem the compute nodes share. Interrupted while waiting, the jobs keep

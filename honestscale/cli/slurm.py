@@ -35,7 +35,7 @@ def _load_slurm_campaign(spec: Path) -> tuple[Any, Any]:
 
 @campaign_app.command("submit")
 def campaign_submit(
-    spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML) with a [slurm] table.")],
+    spec: Annotated[Path, typer.Argument(help="Campaign spec (TOML) with a \\[slurm] table.")],
     store: StoreOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the sbatch scripts; submit nothing.")
@@ -55,7 +55,7 @@ def campaign_submit(
 ) -> None:
     """Submit a campaign to Slurm: one job array per grid point (a task per repetition), one srun per run.
 
-    Everything is checked first (keys, partition, shapes, the framework on the [slurm] python); nothing is
+    Everything is checked first (keys, partition, shapes, the framework on the \\[slurm] python); nothing is
     submitted if anything is wrong. With a \\[tuning] study, the trials are submitted first; run submit
     again once they have ended and been collected: it then submits the final runs with the best trial.
     With --until-ci 5% (or \\[campaign] until_ci), once a point's runs are collected, submit adds one more

@@ -357,7 +357,7 @@ def quarantine(
     file: Annotated[Path | None, typer.Option("--file", help="Only lines of this file.")] = None,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """Lines that could not land: file, line number, reason and the raw text. JSON: [{file, line, reason, raw}]."""
+    """Lines that could not land: file, line number, reason and the raw text. JSON: \\[{file, line, reason, raw}]."""
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
 

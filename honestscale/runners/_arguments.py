@@ -21,28 +21,59 @@ EXIT_CODES: dict[type[BaseException], int] = {
 }
 
 
+def _bounded(
+    kind: Callable[[str], Any], low: float, *, low_ok: bool, high: float | None = None
+) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` of the text, refused (with the bound) outside [low or (low, high]."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__} number") from None
+        if value < low or (value == low and not low_ok) or (high is not None and value > high):
+            bound = f"{'>=' if low_ok else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+            raise argparse.ArgumentTypeError(f"{text} is out of range: it must be {bound}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+POSITIVE_INT = _bounded(int, 1, low_ok=True)
+COUNT = _bounded(int, 0, low_ok=True)
+POSITIVE = _bounded(float, 0, low_ok=False)
+NON_NEGATIVE = _bounded(float, 0, low_ok=True)
+FRACTION = _bounded(float, 0, low_ok=False, high=1)
+
+
 def add_training_args(parser: Any, *, sample_budget: bool = True) -> tuple[Any, Any]:
     """The training options every runner takes with the same name, default and meaning (a cross-framework
     campaign may use only options every runner in it accepts); returns the "how" and "when to stop" groups for
     the runner's own options. ``sample_budget``: the runner can stop after N samples (--max-samples) and
     evaluate every N epochs (--eval-every)."""
     how = parser.add_argument_group("how")
-    how.add_argument("--batch-size", type=int, default=64, help="GLOBAL batch, split evenly over the workers")
-    how.add_argument("--lr", type=float, default=0.1)
-    how.add_argument("--momentum", type=float, default=0.9)
+    how.add_argument(
+        "--batch-size", type=POSITIVE_INT, default=64, help="GLOBAL batch, split evenly over the workers"
+    )
+    how.add_argument("--lr", type=POSITIVE, default=0.1)
+    how.add_argument("--momentum", type=NON_NEGATIVE, default=0.9)
     how.add_argument("--seed", type=int, default=0)
-    how.add_argument("--warmup-steps", type=int, default=3, help="first steps flagged as warm-up (not timed)")
+    how.add_argument(
+        "--warmup-steps", type=COUNT, default=3, help="first steps flagged as warm-up (not timed)"
+    )
     stop = parser.add_argument_group(
         "when to stop (the first criterion given decides; --epochs is also the cap)"
     )
-    stop.add_argument("--epochs", type=int, default=10)
-    stop.add_argument("--target-accuracy", type=float, help="stop when validation accuracy reaches this")
+    stop.add_argument("--epochs", type=POSITIVE_INT, default=10)
+    stop.add_argument("--target-accuracy", type=FRACTION, help="stop when validation accuracy reaches this")
     if sample_budget:
         stop.add_argument(
-            "--max-samples", type=int, help="stop after this many training samples (all workers)"
+            "--max-samples", type=POSITIVE_INT, help="stop after this many training samples (all workers)"
         )
         stop.add_argument(
-            "--eval-every", type=int, default=1, help="evaluate train and validation every N epochs"
+            "--eval-every", type=POSITIVE_INT, default=1, help="evaluate train and validation every N epochs"
         )
     return how, stop
 
@@ -59,7 +90,7 @@ def add_recording_args(parser: Any) -> None:
     g.add_argument("--tuning-trial")
     g.add_argument("--scaling", choices=list(SCALING))
     g.add_argument(
-        "--sample-interval", type=float, default=1.0, help="seconds between system samples (0: off)"
+        "--sample-interval", type=NON_NEGATIVE, default=1.0, help="seconds between system samples (0: off)"
     )
 
 

@@ -5,7 +5,16 @@ that need them), so the Horovod and MXNet environments can use it as they are. T
 small private modules; this one is what runners import.
 """
 
-from honestscale.runners._arguments import RECORDING_KEYS, add_recording_args, add_training_args, run_entry
+from honestscale.runners._arguments import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RECORDING_KEYS,
+    add_recording_args,
+    add_training_args,
+    run_entry,
+)
 from honestscale.runners._clocks import Clock, CudaClock, HostClock
 from honestscale.runners._environment import base_software, cpu_model, environment, git_commit, isolation
 from honestscale.runners._lifecycle import PeerFailed, RunRecorder, RunTerminated, TargetNotReached
@@ -14,6 +23,10 @@ from honestscale.runners._sampler import SystemSampler
 from honestscale.runners._timer import StepTimer
 
 __all__ = [
+    "COUNT",
+    "NON_NEGATIVE",
+    "POSITIVE",
+    "POSITIVE_INT",
     "RECORDING_KEYS",
     "Clock",
     "CudaClock",

@@ -28,6 +28,7 @@ from typing import Any
 
 from honestscale.runners import _world
 from honestscale.runners.instrument import (
+    POSITIVE_INT,
     HostClock,
     RunRecorder,
     StepTimer,
@@ -50,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="digits (scikit-learn, offline), synthetic, or memmap ({train,validation,test}_{x,y}.npy "
                         "in --data-path) (default: digits)")  # fmt: skip
     g.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
-    g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
+    g.add_argument(
+        "--synthetic-size", type=POSITIVE_INT, default=10000, help="train samples of the synthetic dataset"
+    )
     add_training_args(p, sample_budget=False)
     add_recording_args(p)
     return p

@@ -30,6 +30,7 @@ from typing import Any
 
 from honestscale.runners import _keras, _world, usermodel
 from honestscale.runners.instrument import (
+    POSITIVE_INT,
     RunRecorder,
     TargetNotReached,
     add_recording_args,
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "in --data-path, images channels first), or FILE.py:FUNCTION returning NumPy splits "
                         "(default: digits)")  # fmt: skip
     p.add_argument("--data-path", type=Path, help="folder of a memmap dataset")
-    p.add_argument("--synthetic-size", type=int, default=10000)
+    p.add_argument("--synthetic-size", type=POSITIVE_INT, default=10000)
     g, _ = add_training_args(p)
     g.add_argument("--distributed", choices=["strategy", "horovod"], default="strategy",
                    help="MultiWorkerMirroredStrategy or Horovod's DistributedOptimizer (default: strategy)")  # fmt: skip

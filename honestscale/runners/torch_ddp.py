@@ -26,6 +26,10 @@ from typing import Any
 
 from honestscale.runners import _world, usermodel
 from honestscale.runners.instrument import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
     CudaClock,
     HostClock,
     RunRecorder,
@@ -55,22 +59,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "memmap ({train,validation,test}_{x,y}.npy), or FILE.py:FUNCTION returning "
                         '{"train": (x, y), "validation": ..., "test": ...} NumPy arrays (default: digits)')  # fmt: skip
     g.add_argument("--data-path", type=Path, help="folder of a folder or memmap dataset")
-    g.add_argument("--image-size", type=int, default=224, help="side of the images of a folder dataset")
+    g.add_argument(
+        "--image-size", type=POSITIVE_INT, default=224, help="side of the images of a folder dataset"
+    )
     g.add_argument("--synthetic-shape", default="3,32,32", help="input shape of synthetic samples")
-    g.add_argument("--synthetic-size", type=int, default=10000, help="train samples of the synthetic dataset")
-    g.add_argument("--synthetic-classes", type=int, default=10)
+    g.add_argument(
+        "--synthetic-size", type=POSITIVE_INT, default=10000, help="train samples of the synthetic dataset"
+    )
+    g.add_argument("--synthetic-classes", type=POSITIVE_INT, default=10)
     g, stop = add_training_args(p)
     g.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    g.add_argument("--weight-decay", type=float, default=0.0)
+    g.add_argument("--weight-decay", type=NON_NEGATIVE, default=0.0)
     g.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     g.add_argument("--precision", choices=["fp32", "amp-bf16", "amp-fp16"], default="fp32")
     g.add_argument("--grad-compression", choices=["none", "fp16", "powersgd"], default="none",
                    help="DDP communication hook compressing gradients on the wire")  # fmt: skip
     g.add_argument("--distributed", choices=["ddp", "horovod"], default="ddp",
                    help="DDP (torch.distributed) or Horovod's DistributedOptimizer (default: ddp)")  # fmt: skip
-    g.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes per rank")
+    g.add_argument("--loader-workers", type=COUNT, default=0, help="DataLoader worker processes per rank")
     g.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
-    stop.add_argument("--max-time", type=float, help="stop after this many seconds of training")
+    stop.add_argument("--max-time", type=POSITIVE, help="stop after this many seconds of training")
     add_recording_args(p)
     return p
 

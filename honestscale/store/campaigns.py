@@ -9,12 +9,48 @@ from __future__ import annotations
 from honestscale.store._database import Connection
 
 
-def record_campaign(con: Connection, name: str, spec_json: str) -> None:
-    """The campaign's spec (with the runs it plans), replacing an earlier one of the same name."""
-    con.execute(
-        "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
-        [name, spec_json],
-    )
+def record_campaign(con: Connection, name: str, spec_json: str, series: list[str], reason: str) -> list[str]:
+    """The campaign's spec (with the runs it plans), replacing an earlier one of the same name.
+
+    ``series`` are the run-id prefixes (without ``-r<repetition>``) the new spec plans. Stored runs of the campaign
+    in a series the earlier spec planned and this one does not are marked superseded (with ``reason``: what
+    changed); runs of a series planned again are not. Returns the run ids marked now.
+    """
+    con.execute("BEGIN")
+    try:
+        con.execute(
+            "DELETE FROM superseded_runs WHERE campaign = ? AND regexp_replace(run_id, '-r[0-9]+$', '') IN "
+            "(SELECT unnest(?::VARCHAR[]))",
+            [name, series],
+        )
+        marked = con.execute(
+            """
+            INSERT INTO superseded_runs
+            SELECT r.run_id, r.campaign, ?, current_timestamp FROM runs r
+            WHERE r.campaign = ? AND regexp_replace(r.run_id, '-r[0-9]+$', '') NOT IN (SELECT unnest(?::VARCHAR[]))
+              AND regexp_replace(r.run_id, '-r[0-9]+$', '') IN (
+                  SELECT regexp_replace(unnest(CAST(spec -> '$.planned_runs' AS VARCHAR[])), '-r[0-9]+$', '')
+                  FROM campaigns WHERE name = ?)
+            ON CONFLICT DO NOTHING
+            RETURNING run_id
+            """,
+            [reason, name, series, name],
+        ).fetchall()
+        con.execute(
+            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
+            [name, spec_json],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return sorted(str(r[0]) for r in marked)
+
+
+def previous_spec(con: Connection, name: str) -> str | None:
+    """The spec recorded for ``name`` (JSON), if any."""
+    rows = con.execute("SELECT spec FROM campaigns WHERE name = ?", [name]).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] else None
 
 
 def runs_not_ok(con: Connection, campaign: str) -> list[str]:

@@ -62,7 +62,8 @@ def runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.Data
     params = [campaign] if campaign else []
     return _frame(
         con,
-        f"SELECT {', '.join(RUN_LIST_COLUMNS)} FROM runs {where} "
+        f"SELECT {', '.join(RUN_LIST_COLUMNS)}, superseded FROM (SELECT r.*, s.reason AS superseded FROM runs r "
+        f"LEFT JOIN superseded_runs s USING (run_id)) {where} "
         "ORDER BY campaign NULLS LAST, system NULLS LAST, n_accelerators NULLS LAST, world_size, started_at, run_id",
         params,
     )
@@ -218,9 +219,22 @@ def run_count(con: duckdb.DuckDBPyConnection) -> int:
 
 # ------------------------------------------------------------------------------------- for the linter
 def lint_runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Every column of every run (of one campaign)."""
+    """Every column of every run (of one campaign), but runs an edited spec superseded (:func:`superseded`)."""
     where = "WHERE campaign = ?" if campaign else ""
-    return _frame(con, f"SELECT * FROM runs {where} ORDER BY run_id", [campaign] if campaign else [])
+    return _frame(
+        con,
+        f"SELECT * FROM runs ANTI JOIN superseded_runs s USING (run_id) {where} ORDER BY run_id",
+        [campaign] if campaign else [],
+    )
+
+
+def superseded(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> dict[str, str]:
+    """Run id -> why: the runs an edited campaign spec superseded (kept, in no statistic)."""
+    where = "WHERE campaign = ?" if campaign else ""
+    rows = con.execute(
+        f"SELECT run_id, reason FROM superseded_runs {where} ORDER BY run_id", [campaign] if campaign else []
+    ).fetchall()
+    return {str(r[0]): str(r[1]) for r in rows}
 
 
 def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:

@@ -55,4 +55,6 @@ def build(con: Connection, campaign: str | None = None) -> View:
     rank_times: dict[str, dict[int, list[float]]] = defaultdict(dict)
     for r in queries.rank_step_times(con, campaign).iter_rows(named=True):
         rank_times[r["run_id"]][int(r["rank"])] = [float(t) for t in r["times"] if t is not None]
-    return View(runs, comparisons(runs), specs, fractions, dict(rank_times))
+    return View(
+        runs, comparisons(runs), specs, fractions, dict(rank_times), queries.superseded(con, campaign)
+    )

@@ -83,6 +83,8 @@ class View:
     fractions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # per run and rank: its step times after warm-up (whether ranks differ, SC15 rule 10)
     rank_times: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    # run id -> why: runs an edited campaign spec superseded, kept in the store and left out of every statistic
+    superseded: dict[str, str] = field(default_factory=dict)
 
     def campaign_runs(self, campaign: str | None) -> list[Run]:
         return [r for r in self.runs if r.campaign == campaign]
@@ -92,7 +94,7 @@ class View:
 
     def keeping(self, runs: list[Run]) -> View:
         """The view of a subset of its runs (the advisor's, without the runs a blocking rule fails)."""
-        return View(runs, comparisons(runs), self.campaigns, self.fractions, self.rank_times)
+        return View(runs, comparisons(runs), self.campaigns, self.fractions, self.rank_times, self.superseded)
 
 
 def batch_mode(runs: Iterable[Run]) -> str:
