@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -173,3 +173,132 @@ def test_a_report_is_swapped_in_whole_stale_files_go_and_ctrl_c_leaves_the_last_
     assert list(tmp_path.glob(".r_files.partial-*")) == staging == [] and not list(
         tmp_path.glob(".r.pdf.partial")
     )
+
+
+SPEC = """
+[campaign]
+name = "edit"
+out = "runs"
+repetitions = 1
+[args]
+model = "mlp"
+dataset = "digits"
+batch_size = 64
+epochs = EPOCHS
+sample_interval = 0
+[grid]
+workers = [1]
+"""
+
+
+def test_an_edited_spec_runs_its_new_points_and_supersedes_the_old_runs(tmp_path: Path) -> None:
+    spec, store = tmp_path / "c.toml", tmp_path / "s.duckdb"
+    spec.write_text(SPEC.replace("EPOCHS", "1"))
+    assert hs("campaign", "run", spec, "--store", store, timeout=300).returncode == 0
+    spec.write_text(SPEC.replace("EPOCHS", "1").replace('"mlp"', '"cnn"').replace("= 64", "= 256"))
+    got = hs("campaign", "run", spec, "--store", store, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert "already ended, kept" not in got.stderr
+    assert (
+        "args.batch_size 64 -> 256; args.model 'mlp' -> 'cnn'" in got.stderr
+        and "1 run(s) of the earlier spec are superseded" in got.stderr
+    )
+    runs = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
+    assert len(runs) == 2 and sorted(r["global_batch_size"] for r in runs.values()) == [64, 256]
+    old = next(r for r in runs.values() if r["global_batch_size"] == 64)
+    assert "mlp" in old["superseded"] and old["status"] == "success"  # kept, marked
+    summary = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    assert [row["model"] for row in summary] == ["cnn"]  # never mixed into the new summary
+    spec.write_text(SPEC.replace("EPOCHS", "1"))  # changed back: the first runs count again, nothing runs
+    back = hs("campaign", "run", spec, "--store", store, timeout=300)
+    assert back.returncode == 0 and "already ended, kept" in back.stderr
+    assert [row["model"] for row in json.loads(hs("summary", "--store", store, "-f", "json").stdout)] == [
+        "mlp"
+    ]
+
+
+def test_a_second_campaign_run_of_one_spec_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    spec, store = tmp_path / "c.toml", tmp_path / "s.duckdb"
+    spec.write_text(SPEC.replace("EPOCHS", "30").replace("repetitions = 1", "repetitions = 3"))
+    first = subprocess.Popen([sys.executable, "-m", "honestscale", "campaign", "run", str(spec), "--store", str(store)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)  # fmt: skip
+    try:
+        lock = tmp_path / "runs" / ".honestscale-campaign.lock"
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = hs("campaign", "run", spec, "--store", store)
+        assert second.returncode == 2 and f"process {first.pid}" in second.stderr, second.stderr
+    finally:
+        first.kill()
+        first.wait()
+    assert "Traceback" not in second.stderr
+
+
+def test_ctrl_c_stops_a_campaign_records_the_run_cancelled_and_starts_nothing_more(tmp_path: Path) -> None:
+    spec, store = tmp_path / "c.toml", tmp_path / "s.duckdb"
+    spec.write_text(SPEC.replace("EPOCHS", "200").replace("repetitions = 1", "repetitions = 3"))
+    first = list((tmp_path / "runs").glob("*/events-rank0.jsonl"))
+
+    def training() -> bool:
+        files = list((tmp_path / "runs").glob("*/events-rank0.jsonl"))
+        return bool(files) and files[0].read_text().count('"step"') > 20
+
+    got = _interrupted(["campaign", "run", str(spec), "--store", str(store)], training)
+    assert got.returncode == 130, got.stderr[-2000:]
+    assert "stopped by SIGINT" in got.stderr and "Traceback" not in got.stderr
+    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert [r["status"] for r in runs] == ["cancelled"] and first == []  # one run, stopped; two never started
+    assert len(list((tmp_path / "runs").glob("*/"))) == 1
+
+
+def test_bad_specs_and_options_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    cases = {
+        "epochs0": (SPEC.replace("EPOCHS", "0"), "--epochs: 0 is out of range: it must be >= 1"),
+        "negative": (SPEC.replace("EPOCHS", "-5"), "--epochs: -5 is out of range"),
+        "batch0": (SPEC.replace("EPOCHS", "1").replace("= 64", "= 0"), "--batch-size: 0 is out of range"),
+        "longname": (SPEC.replace("EPOCHS", "1").replace('"edit"', '"' + "x" * 5_000_000 + '"'), "(5,000,002 characters)"),
+        "deep": ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+        "grid": (SPEC.replace("EPOCHS", "1").replace("workers = [1]", "workers = [1]\nlr = [" + ", ".join(f"0.{i + 1:05d}" for i in range(10_000)) + "]"),
+                 "the spec plans 10,000 runs"),
+    }  # fmt: skip
+    for name, (text, said) in cases.items():
+        spec = tmp_path / f"{name}.toml"
+        spec.write_text(text)
+        got = hs("campaign", "run", spec, "--store", store)
+        assert got.returncode == 2 and said in got.stderr and "Traceback" not in got.stderr, (
+            name,
+            got.stderr[-500:],
+        )
+        assert len(got.stderr) < 2000 and not store.exists() and not (tmp_path / "runs").exists()
+    config = hs("lint", "--store", store, "--config", tmp_path / "deep.toml")
+    assert config.returncode == 2 and "nested too deeply" in config.stderr
+    plan = hs("campaign", "run", tmp_path / "grid.toml", "--dry-run", "--max-runs", "10000")
+    assert plan.returncode == 0 and "10000 runs planned" in plan.stdout and not store.exists()
+    single = hs("run", "--workers", "1", "--epochs", "0", "--out", tmp_path / "runs")
+    assert single.returncode == 2 and "--epochs: 0 is out of range" in single.stderr
+
+
+def test_help_texts_keep_what_is_in_square_brackets() -> None:
+    import re as _re
+
+    import click
+    import typer
+    from typer.testing import CliRunner
+
+    from honestscale.cli import app
+
+    def walk(cmd: click.Command, path: list[str]) -> Iterator[tuple[list[str], click.Command]]:
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    checked = 0
+    for path, cmd in walk(typer.main.get_command(app), []):
+        shown = " ".join(CliRunner().invoke(app, [*path, "--help"]).output.replace("│", " ").split())
+        for text in [cmd.help or "", *(getattr(p, "help", None) or "" for p in cmd.params)]:
+            for inside in _re.findall(r"\\?\[([^\]]+)\]", text):
+                checked += 1
+                assert " ".join(inside.split())[:30] in shown, (path, inside)
+    assert checked >= 10
