@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -283,13 +284,12 @@ def test_bad_specs_and_options_are_refused_before_anything_runs(tmp_path: Path) 
 def test_help_texts_keep_what_is_in_square_brackets() -> None:
     import re as _re
 
-    import click
     import typer
     from typer.testing import CliRunner
 
     from honestscale.cli import app
 
-    def walk(cmd: click.Command, path: list[str]) -> Iterator[tuple[list[str], click.Command]]:
+    def walk(cmd: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
         yield path, cmd
         for name, sub in getattr(cmd, "commands", {}).items():
             yield from walk(sub, [*path, name])
@@ -302,3 +302,55 @@ def test_help_texts_keep_what_is_in_square_brackets() -> None:
                 checked += 1
                 assert " ".join(inside.split())[:30] in shown, (path, inside)
     assert checked >= 10
+
+
+def test_exports_hold_values_and_the_latex_compiles(tmp_path: Path, mlperf: Path) -> None:
+    import csv
+    import io
+    import shutil
+
+    store = tmp_path / "s.duckdb"
+    assert hs(
+        "ingest", mlperf / "DellEMC", "--store", store, "--campaign", "v07", timeout=600
+    ).returncode in (0, 3)
+    got = hs("report", "--store", store, "-o", tmp_path / "r.pdf", timeout=600)
+    assert got.returncode == 0, got.stderr[-2000:]
+    files = tmp_path / "r_files"
+    times = sorted(files.glob("table*-times-*.csv"))
+    assert times
+    for path in times:
+        rows = list(csv.DictReader(io.StringIO(path.read_text())))
+        assert rows and {"time_to_train_s_ci_low", "time_to_train_s_ci_high", "mlperf_olympic_mean_s"} <= set(
+            rows[0]
+        )
+        for row in rows:
+            for key in ("time_to_train_s", "mlperf_olympic_mean_s"):
+                float(row[key])  # a number, not "12.3 min"
+            assert "✗" not in row["rules_failing"] and "%" not in "".join(row.values())
+    assert any("MLPerf olympic mean" in p.read_text() for p in files.glob("table*-times-*.tex"))
+    for path in files.glob("*.csv"):
+        assert "–" not in path.read_text() and " %" not in path.read_text()
+    tex = "".join(p.read_text() for p in sorted(files.glob("*.tex")))
+    assert tex.isascii()
+    if shutil.which("pdflatex") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("pdflatex missing: .ci/run installs texlive-latex-base and texlive-latex-recommended")
+        pytest.skip("pdflatex not installed")
+    doc = tmp_path / "paper.tex"
+    body = "\n".join(rf"\input{{{p.name}}}" + "\n\\clearpage" for p in sorted(files.glob("*.tex")))
+    doc.write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+    )
+    made = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", str(doc)], cwd=files,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert made.returncode == 0, made.stdout[-3000:]
+
+
+def test_show_summarises_a_run_of_many_ranks_and_lists_them_on_request(tmp_path: Path, store: Path) -> None:
+    write_run(tmp_path / "ev", "big", world=40, steps=5)
+    assert hs("ingest", tmp_path / "ev", "--store", store).returncode == 0
+    short = hs("show", "big", "--store", store)
+    assert short.returncode == 0 and "40 ranks: the 3 slowest and the 3 fastest" in short.stdout
+    every = hs("show", "big", "--store", store, "--ranks")
+    assert every.returncode == 0 and len(every.stdout.splitlines()) > len(short.stdout.splitlines()) + 30
+    assert len(json.loads(hs("show", "big", "--store", store, "-f", "json").stdout)["step_breakdown"]) == 40

@@ -157,7 +157,30 @@ def show_record(
     return rec
 
 
-def show_renderable(rec: dict[str, Any]) -> Group:
+MANY_RANKS = 16
+
+
+def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[str, Any]], Text | None]:
+    """Every rank's row, or for a run of many ranks the 3 slowest and 3 fastest (by samples/s) and the spread."""
+    if all_ranks or len(rows) <= MANY_RANKS:
+        return rows, None
+
+    def rate(s: dict[str, Any]) -> float:
+        return (s["samples"] or 0) / s["t_total"] if s["t_total"] else 0.0
+
+    ordered = sorted(rows, key=rate)
+    rates = [rate(s) for s in ordered]
+    middle = rates[len(rates) // 2]
+    spread = f"{100 * (rates[-1] - rates[0]) / middle:.1f} % of the median" if middle else "unknown"
+    note = Text(
+        f"{len(rows):,} ranks: the 3 slowest and the 3 fastest by samples/s (slowest {rates[0]:,.1f}, median "
+        f"{middle:,.1f}, fastest {rates[-1]:,.1f}; spread {spread}); --ranks lists them all",
+        style="dim",
+    )
+    return ordered[:3] + ordered[-3:], note
+
+
+def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
@@ -184,7 +207,14 @@ def show_renderable(rec: dict[str, Any]) -> Group:
         ev_table = Table(title="evaluations", title_justify="left")
         for col in ("epoch", "rank", "split", "metric", "value", "samples"):
             ev_table.add_column(col)
-        for e in rec["evals"]:
+        evals = rec["evals"]
+        if not all_ranks and len({e["rank"] for e in evals}) > MANY_RANKS:
+            first = min(e["rank"] for e in evals)
+            evals = [e for e in evals if e["rank"] == first]
+            ev_table.caption = (
+                f"rank {first} only, of {len({e['rank'] for e in rec['evals']}):,}; --ranks lists all"
+            )
+        for e in evals:
             ev_table.add_row(
                 str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), e["split"], e["metric"],
                 f"{e['value']:.5g}", str(e["samples"] or "-"),
@@ -197,7 +227,8 @@ def show_renderable(rec: dict[str, Any]) -> Group:
         st = Table(title="step time breakdown (warm-up excluded)", title_justify="left")
         for col in ("rank", "steps", "samples", "samples/s", "data", "compute", "comm", "optimizer", "other"):
             st.add_column(col, justify="right")
-        for s in rec["step_breakdown"]:
+        shown, note = _few_ranks(rec["step_breakdown"], all_ranks)
+        for s in shown:
             total = s["t_total"] or 0.0
 
             def pct(v: float | None, total: float = total) -> str:
@@ -211,10 +242,18 @@ def show_renderable(rec: dict[str, Any]) -> Group:
                 pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
             )  # fmt: skip
         parts.append(st)
+        if note is not None:
+            parts.append(note)
     else:
         parts.append(Text("no step events: no step-time breakdown", style="yellow"))
 
     gaps = [c for c in rec["events_per_rank"] if c["missing"]]
+    if len(gaps) > MANY_RANKS and not all_ranks:
+        lost = sum(c["missing"] for c in gaps)
+        parts.append(
+            Text(f"{len(gaps):,} ranks lost events ({lost:,} in all); --ranks lists them", style="yellow")
+        )
+        gaps = []
     for c in gaps:
         parts.append(
             Text(f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",

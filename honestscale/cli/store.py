@@ -329,9 +329,15 @@ def show(
     run_id: Annotated[str, typer.Argument(help="Run id, or any part of it that names one run.")],
     store: StoreOpt = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    ranks: Annotated[
+        bool, typer.Option("--ranks", help="List every rank (a run of more than 16 ranks is summarised).")
+    ] = False,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """One run: what it ran on, its evaluations, where its step time went, and lost events."""
+    """One run: what it ran on, its evaluations, where its step time went, and lost events.
+
+    A run of many ranks is summarised: the slowest and the fastest ranks and the spread between them; --ranks
+    lists every rank (JSON always holds them all)."""
     from honestscale.analysis import energy
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
@@ -347,7 +353,7 @@ def show(
     if format is ShowFormat.json:
         print(_output.dumps(rec))
     else:
-        out.print(_output.show_renderable(rec))
+        out.print(_output.show_renderable(rec, all_ranks=ranks))
 
 
 @app.command()

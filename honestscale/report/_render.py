@@ -177,10 +177,15 @@ class AssetFetcher:
         return self.fetch(url)
 
 
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "✗": "fails", "✓": "ok", "–": "--",
+          "—": "---", "×": r"$\times$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$", "µ": r"$\mu$",
+          "\u00a0": "~", "…": r"\ldots{}"}  # fmt: skip
+
+
 def _latex_escape(text: str) -> str:
-    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
-    return "".join(table.get(ch, ch) for ch in text)
+    """Text as pdflatex with booktabs alone typesets it: specials escaped, symbols spelt, other non-ASCII as '?'."""
+    return "".join(_LATEX.get(ch, ch if ch.isascii() else "?") for ch in text)
 
 
 def latex_table(header: list[str], rows: list[list[str]], caption: str) -> str:
@@ -209,15 +214,25 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
 
     has_tta = any(p.tta_s is not None for p in c.points)
     has_score = any(p.mlperf_score_s is not None for p in c.points)
-    third = (f"time to accuracy [{unit}]", "tta_s") if has_tta else (f"MLPerf olympic mean [{unit}]", "mlperf_score_s") \
-        if has_score else ("global batch", "")  # fmt: skip
+    has_official = any(p.mlperf_official_s is not None for p in c.points)
+    extra = [(f"time to accuracy [{unit}]", "tta_s")] if has_tta else []
+    extra += [(f"MLPerf olympic mean [{unit}]", "mlperf_score_s")] if has_score else []
+    extra += [(f"official score [{unit}]", "mlperf_official_s")] if has_official else []
+    extra = extra or [("global batch", "")]
     times = [
-        ["workers", "runs ok", f"time to train [{unit}]", f"95 % CI [{unit}]", third[0], "rules failing"]
+        [
+            "workers",
+            "runs ok",
+            f"time to train [{unit}]",
+            f"95 % CI [{unit}]",
+            *(e[0] for e in extra),
+            "rules failing",
+        ]
     ]
     for p in c.points:
-        extra = t(getattr(p, third[1])) if third[1] else " ".join(map(str, p.global_batch))
+        cells = [t(getattr(p, e[1])) if e[1] else " ".join(map(str, p.global_batch)) for e in extra]
         times.append([str(p.workers), f"{p.succeeded}/{p.runs}", t(p.time_s), _ci_in(p.time_ci, (unit, div)).replace("n too small", ""),
-                      extra, _codes(p)])  # fmt: skip
+                      *cells, _codes(p)])  # fmt: skip
     scaling = [["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "throughput speedup [95 % CI]",
                 "throughput efficiency [95 % CI]", "rules failing (with the base)"]]  # fmt: skip
     rates = [["workers", "samples/s", "per worker", "steady-state samples/s", "stall share", "accuracy"]]
@@ -232,6 +247,66 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
         ("scaling", scaling[0], scaling[1:]),
         ("throughput", rates[0], rates[1:]),
     ]
+
+
+def _codes_of(lint: dict[str, list[str]] | None) -> tuple[str, str]:
+    """The failing and the unverifiable rules, as plain codes (CSV)."""
+    return " ".join((lint or {}).get("fail", [])), " ".join((lint or {}).get("cannot_verify", []))
+
+
+def _value(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"
+
+
+def _with_ci(name: str, v: float | None, ci: tuple[float | None, float | None]) -> dict[str, str]:
+    return {name: _value(v), f"{name}_ci_low": _value(ci[0]), f"{name}_ci_high": _value(ci[1])}
+
+
+def _columns(rows: list[dict[str, str]]) -> tuple[list[str], list[list[str]]]:
+    header = list(rows[0]) if rows else []
+    return header, [[r[k] for k in header] for r in rows]
+
+
+def results_values(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The series' tables as values for a spreadsheet or a plotting script: numbers in seconds (or plain ratios and
+    fractions), each interval end in its own column, the split and the rules in their own columns."""
+    times, scaling, rates = [], [], []
+    for p in c.points:
+        fail, unknown = _codes_of(p.lint)
+        times.append({"workers": str(p.workers), "runs_ok": str(p.succeeded), "runs": str(p.runs),
+                      "global_batch": " ".join(map(str, p.global_batch)),
+                      **_with_ci("time_to_train_s", p.time_s, p.time_ci), "time_to_accuracy_s": _value(p.tta_s),
+                      "mlperf_olympic_mean_s": _value(p.mlperf_score_s),
+                      "mlperf_scaling_factor": _value(p.mlperf_scaling_factor),
+                      "mlperf_official_score_s": _value(p.mlperf_official_s),
+                      "rules_failing": fail, "rules_unverifiable": unknown})  # fmt: skip
+        fail, unknown = _codes_of(p.ratio_lint)
+        scaling.append({"workers": str(p.workers), **_with_ci("speedup", p.speedup, p.speedup_ci),
+                        **_with_ci("efficiency", p.efficiency, p.efficiency_ci),
+                        **_with_ci("throughput_speedup", p.throughput_speedup, p.throughput_speedup_ci),
+                        **_with_ci("throughput_efficiency", p.throughput_efficiency, p.throughput_efficiency_ci),
+                        "rules_failing": fail, "rules_unverifiable": unknown})  # fmt: skip
+        rates.append({"workers": str(p.workers), "samples_per_s": _value(p.throughput),
+                      "samples_per_s_per_worker": _value(p.per_worker),
+                      "steady_samples_per_s": _value(p.steady_throughput), "stall_share": _value(p.stall_share),
+                      "accuracy": _value(p.accuracy), "accuracy_split": p.accuracy_split or ""})  # fmt: skip
+    return [("times", *_columns(times)), ("scaling", *_columns(scaling)), ("throughput", *_columns(rates))]
+
+
+def framework_values(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
+    """A framework comparison as values (see :func:`results_values`)."""
+    times, parts = [], []
+    for fw in c.frameworks:
+        p = fw.point
+        fail, unknown = _codes_of(p.lint)
+        times.append({"framework": fw.framework, "versions": " ".join(fw.versions), "runs_ok": str(p.succeeded),
+                      "runs": str(p.runs), **_with_ci("time_to_train_s", p.time_s, p.time_ci),
+                      "relative_time": _value(fw.relative_time), "rules_failing": fail,
+                      "rules_unverifiable": unknown})  # fmt: skip
+        shares = {f"{k}_share": _value(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")}
+        parts.append({"framework": fw.framework, "samples_per_s": _value(p.throughput), **shares,
+                      "comm_measured": str(p.comm == "measured").lower()})  # fmt: skip
+    return [("times", *_columns(times)), ("breakdown", *_columns(parts))]
 
 
 def framework_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -312,19 +387,21 @@ def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
     frameworks: list[ScalingView] = []
     figure_numbers = iter(range(1, 10_000))
     kinds = (
-        ("scaling", _figures.render, results_tables, "table", "cmp", "{label}: {mode} scaling, {part}", scaling),
-        ("framework", _figures.render_frameworks, framework_tables, "frameworks", "fw", "{label}: frameworks, {part}",
-         frameworks),
+        ("scaling", _figures.render, results_tables, results_values, "table", "cmp", "{label}: {mode} scaling, {part}",
+         scaling),
+        ("framework", _figures.render_frameworks, framework_tables, framework_values, "frameworks", "fw",
+         "{label}: frameworks, {part}", frameworks),
     )  # fmt: skip
-    for kind, draw, tables, prefix, anchor, caption, views in kinds:
+    for kind, draw, tables, values, prefix, anchor, caption, views in kinds:
         for i, c in enumerate([c for c in model.comparisons if c.kind == kind], start=1):
             figs = []
             for r in draw(c, i, staging):
                 figs.append({"name": r.name, "caption": r.caption, "number": next(figure_numbers)})
                 exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
+            csvs = {part: (header, rows) for part, header, rows in values(c)}
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
-                (staging / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
+                (staging / f"{stem}.csv").write_text(to_csv(*csvs[part]), encoding="utf-8")
                 title = caption.format(label=c.label, mode=c.mode, part=part)
                 (staging / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
