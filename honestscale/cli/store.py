@@ -10,7 +10,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
-import duckdb
 import typer
 from rich.markup import escape
 from rich.progress import (
@@ -256,13 +255,10 @@ def ingest(
         ingester = Ingester(con, campaign=campaign, force=force)
         try:
             summary = _run_ingest(ingester, found.sources, quiet, verbose)
-        except (KeyboardInterrupt, RuntimeError, duckdb.Error) as exc:
+        except (KeyboardInterrupt, Exception) as exc:  # DuckDB reports Ctrl-C as its own error
             if not interrupted(exc):
                 raise
-            err.print(
-                "[red]interrupted[/]: files that finished have landed; the batch in progress was rolled back whole: ingest "
-                "again to land the rest"
-            )
+            err.print("[red]interrupted[/]: finished files landed, the rest rolled back: ingest again")
             raise typer.Exit(130) from None
     summary.skipped = found.skipped
     _report_skipped(summary, verbose)
@@ -329,15 +325,11 @@ def show(
     run_id: Annotated[str, typer.Argument(help="Run id, or any part of it that names one run.")],
     store: StoreOpt = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
-    ranks: Annotated[
-        bool, typer.Option("--ranks", help="List every rank (a run of more than 16 ranks is summarised).")
-    ] = False,
+    ranks: Annotated[bool, typer.Option("--ranks", help="List every rank, not a summary of many.")] = False,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """One run: what it ran on, its evaluations, where its step time went, and lost events.
-
-    A run of many ranks is summarised: the slowest and the fastest ranks and the spread between them; --ranks
-    lists every rank (JSON always holds them all)."""
+    """One run: what it ran on, its evaluations, where its step time went, and lost events. A run of more than 16
+    ranks shows the slowest and fastest and the spread (--ranks: every rank; JSON holds them all)."""
     from honestscale.analysis import energy
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
