@@ -133,7 +133,9 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp / "s.duckdb"
     result = hs("campaign", "run", spec, "--store", store, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert re.search(r"\[15/15\] digits-scaling-workers=2-r5: done in \d+\.\d s \(elapsed", result.stderr)
+    assert re.search(
+        r"\[15/15\] digits-scaling-workers=2-[0-9a-f]{8}-r5: done in \d+\.\d s \(elapsed", result.stderr
+    )
     return store
 
 

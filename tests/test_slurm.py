@@ -133,7 +133,10 @@ def test_slurm_dry_run_prints_arrays_with_one_srun_per_run(tmp_path: Path, slurm
     assert scripts.count("#!/bin/bash") == 2 and scripts.count("#SBATCH --array=0,1,2") == 2
     assert "#SBATCH --ntasks-per-node=2" in scripts and "module load cuda/12.4" in scripts
     assert "export NCCL_DEBUG=WARN" in scripts and scripts.count("srun --kill-on-bad-exit=1") == 2
-    assert '--run-id "dry-workers=2-r${REP}"' in scripts and '--seed "${SEED}"' in scripts
+    assert (
+        re.search(r'--run-id "dry-workers=2-[0-9a-f]{8}-r\$\{REP\}"', scripts)
+        and '--seed "${SEED}"' in scripts
+    )
     assert not (tmp_path / "s.duckdb").exists()
 
 
