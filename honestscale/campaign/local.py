@@ -107,34 +107,23 @@ def run(
     """
     spec.out.mkdir(parents=True, exist_ok=True)
     not_ok: list[str] = []
+    finals: list[RunPlan] = []
     try:
-        return _run(spec, rerun, open_store, best, watcher, not_ok)
+        for stage in stages(spec, best):
+            finals = stage.plans
+            _run_stage(spec, stage, rerun, open_store, watcher, not_ok)
+        for n in itertools.count(1):
+            with open_store() as con:
+                more = repeat.next_round(con, spec, finals)
+            if not more:
+                break
+            label = f"more repetitions, round {n} (until the 95 % interval is within {100 * (spec.until_ci or 0):g} %)"
+            _run_stage(spec, Stage("more repetitions", label, more), rerun, open_store, watcher, not_ok)
     except KeyboardInterrupt:  # between runs (while one lands, say): nothing more starts
         raise Stopped(
             f"campaign {spec.name!r} stopped by Ctrl-C: runs that ended have landed, no other was started",
             "run the spec again to do the rest: runs that ended are kept",
         ) from None
-
-
-def _run(
-    spec: Spec,
-    rerun: bool,
-    open_store: Callable[[], AbstractContextManager[Connection]],
-    best: Callable[[], Best],
-    watcher: Watcher,
-    not_ok: list[str],
-) -> list[str]:
-    finals: list[RunPlan] = []
-    for stage in stages(spec, best):
-        finals = stage.plans
-        _run_stage(spec, stage, rerun, open_store, watcher, not_ok)
-    for n in itertools.count(1):
-        with open_store() as con:
-            more = repeat.next_round(con, spec, finals)
-        if not more:
-            break
-        label = f"more repetitions, round {n} (until the 95 % interval is within {100 * (spec.until_ci or 0):g} %)"
-        _run_stage(spec, Stage("more repetitions", label, more), rerun, open_store, watcher, not_ok)
     return not_ok
 
 

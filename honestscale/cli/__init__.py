@@ -27,9 +27,8 @@ def main() -> None:
     try:
         app()
     except Exception as raised:
-        if interrupted(
-            raised
-        ):  # Ctrl-C that DuckDB turned into an error: every command writes whole or not at all
+        # Ctrl-C that DuckDB turned into an error: every command writes whole or not at all
+        if interrupted(raised):
             err.print(
                 "[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False
             )

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from honestscale.spreadsheet import defuse
+from honestscale.view import med
 
 
 def iso(ts: float | None) -> str | None:
@@ -170,7 +171,7 @@ def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[s
 
     ordered = sorted(rows, key=rate)
     rates = [rate(s) for s in ordered]
-    middle = rates[len(rates) // 2]
+    middle = med(rates) or 0.0
     spread = f"{100 * (rates[-1] - rates[0]) / middle:.1f} % of the median" if middle else "unknown"
     note = Text(
         f"{len(rows):,} ranks: the 3 slowest and the 3 fastest by samples/s (slowest {rates[0]:,.1f}, median "

@@ -180,14 +180,10 @@ def report(
     `--format json` prints the numbers behind every table and figure instead.
     """
     from honestscale import report as reporting
-    from honestscale.files import check_output_file, check_output_folder
     from honestscale.lint import load_config_file
 
     if format is ReportFormat.pdf:  # before any work: a device, a FIFO or a link is never replaced
-        check_output_file(output, "--output")
-        check_output_folder(output.with_name(output.stem + "_files"), "--output")
-        if html is not None:
-            check_output_file(html, "--html")
+        reporting.check_targets(output, html, reporting.assets_for(output))
 
     extra = []
     if config is not None or Path("honestscale.toml").is_file():
@@ -214,7 +210,7 @@ def report(
         raise typer.Exit(130) from None
     except OSError as exc:
         raise HonestscaleError(
-            f"cannot write the report {output} or its figures and tables in {output.with_name(output.stem + '_files')}: "
+            f"cannot write the report {output} or its figures and tables in {reporting.assets_for(output)}: "
             f"{exc.strerror or exc}",
             f"{from_os_error(exc).fix}; a report written before is left whole",
         ) from None

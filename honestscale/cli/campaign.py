@@ -140,11 +140,11 @@ def _check_runner_args(s: Any, plans: list[Any]) -> None:
 
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for plan in plans:
-        argv = [*plan.runner_argv(s.out, s.name, s.scaling), "--run-id", plan.run_id]
-        if (plan.framework, tuple(argv[:-1])) in seen:
+        argv = plan.runner_argv(s.out, s.name, s.scaling)
+        if (plan.framework, tuple(argv)) in seen:  # the same options are parsed once
             continue
-        seen.add((plan.framework, tuple(argv[:-1])))
-        if (why := _argv_error(plan.framework, argv)) is not None:
+        seen.add((plan.framework, tuple(argv)))
+        if (why := _argv_error(plan.framework, [*argv, "--run-id", plan.run_id])) is not None:
             raise SpecError(
                 f"{s.path}: run {plan.run_id}: {why}", "fix that value in [args], [grid] or [tuning]"
             )

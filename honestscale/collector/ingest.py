@@ -244,9 +244,8 @@ class _Plan:
     # (line, raw, size, reason) of lines rejected before validation (broken :::MLLOG lines)
     bad: list[tuple[int, str, int, str]] = field(default_factory=list)
     tail_number: int | None = None
-    replace: bool = (
-        False  # forget what the file landed before, then land it whole (--force, a grown MLPerf log)
-    )
+    # forget what the file landed before, then land it whole (--force, a grown MLPerf log)
+    replace: bool = False
     end: int = 0
     lines_total: int = 0
     content_hash: str = ""
@@ -451,12 +450,11 @@ class Ingester:
         if not pc.any(long).as_py():
             return texts
         for i in pc.indices_nonzero(long).to_pylist():
-            raw = texts[i].as_py()
-            plan.bad.append(
-                (first_line + i, raw[:RAW_LIMIT], len(raw.encode("utf-8")),
-                 f"a line of {len(raw.encode('utf-8')):,} bytes, longer than any event ({LINE_LIMIT:,} bytes at "
-                 "most): not parsed")
-            )  # fmt: skip
+            raw, size = _cut(texts[i].as_py())
+            why = (
+                f"a line of {size:,} bytes, longer than any event ({LINE_LIMIT:,} bytes at most): not parsed"
+            )
+            plan.bad.append((first_line + i, raw, size, why))
         return pc.if_else(long, pa.scalar(None, pa.large_string()), texts)
 
     def _plan_mlperf(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:

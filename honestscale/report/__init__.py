@@ -13,7 +13,7 @@ from pathlib import Path
 
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._model import Model, build
-from honestscale.report._render import Outputs, render
+from honestscale.report._render import Outputs, check_targets, render
 from honestscale.view import View
 
 
@@ -28,8 +28,12 @@ def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: 
            assets: Path | None = None, suppressions: list[Suppression] | None = None) -> Outputs:  # fmt: skip
     model, _ = analyse(view, campaign, suppressions)
     target = pdf or html or Path("report.pdf")
-    folder = assets or target.with_name(target.stem + "_files")
-    return render(model, pdf, html, folder)
+    return render(model, pdf, html, assets or assets_for(target))
 
 
-__all__ = ["Model", "Outputs", "analyse", "report"]
+def assets_for(target: Path) -> Path:
+    """The folder beside a report for its figures and tables: ``<name>_files``."""
+    return target.with_name(target.stem + "_files")
+
+
+__all__ = ["Model", "Outputs", "analyse", "assets_for", "check_targets", "report"]

@@ -212,24 +212,24 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
     def t(v: float | None) -> str:
         return _in(v, (unit, div)) if v is not None else ""
 
-    has_tta = any(p.tta_s is not None for p in c.points)
-    has_score = any(p.mlperf_score_s is not None for p in c.points)
-    has_official = any(p.mlperf_official_s is not None for p in c.points)
-    extra = [(f"time to accuracy [{unit}]", "tta_s")] if has_tta else []
-    extra += [(f"MLPerf olympic mean [{unit}]", "mlperf_score_s")] if has_score and not has_official else []
-    # six columns fit a paper's column: the official score beside the olympic mean it scales, in one cell
-    extra += [(f"MLPerf olympic mean (official score) [{unit}]", "")] if has_official else []
-    extra = extra or [("global batch", "")]
+    extra: list[tuple[str, Callable[[Point], str]]] = []  # (header, cell) after the time to train
+    if any(p.tta_s is not None for p in c.points):
+        extra.append((f"time to accuracy [{unit}]", lambda p: t(p.tta_s)))
+    if any(p.mlperf_official_s is not None for p in c.points):
+        # six columns fit a paper's column: the official score beside the olympic mean it scales, in one cell
+        extra.append((f"MLPerf olympic mean (official score) [{unit}]",
+                      lambda p: f"{t(p.mlperf_score_s)} ({t(p.mlperf_official_s)})"))  # fmt: skip
+    elif any(p.mlperf_score_s is not None for p in c.points):
+        extra.append((f"MLPerf olympic mean [{unit}]", lambda p: t(p.mlperf_score_s)))
+    extra = extra or [("global batch", lambda p: " ".join(map(str, p.global_batch)))]
     # the interval in the time's cell: six columns fit a paper's column with time to accuracy and the MLPerf score
     times = [
-        ["workers", "runs ok", f"time to train (95 % CI) [{unit}]", *(e[0] for e in extra), "rules failing"]
+        ["workers", "runs ok", f"time to train (95 % CI) [{unit}]", *(h for h, _ in extra), "rules failing"]
     ]
     for p in c.points:
-        cells = [t(getattr(p, e[1])) if e[1] else f"{t(p.mlperf_score_s)} ({t(p.mlperf_official_s)})" if has_official
-                 else " ".join(map(str, p.global_batch)) for e in extra]  # fmt: skip
         ci = _ci_in(p.time_ci, (unit, div)).replace("n too small", "").strip()
         times.append([str(p.workers), f"{p.succeeded}/{p.runs}", f"{t(p.time_s)} ({ci})" if ci else t(p.time_s),
-                      *cells, _codes(p)])  # fmt: skip
+                      *(cell(p) for _, cell in extra), _codes(p)])  # fmt: skip
     scaling = [["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "throughput speedup [95 % CI]",
                 "throughput efficiency [95 % CI]", "rules failing (with the base)"]]  # fmt: skip
     rates = [["workers", "samples/s", "per worker", "steady-state samples/s", "stall share", "accuracy"]]
@@ -345,6 +345,15 @@ class Outputs:
     refused: list[str]
 
 
+def check_targets(pdf: Path | None, html: Path | None, assets: Path) -> None:
+    """Refuse, before anything is written, a PDF or HTML path that is not a regular file or a new path, and an
+    assets folder that is not a folder (a device, a FIFO or a link is never replaced)."""
+    for path, option in ((pdf, "--output"), (html, "--html")):
+        if path is not None:
+            check_output_file(path, option)
+    check_output_folder(assets, "--output")
+
+
 def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> Outputs:
     """Write figures, tables (CSV, LaTeX), the HTML and (when asked) the PDF.
 
@@ -352,10 +361,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     step: Ctrl-C, a kill or a full disk leaves the previous report and its files whole, and files of an older
     report do not linger in ``assets``.
     """
-    for path, option in ((pdf, "--output"), (html, "--html")):
-        if path is not None:
-            check_output_file(path, option)
-    check_output_folder(assets, "--output")
+    check_targets(pdf, html, assets)
     staging = assets.with_name(f".{assets.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
