@@ -35,9 +35,10 @@ from honestscale.cli._app import (
     out,
 )
 from honestscale.collector import Source, discover
-from honestscale.collector.ingest import FileResult, Ingester, IngestError, Summary
+from honestscale.collector.ingest import FileResult, Ingester, Summary
+from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
-from honestscale.store import StoreBusy, StoreUnwritable, as_store_error, campaigns, interrupted
+from honestscale.store import campaigns, interrupted
 
 
 def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
@@ -95,78 +96,29 @@ def _on_term(signum: int, frame: FrameType | None) -> None:
     raise _Stop()
 
 
-def _watch_poll(
-    store: Path | None, campaign: str | None, wait: float, sources: list[Source], said: set[str]
-) -> Summary | None:
-    """Land what changed since the last poll, or say why not and return None: the next poll tries again.
-
-    A store held by another command (a one-shot ingest, a report) past ``--wait``, a full disk, or a file that
-    vanished or cannot be read between two polls never stops the watcher: what did not land is retried.
-    """
-    try:
-        # Hold the store only while ingesting, so `runs`, `report` and `lint` can read it in between.
-        with _store(store, read_only=False, wait=wait) as con:
-            return Ingester(con, campaign=campaign).ingest(sources)
-    except (StoreBusy, StoreUnwritable, IngestError) as exc:
-        problem = exc
-    except Exception as exc:
-        # a DuckDB error outside a transaction (a failed write): as_store_error knows them
-        mapped = as_store_error(exc)
-        if not isinstance(mapped, StoreUnwritable):
-            raise
-        problem = mapped
-    if problem.message not in said:
-        said.add(problem.message)
-        err.print(
-            f"{time.strftime('%H:%M:%S')} [yellow]not landed yet[/]: {escape(problem.message)}",
-            highlight=False,
-        )
-        err.print(
-            f"  {escape(problem.fix or '')}; the watcher goes on and tries again every poll", highlight=False
-        )
-    return None
-
-
 def _watch(
     folder: Path, store: Path | None, campaign: str | None, interval: float, wait: float, quiet: bool
 ) -> int:
-    if not folder.is_dir():
-        raise HonestscaleError(f"--watch {folder}: not a folder", "give the folder the runners write into")
+    # Hold the store only while ingesting, so `runs`, `report` and `lint` can read it in between.
+    watcher = Watcher(folder, lambda: _store(store, read_only=False, wait=wait), campaign)
     signal.signal(signal.SIGTERM, _on_term)
     err.print(f"watching {folder} every {interval:g} s; Ctrl-C to stop")
-    seen: dict[Path, tuple[int, int]] = {}
-    said: set[str] = set()  # what the watcher could not do, said once until it works again
-    unreadable: set[Path] = set()  # files it could not read, said once each
     total = Summary()
     try:
         while True:
-            found = discover([str(folder)]).sources
-            changed = []
-            for src in found:
-                try:
-                    st = src.path.stat()
-                    with src.path.open("rb"):  # one unreadable file must not hold back the others
-                        pass
-                except FileNotFoundError:
-                    continue  # gone between the listing and now
-                except OSError as exc:
-                    if src.path not in unreadable:
-                        unreadable.add(src.path)
-                        err.print(f"[yellow]cannot read[/] {escape(str(src.path))}: {exc.strerror}; fix its "
-                                  "permissions: the watcher tries again every poll", highlight=False)  # fmt: skip
-                    continue
-                if seen.get(src.path) != (st.st_size, st.st_mtime_ns):
-                    changed.append((src, (st.st_size, st.st_mtime_ns)))
-            summary = _watch_poll(store, campaign, wait, [c[0] for c in changed], said) if changed else None
-            if summary is not None:
-                said.clear()
-                for (src, key), result in zip(changed, summary.files, strict=True):
-                    seen[src.path] = key
-                    _report_file(result, quiet)
-                    if result.action != "unchanged":
-                        total.files.append(result)
-                if summary.changed and not quiet:
-                    err.print(f"{time.strftime('%H:%M:%S')} {summary.line()}")
+            poll = watcher.poll()
+            for problem in poll.problems:
+                err.print(
+                    f"{time.strftime('%H:%M:%S')} [yellow]not landed yet[/]: {escape(problem.message)}",
+                    highlight=False,
+                )
+                err.print(f"  {escape(problem.fix or '')}; the watcher goes on and tries again every poll",
+                          highlight=False)  # fmt: skip
+            for result in poll.landed:
+                _report_file(result, quiet)
+                total.files.append(result)
+            if poll.summary is not None and poll.summary.changed and not quiet:
+                err.print(f"{time.strftime('%H:%M:%S')} {poll.summary.line()}")
             time.sleep(interval)
     except (KeyboardInterrupt, _Stop):
         pass

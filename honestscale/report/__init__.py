@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from honestscale.lint import LintResult, Suppression, lint
+from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
 from honestscale.report._model import Model, build
-from honestscale.report._render import Outputs, check_targets, render
+from honestscale.report._render import Outputs, check_targets, environment, render
 from honestscale.view import View
 
 
@@ -36,4 +37,5 @@ def assets_for(target: Path) -> Path:
     return target.with_name(target.stem + "_files")
 
 
-__all__ = ["Model", "Outputs", "analyse", "assets_for", "check_targets", "report"]
+__all__ = ["PARTS", "STYLE", "Model", "Outputs", "analyse", "assets_for", "check_targets", "environment", "mark", "render", "report",
+           "tip", "to_svg"]  # fmt: skip

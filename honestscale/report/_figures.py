@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import matplotlib
 
@@ -16,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from honestscale.analysis.points import Point, verdicts_text
 from honestscale.report._model import ComparisonModel
 from honestscale.report._units import unit_for
 
@@ -61,13 +64,71 @@ def _legend_above(ax: Axes, ncols: int = 3) -> None:
     ax.legend(frameon=False, ncols=ncols, loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2)
 
 
+# Per figure, the hover text of each point of a marked series: written into the SVG as <title> elements, so a
+# browser shows value, interval, runs and verdicts under the pointer (the dashboard, or the SVG file opened alone).
+_TIPS: WeakKeyDictionary[Figure, dict[str, list[str]]] = WeakKeyDictionary()
+_SVG, _XLINK = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+
+
+def tip(p: Point, what: str, value: float | None, ci: Sequence[float | None], unit: str = "",
+        lint: dict[str, list[str]] | None = None, base: bool = False) -> str:  # fmt: skip
+    """What a point of a figure is: its value with the interval, the runs behind it and the rules' verdicts."""
+    lo, hi = ci[0], ci[1]
+    interval = (
+        f" [95 % CI {lo:.4g}–{hi:.4g}]"
+        if lo is not None and hi is not None
+        else " (no interval: n too small)"
+    )
+    shown = "–" if value is None else f"{value:.4g}{unit}"
+    rules = verdicts_text(p.lint if lint is None else lint)
+    return (
+        f"{p.workers} worker(s): {what} {shown}{interval}; {p.succeeded}/{p.runs} run(s) ok; rules: {rules}"
+    )
+
+
+def mark(fig: Figure, artist: Any, tips: list[str]) -> None:
+    """Give each point drawn by ``artist`` (a Line2D with markers) its hover text."""
+    tips_of = _TIPS.setdefault(fig, {})
+    gid = f"hs-tips-{len(tips_of)}"
+    artist.set_gid(gid)
+    tips_of[gid] = tips
+
+
+def _with_tips(svg: str, tips: dict[str, list[str]]) -> str:
+    """The SVG with a <title> on each marked point: each marker becomes a group holding its title and itself."""
+    if not tips:
+        return svg
+    ET.register_namespace("", _SVG)
+    ET.register_namespace("xlink", _XLINK)
+    root = ET.fromstring(svg)
+    for group in root.iter(f"{{{_SVG}}}g"):
+        texts = tips.get(group.get("id") or "")
+        if texts is None:
+            continue
+        n = 0
+        for parent in list(group.iter()):
+            for i, child in enumerate(list(parent)):
+                if child.tag != f"{{{_SVG}}}use" or n >= len(texts):
+                    continue
+                wrap = ET.Element(f"{{{_SVG}}}g", {"class": "hs-point"})
+                ET.SubElement(wrap, f"{{{_SVG}}}title").text = texts[n]
+                parent.remove(child)
+                wrap.append(child)
+                parent.insert(i, wrap)
+                n += 1
+    return ET.tostring(root, encoding="unicode")
+
+
 def _bars(
-    ax: Axes, x: list[float], y: list[float], cis: list[tuple[float | None, float | None]], **kw: Any
-) -> None:
+    ax: Axes, x: list[float], y: list[float], cis: list[tuple[float | None, float | None]],
+    tips: list[str] | None = None, **kw: Any,
+) -> None:  # fmt: skip
     """Points with their interval where there is one (never at the base case, whose ratio is 1 by definition)."""
     lo = [v - c[0] if c[0] is not None else 0.0 for v, c in zip(y, cis, strict=True)]
     hi = [c[1] - v if c[1] is not None else 0.0 for v, c in zip(y, cis, strict=True)]
-    ax.errorbar(x, y, yerr=[lo, hi], capsize=2, ms=4, lw=1.2, **kw)
+    drawn = ax.errorbar(x, y, yerr=[lo, hi], capsize=2, ms=4, lw=1.2, **kw)
+    if tips:
+        mark(ax.figure, drawn.lines[0], tips)  # type: ignore[arg-type]
 
 
 def _time_metric_label(c: ComparisonModel) -> str:
@@ -94,10 +155,15 @@ def speedup(c: ComparisonModel) -> Figure:
         if len(pts) < 2:
             continue
         _bars(a1, [p.workers for p in pts], [getattr(p, sp) for p in pts], [tuple(getattr(p, sp_ci)) for p in pts],
+              [tip(p, f"{label} speedup", getattr(p, sp), getattr(p, sp_ci), "x", p.ratio_lint, p is c.points[0])
+               for p in pts],
               fmt=fmt, color=color, label=label)  # fmt: skip
         effs = [getattr(p, eff) for p in pts]
         cis = [tuple(getattr(p, eff_ci)) for p in pts]
-        _bars(a2, [p.workers for p in pts], effs, cis, fmt=fmt, color=color, label=label)
+        _bars(a2, [p.workers for p in pts], effs, cis,
+              [tip(p, f"{label} efficiency", getattr(p, eff), getattr(p, eff_ci), "", p.ratio_lint, p is c.points[0])
+               for p in pts],
+              fmt=fmt, color=color, label=label)  # fmt: skip
         top = max([top, *effs, *(c[1] for c in cis if c[1] is not None)])
     if c.fit is not None:
         p = c.fit.parameter
@@ -140,7 +206,9 @@ def time_to_solution(c: ComparisonModel) -> Figure:
     unit, div = unit_for([t for p in c.points for t in (p.time_s, p.tta_s, p.mlperf_score_s, *p.time_ci)])
     ys = [((p.tta_s if use_tta else p.time_s) or 0) / div for p in pts]
     cis = [tuple(None if v is None else v / div for v in (p.tta_ci if use_tta else p.time_ci)) for p in pts]
-    _bars(ax, [p.workers for p in pts], ys, cis, fmt="o-", color="#3182bd")  # type: ignore[arg-type]
+    what = "median time to accuracy" if use_tta else "median time to train"
+    tips = [tip(p, what, y, ci, f" {unit}") for p, y, ci in zip(pts, ys, cis, strict=True)]
+    _bars(ax, [p.workers for p in pts], ys, cis, tips, fmt="o-", color="#3182bd")  # type: ignore[arg-type]
     ax.set_ylabel(("time to accuracy" if use_tta else "time to train") + f" [{unit}]")
     _workers_axis(ax, [p.workers for p in pts])
     ax.set_ylim(bottom=0)
@@ -204,7 +272,8 @@ def energy(c: ComparisonModel) -> Figure:
     pts = [p for p in c.points if p.energy_j is not None]
     ys = [(p.energy_j or 0.0) / 1e3 for p in pts]
     cis = [tuple(None if v is None else v / 1e3 for v in p.energy_ci) for p in pts]
-    _bars(ax, [p.workers for p in pts], ys, cis, fmt="o-", color="#e6550d", label="measured")  # type: ignore[arg-type]
+    tips = [tip(p, f"median {p.energy_metric}", y, ci, " kJ") for p, y, ci in zip(pts, ys, cis, strict=True)]
+    _bars(ax, [p.workers for p in pts], ys, cis, tips, fmt="o-", color="#e6550d", label="measured")  # type: ignore[arg-type]
     if pts:
         ax.axhline(ys[0], ls="--", color="grey", lw=1, label="the base case's")
     _legend_above(ax, ncols=2)
@@ -286,12 +355,17 @@ FRAMEWORK_FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure], Ca
 )  # fmt: skip
 
 
-def _save(fig: Figure, stem: str, caption: str, out_dir: Path | None) -> Rendered:
+def to_svg(fig: Figure) -> str:
+    """The figure as SVG text, every marked point with its hover text (``mark``)."""
     fig.tight_layout()
     buf = io.StringIO()
     # tight: the saved figure holds every artist (legends above the axes included), nothing clipped
     fig.savefig(buf, format="svg", bbox_inches="tight")
-    svg = buf.getvalue()
+    return _with_tips(buf.getvalue(), _TIPS.pop(fig, {}))
+
+
+def _save(fig: Figure, stem: str, caption: str, out_dir: Path | None) -> Rendered:
+    svg = to_svg(fig)
     if out_dir is not None:
         (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
         fig.savefig(out_dir / f"{stem}.pdf", format="pdf", bbox_inches="tight")

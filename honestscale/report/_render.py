@@ -343,6 +343,8 @@ class Outputs:
     assets: Path
     exports: list[Path]
     refused: list[str]
+    scaling: list[ScalingView]  # the comparisons as the section templates see them, with their figures
+    frameworks: list[ScalingView]
 
 
 def check_targets(pdf: Path | None, html: Path | None, assets: Path) -> None:
@@ -367,7 +369,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     staging.mkdir(parents=True)
     partials: list[tuple[Path, Path]] = []
     try:
-        exports, refused, text = _write(model, pdf, staging, assets, partials)
+        exports, refused, text, scaling, frameworks = _write(model, pdf, staging, assets, partials)
         if html is not None:
             rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
             partial = html.with_name(f".{html.name}.partial")
@@ -379,11 +381,12 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
         shutil.rmtree(staging, ignore_errors=True)
         for partial, _ in partials:
             partial.unlink(missing_ok=True)
-    return Outputs(html or assets / "report.html", pdf, assets, exports, refused)
+    return Outputs(html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks)
 
 
 def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
-           partials: list[tuple[Path, Path]]) -> tuple[list[Path], list[str], str]:  # fmt: skip
+           partials: list[tuple[Path, Path]]
+           ) -> tuple[list[Path], list[str], str, list[ScalingView], list[ScalingView]]:  # fmt: skip
     """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target."""
     exports: list[Path] = []
     scaling: list[ScalingView] = []
@@ -437,4 +440,4 @@ def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
         partials.append((partial, pdf))
         HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
         refused = fetcher.refused
-    return exports, refused, text
+    return exports, refused, text, scaling, frameworks

@@ -1,0 +1,342 @@
+"""The ASGI application: pages (Jinja2, autoescaped) and the JSON API over one :class:`State`.
+
+No route writes to the store. Files are served only from what the server drew itself (a campaign's figures and
+exports, by the names it wrote) and from the package's ``static`` folder; any other path is a 404 page.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import polars as pl
+from jinja2 import ChoiceLoader, PackageLoader
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from honestscale.errors import HonestscaleError
+from honestscale.lint import formats, registry
+from honestscale.report import environment
+from honestscale.serve import _run
+from honestscale.serve._state import Busy, Campaign, State
+from honestscale.store import StoreError, queries
+
+STATIC = Path(__file__).parent / "static"
+PAGE_SIZE = 100
+# What a page may load: only this server's own files; no inline script, nothing from elsewhere (a hostile run name
+# that got past escaping still could neither run nor fetch). Styles inline: matplotlib's SVG carries them.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+
+
+def _env() -> Any:
+    env = environment()
+    assert env.loader is not None
+    env.loader = ChoiceLoader([PackageLoader("honestscale.serve", "templates"), env.loader])
+    env.filters.update(when=_when, quote=lambda s: quote(str(s), safe=""), dumps=json.dumps)
+    return env
+
+
+def _when(epoch: float | None) -> str:
+    return "–" if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+class Dashboard:
+    def __init__(self, state: State, token: str | None, watching: str | None) -> None:
+        self.state = state
+        self.token = token
+        self.watching = watching
+        self.env = _env()
+
+    # -- responses ---------------------------------------------------------------------------------------------
+    def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        busy = self.state.busy
+        body = self.env.get_template(template).render(request=request, busy=busy, watching=self.watching,
+                                                      path=request.url.path, **context)  # fmt: skip
+        return HTMLResponse(body, status_code=status)
+
+    def json(self, data: Any, status: int = 200) -> JSONResponse:
+        return JSONResponse(_clean(data), status_code=status)
+
+    def _campaign(self, request: Request) -> Campaign:
+        name = request.path_params["name"]
+        try:
+            return self.state.campaign(name)
+        except StoreError as exc:
+            raise HTTPException(404, f"{exc.message}: {exc.fix}") from None
+
+    # -- pages -------------------------------------------------------------------------------------------------
+    def overview_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for row in self.state.overview().rows:
+            entry = self.state.cached(row["campaign"]) if row["campaign"] else None
+            fresh = entry is not None and self.state.fresh(row["campaign"])
+            totals = entry.model.totals if entry is not None else None
+            rows.append(
+                row | {"verdicts": entry.verdicts if entry else None, "fresh": fresh, "totals": totals}
+            )
+        return rows
+
+    def campaigns(self, request: Request) -> Response:
+        overview = self.state.overview()
+        return self.html(request, "campaigns.html.j2", rows=self.overview_rows(), read_at=overview.read_at)
+
+    def campaign_rows(self, request: Request) -> Response:
+        return self.html(request, "campaign_rows.html.j2", rows=self.overview_rows())
+
+    def campaign(self, request: Request) -> Response:
+        entry = self._campaign(request)
+        outputs = self.state.page(entry)
+        files = sorted(p.name for p in outputs.exports)
+        base = f"/campaigns/{quote(entry.name, safe='')}"
+        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=outputs.scaling,
+                         frameworks=outputs.frameworks, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
+                         fresh=self.state.fresh(entry.name))  # fmt: skip
+
+    def campaign_file(self, request: Request) -> Response:
+        entry = self._campaign(request)
+        outputs = self.state.page(entry)
+        name = request.path_params["file"]
+        allowed = {p.name for p in outputs.exports} | {"report.css"}
+        if (
+            name not in allowed
+        ):  # only what the server wrote, by the names it wrote: no path reaches elsewhere
+            raise HTTPException(404, f"campaign {entry.name} has no file {name!r}")
+        return FileResponse(outputs.assets / name)
+
+    def campaign_pdf(self, request: Request) -> Response:
+        entry = self._campaign(request)
+        return FileResponse(self.state.pdf(entry), media_type="application/pdf",
+                            filename=f"report-{entry.name}.pdf")  # fmt: skip
+
+    def campaign_json(self, request: Request) -> Response:
+        return self.json(self._campaign(request).model.as_json())
+
+    def campaign_sarif(self, request: Request) -> Response:
+        return self.json(formats.as_sarif(self._campaign(request).result))
+
+    def run(self, request: Request) -> Response:
+        data = self._run(request)
+        return self.html(request, "run.html.j2", page=data[0], findings=data[1], campaign=data[2])
+
+    def run_json(self, request: Request) -> Response:
+        page, findings, _ = self._run(request)
+        return self.json(page.as_json() | {"findings": findings})
+
+    def _run(self, request: Request) -> tuple[_run.RunPage, list[dict[str, Any]], str | None]:
+        run_id = request.path_params["run_id"]
+        data = self.state.read(lambda con: _run.read(con, run_id))
+        if data is None:
+            raise HTTPException(404, f"no run {run_id!r} in the store: see the runs page")
+        with self.state.draw_lock:
+            page = _run.page(data)
+        campaign = data.run.get("campaign")
+        findings: list[dict[str, Any]] = []
+        entry = self.state.cached(campaign) if campaign else None
+        if entry is not None:
+            findings = [f for f in entry.model.lint["findings"] if run_id in (f["runs"] or [])]
+        return page, findings, campaign
+
+    def _all_runs(self) -> pl.DataFrame:
+        return self.state.read(lambda con: queries.runs(con))
+
+    def _filtered(self, request: Request) -> tuple[pl.DataFrame, dict[str, str]]:
+        frame = self._all_runs()
+        params = {k: v for k, v in request.query_params.items() if v != ""}
+        for column in ("campaign", "framework", "system", "status", "purpose"):
+            if column in params:
+                frame = frame.filter(pl.col(column).cast(pl.Utf8).fill_null("") == params[column])
+        if "workers" in params:
+            try:
+                workers = int(params["workers"])
+            except ValueError:
+                raise HTTPException(400, f"workers={params['workers']!r} is not a whole number") from None
+            frame = frame.filter(pl.col("world_size") == workers)
+        if "q" in params:
+            q = params["q"].lower()
+            frame = frame.filter(pl.col("run_id").str.to_lowercase().str.contains(q, literal=True)
+                                 | pl.col("name").fill_null("").str.to_lowercase().str.contains(q, literal=True))  # fmt: skip
+        return frame, params
+
+    def runs(self, request: Request) -> Response:
+        frame, params = self._filtered(request)
+        everything = self._all_runs()
+        try:
+            page = max(1, int(params.get("page", "1")))
+        except ValueError:
+            raise HTTPException(400, f"page={params['page']!r} is not a whole number") from None
+        shown = frame.slice((page - 1) * PAGE_SIZE, PAGE_SIZE).to_dicts()
+        choices = {c: sorted({str(v) for v in everything[c].drop_nulls().to_list()})
+                   for c in ("campaign", "framework", "system", "status", "purpose")}  # fmt: skip
+        choices["workers"] = [str(w) for w in sorted(set(everything["world_size"].drop_nulls().to_list()))]
+        rest = {k: v for k, v in params.items() if k != "page"}
+        return self.html(request, "run_list.html.j2", runs=shown, total=frame.height, everything=everything.height,
+                         page=page, pages=max(1, math.ceil(frame.height / PAGE_SIZE)), params=params,
+                         choices=choices, rest=rest, first=(page - 1) * PAGE_SIZE)  # fmt: skip
+
+    def runs_json(self, request: Request) -> Response:
+        frame, _ = self._filtered(request)
+        return self.json(frame.to_dicts())
+
+    def _findings(
+        self, request: Request
+    ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, list[str]]]:
+        params = {k: v for k, v in request.query_params.items() if v != ""}
+        found: list[dict[str, Any]] = []
+        pending = []
+        for row in self.state.overview().rows:
+            name = row["campaign"]
+            entry = self.state.cached(name) if name else None
+            if entry is None:
+                if name and row["landed"]:
+                    pending.append(name)
+                continue
+            anchors = {c.id: f"cmp-{i}" for i, c in enumerate([c for c in entry.model.comparisons
+                                                               if c.kind == "scaling"], start=1)}  # fmt: skip
+            for f in entry.model.lint["findings"]:
+                found.append(f | {"campaign": name, "anchor": anchors.get(f["comparison"] or "")})
+        choices = {"code": sorted({f["code"] for f in found}), "severity": sorted({f["severity"] for f in found}),
+                   "outcome": sorted({f["outcome"] for f in found}), "campaign": sorted({f["campaign"] for f in found})}  # fmt: skip
+        for key in ("code", "severity", "outcome", "campaign"):
+            if key in params:
+                found = [f for f in found if f[key] == params[key]]
+        if params.get("suppressed") != "yes":
+            found = [f for f in found if not f["suppressed"]]
+        choices["pending"] = pending
+        return found, params, choices
+
+    def findings(self, request: Request) -> Response:
+        found, params, choices = self._findings(request)
+        rules = registry()
+        docs = {code: {"name": rules[code].name, "summary": rules[code].summary} | rules[code].doc_sections()
+                for code in sorted({f["code"] for f in found}) if code in rules}  # fmt: skip
+        return self.html(request, "findings.html.j2", findings=found[:500], total=len(found), params=params,
+                         choices=choices, docs=docs)  # fmt: skip
+
+    def findings_json(self, request: Request) -> Response:
+        return self.json(self._findings(request)[0])
+
+    def campaigns_json(self, request: Request) -> Response:
+        overview = self.state.overview()
+        return self.json({"read_at": overview.read_at, "busy": self.state.busy, "campaigns": [
+            {k: v for k, v in row.items() if k not in ("spec_hash",)} for row in self.overview_rows()]})  # fmt: skip
+
+    # -- the application ---------------------------------------------------------------------------------------
+    def app(self) -> Starlette:
+        routes = [
+            Route("/", self.campaigns),
+            Route("/fragments/campaigns", self.campaign_rows),
+            Route("/campaigns/{name}", self.campaign),
+            Route("/campaigns/{name}/report.pdf", self.campaign_pdf),
+            Route("/campaigns/{name}/report.json", self.campaign_json),
+            Route("/campaigns/{name}/lint.sarif", self.campaign_sarif),
+            Route("/campaigns/{name}/files/{file}", self.campaign_file),
+            Route("/runs", self.runs),
+            Route("/runs/{run_id}", self.run),
+            Route("/findings", self.findings),
+            Route("/api/campaigns", self.campaigns_json),
+            Route("/api/campaigns/{name}", self.campaign_json),
+            Route("/api/runs", self.runs_json),
+            Route("/api/runs/{run_id}", self.run_json),
+            Route("/api/findings", self.findings_json),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+        return Starlette(routes=routes, middleware=[Middleware(_Guard, dashboard=self)],
+                         exception_handlers={HTTPException: self._http_error, Busy: self._error,
+                                             HonestscaleError: self._error, Exception: self._error})  # fmt: skip
+
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return self._problem(request, exc.status_code, str(exc.detail))
+
+    async def _error(self, request: Request, exc: Exception) -> Response:
+        if isinstance(exc, Busy):
+            response = self._problem(request, 503, f"the store is being written ({exc.why}) and this page has not "
+                                     "been read before; it loads again by itself in a few seconds")  # fmt: skip
+            response.headers["Retry-After"] = "3"
+            return response
+        if isinstance(exc, HonestscaleError):
+            return self._problem(request, 503, f"{exc.message}: {exc.fix}" if exc.fix else exc.message)
+        # a bug: the server's log has the traceback (uvicorn prints it), the page the one line
+        return self._problem(
+            request, 500, f"internal error ({type(exc).__name__}); the server log has the details"
+        )
+
+    def _problem(self, request: Request, status: int, reason: str) -> Response:
+        if request.url.path.startswith("/api/"):
+            return self.json({"error": reason, "status": status}, status)
+        return self.html(request, "error.html.j2", status=status, reason=reason, code=status)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Guard(BaseHTTPMiddleware):
+    """The token (when the server listens beyond loopback), and the headers every answer carries."""
+
+    def __init__(self, app: Any, dashboard: Dashboard) -> None:
+        super().__init__(app)
+        self.dashboard = dashboard
+
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        token = self.dashboard.token
+        set_cookie = False
+        if token is not None:
+            given = request.query_params.get("token") or request.cookies.get("honestscale_token") or ""
+            header = request.headers.get("authorization", "")
+            if header.lower().startswith("bearer "):
+                given = header[7:]
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                response: Response = self.dashboard._problem(
+                    request, 401, "this server needs its token: open the link with ?token=..., or send "
+                    "'Authorization: Bearer ...' (the token given to honestscale serve --token or HONESTSCALE_TOKEN)")  # fmt: skip
+                response.headers["WWW-Authenticate"] = "Bearer"
+                _secure(response)
+                return response
+            set_cookie = request.cookies.get("honestscale_token") != token
+        response = await call_next(request)
+        if set_cookie:
+            response.set_cookie("honestscale_token", token or "", httponly=True, samesite="strict")
+        _secure(response)
+        return response
+
+
+def _secure(response: Response) -> None:
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+
+
+__all__ = ["Dashboard", "is_loopback"]

@@ -1,0 +1,236 @@
+"""What the server knows of the store, and how it reads it without getting in anyone's way.
+
+The store is opened read-only for each read and closed right after (DuckDB lets one process write a file, or many
+read it, never both): between reads the CLI's ``ingest``, ``report`` and ``lint`` open it as if the server were
+not there, and while one of them writes, the server answers from what it read last and says so.
+
+Everything built from the store (the overview, each campaign's analysis model and its figures) is cached under a
+fingerprint of what it was built from: the store file's state for the overview, and for a campaign its runs, their
+events and its spec. A campaign page therefore costs its model's build once per change, not per request. A
+background thread keeps the overview and every campaign's model up to date, newest campaign first, so pages
+rarely wait; what is not built yet is said to be ("judging ...").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from honestscale import report as reporting
+from honestscale.lint import LintResult, Suppression
+from honestscale.report import Model, Outputs
+from honestscale.store import Connection, StoreBusy, StoreError, open_store, queries
+from honestscale.store import dashboard as reads
+from honestscale.view import build
+
+T = TypeVar("T")
+READ_WAIT_S = 1.0  # how long a page waits for a writer before it answers from what it read last
+
+
+class Busy(Exception):
+    """The store is being written and nothing was read before: the page asks to be loaded again."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass
+class Overview:
+    rows: list[dict[str, Any]]
+    read_at: float
+    stamp: tuple[Any, ...]
+    read_s: float  # seconds the store read took
+
+
+@dataclass
+class Campaign:
+    """A campaign's analysis model (the numbers of ``report --format json``), its lint result and its page."""
+
+    name: str
+    fingerprint: tuple[Any, ...]
+    model: Model
+    result: LintResult
+    read_s: float  # store queries (the view)
+    build_s: float  # lint + model
+    page: Outputs | None = None  # figures and paper exports, drawn on first view
+    draw_s: float = 0.0
+    pdf: Path | None = None
+    folder: Path = field(default_factory=Path)
+    lock: threading.Lock = field(
+        default_factory=threading.Lock, repr=False
+    )  # one drawing of its page at a time
+
+    @property
+    def verdicts(self) -> dict[str, int]:
+        findings = [f for f in self.model.lint["findings"] if not f["suppressed"]]
+        return {
+            "fail": sum(f["outcome"] == "fail" for f in findings),
+            "cannot_verify": sum(f["outcome"] == "cannot_verify" for f in findings),
+            "errors": int(self.model.lint["errors"]),
+            "suppressed": sum(bool(f["suppressed"]) for f in self.model.lint["findings"]),
+        }
+
+
+class State:
+    def __init__(self, store: Path, workdir: Path, suppressions: list[Suppression] | None = None) -> None:
+        self.store = store
+        self.workdir = workdir
+        self.suppressions = suppressions or []
+        # DuckDB refuses a read-only and a read-write connection to one file in one process: the watcher's writes
+        # and the pages' reads take turns
+        self.open_lock = threading.Lock()
+        self.draw_lock = threading.Lock()  # matplotlib's pyplot is not thread-safe
+        self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}
+        self._overview: Overview | None = None
+        self._campaigns: dict[str, Campaign] = {}
+        self.busy: str | None = None  # why the last read could not be made (a writer holds the store)
+        self.stop = threading.Event()
+
+    # -- reading the store ------------------------------------------------------------------------------------
+    def stamp(self) -> tuple[Any, ...]:
+        """Changes whenever a writer commits: the store file and its write-ahead log, size and time."""
+        out: list[Any] = []
+        for path in (self.store, self.store.with_name(self.store.name + ".wal")):
+            try:
+                st = path.stat()
+                out += [st.st_size, st.st_mtime_ns]
+            except FileNotFoundError:
+                out += [None, None]
+        return tuple(out)
+
+    def read(self, fn: Callable[[Connection], T], wait_s: float = READ_WAIT_S) -> T:
+        """``fn`` on a read-only connection held only for it; Busy when a writer holds the store past ``wait_s``."""
+        if not self.open_lock.acquire(timeout=wait_s):
+            raise Busy("this server's --watch is landing files in the store")
+        try:
+            try:
+                con = open_store(self.store, read_only=True, wait_s=wait_s)
+            except StoreBusy as exc:
+                raise Busy(exc.message) from None
+            try:
+                return fn(con)
+            finally:
+                con.close()
+        finally:
+            self.open_lock.release()
+
+    @contextlib.contextmanager
+    def write(self, wait_s: float) -> Iterator[Connection]:
+        """The store opened read-write (the watcher's ingest), the pages' reads waiting their turn."""
+        with self.open_lock:
+            con = open_store(self.store, read_only=False, wait_s=wait_s)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    # -- the overview -----------------------------------------------------------------------------------------
+    def overview(self) -> Overview:
+        """The campaigns and their runs as of the last committed write (or the last read, while one is under way)."""
+        stamp = self.stamp()
+        current = self._overview
+        if current is not None and current.stamp == stamp:
+            return current
+        t0 = time.perf_counter()
+        try:
+            rows = self.read(lambda con: reads.campaign_overview(con, time.time()).to_dicts())
+        except Busy as exc:
+            self.busy = exc.why
+            if current is None:
+                raise
+            return current
+        self.busy = None
+        fresh = Overview(rows, time.time(), stamp, time.perf_counter() - t0)
+        self._overview = fresh
+        return fresh
+
+    def fingerprint(self, name: str) -> tuple[Any, ...] | None:
+        for row in self.overview().rows:
+            if row["campaign"] == name:
+                return (row["landed"], row["events"], row["last_event"], row["superseded"], row["failed"],
+                        row["succeeded"], row["spec_hash"])  # fmt: skip
+        return None
+
+    # -- campaigns --------------------------------------------------------------------------------------------
+    def cached(self, name: str) -> Campaign | None:
+        return self._campaigns.get(name)
+
+    def fresh(self, name: str) -> bool:
+        entry = self._campaigns.get(name)
+        return entry is not None and entry.fingerprint == self.fingerprint(name)
+
+    def campaign(self, name: str) -> Campaign:
+        """The campaign's model, built again only when its runs changed; StoreError for a campaign not in the
+        store (with the names it may have meant)."""
+        fingerprint = self.fingerprint(name)
+        if fingerprint is None:
+            self.read(lambda con: queries.check_campaign(con, name))  # names the close ones
+            raise StoreError(f"no campaign {name!r} in the store", "see the campaigns page")
+        with self._lock:
+            building = self._building.setdefault(name, threading.Lock())
+        with building:
+            entry = self._campaigns.get(name)
+            if entry is not None and entry.fingerprint == fingerprint:
+                return entry
+            t0 = time.perf_counter()
+            try:
+                view = self.read(lambda con: build(con, name))
+            except Busy:
+                if entry is not None:
+                    return entry
+                raise
+            t1 = time.perf_counter()
+            model, result = reporting.analyse(view, name, self.suppressions)
+            t2 = time.perf_counter()
+            folder = self.workdir / hashlib.sha256(name.encode()).hexdigest()[:16]
+            entry = Campaign(name, fingerprint, model, result, t1 - t0, t2 - t1, folder=folder)
+            self._campaigns[name] = entry
+            return entry
+
+    def page(self, entry: Campaign) -> Outputs:
+        """The campaign's figures and paper exports (CSV, LaTeX, SVG, PDF figures), drawn once per model."""
+        with entry.lock:
+            if entry.page is None:
+                t0 = time.perf_counter()
+                entry.folder.mkdir(parents=True, exist_ok=True)
+                with self.draw_lock:
+                    entry.page = reporting.render(entry.model, None, entry.folder / "report.html",
+                                                  entry.folder / "files")  # fmt: skip
+                entry.draw_s = time.perf_counter() - t0
+            return entry.page
+
+    def pdf(self, entry: Campaign) -> Path:
+        """The campaign's PDF report, printed on first request (WeasyPrint takes seconds)."""
+        with entry.lock:
+            if entry.pdf is None:
+                target = entry.folder / "report.pdf"
+                entry.folder.mkdir(parents=True, exist_ok=True)
+                with self.draw_lock:
+                    entry.page = reporting.render(entry.model, target, entry.folder / "report.html",
+                                                  entry.folder / "files")  # fmt: skip
+                entry.pdf = target
+            return entry.pdf
+
+    def warm(self) -> None:
+        """Build what is missing or stale, newest campaign first (the background thread's one pass)."""
+        try:
+            rows = self.overview().rows
+        except (Busy, StoreError):
+            return
+        for row in rows:
+            if self.stop.is_set():
+                return
+            if row["campaign"] and row["landed"] and not self.fresh(row["campaign"]):
+                with contextlib.suppress(Busy, StoreError):
+                    self.page(self.campaign(row["campaign"]))
+
+
+__all__ = ["Busy", "Campaign", "Overview", "State"]
