@@ -1,0 +1,307 @@
+"""``honestscale serve`` in a real headless browser (Debian's chromium through chromium-driver and Selenium).
+
+The server runs as a user starts it (``honestscale serve`` in its own process) over stores of real runner events
+(``examples/digits-ddp``) and real MLPerf logs; the browser loads every page and reports console errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import hold_store, hs
+from tests.lint_campaigns import build
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "digits-ddp"
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+MARKUP = "<img src=http://127.0.0.1:9/x onerror=window.pwned=1>"
+SCRIPT = "<script>window.pwned=1</script>"
+MATH = r"$\undefinedcmd$"
+
+if (CHROMIUM is None or DRIVER is None) and os.environ.get("CI") == "true":
+    raise RuntimeError("chromium and chromium-driver must be installed in CI: .ci/run installs them")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+        self.proc, self.url = proc, url
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
+        request = urllib.request.Request(self.url.rstrip("/") + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return response.status, response.read().decode(errors="replace"), dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode(errors="replace"), dict(exc.headers)
+
+
+def start(store: Path, *args: str, env: dict[str, str] | None = None) -> Server:
+    """``honestscale serve --port 0`` in its own process; returns once it answers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "honestscale", "serve", "--store", str(store), "--port", "0", *args],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"(http://\S+/)", line)
+    assert found, line + proc.stderr.read()
+    url = found.group(1).replace("0.0.0.0", "127.0.0.1")
+    return Server(proc, url)
+
+
+def stop(server: Server) -> str:
+    server.proc.terminate()
+    try:
+        _, err = server.proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        _, err = server.proc.communicate()
+    return err
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1300,2000"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=options)
+    driver.set_page_load_timeout(180)
+    yield driver
+    driver.quit()
+
+
+def visit(browser: Any, url: str, settle: float = 1.5) -> list[str]:
+    """Load the page; the console's errors (and warnings about refused content) while it settles."""
+    browser.get_log("browser")  # what earlier pages said
+    browser.get(url)
+    time.sleep(settle)
+    return [e["message"] for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Path:
+    tmp = tmp_path_factory.mktemp("serve")
+    store = tmp / "s.duckdb"
+    assert hs("ingest", EXAMPLE, "--store", store).returncode == 0
+    assert hs("ingest", mlperf / "DellEMC", "--store", store, "--campaign", "dell-v0.7").returncode == 0
+    return store
+
+
+@pytest.fixture(scope="module")
+def served(real_store: Path) -> Iterator[Server]:
+    server = start(real_store)
+    yield server
+    stop(server)
+
+
+def _ready(server: Server, campaign: str) -> dict[str, Any]:
+    """The campaign's analysis model once the server has judged it."""
+    status, body, _ = server.get(f"/api/campaigns/{campaign}")
+    assert status == 200, body
+    return dict(json.loads(body))
+
+
+def test_every_page_loads_in_a_browser_without_a_console_error(
+    served: Server, browser: Any, real_store: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    runs = json.loads(served.get("/api/runs")[1])
+    two_workers = next(
+        r["run_id"] for r in runs if r["campaign"] == "digits-ddp-example" and r["world_size"] == 2
+    )
+    pages = ["/", "/campaigns/digits-ddp-example", "/campaigns/dell-v0.7", "/runs", "/runs?framework=torch&workers=2",
+             f"/runs/{two_workers}", "/findings", "/findings?campaign=dell-v0.7&outcome=fail"]  # fmt: skip
+    for path in pages:
+        errors = visit(browser, served.url.rstrip("/") + path, settle=3.0 if "campaigns/" in path else 1.0)
+        assert errors == [], (path, errors)
+        assert "internal error" not in browser.page_source and browser.find_elements(By.TAG_NAME, "h1"), path
+    # the campaign page: the report's figures drawn inline, each marked point with its hover text
+    visit(browser, served.url + "campaigns/digits-ddp-example", settle=3.0)
+    svgs = browser.find_elements(By.CSS_SELECTOR, "figure svg.hs-inline")
+    assert len(svgs) >= 3, "the report's figures are not drawn inline"
+    tips = browser.execute_script(
+        "return Array.from(document.querySelectorAll('g.hs-point > title')).map(t => t.textContent)"
+    )
+    assert any("worker(s): median time to" in t and "run(s) ok; rules:" in t for t in tips), tips
+    # the run page: the step-time figure with its stalls, and it zooms
+    visit(browser, served.url.rstrip("/") + f"/runs/{two_workers}", settle=1.0)
+    timeline = browser.find_element(By.CSS_SELECTOR, "#fig-steps svg")
+    box = "return arguments[0].getAttribute('viewBox')"
+    before = browser.execute_script(box, timeline)
+    assert before
+    browser.execute_script(
+        "const s=arguments[0], r=s.getBoundingClientRect();"
+        "s.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width / 2,"
+        " clientY: r.top + r.height / 2, bubbles: true, cancelable: true}));", timeline)  # fmt: skip
+    assert browser.execute_script(box, timeline) != before, "the run timeline does not zoom"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#ranks tbody tr")) == 2
+
+
+def test_the_campaign_page_shows_the_numbers_of_report_json(
+    served: Server, browser: Any, real_store: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    for campaign in ("digits-ddp-example", "dell-v0.7"):
+        cli = json.loads(
+            hs("report", "--store", real_store, "--campaign", campaign, "--format", "json").stdout
+        )
+        assert _ready(served, campaign) == cli, campaign
+        visit(browser, served.url + f"campaigns/{campaign}", settle=2.0)
+        text = browser.find_element(By.CSS_SELECTOR, "#results").text
+        for c in [c for c in cli["comparisons"] if c["kind"] == "scaling"]:
+            for p in c["points"][1:]:
+                for ratio in (p["speedup"], p["throughput_speedup"]):
+                    if ratio is not None:
+                        assert f"{ratio:.2f}" in text, (campaign, ratio)
+            assert str(len(c["runs"])) in browser.find_element(By.CSS_SELECTOR, "p.byline").text
+        landed = browser.find_element(By.CSS_SELECTOR, "#runs").text
+        assert all(r["run_id"] in landed for r in cli["runs"])
+
+
+def test_downloads_and_hostile_paths(served: Server) -> None:
+    status, body, headers = served.get("/campaigns/dell-v0.7/lint.sarif")
+    assert status == 200 and json.loads(body)["version"] == "2.1.0"
+    assert "script-src 'self'" in headers["content-security-policy"]
+    page = served.get("/campaigns/dell-v0.7")[1]
+    csvs = re.findall(r'href="(/campaigns/dell-v0.7/files/[^"]+\.(?:csv|tex))"', page)
+    assert csvs and all(served.get(p)[0] == 200 for p in csvs)
+    status, body, headers = served.get("/campaigns/dell-v0.7/report.pdf")
+    assert status == 200 and headers["content-type"] == "application/pdf"
+    for path, code in (("/campaigns/dell-v0.7/files/..%2F..%2F..%2Fetc%2Fpasswd", 404), ("/static/..%2F_app.py", 404),
+                       ("/campaigns/dell-v0.7/files/report.html", 404), ("/runs/no-such-run", 404),
+                       ("/campaigns/dell-v0.8", 404), ("/no/such/page", 404), ("/runs?workers=two", 400),
+                       ("/api/runs/no-such-run", 404)):  # fmt: skip
+        status, body, _ = served.get(path)
+        assert status == code and "Traceback" not in body and "root:" not in body, (path, status, body[:300])
+    assert "dell-v0.7" in served.get("/campaigns/dell-v0.8")[1]  # the campaign meant, named
+    assert json.loads(served.get("/api/runs/no-such-run")[1])["error"].startswith("no run")
+
+
+def test_the_cli_works_beside_the_server_and_pages_answer_while_it_writes(served: Server, real_store: Path,
+                                                                         tmp_path: Path) -> None:  # fmt: skip
+    assert served.get("/")[0] == 200 and served.get("/campaigns/dell-v0.7")[0] == 200
+    assert hs("ingest", EXAMPLE, "--store", real_store).returncode == 0
+    assert hs("lint", "--store", real_store, "--campaign", "dell-v0.7").returncode in (0, 1)
+    made = hs("report", "--store", real_store, "--campaign", "digits-ddp-example", "-o", tmp_path / "r.pdf",
+              timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    holder = hold_store(real_store, 8)  # a writer holding the store, as a long ingest does
+    try:
+        started = time.monotonic()
+        for path in ("/", "/campaigns/dell-v0.7", "/api/campaigns"):
+            status, body, _ = served.get(path)
+            assert status == 200, (path, body[:500])
+        assert time.monotonic() - started < 8  # answered from what was read before, not after the writer
+    finally:
+        holder.wait()
+
+
+def test_hostile_names_render_as_text(tmp_path: Path, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    case = {"campaign": MARKUP, "runs": [
+        {"id": "a", "workers": 1, "framework": MATH, "campaign": MARKUP, "name": SCRIPT, "ttt": 1000.0, "reps": 2},
+        {"id": "b", "workers": 2, "framework": MATH, "campaign": MARKUP, "name": MARKUP, "ttt": 600.0, "reps": 2},
+    ]}  # fmt: skip
+    store = build(tmp_path, case)
+    server = start(store)
+    try:
+        from urllib.parse import quote
+
+        for path in ("/", f"/campaigns/{quote(MARKUP, safe='')}", "/runs", "/findings"):
+            visit(browser, server.url.rstrip("/") + path, settle=2.5)
+            assert browser.execute_script("return window.pwned === undefined"), path
+            assert browser.find_elements(By.CSS_SELECTOR, 'img[src^="http"]') == [], path
+            assert MARKUP in browser.find_element(By.TAG_NAME, "body").text, path
+        visit(browser, server.url, settle=1.0)
+        assert browser.find_element(By.CSS_SELECTOR, "#campaign-rows a").text == MARKUP
+    finally:
+        err = stop(server)
+    assert "Traceback" not in err, err[-2000:]
+
+
+def test_a_campaign_appears_while_its_files_land_in_the_watched_folder(tmp_path: Path, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    watched = tmp_path / "runs"
+    watched.mkdir()
+    server = start(tmp_path / "new.duckdb", "--watch", str(watched), "--interval", "0.5")
+    try:
+        visit(browser, server.url, settle=0.5)
+        assert browser.find_elements(By.ID, "empty")
+        browser.execute_script("window.sameLoad = 42")
+        runs = sorted(EXAMPLE.iterdir())
+        shutil.copytree(runs[0], watched / runs[0].name)
+        row = _wait_for(browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', "1")
+        for run in runs[1:]:
+            shutil.copytree(run, watched / run.name)
+        row = _wait_for(
+            browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', str(len(runs))
+        )
+        assert row.text == str(len(runs))
+        assert (
+            browser.execute_script("return window.sameLoad") == 42
+        )  # no reload: the rows followed the store
+    finally:
+        err = stop(server)
+    assert "landed" in err or "new" in err, err
+
+
+def _wait_for(browser: Any, css: str, text: str, timeout: float = 60.0) -> Any:
+    from selenium.webdriver.common.by import By
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = browser.find_elements(By.CSS_SELECTOR, css)
+        if found and found[0].text == text:
+            return found[0]
+        time.sleep(0.3)
+    raise AssertionError(
+        f"{css} never read {text!r}: {[f.text for f in browser.find_elements(By.CSS_SELECTOR, css)]}"
+    )
+
+
+def test_off_loopback_needs_the_token(real_store: Path) -> None:
+    refused = hs("serve", "--store", real_store, "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 2 and "needs a token" in refused.stderr and "--token" in refused.stderr
+    server = start(real_store, "--host", "0.0.0.0", env={"HONESTSCALE_TOKEN": "s3cret-token"})
+    try:
+        status, body, headers = server.get("/")
+        assert status == 401 and "token" in body and headers.get("www-authenticate") == "Bearer"
+        assert server.get("/api/campaigns", {"Authorization": "Bearer wrong"})[0] == 401
+        assert server.get("/?token=s3cret-token")[0] == 200
+        assert server.get("/api/campaigns", {"Authorization": "Bearer s3cret-token"})[0] == 200
+    finally:
+        stop(server)
+
+
+def test_a_missing_or_damaged_store_gives_the_cli_message(tmp_path: Path) -> None:
+    missing = hs("serve", "--store", tmp_path / "none.duckdb", "--port", "0")
+    assert missing.returncode == 2 and "no store at" in missing.stderr and "Traceback" not in missing.stderr
+    damaged = tmp_path / "bad.duckdb"
+    damaged.write_bytes(b"not a database" * 100)
+    result = hs("serve", "--store", damaged, "--port", "0")
+    assert result.returncode == 2 and "not a honestscale store" in result.stderr, result.stderr
