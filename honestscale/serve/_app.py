@@ -11,6 +11,7 @@ import ipaddress
 import json
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from honestscale.store import StoreError, queries
 
 STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 100
+RUN_PAGES_KEPT = 64
 # What a page may load: only this server's own files; no inline script, nothing from elsewhere (a hostile run name
 # that got past escaping still could neither run nor fetch). Styles inline: matplotlib's SVG carries them.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -70,6 +72,8 @@ class Dashboard:
         self.token = token
         self.watching = watching
         self.env = _env()
+        # run pages drawn, until the store changes (the store's stamp is in the key), the oldest dropped first
+        self._run_pages: OrderedDict[tuple[Any, ...], _run.RunPage] = OrderedDict()
 
     # -- responses ---------------------------------------------------------------------------------------------
     def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -148,12 +152,18 @@ class Dashboard:
 
     def _run(self, request: Request) -> tuple[_run.RunPage, list[dict[str, Any]], str | None]:
         run_id = request.path_params["run_id"]
-        data = self.state.read(lambda con: _run.read(con, run_id))
-        if data is None:
-            raise HTTPException(404, f"no run {run_id!r} in the store: see the runs page")
-        with self.state.draw_lock:
-            page = _run.page(data)
-        campaign = data.run.get("campaign")
+        key = (run_id, self.state.stamp())
+        page = self._run_pages.get(key)
+        if page is None:
+            data = self.state.read(lambda con: _run.read(con, run_id))
+            if data is None:
+                raise HTTPException(404, f"no run {run_id!r} in the store: see the runs page")
+            with self.state.draw_lock:
+                page = _run.page(data)
+            self._run_pages[key] = page
+            while len(self._run_pages) > RUN_PAGES_KEPT:
+                self._run_pages.popitem(last=False)
+        campaign = page.run.get("campaign")
         findings: list[dict[str, Any]] = []
         entry = self.state.cached(campaign) if campaign else None
         if entry is not None:
@@ -326,7 +336,9 @@ class _Guard(BaseHTTPMiddleware):
                 _secure(response)
                 return response
             set_cookie = request.cookies.get("honestscale_token") != token
+        started = time.perf_counter()
         response = await call_next(request)
+        response.headers["Server-Timing"] = f"app;dur={1000 * (time.perf_counter() - started):.1f}"
         if set_cookie:
             response.set_cookie("honestscale_token", token or "", httponly=True, samesite="strict")
         _secure(response)

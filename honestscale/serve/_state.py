@@ -220,7 +220,7 @@ class State:
             return entry.pdf
 
     def warm(self) -> None:
-        """Build what is missing or stale, newest campaign first (the background thread's one pass)."""
+        """Judge what is missing or stale, newest campaign first (the background thread's one pass)."""
         try:
             rows = self.overview().rows
         except (Busy, StoreError):
@@ -230,7 +230,7 @@ class State:
                 return
             if row["campaign"] and row["landed"] and not self.fresh(row["campaign"]):
                 with contextlib.suppress(Busy, StoreError):
-                    self.page(self.campaign(row["campaign"]))
+                    self.campaign(row["campaign"])  # its figures are drawn when its page is first opened
 
 
 __all__ = ["Busy", "Campaign", "Overview", "State"]

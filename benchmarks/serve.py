@@ -1,0 +1,189 @@
+"""``honestscale serve`` on a centre's store: server time of its pages beside the store reads and model builds behind
+them, measured in the same run.
+
+Writes a store of ``--campaigns`` campaigns (default 84) of 48 runs each (2 models x 2 frameworks x 1, 2, 4 workers x
+4 repetitions, weak scaling; 4,032 runs) with the real ``EventWriter``, ingests it, starts ``honestscale serve`` in
+its own process, waits until it has judged every campaign, then requests each page 20 times and prints the server
+time (the ``Server-Timing`` header: from request to response, without the network) as median and p95, beside:
+
+  * the campaigns page: the overview query on a fresh read-only connection (what a store change costs it);
+  * a campaign page: its model's build (view from the store, lint, analysis model), as the CLI's
+    ``report --format json`` does it, and the first (uncached) request, which also draws its figures;
+  * a run page: its store reads and figure drawing.
+
+Goals on 2 cores: campaigns page under 300 ms, a campaign page within 1.5x its model's build time, run page under
+500 ms.
+
+    python benchmarks/serve.py [--campaigns 84] [--requests 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_work" / "serve"
+sys.path.insert(0, str(HERE.parent))
+
+
+def write_store(folder: Path, campaigns: int) -> int:
+    """Event files of ``campaigns`` x 48 runs, as the runners write them; returns the number of runs."""
+    from honestscale.events import EventWriter
+
+    runs = 0
+    t0 = 1.7e9
+    for c in range(campaigns):
+        for model, step_s in (("resnet50", 0.30), ("bert", 0.45)):
+            for framework in ("torch", "tensorflow"):
+                for workers in (1, 2, 4):
+                    for rep in range(4):
+                        run_id = f"c{c:03d}-{model}-{framework}-{workers}w-r{rep}"
+                        t = t0 + runs * 100.0
+                        for rank in range(workers):
+                            clock = [t]
+                            w = EventWriter(folder / f"c{c:03d}", run_id, rank, clock=lambda k=clock: k[0])
+                            w.run_start(campaign=f"centre-{c:03d}", framework=framework, framework_version="2.4",
+                                        world_size=workers, nodes=1, accelerators_per_node=workers,
+                                        accelerator="NVIDIA H100", system="cluster", model=model, dataset="imagenet",
+                                        global_batch_size=64 * workers, local_batch_size=64, scaling="weak",
+                                        data_source="filesystem", seed=rep, purpose="final",
+                                        stop_criterion="epochs", stop_value=1)  # fmt: skip
+                            for i in range(30):
+                                clock[0] = t + (i + 1) * step_s
+                                s = step_s * (1.0 + 0.02 * ((i * 7 + rep + rank) % 5))
+                                w.step(epoch=0, step=i, samples=64, t_total=s, t_data=0.05 * s, t_compute=0.8 * s,
+                                       t_comm=0.1 * s, t_optimizer=0.05 * s, warmup=i < 2)  # fmt: skip
+                            if rank == 0:
+                                w.eval(
+                                    split="validation",
+                                    metric="top1_accuracy",
+                                    value=0.70 + 0.01 * rep,
+                                    epoch=0,
+                                )
+                            clock[0] = t + 31 * step_s
+                            w.run_stop("success")
+                            w.close()
+                        runs += 1
+    return runs
+
+
+def server_ms(url: str) -> float:
+    with urllib.request.urlopen(url, timeout=600) as response:
+        response.read()
+        timing = response.headers["Server-Timing"]
+    found = re.search(r"dur=([0-9.]+)", timing)
+    assert found, timing
+    return float(found.group(1))
+
+
+def times(url: str, n: int) -> tuple[float, float]:
+    ms = sorted(server_ms(url) for _ in range(n))
+    return statistics.median(ms), ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+
+
+def reference(store: Path, campaign: str, run_id: str) -> dict[str, float]:
+    """The work behind each page, done directly (no server), each on a fresh read-only connection."""
+    from honestscale import report
+    from honestscale.serve import _run
+    from honestscale.store import dashboard, open_store
+    from honestscale.view import build
+
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    with open_store(store, read_only=True) as con:
+        dashboard.campaign_overview(con, time.time())
+    out["overview"] = time.perf_counter() - t
+    t = time.perf_counter()
+    with open_store(store, read_only=True) as con:
+        view = build(con, campaign)
+    report.analyse(view, campaign)
+    out["model"] = time.perf_counter() - t
+    t = time.perf_counter()
+    with open_store(store, read_only=True) as con:
+        data = _run.read(con, run_id)
+    assert data is not None
+    _run.page(data)
+    out["run"] = time.perf_counter() - t
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--campaigns", type=int, default=84)
+    parser.add_argument("--requests", type=int, default=20)
+    args = parser.parse_args()
+    shutil.rmtree(WORK, ignore_errors=True)
+    events, store = WORK / "events", WORK / "centre.duckdb"
+    events.mkdir(parents=True)
+    t = time.perf_counter()
+    runs = write_store(events, args.campaigns)
+    print(f"wrote {runs} runs in {args.campaigns} campaigns in {time.perf_counter() - t:.0f} s", flush=True)
+    hs = [sys.executable, "-m", "honestscale"]
+    t = time.perf_counter()
+    subprocess.run([*hs, "ingest", str(events), "--store", str(store), "--quiet"], check=True)
+    print(f"ingested in {time.perf_counter() - t:.0f} s", flush=True)
+    server = subprocess.Popen(
+        [*hs, "serve", "--store", str(store), "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stderr is not None
+        found = re.search(r"(http://\S+/)", server.stderr.readline())
+        assert found
+        url = found.group(1)
+        t = time.perf_counter()
+        while True:
+            with urllib.request.urlopen(url + "api/campaigns", timeout=600) as response:
+                rows = json.loads(response.read())["campaigns"]
+            judged = sum(r["verdicts"] is not None for r in rows)
+            if judged == len(rows):
+                break
+            time.sleep(2)
+        print(f"the server judged {len(rows)} campaigns in {time.perf_counter() - t:.0f} s (background, once per "
+              "change)", flush=True)  # fmt: skip
+        campaign = "centre-041"
+        run_id = "c041-resnet50-torch-4w-r2"
+        ref = reference(store, campaign, run_id)
+        first_campaign = server_ms(url + f"campaigns/{campaign}")
+        first_run = server_ms(url + f"runs/{run_id}")
+        pages = {
+            "campaigns page": (times(url, args.requests), ref["overview"], "overview query", 300.0),
+            "campaign page": (
+                times(url + f"campaigns/{campaign}", args.requests),
+                ref["model"],
+                "model build",
+                None,
+            ),
+            "run page": (
+                times(url + f"runs/{run_id}", args.requests),
+                ref["run"],
+                "run reads + figures",
+                500.0,
+            ),
+        }
+        print(f"\n{runs} runs, {args.campaigns} campaigns; server time of {args.requests} requests each")
+        for name, ((median, p95), ref_s, what, goal_ms) in pages.items():
+            ratio = median / (1000 * ref_s)
+            goal = (f"goal < {goal_ms:.0f} ms: {'met' if p95 < goal_ms else 'NOT met'}" if goal_ms is not None
+                    else f"goal <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'}")  # fmt: skip
+            print(f"  {name:15s} median {median:8.1f} ms  p95 {p95:8.1f} ms   {what} {1000 * ref_s:8.1f} ms  "
+                  f"ratio {ratio:5.2f}x   {goal}")  # fmt: skip
+        print(f"  first request of the campaign page (draws its figures and exports once): {first_campaign:.0f} ms; "
+              f"of the run page: {first_run:.0f} ms")  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
