@@ -51,7 +51,14 @@ def _keep_warm(state: State) -> None:
 
 def _watch(state: State, watcher: Watcher, interval: float) -> None:
     while not state.stop.is_set():
-        poll = watcher.poll()
+        try:
+            poll = watcher.poll()
+        except Exception as exc:  # the watcher must outlive one bad poll: what did not land is tried again
+            print(
+                f"{time.strftime('%H:%M:%S')} not landed yet: {exc}; tried again next poll", file=sys.stderr
+            )
+            state.stop.wait(interval)
+            continue
         for problem in poll.problems:
             print(
                 f"{time.strftime('%H:%M:%S')} not landed yet: {problem.message}; {problem.fix}",
