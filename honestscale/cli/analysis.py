@@ -128,7 +128,7 @@ def lint(
     """
     from honestscale import lint as linter
     from honestscale.lint import formats as _formats
-    from honestscale.lint import load_config_file
+    from honestscale.lint import load_config
 
     if explain:
         try:
@@ -139,9 +139,7 @@ def lint(
     if rules_doc:
         print(_formats.rules_markdown(), end="")
         return
-    extra = []
-    if config is not None or Path("honestscale.toml").is_file():
-        extra = load_config_file(config or Path("honestscale.toml"))
+    extra = load_config(config)
     from honestscale.store import queries
     from honestscale.view import build
 
@@ -180,14 +178,12 @@ def report(
     `--format json` prints the numbers behind every table and figure instead.
     """
     from honestscale import report as reporting
-    from honestscale.lint import load_config_file
+    from honestscale.lint import load_config
 
     if format is ReportFormat.pdf:  # before any work: a device, a FIFO or a link is never replaced
         reporting.check_targets(output, html, reporting.assets_for(output))
 
-    extra = []
-    if config is not None or Path("honestscale.toml").is_file():
-        extra = load_config_file(config or Path("honestscale.toml"))
+    extra = load_config(config)
     from honestscale.store import queries
     from honestscale.view import build
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -62,10 +61,7 @@ def serve(
       HONESTSCALE_TOKEN=... honestscale serve --host 0.0.0.0 --port 8080   # shared with the centre
     """
     from honestscale import serve as dashboard
-    from honestscale.lint import load_config_file
+    from honestscale.lint import load_config
 
-    extra = []
-    if config is not None or Path("honestscale.toml").is_file():
-        extra = load_config_file(config or Path("honestscale.toml"))
-    dashboard.serve(resolve_store_path(store), host=host, port=port, token=token or os.environ.get("HONESTSCALE_TOKEN"),
-                    watch=watch, campaign=campaign, interval=interval, suppressions=extra)  # fmt: skip
+    dashboard.serve(resolve_store_path(store), host=host, port=port, token=token, watch=watch, campaign=campaign,
+                    interval=interval, suppressions=load_config(config))  # fmt: skip

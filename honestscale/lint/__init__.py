@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from honestscale.lint import _formats as formats
+from honestscale.lint._config import load_default as load_config
 from honestscale.lint._config import load_file as load_config_file
 from honestscale.lint._config import load_suppressions
 from honestscale.lint._config import parse as parse_suppressions
@@ -35,6 +36,7 @@ __all__ = [
     "Verdict",
     "formats",
     "lint",
+    "load_config",
     "load_config_file",
     "load_suppressions",
     "parse_suppressions",

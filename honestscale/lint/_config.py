@@ -79,3 +79,12 @@ def load_suppressions(view: View) -> list[Suppression]:
 
 def load_file(path: Path) -> list[Suppression]:
     return parse(read_toml(path, ConfigError, "honestscale.toml"), str(path), None)
+
+
+def load_default(path: Path | None) -> list[Suppression]:
+    """The suppressions of ``--config PATH``, else of ./honestscale.toml where there is one, else none."""
+    if path is None:
+        path = Path("honestscale.toml")
+        if not path.is_file():
+            return []
+    return load_file(path)

@@ -21,7 +21,7 @@ from honestscale.errors import HonestscaleError
 from honestscale.lint import Suppression
 from honestscale.serve._app import Dashboard, is_loopback
 from honestscale.serve._state import Busy, State
-from honestscale.store import StoreError, open_store
+from honestscale.store import open_store
 
 TOKEN_ENV = "HONESTSCALE_TOKEN"
 
@@ -120,4 +120,4 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-__all__ = ["TOKEN_ENV", "Busy", "Dashboard", "State", "StoreError", "check", "serve"]
+__all__ = ["TOKEN_ENV", "Busy", "Dashboard", "State", "check", "serve"]

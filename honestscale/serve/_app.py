@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import math
 import time
 from collections import OrderedDict
@@ -32,7 +31,7 @@ from honestscale.errors import HonestscaleError
 from honestscale.lint import formats, registry
 from honestscale.report import environment
 from honestscale.serve import _run
-from honestscale.serve._state import Busy, Campaign, State
+from honestscale.serve._state import Busy, Campaign, Overview, State
 from honestscale.store import StoreError, queries
 
 STATIC = Path(__file__).parent / "static"
@@ -48,7 +47,7 @@ def _env() -> Any:
     env = environment()
     assert env.loader is not None
     env.loader = ChoiceLoader([PackageLoader("honestscale.serve", "templates"), env.loader])
-    env.filters.update(when=_when, quote=lambda s: quote(str(s), safe=""), dumps=json.dumps)
+    env.filters.update(when=_when, quote=lambda s: quote(str(s), safe=""))
     return env
 
 
@@ -78,8 +77,8 @@ class Dashboard:
     # -- responses ---------------------------------------------------------------------------------------------
     def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         busy = self.state.busy
-        body = self.env.get_template(template).render(request=request, busy=busy, watching=self.watching,
-                                                      path=request.url.path, **context)  # fmt: skip
+        body = self.env.get_template(template).render(busy=busy, watching=self.watching, path=request.url.path,
+                                                      **context)  # fmt: skip
         return HTMLResponse(body, status_code=status)
 
     def json(self, data: Any, status: int = 200) -> JSONResponse:
@@ -93,23 +92,22 @@ class Dashboard:
             raise HTTPException(404, f"{exc.message}: {exc.fix}") from None
 
     # -- pages -------------------------------------------------------------------------------------------------
-    def overview_rows(self) -> list[dict[str, Any]]:
+    def overview_rows(self, overview: Overview) -> list[dict[str, Any]]:
         rows = []
-        for row in self.state.overview().rows:
+        for row in overview.rows:
             entry = self.state.cached(row["campaign"]) if row["campaign"] else None
-            fresh = entry is not None and self.state.fresh(row["campaign"])
-            totals = entry.model.totals if entry is not None else None
-            rows.append(
-                row | {"verdicts": entry.verdicts if entry else None, "fresh": fresh, "totals": totals}
-            )
+            rows.append(row | {"verdicts": entry.verdicts if entry else None, "fresh": self.state.fresh(row),
+                               "totals": entry.model.totals if entry else None})  # fmt: skip
         return rows
 
     def campaigns(self, request: Request) -> Response:
         overview = self.state.overview()
-        return self.html(request, "campaigns.html.j2", rows=self.overview_rows(), read_at=overview.read_at)
+        return self.html(
+            request, "campaigns.html.j2", rows=self.overview_rows(overview), read_at=overview.read_at
+        )
 
     def campaign_rows(self, request: Request) -> Response:
-        return self.html(request, "campaign_rows.html.j2", rows=self.overview_rows())
+        return self.html(request, "campaign_rows.html.j2", rows=self.overview_rows(self.state.overview()))
 
     def campaign(self, request: Request) -> Response:
         entry = self._campaign(request)
@@ -118,16 +116,14 @@ class Dashboard:
         base = f"/campaigns/{quote(entry.name, safe='')}"
         return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=outputs.scaling,
                          frameworks=outputs.frameworks, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
-                         fresh=self.state.fresh(entry.name))  # fmt: skip
+                         fresh=entry.fingerprint == self.state.fingerprint(entry.name))  # fmt: skip
 
     def campaign_file(self, request: Request) -> Response:
         entry = self._campaign(request)
         outputs = self.state.page(entry)
         name = request.path_params["file"]
-        allowed = {p.name for p in outputs.exports} | {"report.css"}
-        if (
-            name not in allowed
-        ):  # only what the server wrote, by the names it wrote: no path reaches elsewhere
+        # only what the server wrote, by the names it wrote: no path reaches elsewhere
+        if name not in {p.name for p in outputs.exports} | {"report.css"}:
             raise HTTPException(404, f"campaign {entry.name} has no file {name!r}")
         return FileResponse(outputs.assets / name)
 
@@ -173,8 +169,7 @@ class Dashboard:
     def _all_runs(self) -> pl.DataFrame:
         return self.state.read(lambda con: queries.runs(con))
 
-    def _filtered(self, request: Request) -> tuple[pl.DataFrame, dict[str, str]]:
-        frame = self._all_runs()
+    def _filtered(self, request: Request, frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
         params = {k: v for k, v in request.query_params.items() if v != ""}
         for column in ("campaign", "framework", "system", "status", "purpose"):
             if column in params:
@@ -192,8 +187,8 @@ class Dashboard:
         return frame, params
 
     def runs(self, request: Request) -> Response:
-        frame, params = self._filtered(request)
         everything = self._all_runs()
+        frame, params = self._filtered(request, everything)
         try:
             page = max(1, int(params.get("page", "1")))
         except ValueError:
@@ -208,7 +203,7 @@ class Dashboard:
                          choices=choices, rest=rest, first=(page - 1) * PAGE_SIZE)  # fmt: skip
 
     def runs_json(self, request: Request) -> Response:
-        frame, _ = self._filtered(request)
+        frame, _ = self._filtered(request, self._all_runs())
         return self.json(frame.to_dicts())
 
     def _findings(
@@ -252,7 +247,7 @@ class Dashboard:
     def campaigns_json(self, request: Request) -> Response:
         overview = self.state.overview()
         return self.json({"read_at": overview.read_at, "busy": self.state.busy, "campaigns": [
-            {k: v for k, v in row.items() if k not in ("spec_hash",)} for row in self.overview_rows()]})  # fmt: skip
+            {k: v for k, v in row.items() if k != "spec_hash"} for row in self.overview_rows(overview)]})  # fmt: skip
 
     # -- the application ---------------------------------------------------------------------------------------
     def app(self) -> Starlette:

@@ -62,7 +62,7 @@ def read(con: Connection, run_id: str) -> _Read | None:
     if row.is_empty():
         return None
     count, lines = reads.run_quarantine(con, run_id)
-    return _Read(row.drop("attrs").to_dicts()[0] | {"attrs": row["attrs"][0]}, reads.run_steps(con, run_id),
+    return _Read(row.to_dicts()[0], reads.run_steps(con, run_id),
                  reads.run_system(con, run_id), queries.evals(con, run_id), reads.run_ranks(con, run_id),
                  count, lines)  # fmt: skip
 

@@ -46,7 +46,6 @@ class Overview:
     rows: list[dict[str, Any]]
     read_at: float
     stamp: tuple[Any, ...]
-    read_s: float  # seconds the store read took
 
 
 @dataclass
@@ -76,6 +75,13 @@ class Campaign:
             "errors": int(self.model.lint["errors"]),
             "suppressed": sum(bool(f["suppressed"]) for f in self.model.lint["findings"]),
         }
+
+
+def fingerprint_of(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What a campaign's model is built from, as its overview row says: changes whenever a run of it lands, grows,
+    ends or is superseded, or its spec changes."""
+    return (row["landed"], row["events"], row["last_event"], row["superseded"], row["failed"], row["succeeded"],
+            row["spec_hash"])  # fmt: skip
 
 
 class State:
@@ -139,7 +145,6 @@ class State:
         current = self._overview
         if current is not None and current.stamp == stamp:
             return current
-        t0 = time.perf_counter()
         try:
             rows = self.read(lambda con: reads.campaign_overview(con, time.time()).to_dicts())
         except Busy as exc:
@@ -148,24 +153,22 @@ class State:
                 raise
             return current
         self.busy = None
-        fresh = Overview(rows, time.time(), stamp, time.perf_counter() - t0)
+        fresh = Overview(rows, time.time(), stamp)
         self._overview = fresh
         return fresh
 
     def fingerprint(self, name: str) -> tuple[Any, ...] | None:
-        for row in self.overview().rows:
-            if row["campaign"] == name:
-                return (row["landed"], row["events"], row["last_event"], row["superseded"], row["failed"],
-                        row["succeeded"], row["spec_hash"])  # fmt: skip
-        return None
+        row = next((r for r in self.overview().rows if r["campaign"] == name), None)
+        return None if row is None else fingerprint_of(row)
 
     # -- campaigns --------------------------------------------------------------------------------------------
     def cached(self, name: str) -> Campaign | None:
         return self._campaigns.get(name)
 
-    def fresh(self, name: str) -> bool:
-        entry = self._campaigns.get(name)
-        return entry is not None and entry.fingerprint == self.fingerprint(name)
+    def fresh(self, row: dict[str, Any]) -> bool:
+        """Whether the campaign of this overview row has a model built from what the row describes."""
+        entry = self._campaigns.get(row["campaign"])
+        return entry is not None and entry.fingerprint == fingerprint_of(row)
 
     def campaign(self, name: str) -> Campaign:
         """The campaign's model, built again only when its runs changed; StoreError for a campaign not in the
@@ -228,7 +231,7 @@ class State:
         for row in rows:
             if self.stop.is_set():
                 return
-            if row["campaign"] and row["landed"] and not self.fresh(row["campaign"]):
+            if row["campaign"] and row["landed"] and not self.fresh(row):
                 with contextlib.suppress(Busy, StoreError):
                     self.campaign(row["campaign"])  # its figures are drawn when its page is first opened
 
