@@ -8,14 +8,13 @@ case on the series' time metric (the speedup's two sides); frameworks with the f
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from honestscale.analysis.scaling import TTT, time_metric, times
-from honestscale.analysis.stats import SIGNIFICANCE, Difference, centre_of_times, differ
+from honestscale.analysis.stats import Difference, centre_of_times, differ
 from honestscale.view import Run
 
 
@@ -38,11 +37,7 @@ class Ordering:
 
     @property
     def testable(self) -> bool:
-        """Whether the sample sizes allow any test to reach 5 % (Mann-Whitney's smallest p is 2 / C(n_a+n_b, n_a))."""
-        d = self.difference
-        if d.n_a == 0 or d.n_b == 0:
-            return False
-        return 2 / math.comb(d.n_a + d.n_b, d.n_a) < SIGNIFICANCE or d.intervals_overlap is not None
+        return self.difference.testable
 
     def as_json(self) -> dict[str, Any]:
         d = self.difference

@@ -90,6 +90,13 @@ def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, l
     return {k: sorted(v) for k, v in out.items()}
 
 
+def sig(value: float | None, digits: int = 4) -> str:
+    """``digits`` significant digits, thousands separated from 10^digits up: 0.1231, 2.79, 86,694."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
+
+
 def verdicts_text(lint: dict[str, list[str]] | None) -> str:
     """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none."""
     if not lint:

@@ -6,6 +6,7 @@
 * a **speedup** or an efficiency is a ratio of two such statistics; its interval is the interval of the
   ratio, from a bootstrap over the repetitions of both points (never error bars at the base case, whose
   speedup is 1 by definition);
+* the interval of a **harmonic mean** of rates is a bootstrap over the runs (it has no order statistic);
 * the **MLPerf score** drops the fastest and the slowest runs (how many: the benchmark catalogue) and averages
   the rest (a run that did not converge = infinitely slow);
 * two sets of runs are called **different** only when a test says so (rule 7): the two-sided Mann-Whitney U
@@ -89,6 +90,15 @@ class Difference:
     @property
     def significant(self) -> bool:
         return (self.p_value is not None and self.p_value < SIGNIFICANCE) or self.intervals_overlap is False
+
+    @property
+    def testable(self) -> bool:
+        """Whether the sample sizes allow any test to reach 5 % (Mann-Whitney's smallest p is 2 / C(n_a+n_b, n_a))."""
+        if self.n_a == 0 or self.n_b == 0:
+            return False
+        return (
+            2 / math.comb(self.n_a + self.n_b, self.n_a) < SIGNIFICANCE or self.intervals_overlap is not None
+        )
 
     def describe(self) -> str:
         """'different (p = 0.002, n = 6 and 6)' or 'no significant difference (p = 0.31, n = 6 and 6; intervals overlap)'."""
@@ -200,6 +210,11 @@ class Estimate:
             None if self.high is None else self.high * factor,
         )
 
+    def inverse(self) -> Estimate:
+        """1 / the ratio, its interval's ends swapped (a slowdown as a speedup)."""
+        return Estimate(1 / self.value, None if self.high is None else 1 / self.high,
+                        None if self.low is None else 1 / self.low)  # fmt: skip
+
     def overlaps(self, other: Estimate) -> bool:
         if not (self.has_interval and other.has_interval):
             return True
@@ -208,6 +223,15 @@ class Estimate:
 
 def _hmean_rows(a: Any) -> Any:
     return a.shape[1] / np.sum(1.0 / a, axis=1)
+
+
+def hmean_ci(values: Sequence[float], seed: int = 0) -> tuple[float | None, float | None]:
+    """95 % interval of the harmonic mean of rates: percentile bootstrap over the runs (None below 2 runs)."""
+    a = np.asarray([v for v in values if v > 0], dtype=float)
+    if a.size < 2:
+        return None, None
+    draws = _hmean_rows(a[np.random.default_rng(seed).integers(0, a.size, size=(BOOTSTRAP, a.size))])
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
 
 
 def ratio(

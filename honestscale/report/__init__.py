@@ -15,6 +15,8 @@ from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
 from honestscale.report._model import Model, build
 from honestscale.report._render import Outputs, check_targets, environment, render
+from honestscale.report._versus import PairView, compare_report, pair_views
+from honestscale.report._versus import context as compare_context
 from honestscale.view import View
 
 
@@ -37,5 +39,5 @@ def assets_for(target: Path) -> Path:
     return target.with_name(target.stem + "_files")
 
 
-__all__ = ["PARTS", "STYLE", "Model", "Outputs", "analyse", "assets_for", "check_targets", "environment", "mark", "render", "report",
-           "tip", "to_svg"]  # fmt: skip
+__all__ = ["PARTS", "STYLE", "Model", "Outputs", "PairView", "analyse", "assets_for", "check_targets", "compare_context",
+           "compare_report", "environment", "mark", "pair_views", "render", "report", "tip", "to_svg"]  # fmt: skip

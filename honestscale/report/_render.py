@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from honestscale.analysis.points import verdicts_text
+from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import Estimate
 from honestscale.files import check_output_file, check_output_folder, swap_in
 from honestscale.report import _figures
@@ -118,7 +118,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, pct=_pct, within=_in,
+    env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, sig=sig, pct=_pct, within=_in,
                        ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text, scaled=_scaled,
                        scaled_ci=_scaled_ci, estimate=_estimate)  # fmt: skip
     return env

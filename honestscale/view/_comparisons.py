@@ -13,7 +13,9 @@ A *comparison* is a group of final runs:
   setup are kept beside it with what differs (``left_out``);
 * ``hardware``: one model, dataset and framework across accelerator models (normalised: two spellings of one
   chip are one accelerator);
-* ``campaign``: every run of a campaign, tuning and failed ones included.
+* ``campaign``: every run of a campaign, tuning and failed ones included;
+* ``pair``: made by ``honestscale compare`` (not here): a setup of A against its like of B, with what differs in
+  its key (``factor``, ``confounds``, ``differs``, ``state_of_the_art``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not resul
 # Like for like: frameworks are compared only on runs of the same model, dataset, global batch, precision,
 # accelerator model and nodes.
 LIKE = ("model", "dataset", "global_batch_size", "precision", "hardware", "n_nodes", "accelerators_per_node")
+# What defines the problem a run solves: runs that differ in these solve different problems (HS112).
+PROBLEM = ("model", "dataset", "stop_criterion", "stop_value", "target_metric")
 LIKE_NAMES = {
     "global_batch_size": "global batch",
     "hardware": "accelerator",

@@ -11,7 +11,8 @@ class OutdatedOrSpecialPurposeHardware(Rule):
 
     What it checks: a hardware comparison (one model and framework on different accelerator models) either
     records every accelerator's peak (``peak_tflops`` in run_start) so results can be normalised, or it
-    fails. Accelerator models are compared by their normalised name (``honestscale.view.accelerator_model``:
+    fails; so does a pair of ``honestscale compare A B`` whose sides ran on different accelerator models (an
+    MLPerf submission on V100s against runs on CPUs, say). Accelerator models are compared by their normalised name (``honestscale.view.accelerator_model``:
     "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip, a V100). Frameworks are compared only on one
     accelerator model (the view's like-for-like setup); runs on other hardware are left out of a framework
     comparison and named with what differs, never compared.
@@ -30,7 +31,12 @@ class OutdatedOrSpecialPurposeHardware(Rule):
     summary = "compared runs use the same accelerator generation, or results are normalised to peak"
 
     def targets(self, view: View) -> list[Comparison]:
-        return view.of_kind("hardware")
+        pairs = [
+            c
+            for c in view.of_kind("pair")
+            if any(d["field"] == "hardware" for d in c.key.get("differs") or [])
+        ]
+        return view.of_kind("hardware") + pairs
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         devices = sorted({r.hardware for r in target.runs})

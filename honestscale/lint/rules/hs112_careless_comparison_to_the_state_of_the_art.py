@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.view import Comparison, View
+from honestscale.view import PROBLEM, Comparison, View
 
 
 class CarelessComparisonToTheStateOfTheArt(Rule):
@@ -11,7 +11,9 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
 
     What it checks: in a campaign with ``purpose = "baseline"`` runs, baselines and final runs of the
     same model family were trained on the same dataset to the same stop target, and every one of them
-    has a time to train and a final accuracy.
+    has a time to train and a final accuracy. The same of each pair ``honestscale compare A B`` makes, above all
+    against MLPerf submissions (the state of the art): both sides train the same model on the same dataset to the
+    same target metric and value, and have a time and an accuracy; what differs is named.
     Why it misleads: beating a baseline on time while it trained to a higher accuracy, on another dataset
     or split, compares different problems (Hoefler 2018, "compare carefully to the state of the art" -
     the trap is comparing carelessly).
@@ -28,9 +30,13 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
     summary = "baselines are compared on time and accuracy, on the same dataset and target"
 
     def targets(self, view: View) -> list[Comparison]:
-        return [c for c in view.of_kind("campaign") if any(r.purpose == "baseline" for r in c.runs)]
+        baselines = [c for c in view.of_kind("campaign") if any(r.purpose == "baseline" for r in c.runs)]
+        return baselines + view.of_kind("pair")
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        if target.kind == "pair":
+            yield from self._pair(target)
+            return
         base = [r for r in target.runs if r.purpose == "baseline"]
         final = [r for r in target.runs if (r.purpose or "final") == "final"]
         if not final:
@@ -48,4 +54,24 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
                 "baseline and new runs differ in dataset, stop target or evaluated split",
                 "train the baseline on the same dataset to the same target and evaluate the same split",
                 setups=sorted(str(s) for s in setups),
+            )
+
+    def _pair(self, target: Comparison) -> Iterator[Finding]:
+        incomplete = [r for r in target.runs if r.ok and (r.time_to_train_s is None or r.final_value is None)]
+        if incomplete:
+            yield self.fail(target, incomplete, "a compared run lacks its time to train or its final accuracy",
+                            "record both time to train and final accuracy on both sides")  # fmt: skip
+        problem = [d for d in target.key.get("differs") or [] if d["field"] in PROBLEM]
+        if problem:
+            what = "; ".join(
+                f"{d['name']} {', '.join(d['a'])} (A) against {', '.join(d['b'])} (B)" for d in problem
+            )
+            sota = " (the state of the art)" if target.key.get("state_of_the_art") else ""
+            yield self.fail(
+                target,
+                target.runs,
+                f"A and B{sota} solve different problems: {what}; their times do not compare",
+                "train both sides on the same dataset to the same target metric and value (the MLPerf benchmark's "
+                "own target and dataset when comparing with a submission)",
+                differs=[d["field"] for d in problem],
             )

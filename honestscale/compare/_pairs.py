@@ -1,0 +1,217 @@
+"""Like with like: the pairs of setups a comparison of A and B is made of, what differs, the factor and the confounds.
+
+A *setup* is the runs of one side that share the pairing key: model, dataset, global batch, precision and worker
+count (``PAIRED``), less whatever the comparison studies (``workers=8`` against ``workers=16`` pairs the rest). A
+setup of A and one of B with the same key make a *pair*; setups of one side that the other lacks are listed, with
+what differs from the closest setup of the other side, never dropped.
+
+What differs between the two sides of a pair (``SETUP``: framework and version, hardware, nodes, system, software
+versions, optimizer, schedule, compression, stop target, every hyper-parameter the runner recorded ...) is the
+*factor* under study when the selectors name it (or ``--factor`` does, or it is the only difference); anything else
+that differs is a *confound* (HS214). Against MLPerf submissions (the state of the art) every setup of A is paired
+with every submission of B of the same benchmark (of any, when none matches), and everything that differs is
+listed (HS112 judges the target and the dataset).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from honestscale.compare._select import IDENTITY, Selector, value_of
+from honestscale.view import PROBLEM, Run
+
+PAIRED = ("model", "dataset", "global_batch_size", "precision", "workers")
+_NOT_SETUP = {*IDENTITY, "accelerator", "software", "world_size", "n_accelerators", "data_path"}
+# hyper-parameters the runs table already holds as a column (their difference is reported once, by the column)
+_MIRRORED = {"batch_size", "lr", "model", "dataset", "precision", "optimizer", "lr_schedule", "grad_compression",
+             "target_accuracy", "seed", "data_path", "scaling"}  # fmt: skip
+NAMES = {"global_batch_size": "global batch", "hardware": "accelerator", "n_nodes": "nodes",
+         "accelerators_per_node": "accelerators per node", "stop_value": "stop target",
+         "target_metric": "target metric", "stop_criterion": "stop criterion"}  # fmt: skip
+
+
+def name(field_name: str) -> str:
+    return NAMES.get(field_name, field_name.replace("hyperparameters.", "").replace("_", " "))
+
+
+def setup_fields(runs: Sequence[Run]) -> list[str]:
+    """Every field a setup is defined by, for these runs: columns, hardware, software versions, hyper-parameters."""
+    from honestscale.compare._select import COLUMNS
+
+    out = [c for c in COLUMNS if c not in _NOT_SETUP] + ["hardware", "workers"]
+    software = sorted({k for r in runs for k in (r.attrs.get("software") or {})})
+    out += [f"software.{k}" for k in software]
+    if any(r.source == "mlperf" for r in runs):
+        # an MLPerf log's hyper-parameters are its own keys (and its evaluations): the columns and the round say it
+        return [*out, "mlperf.division", "mlperf.round"]
+    hyper = sorted({k for r in runs for k in (r.attrs.get("hyperparameters") or {})} - _MIRRORED)
+    return out + [f"hyperparameters.{k}" for k in hyper]
+
+
+def _shown(v: Any) -> str:
+    return "unset" if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field whose values differ between the sides: every value of each side."""
+
+    field: str
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return name(self.field)
+
+    def text(self) -> str:
+        return f"{self.name} {', '.join(self.a)} → {', '.join(self.b)}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"field": self.field, "name": self.name, "a": list(self.a), "b": list(self.b)}
+
+
+def differences(a: Sequence[Run], b: Sequence[Run], fields: Sequence[str]) -> list[Difference]:
+    out = []
+    for f in fields:
+        va = sorted({_shown(value_of(r, f)) for r in a})
+        vb = sorted({_shown(value_of(r, f)) for r in b})
+        if va != vb:
+            out.append(Difference(f, tuple(va), tuple(vb)))
+    return out
+
+
+@dataclass
+class Setup:
+    """The runs of one side that share the pairing key (or one MLPerf submission)."""
+
+    key: dict[str, Any]
+    runs: list[Run]
+    submission: str | None = None  # mlperf:<round>/<org>/<system>/<benchmark>
+
+    @property
+    def label(self) -> str:
+        text = " ".join(f"{name(k)}={v}" for k, v in self.key.items() if v is not None)
+        return f"{self.submission} ({text})" if self.submission else text
+
+
+@dataclass
+class Pair:
+    a: Setup
+    b: Setup
+    differs: list[Difference]
+    factor: list[Difference]
+    confounds: list[Difference]
+    state_of_the_art: bool = False  # B (or A) is MLPerf submissions
+
+    @property
+    def label(self) -> str:
+        return self.a.label if self.a.key == self.b.key else f"{self.a.label} | {self.b.label}"
+
+    @property
+    def runs(self) -> list[Run]:
+        return [*self.a.runs, *self.b.runs]
+
+    @property
+    def problem_differs(self) -> list[Difference]:
+        return [d for d in self.differs if d.field in PROBLEM]
+
+
+@dataclass
+class Unpaired:
+    side: str  # A | B
+    setup: Setup
+    closest: str | None  # the label of the closest setup of the other side
+    differs: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"side": self.side, "setup": self.setup.label, "runs": sorted(r.id for r in self.setup.runs),
+                "closest": self.closest, "differs": self.differs}  # fmt: skip
+
+
+def is_mlperf(runs: Sequence[Run]) -> bool:
+    return bool(runs) and all(r.source == "mlperf" for r in runs)
+
+
+def _setups(runs: Sequence[Run], key_fields: Sequence[str], by_submission: bool) -> list[Setup]:
+    groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
+    for r in runs:
+        sub = (r.id.rsplit("/", 1)[0],) if by_submission else ()
+        groups[(*sub, *(_shown(value_of(r, k)) for k in key_fields))].append(r)
+    out = []
+    for k, group in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        values = k[1:] if by_submission else k
+        out.append(Setup(dict(zip(key_fields, values, strict=True)), group, k[0] if by_submission else None))
+    return out
+
+
+def _benchmark(setup: Setup) -> str:
+    r = setup.runs[0]
+    return str((r.attrs.get("mlperf") or {}).get("benchmark") or r.model or "")
+
+
+def split_factor(
+    differs: list[Difference], a: Selector, b: Selector, named: Sequence[str]
+) -> tuple[list[Difference], list[Difference]]:
+    """(factor, confounds): the factor is what ``--factor`` names, else the fields the selectors set to different
+    values, else the one difference there is; every other difference is a confound. With several differences and
+    none named, each is a confound of the others (the factor is empty)."""
+    chosen = set(named) or {k for k in (*a.names, *b.names) if k != "campaign" and a.get(k) != b.get(k)}
+    if not chosen and len(differs) == 1:
+        return differs, []
+    factor = [d for d in differs if d.field in chosen]
+    return factor, [d for d in differs if d.field not in chosen]
+
+
+def pair(a_runs: Sequence[Run], b_runs: Sequence[Run], a: Selector, b: Selector,
+         named: Sequence[str] = ()) -> tuple[list[Pair], list[Unpaired]]:  # fmt: skip
+    """The pairs of setups of A and B, and the setups that have no partner (with what differs from the closest)."""
+    fields = setup_fields([*a_runs, *b_runs])
+    sota = is_mlperf(b_runs) != is_mlperf(a_runs)
+    studied = set(named) | {k for k in (*a.names, *b.names) if a.get(k) != b.get(k)}
+    key = [k for k in PAIRED if k not in studied]
+    if sota:
+        return _state_of_the_art(a_runs, b_runs, fields)
+    sa, sb = _setups(a_runs, key, False), _setups(b_runs, key, False)
+    pairs: list[Pair] = []
+    for x in sa:
+        for y in sb:
+            if x.key == y.key:
+                d = differences(x.runs, y.runs, fields)
+                factor, confounds = split_factor(d, a, b, named)
+                pairs.append(Pair(x, y, d, factor, confounds))
+    paired_a = {id(p.a) for p in pairs}
+    paired_b = {id(p.b) for p in pairs}
+    unpaired = [_unpaired("A", s, sb) for s in sa if id(s) not in paired_a]
+    unpaired += [_unpaired("B", s, sa) for s in sb if id(s) not in paired_b]
+    return pairs, unpaired
+
+
+def _unpaired(side: str, s: Setup, others: Sequence[Setup]) -> Unpaired:
+    if not others:
+        return Unpaired(side, s, None, ["the other side has no run"])
+
+    def gap(o: Setup) -> list[str]:
+        return [f"{name(k)} {v} (other side: {o.key.get(k)})" for k, v in s.key.items() if o.key.get(k) != v]
+
+    closest = min(others, key=lambda o: (len(gap(o)), o.label))
+    return Unpaired(side, s, closest.label, gap(closest))
+
+
+def _state_of_the_art(
+    a_runs: Sequence[Run], b_runs: Sequence[Run], fields: list[str]
+) -> tuple[list[Pair], list[Unpaired]]:
+    """Every setup of the native side against every submission of the MLPerf side of the same benchmark (of any,
+    when none is of the same benchmark: then the model is among what differs)."""
+    sa = _setups(a_runs, PAIRED, is_mlperf(a_runs))
+    sb = _setups(b_runs, PAIRED, is_mlperf(b_runs))
+    pairs = []
+    for x in sa:
+        same_benchmark = [y for y in sb if _benchmark(y) == _benchmark(x)]
+        for y in same_benchmark or sb:
+            # the factor is "against the state of the art": every difference is listed, HS112 and HS104 judge them
+            pairs.append(Pair(x, y, differences(x.runs, y.runs, fields), [], [], state_of_the_art=True))
+    return pairs, []

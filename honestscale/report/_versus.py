@@ -1,0 +1,156 @@
+"""The comparison of A and B as a report (``honestscale compare A B --output compare.pdf``) and as a section the
+dashboard's Compare page includes: per pair, both sides' distributions drawn (every run, with the statistic and its
+interval), the measures table, the factor and the confounds, and the rules' verdicts about both sides."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from honestscale.analysis.points import sig
+from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, TEST_METHOD
+from honestscale.compare import Compared, Measure, Result
+from honestscale.files import swap_in
+from honestscale.report._figures import STYLE, mark, to_svg
+from honestscale.report._render import AssetFetcher, check_targets, environment
+from honestscale.spreadsheet import to_csv
+
+_COLOURS = ("#3182bd", "#e6550d")
+
+
+@dataclass
+class PairView:
+    """A pair as the section template sees it: the pair, its figure's file stem and SVG, its anchor."""
+
+    c: Compared
+    anchor: str
+    figure: str  # file stem
+    svg: str
+    caption: str
+
+
+def _panel(ax: Any, m: Measure, fig: Figure) -> None:
+    """Every run of A and B on one measure (jittered), the statistic as a bar, its 95 % interval as a line."""
+    rng = np.random.default_rng(0)
+    for i, (side, s) in enumerate((("A", m.a), ("B", m.b))):
+        xs = i + rng.uniform(-0.12, 0.12, len(s.values))
+        (dots,) = ax.plot(xs, s.values, "o", ms=3.5, alpha=0.75, color=_COLOURS[i], label=f"{side}: each run")
+        mark(fig, dots, [f"{side}: one run, {v:.4g} {m.unit}" for v in s.values])
+        if s.centre is not None:
+            ax.hlines(s.centre, i - 0.3, i + 0.3, color="black", lw=1.6)
+            lo, hi = s.ci
+            if lo is not None and hi is not None:
+                ax.vlines(i + 0.34, lo, hi, color="black", lw=1.0)
+    ax.set_xticks([0, 1], ["A", "B"])
+    ax.set_xlim(-0.6, 1.6)
+    ax.set_ylabel(f"{m.name} [{m.unit}]")
+    r = m.ratio
+    ratio = (
+        "–" if r is None else f"{r.value:.3g}" + (f" [{r.low:.3g}, {r.high:.3g}]" if r.has_interval else "")
+    )
+    p = m.difference.p_value if m.difference else None
+    ax.set_title(f"{m.name}\nB/A {ratio}" + (f", p = {p:.2g}" if p is not None else ""), fontsize=8)
+
+
+def figure(c: Compared) -> Figure:
+    shown = [m for m in c.measures if m.a.values or m.b.values]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(
+            1, max(1, len(shown)), figsize=(3.0 * max(1, len(shown)), 2.8), squeeze=False
+        )
+        for ax, m in zip(axes[0], shown, strict=False):
+            _panel(ax, m, fig)
+        return fig
+
+
+def _caption(c: Compared) -> str:
+    v = c.verdicts
+    stats = ", ".join(f"{m.name}: {m.statistic}" for m in c.measures)
+    return (f"{c.pair.label}: every run of A and B (dots), the statistic (bar: {stats}) and its 95 % interval "
+            f"(line). Rules failing about these runs: {', '.join(v['fail']) or 'none'}; cannot verify: "
+            f"{', '.join(v['cannot_verify']) or 'none'}.")  # fmt: skip
+
+
+def pair_views(result: Result, assets: Path | None) -> list[PairView]:
+    """The figures of every pair (SVG text; PDF and SVG files in ``assets`` when given)."""
+    out = []
+    for i, c in enumerate(result.pairs, start=1):
+        fig = figure(c)
+        svg = to_svg(fig)
+        stem = f"pair{i}"
+        if assets is not None:
+            (assets / f"{stem}.svg").write_text(svg, encoding="utf-8")
+            fig.savefig(assets / f"{stem}.pdf", format="pdf", bbox_inches="tight")
+        plt.close(fig)
+        out.append(PairView(c, f"pair-{i}", stem, svg, _caption(c)))
+    return out
+
+
+def _rows(result: Result) -> tuple[list[str], list[list[str]]]:
+    header = ["pair", "measure", "statistic", "A", "A low", "A high", "n A", "B", "B low", "B high", "n B", "B/A",
+              "B/A low", "B/A high", "p (Mann-Whitney)", "significant"]  # fmt: skip
+
+    def f(v: float | None) -> str:
+        return "" if v is None else f"{v:.6g}"
+
+    rows = []
+    for c in result.pairs:
+        for m in c.measures:
+            r, d = m.ratio, m.difference
+            rows.append([c.pair.label, m.name, m.statistic, f(m.a.centre), f(m.a.ci[0]), f(m.a.ci[1]),
+                         str(len(m.a.values)), f(m.b.centre), f(m.b.ci[0]), f(m.b.ci[1]), str(len(m.b.values)),
+                         f(r.value if r else None), f(r.low if r else None), f(r.high if r else None),
+                         f(d.p_value if d else None), "" if d is None else str(d.significant)])  # fmt: skip
+    return header, rows
+
+
+def context(result: Result, views: list[PairView], gate: Any = ()) -> dict[str, Any]:
+    """What the section template reads (the report and the dashboard alike)."""
+    return {"result": result, "pairs": views, "gate": list(gate),
+            "methods": {"ci": CI_METHOD, "ratio": RATIO_METHOD, "test": TEST_METHOD}}  # fmt: skip
+
+
+def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate: Any = ()) -> list[Path]:
+    """Write the comparison as PDF and/or HTML, with ``<name>_files/`` (figures as PDF and SVG, pairs.csv); whole
+    or not at all (written aside, swapped in at the end)."""
+    target = pdf or html or Path("compare.pdf")
+    assets = target.with_name(target.stem + "_files")
+    check_targets(pdf, html, assets)
+    staging = assets.with_name(f".{assets.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    partials: list[tuple[Path, Path]] = []
+    try:
+        views = pair_views(result, staging)
+        (staging / "pairs.csv").write_text(to_csv(*_rows(result)), encoding="utf-8")
+        env = environment()
+        (staging / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
+        text = env.get_template("comparison.html.j2").render(**context(result, views, gate))
+        (staging / "comparison.html").write_text(text, encoding="utf-8")
+        if html is not None:
+            rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
+            partial = html.with_name(f".{html.name}.partial")
+            partials.append((partial, html))
+            partial.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
+                               .replace('src="pair', f'src="{rel}/pair'), encoding="utf-8")  # fmt: skip
+        if pdf is not None:
+            from weasyprint import HTML
+
+            partial = pdf.with_name(f".{pdf.name}.partial")
+            partials.append((partial, pdf))
+            HTML(filename=str(staging / "comparison.html"), url_fetcher=AssetFetcher(staging)).write_pdf(
+                str(partial), full_fonts=True
+            )
+        swap_in(staging, assets, partials)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for partial, _ in partials:
+            partial.unlink(missing_ok=True)
+    return [p for p in (pdf, html) if p is not None] + [assets]
