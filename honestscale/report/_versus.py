@@ -53,7 +53,9 @@ def _panel(ax: Any, m: Measure, fig: Figure) -> None:
     ax.set_ylabel(f"{m.name} [{m.unit}]")
     r = m.ratio
     ratio = (
-        "–" if r is None else f"{r.value:.3g}" + (f" [{r.low:.3g}, {r.high:.3g}]" if r.has_interval else "")
+        "–"
+        if r is None
+        else sig(r.value, 3) + (f" [{sig(r.low, 3)}, {sig(r.high, 3)}]" if r.has_interval else "")
     )
     p = m.difference.p_value if m.difference else None
     ax.set_title(f"{m.name}\nB/A {ratio}" + (f", p = {p:.2g}" if p is not None else ""), fontsize=8)
