@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from honestscale.compare import compare
 from honestscale.lint import lint, registry
 from honestscale.lint._engine import SECTIONS
 from honestscale.view import build as build_view
@@ -38,9 +39,15 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     store = build(tmp_path, case | {"runs": case_runs(case)})
     con = open_ro(store)
     try:
-        result = lint(build_view(con), select=[code])
+        view = build_view(con)
     finally:
         con.close()
+    if "compare" in case:  # a rule about the pairs of `honestscale compare A B`: judged on that comparison
+        c = case["compare"]
+        result = compare(view, c["a"], c["b"], factor=c.get("factor", ())).lint
+        result.findings = [f for f in result.findings if f.code == code]
+    else:
+        result = lint(view, select=[code])
     mine = [f for f in result.findings if f.code == code]
     (verdict,) = [v for v in result.verdicts if v.code == code]
     outcomes = {f.outcome for f in mine}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import hold_store, hs
+from tests.conftest import REPO, hold_store, hs
 from tests.lint_campaigns import build
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "digits-ddp"
@@ -305,3 +305,26 @@ def test_a_missing_or_damaged_store_gives_the_cli_message(tmp_path: Path) -> Non
     damaged.write_bytes(b"not a database" * 100)
     result = hs("serve", "--store", damaged, "--port", "0")
     assert result.returncode == 2 and "not a honestscale store" in result.stderr, result.stderr
+
+
+def test_the_compare_page_is_the_cli_comparison(tmp_path: Path, browser: Any) -> None:
+    store = tmp_path / "c.duckdb"
+    assert hs("ingest", REPO / "examples" / "compare" / "runs", "--store", store).returncode == 0
+    cli = hs("compare", "compare-base", "compare-confounded", "--factor", "loader_workers", "--store", store,
+             "--format", "json")  # fmt: skip
+    server = start(store)
+    try:
+        query = "?a=compare-base&b=compare-confounded&factor=loader_workers"
+        status, body, _ = server.get("/api/compare" + query)
+        assert status == 200 and json.loads(body) == json.loads(cli.stdout)
+        assert visit(browser, server.url + "compare" + query, settle=3) == []
+        page = browser.page_source
+        assert "Confounds: lr schedule constant → cosine" in page and "harmonic mean of runs" in page
+        # the figure inline, every run of both sides a point with its hover text
+        assert len(browser.find_elements("css selector", "svg g.hs-point title")) == 24
+        ratio = json.loads(cli.stdout)["pairs"][0]["measures"][0]["ratio"]["value"]
+        assert f"{ratio:.3g}" in page
+        status, body, _ = server.get("/compare?a=compare-bse&b=compare-again")
+        assert status == 400 and "did you mean compare-base" in body and "Traceback" not in body
+    finally:
+        stop(server)

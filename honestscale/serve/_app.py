@@ -31,6 +31,7 @@ from honestscale.errors import HonestscaleError
 from honestscale.lint import formats, registry
 from honestscale.report import environment
 from honestscale.serve import _run
+from honestscale.serve._compare import ComparePages
 from honestscale.serve._state import Busy, Campaign, Overview, State
 from honestscale.store import StoreError, queries
 
@@ -73,6 +74,7 @@ class Dashboard:
         self.env = _env()
         # run pages drawn, until the store changes (the store's stamp is in the key), the oldest dropped first
         self._run_pages: OrderedDict[tuple[Any, ...], _run.RunPage] = OrderedDict()
+        self.compare = ComparePages(state, self.html, self.json)
 
     # -- responses ---------------------------------------------------------------------------------------------
     def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -263,6 +265,9 @@ class Dashboard:
             Route("/runs", self.runs),
             Route("/runs/{run_id:path}", self.run),
             Route("/findings", self.findings),
+            Route("/compare", self.compare.page),
+            Route("/compare/{key}/{file}", self.compare.figure),
+            Route("/api/compare", self.compare.api),
             Route("/api/campaigns", self.campaigns_json),
             Route("/api/campaigns/{name:path}", self.campaign_json),
             Route("/api/runs", self.runs_json),
