@@ -9,14 +9,8 @@ from typing import Annotated
 import typer
 
 from honestscale.cli import _output
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, out
+from honestscale.cli._app import LintFormat, StoreOpt, WaitOpt, _store, app, err, out
 from honestscale.errors import HonestscaleError
-
-
-class CompareFormat(StrEnum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
 
 
 class MeasureOpt(StrEnum):
@@ -75,11 +69,11 @@ def compare(
         ),
     ] = None,
     format: Annotated[
-        CompareFormat,
+        LintFormat,
         typer.Option(
             "--format", "-f", help="text, json (schema honestscale.compare/1) or sarif (the findings)."
         ),
-    ] = CompareFormat.text,
+    ] = LintFormat.text,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -119,7 +113,7 @@ def compare(
         view = build(con)
     if history is not None:
         series = comparing.history(view, history)
-        if format is CompareFormat.json:
+        if format is LintFormat.json:
             print(_output.dumps(comparing.history_json(history, series)))
         else:
             out.print(comparing.history_text(history, series))
@@ -127,9 +121,9 @@ def compare(
     assert a is not None and b is not None
     result = comparing.compare(view, a, b, factor=factor or (), suppressions=extra)
     gate = result.gate(slower, faster, measure.value)
-    if format is CompareFormat.json:
+    if format is LintFormat.json:
         print(_output.dumps(result.as_json(gate)))
-    elif format is CompareFormat.sarif:
+    elif format is LintFormat.sarif:
         judged = LintResult(result.findings, result.lint.verdicts, result.lint.comparisons)
         print(_output.dumps(formats.as_sarif(judged)))
     else:

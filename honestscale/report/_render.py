@@ -8,11 +8,12 @@ anything.
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -363,25 +364,40 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     step: Ctrl-C, a kill or a full disk leaves the previous report and its files whole, and files of an older
     report do not linger in ``assets``.
     """
+    with staged(pdf, html, assets) as (staging, partials):
+        exports, refused, text, scaling, frameworks = _write(model, pdf, staging, assets, partials)
+        if html is not None:
+            html_beside(text, html, assets, partials, "fig")
+    return Outputs(html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks)
+
+
+@contextlib.contextmanager
+def staged(
+    pdf: Path | None, html: Path | None, assets: Path
+) -> Iterator[tuple[Path, list[tuple[Path, Path]]]]:
+    """A staging folder beside ``assets`` and the list of (partial file, its target) to fill; on success everything is
+    swapped in at once, on any failure nothing is (the previous report stays whole)."""
     check_targets(pdf, html, assets)
     staging = assets.with_name(f".{assets.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     partials: list[tuple[Path, Path]] = []
     try:
-        exports, refused, text, scaling, frameworks = _write(model, pdf, staging, assets, partials)
-        if html is not None:
-            rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
-            partial = html.with_name(f".{html.name}.partial")
-            partials.append((partial, html))
-            partial.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
-                               .replace('src="fig', f'src="{rel}/fig'), encoding="utf-8")  # fmt: skip
+        yield staging, partials
         swap_in(staging, assets, partials)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         for partial, _ in partials:
             partial.unlink(missing_ok=True)
-    return Outputs(html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks)
+
+
+def html_beside(text: str, html: Path, assets: Path, partials: list[tuple[Path, Path]], figures: str) -> None:
+    """The HTML written for ``html`` (as a partial), its stylesheet and figures (``src="<figures>...``) in ``assets``."""
+    rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
+    partial = html.with_name(f".{html.name}.partial")
+    partials.append((partial, html))
+    partial.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
+                       .replace(f'src="{figures}', f'src="{rel}/{figures}'), encoding="utf-8")  # fmt: skip
 
 
 def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,

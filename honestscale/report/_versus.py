@@ -4,8 +4,6 @@ interval), the measures table, the factor and the confounds, and the rules' verd
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +15,8 @@ from matplotlib.figure import Figure
 from honestscale.analysis.points import sig
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, TEST_METHOD
 from honestscale.compare import Compared, Measure, Result
-from honestscale.files import swap_in
 from honestscale.report._figures import STYLE, mark, to_svg
-from honestscale.report._render import AssetFetcher, check_targets, environment
+from honestscale.report._render import AssetFetcher, environment, html_beside, staged
 from honestscale.spreadsheet import to_csv
 
 _COLOURS = ("#3182bd", "#e6550d")
@@ -124,12 +121,7 @@ def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate:
     or not at all (written aside, swapped in at the end)."""
     target = pdf or html or Path("compare.pdf")
     assets = target.with_name(target.stem + "_files")
-    check_targets(pdf, html, assets)
-    staging = assets.with_name(f".{assets.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    partials: list[tuple[Path, Path]] = []
-    try:
+    with staged(pdf, html, assets) as (staging, partials):
         views = pair_views(result, staging)
         (staging / "pairs.csv").write_text(to_csv(*_rows(result)), encoding="utf-8")
         env = environment()
@@ -137,11 +129,7 @@ def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate:
         text = env.get_template("comparison.html.j2").render(**context(result, views, gate))
         (staging / "comparison.html").write_text(text, encoding="utf-8")
         if html is not None:
-            rel = Path(os.path.relpath(assets, html.resolve().parent)).as_posix()
-            partial = html.with_name(f".{html.name}.partial")
-            partials.append((partial, html))
-            partial.write_text(text.replace('href="report.css"', f'href="{rel}/report.css"')
-                               .replace('src="pair', f'src="{rel}/pair'), encoding="utf-8")  # fmt: skip
+            html_beside(text, html, assets, partials, "pair")
         if pdf is not None:
             from weasyprint import HTML
 
@@ -150,9 +138,4 @@ def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate:
             HTML(filename=str(staging / "comparison.html"), url_fetcher=AssetFetcher(staging)).write_pdf(
                 str(partial), full_fonts=True
             )
-        swap_in(staging, assets, partials)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        for partial, _ in partials:
-            partial.unlink(missing_ok=True)
     return [p for p in (pdf, html) if p is not None] + [assets]
