@@ -52,7 +52,10 @@ def land(store: Path, *paths: Path, force: bool = False) -> Any:
 def test_example_campaign_lands(store: Path) -> None:
     result = hs("ingest", REPO / "examples", "--store", store)
     assert result.returncode == 0, result.stderr
-    runs = json.loads(hs("runs", "--store", store, "--format", "json").stdout)
+    every = json.loads(hs("runs", "--store", store, "--format", "json").stdout)
+    # examples/ also holds the compare example's 24 runs (examples/compare/runs), each landed
+    assert len(every) == 4 + len(list((REPO / "examples" / "compare" / "runs").glob("*/events-rank0.jsonl")))
+    runs = [r for r in every if r["campaign"] == "digits-ddp-example"]
     assert len(runs) == 4
     assert {r["status"] for r in runs} == {"success"}
     assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 2, 2]  # CPU runs: one device per worker
