@@ -64,7 +64,7 @@ def test_example_campaign_lands(store: Path) -> None:
         assert 0.9 < r["final_accuracy"]["value"] <= 1.0
         assert r["source"] == "native" and r["framework"] == "torch"
         assert r["time_to_train_s"] > 0
-    lines = sum(len(p.read_text().splitlines()) for p in EXAMPLE.rglob("*.jsonl"))
+    lines = sum(len(p.read_text().splitlines()) for p in (REPO / "examples").rglob("*.jsonl"))
     assert counts(store)["events"] == lines
 
 
