@@ -46,6 +46,11 @@ class Submission:
         return None if self.score_s is None else self.score_s * (self.scaling_factor or 1.0)
 
 
+def submission_of(run: Run) -> str:
+    """The submission a run of an MLPerf log belongs to: its id without the result file."""
+    return run.id.rsplit("/", 1)[0]
+
+
 def scaling_factor(runs: Iterable[Run]) -> float | None:
     """The review scaling factor of the submission of ``runs``, as the collector read it from its ``scaling.json``;
     None when there is none, or when the runs come from submissions with different factors."""
@@ -61,7 +66,7 @@ def submissions(runs: Iterable[Run]) -> list[Submission]:
     groups: dict[str, list[Run]] = defaultdict(list)
     for r in runs:
         if r.source == "mlperf":
-            groups[r.id.rsplit("/", 1)[0]].append(r)
+            groups[submission_of(r)].append(r)
     out = []
     for folder, group in sorted(groups.items()):
         group.sort(key=lambda r: r.id)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from honestscale.analysis.points import lint_codes
 from honestscale.analysis.scaling import times
 from honestscale.analysis.stats import Difference, Estimate, centre_of_times, differ, median_ci, ratio
 from honestscale.compare._measures import time_measure
@@ -66,6 +67,7 @@ def history(view: View, setup: str) -> list[Series]:
     result = lint(
         View(runs, comparisons(runs), view.campaigns, view.fractions, view.rank_times, view.superseded)
     )
+    findings = [f.as_json() for f in result.findings]
     fields = setup_fields(runs)
     groups: dict[tuple[str, ...], list[Run]] = defaultdict(list)
     for r in runs:
@@ -80,14 +82,9 @@ def history(view: View, setup: str) -> list[Series]:
         for campaign, members in sorted(
             by_campaign.items(), key=lambda kv: (min(r.started_at or 0 for r in kv[1]), kv[0])
         ):
-            ids = {r.id for r in members}
-            verdicts: dict[str, list[str]] = {"fail": [], "cannot_verify": []}
-            for f in result.findings:
-                if set(f.runs) & ids and not f.suppressed and f.code not in verdicts[f.outcome]:
-                    verdicts[f.outcome].append(f.code)
             values = times(members, metric)
             p = Point(campaign, min((r.started_at for r in members if r.started_at), default=None), members,
-                      values, centre_of_times(values), median_ci(values), {k: sorted(v) for k, v in verdicts.items()})  # fmt: skip
+                      values, centre_of_times(values), median_ci(values), lint_codes(findings, {r.id for r in members}))  # fmt: skip
             if points and values and points[-1].values:
                 prev = points[-1]
                 p.ratio = ratio(values, prev.values, "median")

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from honestscale.compare._select import IDENTITY, Selector, value_of
+from honestscale.analysis.mlperf import submission_of
+from honestscale.compare._select import COLUMNS, IDENTITY, Selector, value_of
 from honestscale.view import PROBLEM, Run
 
 PAIRED = ("model", "dataset", "global_batch_size", "precision", "workers")
@@ -39,8 +40,6 @@ def name(field_name: str) -> str:
 
 def setup_fields(runs: Sequence[Run]) -> list[str]:
     """Every field a setup is defined by, for these runs: columns, hardware, software versions, hyper-parameters."""
-    from honestscale.compare._select import COLUMNS
-
     out = [c for c in COLUMNS if c not in _NOT_SETUP] + ["hardware", "workers"]
     software = sorted({k for r in runs for k in (r.attrs.get("software") or {})})
     out += [f"software.{k}" for k in software]
@@ -139,7 +138,7 @@ def is_mlperf(runs: Sequence[Run]) -> bool:
 def _setups(runs: Sequence[Run], key_fields: Sequence[str], by_submission: bool) -> list[Setup]:
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in runs:
-        sub = (r.id.rsplit("/", 1)[0],) if by_submission else ()
+        sub = (submission_of(r),) if by_submission else ()
         groups[(*sub, *(_shown(value_of(r, k)) for k in key_fields))].append(r)
     out = []
     for k, group in sorted(groups.items(), key=lambda kv: repr(kv[0])):
@@ -153,13 +152,18 @@ def _benchmark(setup: Setup) -> str:
     return str((r.attrs.get("mlperf") or {}).get("benchmark") or r.model or "")
 
 
+def studied(a: Selector, b: Selector, named: Sequence[str]) -> set[str]:
+    """The fields under study: what ``--factor`` names, else those the two selectors set to different values."""
+    return set(named) or {k for k in (*a.names, *b.names) if a.get(k) != b.get(k)}
+
+
 def split_factor(
     differs: list[Difference], a: Selector, b: Selector, named: Sequence[str]
 ) -> tuple[list[Difference], list[Difference]]:
     """(factor, confounds): the factor is what ``--factor`` names, else the fields the selectors set to different
     values, else the one difference there is; every other difference is a confound. With several differences and
     none named, each is a confound of the others (the factor is empty)."""
-    chosen = set(named) or {k for k in (*a.names, *b.names) if k != "campaign" and a.get(k) != b.get(k)}
+    chosen = studied(a, b, named) - {"campaign"}
     if not chosen and len(differs) == 1:
         return differs, []
     factor = [d for d in differs if d.field in chosen]
@@ -171,8 +175,7 @@ def pair(a_runs: Sequence[Run], b_runs: Sequence[Run], a: Selector, b: Selector,
     """The pairs of setups of A and B, and the setups that have no partner (with what differs from the closest)."""
     fields = setup_fields([*a_runs, *b_runs])
     sota = is_mlperf(b_runs) != is_mlperf(a_runs)
-    studied = set(named) | {k for k in (*a.names, *b.names) if a.get(k) != b.get(k)}
-    key = [k for k in PAIRED if k not in studied]
+    key = [k for k in PAIRED if k not in studied(a, b, named)]
     if sota:
         return _state_of_the_art(a_runs, b_runs, fields)
     sa, sb = _setups(a_runs, key, False), _setups(b_runs, key, False)

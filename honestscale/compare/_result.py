@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from honestscale.analysis.points import lint_codes
 from honestscale.compare._gate import Check, check
 from honestscale.compare._measures import SCORE, TIME, Measure, measures
 from honestscale.compare._pairs import Pair, Unpaired, pair
@@ -30,12 +31,8 @@ class Compared:
 
     @property
     def verdicts(self) -> dict[str, list[str]]:
-        """Codes of the live findings by outcome (fail, cannot_verify), each code once."""
-        out: dict[str, list[str]] = {"fail": [], "cannot_verify": []}
-        for f in self.findings:
-            if not f.suppressed and f.code not in out[f.outcome]:
-                out[f.outcome].append(f.code)
-        return {k: sorted(v) for k, v in out.items()}
+        """The rules failing or unverifiable on the pair's runs (the report's ``lint_codes`` of its findings)."""
+        return lint_codes([f.as_json() for f in self.findings], {r.id for r in self.pair.runs})
 
     def as_json(self) -> dict[str, Any]:
         p = self.pair

@@ -27,9 +27,8 @@ class ComparePages:
         self.json = json
         self._view: tuple[tuple[Any, ...], View] | None = None
         self._done: OrderedDict[tuple[Any, ...], tuple[comparing.Result, list[PairView]]] = OrderedDict()
-        self._asked: dict[
-            str, tuple[str, str, tuple[str, ...]]
-        ] = {}  # key of the figures' URL -> the question
+        # the key in a page's figure URLs -> the question it asked (the latest ones; older figure URLs answer 404)
+        self._asked: OrderedDict[str, tuple[str, str, tuple[str, ...]]] = OrderedDict()
 
     def view(self) -> View:
         stamp = self.state.stamp()
@@ -58,6 +57,9 @@ class ComparePages:
             while len(self._done) > KEPT:
                 self._done.popitem(last=False)
         self._asked[key] = (a, b, factor)
+        self._asked.move_to_end(key)
+        while len(self._asked) > 16 * KEPT:
+            self._asked.popitem(last=False)
         return key, *self._done[done]
 
     def page(self, request: Request) -> Response:
