@@ -50,7 +50,7 @@ def test_one_factor_changed_is_named_with_its_ratio_interval_and_test(cstore: Pa
     (pair,) = doc["pairs"]
     assert [d["field"] for d in pair["factor"]] == ["hyperparameters.loader_workers"]
     assert pair["factor"][0]["a"] == ["0"] and pair["factor"][0]["b"] == ["1"]
-    assert pair["confounds"] == [] and doc["unpaired"] == []
+    assert pair["confounds"] == [] and doc["unpaired"] == [] and pair["caveat"] is None
     time = next(m for m in pair["measures"] if m["measure"] == "time")
     a, b = _tta("compare-base"), _tta("compare-loaders")
     assert time["name"] == "time to accuracy" and time["statistic"] == "median of runs"
@@ -118,6 +118,7 @@ def test_against_an_mlperf_submission_of_another_target_hs112_fails(cstore: Path
     rc, doc = _json(cstore, "compare-base", "source=mlperf,system=C4140", "--fail-if-slower", "5%")
     (pair,) = doc["pairs"]
     assert pair["state_of_the_art"] and pair["b"]["submission"].endswith("DellEMC/C4140/resnet")
+    assert "different problems" in pair["caveat"] and "HS112" in pair["caveat"]  # said before any ratio
     fields = {d["field"] for d in pair["differs"]}
     assert {"dataset", "stop_value", "target_metric", "hardware", "global_batch_size"} <= fields
     hs112 = [f for f in pair["findings"] if f["code"] == "HS112" and f["comparison"] == pair["comparison"]]

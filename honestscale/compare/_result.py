@@ -34,10 +34,20 @@ class Compared:
         """The rules failing or unverifiable on the pair's runs (the report's ``lint_codes`` of its findings)."""
         return lint_codes([f.as_json() for f in self.findings], {r.id for r in self.pair.runs})
 
+    @property
+    def caveat(self) -> str | None:
+        """Why this pair's ratios do not compare like with like (HS112: different problems), or None."""
+        what = "; ".join(d.text() for d in self.pair.problem_differs)
+        return (
+            f"A and B solve different problems ({what}): the ratios below do not compare like with like (HS112)"
+            if what
+            else None
+        )
+
     def as_json(self) -> dict[str, Any]:
         p = self.pair
         return {
-            "pair": p.label, "comparison": self.comparison, "state_of_the_art": p.state_of_the_art,
+            "pair": p.label, "comparison": self.comparison, "state_of_the_art": p.state_of_the_art, "caveat": self.caveat,
             "a": {"setup": p.a.label, "submission": p.a.submission, "runs": sorted(r.id for r in p.a.runs)},
             "b": {"setup": p.b.label, "submission": p.b.submission, "runs": sorted(r.id for r in p.b.runs)},
             "factor": [d.as_json() for d in p.factor], "confounds": [d.as_json() for d in p.confounds],

@@ -81,6 +81,8 @@ def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
             parts.append(Text(f"  factor: {factor}"))
             if p.confounds:
                 parts.append(Text(f"  confounds: {'; '.join(d.text() for d in p.confounds)}", style="yellow"))
+        if c.caveat:
+            parts.append(Text(f"  ✗ {c.caveat}", style="bold red"))
         parts.append(measures_table(c.measures))
         for m in c.measures:
             parts.append(Text(f"  {m.sentence()}"))
