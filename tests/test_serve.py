@@ -237,7 +237,7 @@ def test_hostile_names_render_as_text(tmp_path: Path, browser: Any) -> None:
             assert browser.find_elements(By.CSS_SELECTOR, 'img[src^="http"]') == [], path
             assert MARKUP in browser.find_element(By.TAG_NAME, "body").text, path
         visit(browser, server.url, settle=1.0)
-        assert browser.find_element(By.CSS_SELECTOR, "#campaign-rows a").text == MARKUP
+        _wait_for_text(browser, "#campaign-rows a", MARKUP, timeout=10.0)
     finally:
         err = stop(server)
     assert "Traceback" not in err, err[-2000:]
@@ -255,13 +255,12 @@ def test_a_campaign_appears_while_its_files_land_in_the_watched_folder(tmp_path:
         browser.execute_script("window.sameLoad = 42")
         runs = sorted(EXAMPLE.iterdir())
         shutil.copytree(runs[0], watched / runs[0].name)
-        row = _wait_for(browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', "1")
+        _wait_for_text(browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', "1")
         for run in runs[1:]:
             shutil.copytree(run, watched / run.name)
-        row = _wait_for(
+        _wait_for_text(
             browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', str(len(runs))
         )
-        assert row.text == str(len(runs))
         assert (
             browser.execute_script("return window.sameLoad") == 42
         )  # no reload: the rows followed the store
@@ -270,18 +269,20 @@ def test_a_campaign_appears_while_its_files_land_in_the_watched_folder(tmp_path:
     assert "landed" in err or "new" in err, err
 
 
-def _wait_for(browser: Any, css: str, text: str, timeout: float = 60.0) -> Any:
-    from selenium.webdriver.common.by import By
+def _wait_for_text(browser: Any, css: str, text: str, timeout: float = 60.0) -> None:
+    """Wait until the first element matching `css` reads `text`.
 
+    The text is read inside the page in one script call: the live update replaces the rows, so an element found
+    by one WebDriver call may be gone by the next (a stale element)."""
+    read = "const e = document.querySelector(arguments[0]); return e === null ? null : e.textContent.trim();"
     deadline = time.monotonic() + timeout
+    seen = None
     while time.monotonic() < deadline:
-        found = browser.find_elements(By.CSS_SELECTOR, css)
-        if found and found[0].text == text:
-            return found[0]
+        seen = browser.execute_script(read, css)
+        if seen == text:
+            return
         time.sleep(0.3)
-    raise AssertionError(
-        f"{css} never read {text!r}: {[f.text for f in browser.find_elements(By.CSS_SELECTOR, css)]}"
-    )
+    raise AssertionError(f"{css} never read {text!r}: it read {seen!r}")
 
 
 def test_off_loopback_needs_the_token(real_store: Path) -> None:
