@@ -2,7 +2,9 @@
 
 It reads the one view of the store (``honestscale.view``) and the lint result about it, and never recommends from
 runs that fail HS101 (accuracy ignored when scaling), HS106 (I/O not considered) or HS110 (trained for the wrong
-time): those are listed as excluded. Projections are ``analysis.laws``' fits, the report's: Amdahl's law on the
+time): those are listed as excluded. Advice is given per campaign, each named; runs of several campaigns are pooled
+into one setup only when the view pools them (``View.pooling``, ``--pool``), and the advice then names the campaigns
+pooled. Projections are ``analysis.laws``' fits, the report's: Amdahl's law on the
 speedup of a fixed problem, Gustafson's on the scaled speedup of a weak-scaling series, each only where it
 describes the measured points, with a 95 % bootstrap interval over the repetitions of each point.
 """
@@ -33,6 +35,7 @@ IMBALANCE = 1.10  # slowest rank's step time over the fastest's, above which ran
 
 @dataclass
 class Setup:
+    campaign: str | None  # POOLED when the view pools campaigns
     model: str
     dataset: str
     framework: str
@@ -73,15 +76,26 @@ class Projection:
 
 
 @dataclass
-class Advice:
-    campaign: str | None
+class CampaignAdvice:
+    """The advice about one campaign's runs (or, pooled, about every campaign's)."""
+
+    campaign: str | None  # None: runs without a campaign; POOLED: every campaign of Advice.pooled
+    runs: int  # final runs advised from
     setups: list[Setup]
-    excluded: dict[str, list[str]]  # run id -> failing blocking rules
-    fastest_per_sample: Setup | None
-    fastest_to_target: Setup | None
+    # per model and dataset (samples of different models are not comparable): the fastest setup
+    fastest_per_sample: list[Setup]
+    fastest_to_target: list[Setup]
     projections: list[Projection]
     suggestions: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # series without a projection, and why
+
+
+@dataclass
+class Advice:
+    campaign: str | None  # the campaign asked for (None: the whole store)
+    pooled: list[str]  # the campaigns pooled into one setup per configuration; empty: advised per campaign
+    excluded: dict[str, list[str]]  # run id -> failing blocking rules
+    groups: list[CampaignAdvice]
     statistics: dict[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -104,11 +118,10 @@ def _hyper(runs: list[Run], key: str) -> Any:
     return values.pop() if len(values) == 1 else None
 
 
-def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
+def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
     groups: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
-    for r in kept:
-        if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
-            groups[(str(r.model), str(r.dataset), r.framework or "?", r.workers)].append(r)
+    for r in runs_of:
+        groups[(str(r.model), str(r.dataset), r.framework or "?", int(r.workers or 0))].append(r)
     out = []
     for (model, dataset, framework, workers), runs in sorted(groups.items()):
         p: Point = point(workers, runs, steps, False)
@@ -118,7 +131,7 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
         spreads = [steps[r.id]["imbalance"] for r in ok if steps[r.id].get("imbalance") is not None]
         out.append(
             Setup(
-                model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
+                campaign=campaign, model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
                 succeeded=p.succeeded, time_s=p.time_s, tta_s=p.tta_s, samples_per_s=p.throughput,
                 per_worker=p.per_worker, breakdown=p.breakdown,
                 comm_measured=bool(ok) and all(steps[r.id].get("comm_measured") for r in ok),
@@ -132,14 +145,14 @@ def _setups(kept: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
     return out
 
 
-def _projections(view: View, kept_ids: set[str]) -> tuple[list[Projection], list[str]]:
-    """Projections of the series the data supports (``analysis.laws``, the report's fit), and why the others get
-    none."""
+def _projections(view: View, kept_ids: set[str], campaign: str | None) -> tuple[list[Projection], list[str]]:
+    """Projections of the campaign's series the data supports (``analysis.laws``, the report's fit), and why the
+    others get none."""
     out, withheld = [], []
     for c in view.of_kind("scaling"):
-        name = f"{c.key.get('model')} / {c.key.get('framework')}" + (
-            f" ({c.key['campaign']})" if c.key.get("campaign") else ""
-        )
+        if c.key.get("campaign") != campaign:
+            continue
+        name = f"{c.key.get('model')} / {c.key.get('framework')}"
         got = laws.fit(c, kept_ids)
         if got.points < 2:
             continue
@@ -162,7 +175,7 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
     for s in setups:
         if s.dominant is None or s.dominant_share is None:
             continue
-        where = f"{s.framework} at {s.workers} worker(s)"
+        where = f"{s.model} / {s.framework} at {s.workers} worker(s)"
         share = f"{100 * s.dominant_share:.0f} %"
         if s.dominant == "data" and s.dominant_share >= 0.25:
             tips.append(f"{where} is data/I/O bound ({share} of the step loading data): raise --loader-workers "
@@ -189,61 +202,86 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
         low = [r for r in p.projected if r["efficiency"] < 0.5]
         if low:
             r = low[0]
-            tips.append(f"{p.framework}: {p.law} projects {100 * r['efficiency']:.0f} % efficiency at {r['workers']} "
+            tips.append(f"{p.model} / {p.framework}: {p.law} projects {100 * r['efficiency']:.0f} % efficiency at {r['workers']} "
                         f"workers (parallel fraction {p.parallel_fraction:.3f}): do not go that wide for this model; "
                         f"use fewer workers or make each worker's share of the work larger")  # fmt: skip
     return tips
 
 
-def advise(view: View, result: LintResult, campaign: str | None = None) -> Advice:
-    """The advice from the view and the lint result about it (``lint(view)``: one set of verdicts)."""
-    excluded = _excluded(result)
-    kept = [r for r in view.runs if r.id not in excluded]
-    kept_view = view.keeping(kept)
-    steps = view.fractions
-    setups = _setups(kept, steps)
-    usable = [s for s in setups if s.succeeded]
-    per_sample = max(
-        (s for s in usable if s.samples_per_s), key=lambda s: s.samples_per_s or 0.0, default=None
-    )
-    with_tta = [s for s in usable if s.tta_s is not None]
-    to_target = min(with_tta, key=lambda s: s.tta_s or 0.0) if with_tta else None
-    findings = [f.as_json() for f in result.findings]
+def _advice_of(
+    campaign: str | None, runs: list[Run], kept: View, findings: list[dict[str, Any]]
+) -> CampaignAdvice:
+    setups = _setups(campaign, runs, kept.fractions)
+    problems: dict[tuple[str, str], list[Setup]] = defaultdict(list)
+    for s in setups:
+        if s.succeeded:
+            problems[(s.model, s.dataset)].append(s)
+    per_sample = [max(got, key=lambda s: s.samples_per_s or 0.0)
+                  for got in ([s for s in u if s.samples_per_s] for u in problems.values()) if got]  # fmt: skip
+    to_target = [min(got, key=lambda s: s.tta_s or 0.0)
+                 for got in ([s for s in u if s.tta_s is not None] for u in problems.values()) if got]  # fmt: skip
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))
-    projections, withheld = _projections(kept_view, {r.id for r in kept})
-    return Advice(
-        campaign,
-        setups,
-        excluded,
-        per_sample,
-        to_target,
-        projections,
-        _suggest(usable, projections),
-        withheld,
-        {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC},
-    )
+    projections, withheld = _projections(kept, {r.id for r in kept.runs}, campaign)
+    return CampaignAdvice(campaign, len(runs), setups, per_sample, to_target, projections,
+                          _suggest([s for s in setups if s.succeeded], projections), withheld)  # fmt: skip
+
+
+def advise(view: View, result: LintResult, campaign: str | None = None) -> Advice:
+    """The advice from the view and the lint result about it (``lint(view)``: one set of verdicts), per campaign
+    (or pooled, when the view pools campaigns)."""
+    excluded = _excluded(result)
+    kept = view.keeping([r for r in view.runs if r.id not in excluded])
+    findings = [f.as_json() for f in result.findings]
+    by_campaign: dict[str | None, list[Run]] = defaultdict(list)
+    for r in kept.runs:
+        if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
+            by_campaign[kept.group_of(r)].append(r)
+    groups = [_advice_of(name, runs, kept, findings)
+              for name, runs in sorted(by_campaign.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]  # fmt: skip
+    return Advice(campaign, list(view.pooled), excluded, groups,
+                  {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC})  # fmt: skip
 
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f} %"
 
 
+def _heading(a: Advice, g: CampaignAdvice) -> str:
+    if a.pooled:
+        return (f"Pooled: {g.runs} run(s) of {len(a.pooled)} campaigns ({', '.join(a.pooled)}), as repetitions of "
+                "one setup each (asked with --pool):")  # fmt: skip
+    if g.campaign is None:
+        return f"Runs without a campaign ({g.runs} run(s)):"
+    return f"Campaign {g.campaign} ({g.runs} run(s)):"
+
+
 def lines(a: Advice) -> list[str]:
-    """The advice as plain sentences (the CLI prints them; ``--format json`` gives the numbers)."""
+    """The advice as plain sentences, per campaign (the CLI prints them; ``--format json`` gives the numbers)."""
     out: list[str] = []
     if a.excluded:
         out.append(f"Excluded {len(a.excluded)} run(s) failing {', '.join(BLOCKING)}: "
                    + ", ".join(f"{r} ({', '.join(c)})" for r, c in sorted(a.excluded.items())))  # fmt: skip
-    if not a.setups and a.excluded and all("HS101" in c for c in a.excluded.values()):
+    if not a.groups and a.excluded and all("HS101" in c for c in a.excluded.values()):
         out.append("Nothing to advise from: test accuracy differs across worker counts by more than HS101 allows "
                    "(`honestscale lint --select HS101` gives the numbers). Train longer (probe --samples) until "
                    "it settles, or check the learning rate and batch at the larger worker count.")  # fmt: skip
         return out
-    if not a.setups:
+    if not a.groups:
         out.append("No successful final runs to advise from: run a campaign or `honestscale probe` first.")
         return out
-    for s in a.setups:
+    if len(a.groups) > 1:
+        out.append(f"Advice per campaign ({len(a.groups)} campaigns, each on its own runs); --pool treats the runs of "
+                   "one setup in every campaign as repetitions of it.")  # fmt: skip
+    for g in a.groups:
+        out.append(_heading(a, g))
+        out += [f"  {line}" for line in _group_lines(g, a.statistics)]
+    return out
+
+
+def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for s in g.setups:
         parts = ", ".join(
             f"{PART_NAMES[k]} {_pct(s.breakdown.get(k))}"
             + ("" if k != "comm" or s.comm == "measured" or s.workers == 1 else f" ({s.comm})")
@@ -252,22 +290,20 @@ def lines(a: Advice) -> list[str]:
         verdict = (
             f"{PART_NAMES[s.dominant]} bound ({_pct(s.dominant_share)})" if s.dominant else "no step data"
         )
-        rate = (f"{s.samples_per_s:,.0f} samples/s ({a.statistics.get('throughput', 'harmonic mean of runs')}, "
+        rate = (f"{s.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}, "
                 f"{s.succeeded} run(s))" if s.samples_per_s else "throughput unknown")  # fmt: skip
         out.append(f"{s.model} / {s.framework} at {s.workers} worker(s): {verdict}; {rate}; step time: {parts}"
                    + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
                    + f" [rules: {verdicts_text(s.lint)}]")  # fmt: skip
-    if a.fastest_per_sample:
-        f = a.fastest_per_sample
-        out.append(f"Fastest per sample: {f.framework} at {f.workers} worker(s), {f.samples_per_s:,.0f} samples/s "
-                   f"({f.per_worker or 0:,.0f} per worker) [rules: {verdicts_text(f.lint)}].")  # fmt: skip
-    if a.fastest_to_target:
-        f = a.fastest_to_target
-        out.append(
-            f"Fastest to the target accuracy: {f.framework} at {f.workers} worker(s), {f.tta_s:.2f} s "
-            f"({a.statistics.get('time', 'median of runs')}) [rules: {verdicts_text(f.lint)}]."
-        )
-    for p in a.projections:
+    for f in g.fastest_per_sample:
+        out.append(f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s), "
+                   f"{f.samples_per_s:,.0f} samples/s ({f.per_worker or 0:,.0f} per worker) "
+                   f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
+    for f in g.fastest_to_target:
+        out.append(f"Fastest to the target accuracy for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
+                   f"worker(s), {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}) "
+                   f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
+    for p in g.projections:
         ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval
               else " (no interval: needs 2+ repetitions per point)")  # fmt: skip
         proj = "; ".join(
@@ -278,10 +314,9 @@ def lines(a: Advice) -> list[str]:
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
         untested = (" (two worker counts: the fraction they imply, the law itself untested; one doubling "
                     "projected)" if p.points == 2 else "")  # fmt: skip
-        where = f" ({p.campaign})" if p.campaign else ""
-        out.append(f"{p.model} / {p.framework}{where}: {p.mode} scaling; {p.quantity} {measured}; "
+        out.append(f"{p.model} / {p.framework}: {p.mode} scaling; {p.quantity} {measured}; "
                    f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}{untested}; "
                    f"projected efficiency {proj}.")  # fmt: skip
-    out += list(a.withheld)
-    out += [f"Try: {t}." for t in a.suggestions]
+    out += list(g.withheld)
+    out += [f"Try: {t}." for t in dict.fromkeys(g.suggestions)]
     return out

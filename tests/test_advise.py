@@ -39,7 +39,10 @@ def test_probe_prints_the_dominant_part_of_the_step_with_its_share(tmp_path: Pat
         SELECT r.world_size, median(p) FROM (
             SELECT run_id, sum(t_comm) / sum(t_total) AS p FROM steps WHERE NOT warmup GROUP BY run_id) s
         JOIN runs r USING (run_id) GROUP BY 1"""))  # fmt: skip
-    for setup in advice["setups"]:
+    (group,) = advice["groups"]
+    assert group["campaign"] == "probe-mycnn-build" and advice["pooled"] == []
+    assert "Campaign probe-mycnn-build (" in verdict
+    for setup in group["setups"]:
         parts = {k: v for k, v in setup["breakdown"].items() if v is not None}
         assert setup["dominant"] == max(parts, key=lambda k: parts[k])
         pct = f"{100 * setup['dominant_share']:.0f} %"
@@ -53,15 +56,15 @@ def test_probe_prints_the_dominant_part_of_the_step_with_its_share(tmp_path: Pat
             store, "SELECT world_size, median(time_to_train_s) FROM runs WHERE status = 'success' GROUP BY 1"
         )
     )
-    if advice["withheld"]:  # a slowdown on 2 cores, a superlinear point on a loaded host: no law, and why
-        (why,) = advice["withheld"]
-        assert why in verdict and not advice["projections"]
+    if group["withheld"]:  # a slowdown on 2 cores, a superlinear point on a loaded host: no law, and why
+        (why,) = group["withheld"]
+        assert why in verdict and not group["projections"]
         if times[2] > times[1]:  # slower on 2 workers: no law describes it, and none is fitted to it
             assert "slower than the base case, a slowdown neither law describes" in why, why
     else:
         assert times[2] < times[1]
         assert re.search(r"Amdahl parallel fraction \d\.\d{3} \(95 % bootstrap interval", verdict)
-        (projection,) = advice["projections"]
+        (projection,) = group["projections"]
         assert projection["interval"] is not None and projection["interval"][0] < projection["interval"][1]
         # no projection above what was measured: the efficiency at 4 workers is at most the one measured at 2
         measured = projection["measured"][-1][1] / 2
@@ -111,7 +114,7 @@ def test_probe_of_a_keras_model_runs_the_tensorflow_frameworks_only(tmp_path: Pa
     advice = json.loads(
         hs("advise", "--store", store, "--campaign", "probe-mykeras-build", "-f", "json").stdout
     )
-    advised = {(s["framework"], s["workers"]) for s in advice["setups"]}
+    advised = {(s["framework"], s["workers"]) for g in advice["groups"] for s in g["setups"]}
     excluded = {(f, w) for r, f, w in query(store, "SELECT run_id, framework, world_size FROM runs")
                 if r in advice["excluded"]}  # fmt: skip
     assert advised | excluded == {(f, w) for f in ("tensorflow", "horovod-tf") for w in (1, 2)}

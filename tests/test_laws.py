@@ -65,8 +65,9 @@ def test_a_slowdown_gets_no_law_and_no_zero_width_interval(tmp_path: Path) -> No
               {"id": "two", "workers": 2, "ttt_by_rep": [38.0 * k for k in NOISE]}]  # fmt: skip
     store = build(tmp_path, {"runs": points})
     advice = json.loads(hs("advise", "--store", store, "-f", "json").stdout)
-    assert advice["projections"] == []
-    (why,) = advice["withheld"]
+    (group,) = advice["groups"]
+    assert group["projections"] == []
+    (why,) = group["withheld"]
     assert "0.26x at 2 workers: slower than the base case" in why and "strong scaling" in why
 
 

@@ -79,8 +79,9 @@ def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: 
     # advise: the same series, the same mode, no projection for the same reason, and no advice to rerun a
     # published submission
     advice = json.loads(hs("advise", "--store", mlperf_store, "-f", "json").stdout)
-    assert not advice["projections"]
-    (why,) = advice["withheld"]
+    (group,) = advice["groups"]  # the submissions have no campaign: one group, named so
+    assert group["campaign"] is None and not group["projections"]
+    (why,) = group["withheld"]
     assert "mixed scaling" in why and "superlinear, HS209" in why and "rerun" not in why
     # summary: the same mode on every point of the series, HS209 beside the points it concerns
     rows = json.loads(hs("summary", "--store", mlperf_store, "-f", "json").stdout)

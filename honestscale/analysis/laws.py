@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from honestscale.analysis.scaling import rates, superlinear, time_metric, times
-from honestscale.analysis.stats import LAWS, centre_of_rates, fit_law, law_efficiency
+from honestscale.analysis.stats import LAWS, centre_of_rates, fit_law, fit_law_rows, law_efficiency, resampled
 from honestscale.view import Comparison, Run
 
 TOLERANCE = 0.10  # the law's efficiency may differ from a measured one by this much (absolute)
@@ -125,10 +125,12 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
         return out
     if all(len(v) >= 2 for v in samples.values()):
         rng = np.random.default_rng(0)
-        draws = [_p(law, {w: list(rng.choice(v, size=len(v))) for w, v in samples.items()}, ws)
-                 for _ in range(bootstrap)]  # fmt: skip
-        got_p = [d[0] for d in draws if d is not None]
-        if got_p:
+        statistic = "hmean" if law == "gustafson" else "median"
+        centres = np.column_stack([resampled(samples[w], statistic, bootstrap, rng) for w in ws])
+        drawn = centres / centres[:, :1] if law == "gustafson" else centres[:, :1] / centres
+        got_p = fit_law_rows(law, [w / base for w in ws], drawn)
+        got_p = got_p[np.isfinite(got_p)]
+        if got_p.size:
             low, high = float(np.percentile(got_p, 2.5)), float(np.percentile(got_p, 97.5))
             out.interval = (low, high) if high - low > 1e-9 else None
     # two worker counts imply a p without testing the law: project one doubling only

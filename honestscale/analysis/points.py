@@ -176,15 +176,17 @@ class SummaryRow:
     framework: str | None
     point: Point
     mode: str | None = None  # the classification of the scaling series these runs belong to (the view's)
+    campaigns: tuple[str, ...] = ()  # the campaigns of its runs (several when the view pools them)
 
 
 def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
-    """Final runs grouped by campaign, model, dataset, framework and workers, each summarised by :func:`point`, with
-    the rules' verdicts on its runs (``findings``: the lint result about this view, as JSON) and its series' mode."""
+    """Final runs grouped by campaign (``POOLED`` in a pooling view), model, dataset, framework and workers, each
+    summarised by :func:`point`, with the rules' verdicts on its runs (``findings``: the lint result about this
+    view, as JSON) and its series' mode."""
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in view.runs:
         if (r.purpose or "final") == "final" and r.workers:
-            groups[(r.campaign, r.model, r.dataset, r.framework, r.workers)].append(r)
+            groups[(view.group_of(r), r.model, r.dataset, r.framework, r.workers)].append(r)
     modes = {tuple(c.key.values()): c.mode for c in view.of_kind("scaling")}
     out = []
     for key, runs in sorted(
@@ -193,5 +195,6 @@ def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
         mlperf = all(r.source == "mlperf" for r in runs)
         p = point(key[4], runs, view.fractions, mlperf)
         p.lint = lint_codes(findings, set(p.run_ids))
-        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, modes.get(key[:4])))
+        campaigns = tuple(sorted({r.campaign for r in runs if r.campaign is not None}))
+        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, modes.get(key[:4]), campaigns))
     return out

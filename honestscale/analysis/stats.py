@@ -26,7 +26,7 @@ from statistics import harmonic_mean, median
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 CI_LEVEL = 0.95
 CI_METHOD = "order statistics (binomial), 95 %: the interval between the k-th smallest and k-th largest runs"
@@ -225,6 +225,14 @@ def _hmean_rows(a: Any) -> Any:
     return a.shape[1] / np.sum(1.0 / a, axis=1)
 
 
+def resampled(values: Sequence[float], statistic: str, draws: int, rng: Any) -> Any:
+    """The statistic (``median`` of times, ``hmean`` of rates) of ``draws`` resamples of the values with
+    replacement: one column of a bootstrap."""
+    a = np.asarray(values, dtype=float)
+    rows = a[rng.integers(0, a.size, size=(draws, a.size))]
+    return _hmean_rows(rows) if statistic == "hmean" else np.median(rows, axis=1)
+
+
 def hmean_ci(values: Sequence[float], seed: int = 0) -> tuple[float | None, float | None]:
     """95 % interval of the harmonic mean of rates: percentile bootstrap over the runs (None below 2 runs)."""
     a = np.asarray([v for v in values if v > 0], dtype=float)
@@ -261,7 +269,7 @@ def ratio(
 LAWS = {"amdahl": "S(N) = 1 / ((1 - p) + p / N)", "gustafson": "S(N) = (1 - p) + p N"}
 
 
-def law_speedup(law: str, p: float, n: Any) -> Any:
+def law_speedup(law: str, p: Any, n: Any) -> Any:
     """The speedup the law predicts at ``n`` times the base case's workers."""
     if law == "gustafson":
         return (1 - p) + p * n
@@ -272,24 +280,61 @@ def law_efficiency(law: str, p: float, n: float) -> float:
     return float(law_speedup(law, p, n)) / n
 
 
+_GRID = np.linspace(0.0, 1.0, 1001)  # the search for Amdahl's p: a grid step, then a golden section within it
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def _law_sse(law: str, p: Any, x: Any, y: Any) -> Any:
+    """Sum of squared residuals of the law at p (one per row of y)."""
+    return np.sum((y - law_speedup(law, p[:, None], x[None, :])) ** 2, axis=1)
+
+
+def fit_law_rows(law: str, n: Any, speedups: Any) -> Any:
+    """Least-squares parallel fraction p in [0, 1] of ``law`` through (n, speedup) for each row of ``speedups``
+    (rows x len(n)): the bootstrap's thousands of fits at once, and the point estimate as one row.
+
+    Gustafson's speedup is linear in p, so its bounded least squares is the clipped closed form. Amdahl's is
+    searched on a grid of p (step 0.001) and refined by a golden section within one grid step of the best point
+    (to 1e-9), every row at once; a row with a non-finite speedup gives nan.
+    """
+    x = np.asarray(n, dtype=float)
+    y = np.atleast_2d(np.asarray(speedups, dtype=float))
+    if law == "gustafson":
+        d = x - 1.0
+        p = np.clip(((y - 1.0) @ d) / float(d @ d), 0.0, 1.0)
+    else:
+        model = law_speedup(law, _GRID[:, None], x[None, :])  # grid x points
+        sse = np.sum(y**2, axis=1)[:, None] - 2.0 * y @ model.T + np.sum(model**2, axis=1)[None, :]
+        best = _GRID[np.argmin(sse, axis=1)]
+        step = float(_GRID[1] - _GRID[0])
+        lo, hi = np.clip(best - step, 0.0, 1.0), np.clip(best + step, 0.0, 1.0)
+        for _ in range(40):
+            a, b = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
+            left = _law_sse(law, a, x, y) <= _law_sse(law, b, x, y)
+            hi, lo = np.where(left, b, hi), np.where(left, lo, a)
+        p = (lo + hi) / 2
+    return np.where(np.all(np.isfinite(y), axis=1), p, np.nan)
+
+
 def fit_law(
     law: str, n: Sequence[float], speedups: Sequence[float], min_points: int = 3
 ) -> tuple[float, float | None] | None:
     """Least-squares parallel fraction p (and its standard error) of ``law`` through (n, speedup) points.
 
-    None with fewer than ``min_points`` points or when the fit fails. Three by default: the base case fixes
+    None with fewer than ``min_points`` points or non-finite speedups. Three by default: the base case fixes
     one point, and two points give the p they imply without testing the law (``advise`` says so when it
-    asks for two).
+    asks for two). The standard error is the least-squares one: the residual variance over the sum of the
+    squared derivatives of the law in p (none with one degree of freedom short).
     """
     if len(n) < min_points or len(n) < 2:
         return None
     x = np.asarray(n, dtype=float)
     y = np.asarray(speedups, dtype=float)
-    try:
-        popt, pcov = optimize.curve_fit(
-            lambda v, p: law_speedup(law, p, v), x, y, p0=[0.9], bounds=(0.0, 1.0)
-        )
-    except (RuntimeError, ValueError):
+    p = float(fit_law_rows(law, x, y[None, :])[0])
+    if not math.isfinite(p):
         return None
-    err = float(np.sqrt(pcov[0][0])) if np.all(np.isfinite(pcov)) else None
-    return float(popt[0]), err
+    slope = x - 1.0 if law == "gustafson" else (1 - 1 / x) / (1 - p * (1 - 1 / x)) ** 2
+    sse = float(_law_sse(law, np.asarray([p]), x, y[None, :])[0])
+    curvature = float(slope @ slope)
+    err = math.sqrt(sse / (len(x) - 1) / curvature) if curvature > 0 else None
+    return p, err

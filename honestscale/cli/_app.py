@@ -72,6 +72,14 @@ WaitOpt = Annotated[
         "--wait", help="Seconds to wait for another process that holds the store, before giving up."
     ),
 ]
+PoolOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pool",
+        help="Pool the runs of one setup across campaigns, as repetitions of it (default: each campaign on its own "
+        "runs); the output names the campaigns pooled, and the rules judge the pooled runs.",
+    ),
+]
 
 
 class TableFormat(StrEnum):

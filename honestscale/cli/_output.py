@@ -276,7 +276,7 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
     for r in rows:
         p = r.point
         out.append({
-            "campaign": r.campaign, "model": r.model, "dataset": r.dataset, "framework": r.framework,
+            "campaign": r.campaign, "campaigns": list(r.campaigns), "model": r.model, "dataset": r.dataset, "framework": r.framework,
             "workers": p.workers, "runs": p.runs, "succeeded": p.succeeded, "scaling": r.mode, "lint": p.lint,
             "time_to_train_s": p.time_s, "time_to_train_ci_s": list(p.time_ci), "time_to_accuracy_s": p.tta_s,
             "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,

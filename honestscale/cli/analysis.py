@@ -10,6 +10,7 @@ import typer
 from honestscale.cli import _output
 from honestscale.cli._app import (
     LintFormat,
+    PoolOpt,
     ReportFormat,
     ShowFormat,
     StoreOpt,
@@ -28,14 +29,18 @@ def summary(
     store: StoreOpt = None,
     campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    pool: PoolOpt = False,
     wait: WaitOpt = 10.0,
 ) -> None:
     """Per campaign, model and worker count: time to train and to accuracy (median of runs), throughput (harmonic
-    mean of runs), step breakdown, accuracy; the same numbers as `report` and `advise` for the same runs."""
+    mean of runs), step breakdown, accuracy; the same numbers as `report` and `advise` for the same runs.
+
+    Each campaign is summarised on its own runs; `--pool` pools one setup's runs across campaigns and names them
+    (JSON: `campaigns` of each row)."""
     from honestscale.cli import _output
 
     with _store(store, read_only=True, wait=wait) as con:
-        rows = _summary_rows(con, campaign)
+        rows = _summary_rows(con, campaign, pool)
     if format is ShowFormat.json:
         print(_output.dumps(_output.summary_records(rows)))
     elif not rows:
@@ -44,14 +49,14 @@ def summary(
         out.print(_output.summary_table(rows))
 
 
-def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
+def _summary_rows(con: Connection, campaign: str | None, pool: bool = False) -> list[Any]:
     from honestscale import lint as linter
     from honestscale.analysis import points
     from honestscale.store import queries
     from honestscale.view import build
 
     queries.check_campaign(con, campaign)
-    view = build(con, campaign)
+    view = _pooled(build(con, campaign), pool)
     if view.superseded:  # kept, never mixed in, and never left out in silence
         err.print(
             f"{len(view.superseded)} run(s) of an earlier version of a campaign spec are superseded and left out "
@@ -61,18 +66,33 @@ def _summary_rows(con: Connection, campaign: str | None) -> list[Any]:
     return points.summary(view, [f.as_json() for f in linter.lint(view).findings])
 
 
+def _pooled(view: Any, pool: bool) -> Any:
+    """The view pooling its campaigns when asked, and saying which on stderr."""
+    if not pool:
+        return view
+    pooled = view.pooling()
+    if pooled.pooled:
+        err.print(f"pooling {len(pooled.pooled)} campaigns as repetitions of one setup each: "
+                  f"{', '.join(pooled.pooled)}", highlight=False)  # fmt: skip
+    else:
+        err.print("one campaign (or none): nothing to pool", highlight=False)
+    return pooled
+
+
 @app.command()
 def advise(
     store: StoreOpt = None,
     campaign: Annotated[str | None, typer.Option(help="Only this campaign.")] = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
+    pool: PoolOpt = False,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """Which setup to use and why: fastest per sample and to the target, where the step time goes (data/I/O,
+    """Which setup to use and why, per campaign: fastest per sample and to the target, where the step time goes (data/I/O,
     compute, communication, optimizer, rank imbalance), projected efficiency at larger worker counts (Amdahl or
     Gustafson, 95 % bootstrap interval over repetitions), and what to try.
 
-    Runs that fail HS101, HS106 or HS110 are excluded, and listed. `--format json` gives every number.
+    Runs that fail HS101, HS106 or HS110 are excluded, and listed. Each campaign is advised on its own runs and
+    named; `--pool` pools one setup's runs across campaigns and names them. `--format json` gives every number.
     """
     from honestscale import advise as _advise
     from honestscale import lint as linter
@@ -82,6 +102,7 @@ def advise(
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         view = build(con, campaign)
+    view = _pooled(view, pool)
     advice = _advise.advise(view, linter.lint(view), campaign)
     if format is ShowFormat.json:
         print(_output.dumps(advice.as_json()))

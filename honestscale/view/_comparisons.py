@@ -14,6 +14,10 @@ A *comparison* is a group of final runs:
 * ``hardware``: one model, dataset and framework across accelerator models (normalised: two spellings of one
   chip are one accelerator);
 * ``campaign``: every run of a campaign, tuning and failed ones included;
+
+Comparisons are made within a campaign; a view that pools campaigns (``View.pooling``, asked for with ``--pool``)
+makes the others across them, their ``campaign`` key ``POOLED``.
+
 * ``pair``: made by ``honestscale compare`` (not here): a setup of A against its like of B, with what differs in
   its key (``factor``, ``confounds``, ``differs``, ``state_of_the_art``).
 """
@@ -34,6 +38,7 @@ COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not resul
 LIKE = ("model", "dataset", "global_batch_size", "precision", "hardware", "n_nodes", "accelerators_per_node")
 # What defines the problem a run solves: runs that differ in these solve different problems (HS112).
 PROBLEM = ("model", "dataset", "stop_criterion", "stop_value", "target_metric")
+POOLED = "(pooled)"  # the campaign of a comparison across campaigns (View.pooling)
 LIKE_NAMES = {
     "global_batch_size": "global batch",
     "hardware": "accelerator",
@@ -89,6 +94,8 @@ class View:
     rank_times: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     # run id -> why: runs an edited campaign spec superseded, kept in the store and left out of every statistic
     superseded: dict[str, str] = field(default_factory=dict)
+    # the campaigns whose runs are pooled into one comparison per setup (``pooling``); empty: by campaign
+    pooled: tuple[str, ...] = ()
 
     def campaign_runs(self, campaign: str | None) -> list[Run]:
         return [r for r in self.runs if r.campaign == campaign]
@@ -98,7 +105,21 @@ class View:
 
     def keeping(self, runs: list[Run]) -> View:
         """The view of a subset of its runs (the advisor's, without the runs a blocking rule fails)."""
-        return View(runs, comparisons(runs), self.campaigns, self.fractions, self.rank_times, self.superseded)
+        return View(runs, comparisons(runs, pooled=bool(self.pooled)), self.campaigns, self.fractions,
+                    self.rank_times, self.superseded, self.pooled)  # fmt: skip
+
+    def pooling(self) -> View:
+        """The view whose comparisons pool the runs of every campaign (repetitions of one setup across campaigns
+        are one point), and which names the campaigns pooled; itself when it holds one campaign or none."""
+        names = tuple(sorted({r.campaign for r in self.runs if r.campaign is not None}))
+        if len({r.campaign for r in self.runs}) < 2:
+            return self
+        return View(self.runs, comparisons(self.runs, pooled=True), self.campaigns, self.fractions,
+                    self.rank_times, self.superseded, names)  # fmt: skip
+
+    def group_of(self, run: Run) -> str | None:
+        """The campaign a run's numbers are grouped under: its own, or ``POOLED``."""
+        return POOLED if self.pooled else run.campaign
 
 
 def batch_mode(runs: Iterable[Run]) -> str:
@@ -142,10 +163,12 @@ def _label(key: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in key.items() if v is not None)
 
 
-def _group(runs: list[Run], fields: tuple[str, ...]) -> dict[tuple[Any, ...], list[Run]]:
+def _group(
+    runs: list[Run], fields: tuple[str, ...], pooled: bool = False
+) -> dict[tuple[Any, ...], list[Run]]:
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in runs:
-        groups[tuple(r.value(f) for f in fields)].append(r)
+        groups[tuple(POOLED if pooled and f == "campaign" else r.value(f) for f in fields)].append(r)
     return groups
 
 
@@ -170,20 +193,21 @@ def like_for_like(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
     return found[ref], left_out
 
 
-def comparisons(runs: list[Run]) -> list[Comparison]:
+def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
+    """The comparisons of the runs, within each campaign, or across them (``pooled``; campaigns stay one each)."""
     compared = [r for r in runs if (r.purpose or "final") in COMPARED]
     out: list[Comparison] = []
     config = ("campaign", "model", "dataset", "framework", "accelerator", "workers", "global_batch_size")
-    for values, group in sorted(_group(compared, config).items(), key=lambda kv: repr(kv[0])):
+    for values, group in sorted(_group(compared, config, pooled).items(), key=lambda kv: repr(kv[0])):
         key = dict(zip(config, values, strict=True))
         out.append(Comparison("config", _label(key), group, key))
     scaling = ("campaign", "model", "dataset", "framework")
-    for values, group in sorted(_group(compared, scaling).items(), key=lambda kv: repr(kv[0])):
+    for values, group in sorted(_group(compared, scaling, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.workers for r in group if r.workers}) >= 2:
             key = dict(zip(scaling, values, strict=True))
             out.append(Comparison("scaling", _label(key), group, key, classify(group)))
     framework = ("campaign", "model", "dataset", "workers")
-    for values, group in sorted(_group(compared, framework).items(), key=lambda kv: repr(kv[0])):
+    for values, group in sorted(_group(compared, framework, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.framework for r in group}) >= 2:
             key = dict(zip(framework, values, strict=True))
             like, left_out = like_for_like(group)
@@ -192,7 +216,7 @@ def comparisons(runs: list[Run]) -> list[Comparison]:
         out.append(Comparison("campaign", name or "(none)", [r for r in runs if r.campaign == name],
                               {"campaign": name}))  # fmt: skip
     hardware = ("campaign", "model", "dataset", "framework")
-    for values, group in sorted(_group(compared, hardware).items(), key=lambda kv: repr(kv[0])):
+    for values, group in sorted(_group(compared, hardware, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.hardware for r in group}) >= 2:
             key = dict(zip(hardware, values, strict=True))
             out.append(Comparison("hardware", _label(key), group, key))
