@@ -31,6 +31,14 @@ def time_to_accuracy(run: Run) -> float | None:
     return None if t is None or run.started_at is None else float(t - run.started_at)
 
 
+def targets_of(run: Run) -> tuple[catalogue.Metric, ...]:
+    """The targets a run trains to, each with its direction: its MLPerf benchmark's metrics, else its own
+    ``target_metric`` at ``stop_value``; none unless its stop criterion is a target accuracy."""
+    if run.stop_criterion != "target_accuracy":
+        return ()
+    return catalogue.targets(run.target_metric, run.stop_value, run.attrs.get("mlperf"))
+
+
 def reached_at(run: Run) -> float | None:
     """The time of the first validation evaluation at which every target of the run is reached, all at once.
 
@@ -38,10 +46,8 @@ def reached_at(run: Run) -> float | None:
     its benchmark's metrics (Mask R-CNN: bbox and segm mAP), lower-is-better ones (a word error rate) at or
     below their target; another run its own ``target_metric`` at ``stop_value``.
     """
-    if run.stop_criterion != "target_accuracy" or run.started_at is None:
-        return None
-    goals = catalogue.targets(run.target_metric, run.stop_value, run.attrs.get("mlperf"))
-    if not goals:
+    goals = targets_of(run)
+    if not goals or run.started_at is None:
         return None
     evals = [e for e in run.evals if e.split == "validation"]
     if len(goals) == 1 and not any(e.metric == goals[0].name for e in evals):

@@ -22,11 +22,38 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def run_records(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null."""
+def reached(runs: list[Any]) -> dict[str, dict[str, Any]]:
+    """Per run id: its time to accuracy (None where it has no target or did not reach it) and the targets it
+    refers to (validation split, each metric with its direction and value)."""
+    from honestscale.analysis.scaling import targets_of, time_to_accuracy
+
+    out = {}
+    for r in runs:
+        goals = targets_of(r)
+        out[r.id] = {
+            "time_to_accuracy_s": time_to_accuracy(r) if goals else None,
+            "target": [{"split": "validation", "metric": g.name, "better": g.better, "value": g.target}
+                       for g in goals] or None,
+        }  # fmt: skip
+    return out
+
+
+def _target_text(target: list[dict[str, Any]] | None) -> str | None:
+    if not target:
+        return None
+    return "; ".join(f"{t['split']} {t['metric']} {'>=' if t['better'] == 'higher' else '<='} {t['value']:g}"
+                     for t in target)  # fmt: skip
+
+
+def run_records(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null, the time to
+    accuracy with the target it refers to (``reached``)."""
     out = []
     for row in df.iter_rows(named=True):
         rec = {k: v for k, v in row.items() if not k.startswith("final_")}
+        got = targets.get(row["run_id"], {})
+        rec["time_to_accuracy_s"] = got.get("time_to_accuracy_s")
+        rec["target"] = got.get("target")
         rec["started_at"] = iso(row["started_at"])
         rec["stopped_at"] = iso(row["stopped_at"])
         rec["final_accuracy"] = (
@@ -40,8 +67,17 @@ def run_records(df: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def runs_csv(df: pl.DataFrame) -> str:
-    """The runs as CSV: times as ISO text, and no text cell a spreadsheet would run as a formula."""
+def runs_csv(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> str:
+    """The runs as CSV: times as ISO text, the time to accuracy and its target (``reached``) beside the time to
+    train, and no text cell a spreadsheet would run as a formula."""
+    ids = df["run_id"].to_list()
+    at = df.columns.index("time_to_train_s") + 1
+    df = df.insert_column(
+        at, pl.Series("time_to_accuracy_s", [targets.get(i, {}).get("time_to_accuracy_s") for i in ids],
+                      dtype=pl.Float64)
+    ).insert_column(
+        at + 1, pl.Series("target", [_target_text(targets.get(i, {}).get("target")) for i in ids], dtype=pl.String)
+    )  # fmt: skip
     df = df.with_columns(
         pl.col("started_at").map_elements(iso, return_dtype=pl.String),
         pl.col("stopped_at").map_elements(iso, return_dtype=pl.String),

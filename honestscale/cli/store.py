@@ -254,18 +254,21 @@ def runs(
 
     JSON gives an array of objects (run_id, source, campaign, system, framework, purpose, n_nodes,
     n_accelerators, accelerator, global_batch_size, local_batch_size, status, started_at,
-    time_to_train_s, final_accuracy {split, metric, value} or null, source_file, ...).
+    time_to_train_s, time_to_accuracy_s with the target it refers to, final_accuracy {split, metric, value} or
+    null, source_file, ...); CSV the same columns (the target as text).
     """
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
+    from honestscale.view import listed_runs
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         df = queries.runs(con, campaign)
+        targets = _output.reached(listed_runs(con, campaign)) if format is not TableFormat.table else {}
     if format is TableFormat.json:
-        print(_output.dumps(_output.run_records(df)))
+        print(_output.dumps(_output.run_records(df, targets)))
     elif format is TableFormat.csv:
-        sys.stdout.write(_output.runs_csv(df))
+        sys.stdout.write(_output.runs_csv(df, targets))
     elif df.height == 0:
         err.print("no runs in the store yet: `honestscale ingest PATH` first")
     else:

@@ -218,14 +218,14 @@ def run_count(con: duckdb.DuckDBPyConnection) -> int:
 
 
 # ------------------------------------------------------------------------------------- for the linter
-def lint_runs(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Every column of every run (of one campaign), but runs an edited spec superseded (:func:`superseded`)."""
+def lint_runs(
+    con: duckdb.DuckDBPyConnection, campaign: str | None = None, with_superseded: bool = False
+) -> pl.DataFrame:
+    """Every column of every run (of one campaign), but runs an edited spec superseded (:func:`superseded`) unless
+    ``with_superseded`` (a listing of every run)."""
     where = "WHERE campaign = ?" if campaign else ""
-    return _frame(
-        con,
-        f"SELECT * FROM runs ANTI JOIN superseded_runs s USING (run_id) {where} ORDER BY run_id",
-        [campaign] if campaign else [],
-    )
+    left = "" if with_superseded else "ANTI JOIN superseded_runs s USING (run_id)"
+    return _frame(con, f"SELECT * FROM runs {left} {where} ORDER BY run_id", [campaign] if campaign else [])
 
 
 def superseded(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from statistics import median
 
-from honestscale.view._build import build, power_samples
+from honestscale.view._build import build, listed_runs, power_samples
 from honestscale.view._comparisons import (
     COMPARED,
     LIKE,
@@ -52,6 +52,7 @@ __all__ = [
     "build",
     "classify",
     "comparisons",
+    "listed_runs",
     "med",
     "power_samples",
 ]

@@ -29,8 +29,7 @@ def _ranks(con: Connection, campaign: str | None) -> dict[str, Ranks]:
     return out
 
 
-def build(con: Connection, campaign: str | None = None) -> View:
-    """The view of the store (or of one campaign)."""
+def _evals(con: Connection, campaign: str | None) -> dict[str, list[Eval]]:
     evals: dict[str, list[Eval]] = defaultdict(list)
     for e in queries.lint_evals(con, campaign).iter_rows(named=True):
         evals[e["run_id"]].append(
@@ -38,6 +37,20 @@ def build(con: Connection, campaign: str | None = None) -> View:
                 e["split"], e["metric"], float(e["value"]), float(e["time"]), e["epoch"], e["samples_trained"]
             )
         )
+    return evals
+
+
+def listed_runs(con: Connection, campaign: str | None = None) -> list[Run]:
+    """Every run (of one campaign) with its evaluations, superseded ones included: what a listing of the runs
+    needs (``runs --format json``: time to accuracy), without steps, power or ranks."""
+    evals = _evals(con, campaign)
+    return [Run.from_row(row, evals=tuple(evals.get(row["run_id"], ())))
+            for row in queries.lint_runs(con, campaign, with_superseded=True).iter_rows(named=True)]  # fmt: skip
+
+
+def build(con: Connection, campaign: str | None = None) -> View:
+    """The view of the store (or of one campaign)."""
+    evals = _evals(con, campaign)
     power = power_samples(con, campaign)
     steps = {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
              for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
