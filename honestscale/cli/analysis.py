@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -177,6 +179,42 @@ def lint(
     raise typer.Exit(1 if result.errors else 0)
 
 
+@contextlib.contextmanager
+def _writing(output: Path) -> Iterator[None]:
+    """A report being written: Ctrl-C and a full disk or a refused path say that the last report is whole."""
+    from honestscale import report as reporting
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        err.print(f"[red]interrupted[/]: nothing was written; the last complete report at {output} is whole")
+        raise typer.Exit(130) from None
+    except OSError as exc:
+        raise HonestscaleError(
+            f"cannot write the report {output} or its figures and tables in {reporting.assets_for(output)}: "
+            f"{exc.strerror or exc}",
+            f"{from_os_error(exc).fix}; a report written before is left whole",
+        ) from None
+
+
+def _overview(view: Any, output: Path, html: Path | None, format: ReportFormat, extra: Any) -> None:
+    from honestscale import lint as linter
+    from honestscale import report as reporting
+
+    if format is ReportFormat.json:
+        print(_output.dumps(reporting.overview(view, linter.lint(view, suppressions=extra)).as_json()))
+        return
+    with _writing(output):
+        got, refused = reporting.report_overview(view, pdf=output, html=html, suppressions=extra)
+    err.print(f"wrote {output}: an overview of {len(got.campaigns)} campaigns ({got.runs} runs); "
+              f"`--campaign NAME` writes one campaign's report, `--all` every campaign in full "
+              f"(and {reporting.assets_for(output)}/campaigns.csv)", highlight=False)  # fmt: skip
+    if html is not None:
+        err.print(f"wrote {html}", highlight=False)
+    if refused:
+        err.print(f"[yellow]refused to fetch {len(refused)} URL(s) that are not the report's own assets[/]")
+
+
 @app.command()
 def report(
     store: StoreOpt = None,
@@ -187,9 +225,20 @@ def report(
         ReportFormat, typer.Option("--format", "-f", help="pdf, or json: the analysis model.")
     ] = (ReportFormat.pdf),
     config: Annotated[Path | None, typer.Option(help="honestscale.toml with lint suppressions.")] = None,
+    all_campaigns: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="On a store of several campaigns: every campaign's report in full, not the overview.",
+        ),
+    ] = False,
     wait: WaitOpt = 10.0,
 ) -> None:
     """The paper-ready scaling report: PDF (and HTML), figures, tables, the lint verdicts.
+
+    On a store of several campaigns, without --campaign: an overview (one line per campaign with its scaling
+    headline and the rules about its runs, a table of the setups several campaigns ran, the verdicts per rule;
+    <output>_files/campaigns.csv); --all writes every campaign in full instead, --campaign one of them.
 
     Per scaling series: medians with 95 % order-statistic intervals, speedup and efficiency against
     the base case (printed with its absolute time), Amdahl or Gustafson bounds, step breakdown,
@@ -216,21 +265,15 @@ def report(
                 "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
             )
         view = build(con, campaign)
+    if campaign is None and not all_campaigns and reporting.several_campaigns(view):
+        _overview(view, output, html, format, extra)
+        return
     if format is ReportFormat.json:
         model, _ = reporting.analyse(view, campaign, extra)
         print(_output.dumps(model.as_json()))
         return
-    try:
+    with _writing(output):
         outputs = reporting.report(view, pdf=output, html=html, campaign=campaign, suppressions=extra)
-    except KeyboardInterrupt:
-        err.print(f"[red]interrupted[/]: nothing was written; the last complete report at {output} is whole")
-        raise typer.Exit(130) from None
-    except OSError as exc:
-        raise HonestscaleError(
-            f"cannot write the report {output} or its figures and tables in {reporting.assets_for(output)}: "
-            f"{exc.strerror or exc}",
-            f"{from_os_error(exc).fix}; a report written before is left whole",
-        ) from None
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
         highlight=False,

@@ -14,6 +14,7 @@ from pathlib import Path
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
 from honestscale.report._model import Model, build
+from honestscale.report._overview import Overview, overview, write_overview
 from honestscale.report._render import Outputs, check_targets, environment, render
 from honestscale.report._versus import PairView, compare_report, pair_views
 from honestscale.report._versus import context as compare_context
@@ -34,10 +35,25 @@ def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: 
     return render(model, pdf, html, assets or assets_for(target))
 
 
+def several_campaigns(view: View) -> bool:
+    """Whether the view holds runs of more than one campaign (runs without one count as one): a report of it is
+    an overview unless every campaign is asked for in full."""
+    return len({r.campaign for r in view.runs}) > 1
+
+
+def report_overview(view: View, *, pdf: Path | None, html: Path | None = None,
+                    suppressions: list[Suppression] | None = None) -> tuple[Overview, list[str]]:  # fmt: skip
+    """The overview of a store of several campaigns, written as PDF and/or HTML (``<name>_files/campaigns.csv``)."""
+    got = overview(view, lint(view, suppressions=suppressions or []))
+    target = pdf or html or Path("report.pdf")
+    return got, write_overview(got, pdf=pdf, html=html, assets=assets_for(target))
+
+
 def assets_for(target: Path) -> Path:
     """The folder beside a report for its figures and tables: ``<name>_files``."""
     return target.with_name(target.stem + "_files")
 
 
-__all__ = ["PARTS", "STYLE", "Model", "Outputs", "PairView", "analyse", "assets_for", "check_targets", "compare_context",
-           "compare_report", "environment", "mark", "pair_views", "render", "report", "tip", "to_svg"]  # fmt: skip
+__all__ = ["PARTS", "STYLE", "Model", "Outputs", "Overview", "PairView", "analyse", "assets_for", "check_targets", "compare_context",
+           "compare_report", "environment", "mark", "overview", "pair_views", "render", "report", "report_overview",
+           "several_campaigns", "tip", "to_svg", "write_overview"]  # fmt: skip

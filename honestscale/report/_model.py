@@ -89,6 +89,8 @@ class RunRow:
     framework: str | None
     campaign: str | None
     energy_j: float | None = None  # energy to train, where measured
+    node_hours: float | None = None  # CPU-only runs: what they spent instead of accelerator-hours
+    core_hours: float | None = None
 
 
 @dataclass
@@ -248,6 +250,48 @@ def _commands(runs: list[Run]) -> list[dict[str, Any]]:
     return [{"command": k, "runs": v} for k, v in sorted(counts.items())][:50]
 
 
+def totals(runs: list[Run]) -> dict[str, Any]:
+    """What the runs cost, in the unit that was spent: accelerator-hours where there are accelerators, node-hours
+    and core-hours (where the cores were recorded) for CPU-only runs; measured energy, and how many runs measured
+    it; per purpose and status, and in all."""
+    by_purpose: dict[str, dict[str, float]] = defaultdict(
+        lambda: {
+            "runs": 0,
+            "hours": 0.0,
+            "accelerator_hours": 0.0,
+            "node_hours": 0.0,
+            "core_hours": 0.0,
+            "kwh": 0.0,
+            "energy_runs": 0,
+            "cpu_only_runs": 0,
+        }
+    )
+    for r in runs:
+        key = (r.purpose or "final") if r.ok else f"{r.purpose or 'final'} ({r.status})"
+        by_purpose[key]["runs"] += 1
+        by_purpose[key]["hours"] += (r.time_to_train_s or 0.0) / 3600
+        by_purpose[key]["accelerator_hours"] += r.accelerator_hours() or 0.0
+        if r.cpu_only:  # no accelerator spent: counted in nodes (and cores, where recorded)
+            by_purpose[key]["cpu_only_runs"] += 1
+            by_purpose[key]["node_hours"] += r.node_hours() or 0.0
+            by_purpose[key]["core_hours"] += r.core_hours() or 0.0
+        spent = energy.to_train(r)
+        if spent is not None:
+            by_purpose[key]["kwh"] += spent.joules / 3.6e6
+            by_purpose[key]["energy_runs"] += 1
+    return {
+        "runs": len(runs),
+        "by_purpose": dict(by_purpose),
+        "hours": sum(v["hours"] for v in by_purpose.values()),
+        "accelerator_hours": sum(v["accelerator_hours"] for v in by_purpose.values()),
+        "cpu_only_runs": int(sum(v["cpu_only_runs"] for v in by_purpose.values())),
+        "node_hours": sum(v["node_hours"] for v in by_purpose.values()),
+        "core_hours": sum(v["core_hours"] for v in by_purpose.values()),
+        "kwh": sum(v["kwh"] for v in by_purpose.values()),
+        "energy_runs": int(sum(v["energy_runs"] for v in by_purpose.values())),
+    }
+
+
 def build(view: View, result: LintResult, campaign: str | None) -> Model:
     steps = view.fractions
     spreads = ranks.of_runs(view.rank_times)
@@ -274,34 +318,11 @@ def build(view: View, result: LintResult, campaign: str | None) -> Model:
             r.framework,
             r.campaign,
             spent.joules if (spent := energy.to_train(r)) is not None else None,
+            r.node_hours() if r.cpu_only else None,
+            r.core_hours() if r.cpu_only else None,
         )
         for r in sorted(view.runs, key=lambda r: (r.campaign or "", r.purpose or "", r.workers or 0, r.id))
     ]
-    by_purpose: dict[str, dict[str, float]] = defaultdict(
-        lambda: {
-            "runs": 0,
-            "hours": 0.0,
-            "accelerator_hours": 0.0,
-            "node_hours": 0.0,
-            "core_hours": 0.0,
-            "kwh": 0.0,
-            "energy_runs": 0,
-            "cpu_only_runs": 0,
-        }
-    )
-    for r in view.runs:
-        key = (r.purpose or "final") if r.ok else f"{r.purpose or 'final'} ({r.status})"
-        by_purpose[key]["runs"] += 1
-        by_purpose[key]["hours"] += (r.time_to_train_s or 0.0) / 3600
-        by_purpose[key]["accelerator_hours"] += r.accelerator_hours() or 0.0
-        if r.cpu_only:  # no accelerator spent: counted in nodes (and cores, where recorded)
-            by_purpose[key]["cpu_only_runs"] += 1
-            by_purpose[key]["node_hours"] += r.node_hours() or 0.0
-            by_purpose[key]["core_hours"] += r.core_hours() or 0.0
-        spent = energy.to_train(r)
-        if spent is not None:
-            by_purpose[key]["kwh"] += spent.joules / 3.6e6
-            by_purpose[key]["energy_runs"] += 1
     setups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in view.runs:
         setup = (
@@ -347,17 +368,7 @@ def build(view: View, result: LintResult, campaign: str | None) -> Model:
         },
         comparisons=scaling + [c for c in comps if c.kind != "scaling"],
         runs=rows,
-        totals={
-            "runs": len(view.runs),
-            "by_purpose": dict(by_purpose),
-            "hours": sum(v["hours"] for v in by_purpose.values()),
-            "accelerator_hours": sum(v["accelerator_hours"] for v in by_purpose.values()),
-            "cpu_only_runs": int(sum(v["cpu_only_runs"] for v in by_purpose.values())),
-            "node_hours": sum(v["node_hours"] for v in by_purpose.values()),
-            "core_hours": sum(v["core_hours"] for v in by_purpose.values()),
-            "kwh": sum(v["kwh"] for v in by_purpose.values()),
-            "energy_runs": int(sum(v["energy_runs"] for v in by_purpose.values())),
-        },
+        totals=totals(view.runs),
         setup=list(setups.values()),
         lint={"verdicts": verdicts, "findings": findings, "errors": len(result.errors)},
         reproducibility={

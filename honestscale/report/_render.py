@@ -9,6 +9,7 @@ anything.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import mimetypes
 import os
 import re
@@ -111,6 +112,13 @@ def _estimate(e: Estimate | None) -> str:
     return "–" if e is None else ratio_text(e.value, (e.low, e.high), False, "x")
 
 
+def _date(epoch: float | None) -> str:
+    """A moment as its UTC day: ``2026-11-24``."""
+    if epoch is None:
+        return "–"
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d")
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("honestscale.report", "templates"),
@@ -121,7 +129,7 @@ def environment() -> Environment:
     )
     env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, sig=sig, pct=_pct, within=_in,
                        ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text, scaled=_scaled,
-                       scaled_ci=_scaled_ci, estimate=_estimate)  # fmt: skip
+                       scaled_ci=_scaled_ci, estimate=_estimate, date=_date)  # fmt: skip
     return env
 
 
@@ -365,9 +373,7 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     report do not linger in ``assets``.
     """
     with staged(pdf, html, assets) as (staging, partials):
-        exports, refused, text, scaling, frameworks = _write(model, pdf, staging, assets, partials)
-        if html is not None:
-            html_beside(text, html, assets, partials, "fig")
+        exports, refused, scaling, frameworks = _write(model, pdf, html, staging, assets, partials)
     return Outputs(html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks)
 
 
@@ -400,9 +406,31 @@ def html_beside(text: str, html: Path, assets: Path, partials: list[tuple[Path, 
                        .replace(f'src="{figures}', f'src="{rel}/{figures}'), encoding="utf-8")  # fmt: skip
 
 
-def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
+def publish(template: str, context: dict[str, Any], page: str, *, staging: Path, pdf: Path | None,
+            html: Path | None, assets: Path, partials: list[tuple[Path, Path]], figures: str) -> list[str]:  # fmt: skip
+    """The page rendered from ``template`` into ``staging`` with the stylesheet, the HTML beside its target and
+    the PDF printed from it (as partials, swapped in by ``staged``); returns the URLs the fetcher refused."""
+    env = environment()
+    (staging / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
+    text = env.get_template(template).render(**context)
+    (staging / page).write_text(text, encoding="utf-8")
+    if html is not None:
+        html_beside(text, html, assets, partials, figures)
+    if pdf is None:
+        return []
+    from weasyprint import HTML
+
+    fetcher = AssetFetcher(staging)
+    partial = pdf.with_name(f".{pdf.name}.partial")
+    partials.append((partial, pdf))
+    # full_fonts: embed the fonts whole; subsetting them in Python costs more than the bytes it saves
+    HTML(filename=str(staging / page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
+    return fetcher.refused
+
+
+def _write(model: Model, pdf: Path | None, html: Path | None, staging: Path, assets: Path,
            partials: list[tuple[Path, Path]]
-           ) -> tuple[list[Path], list[str], str, list[ScalingView], list[ScalingView]]:  # fmt: skip
+           ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView]]:  # fmt: skip
     """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target."""
     exports: list[Path] = []
     scaling: list[ScalingView] = []
@@ -429,31 +457,20 @@ def _write(model: Model, pdf: Path | None, staging: Path, assets: Path,
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
-                  "split", "config hash", "energy to train [J]"]  # fmt: skip
+                  "split", "config hash", "energy to train [J]", "node-hours (CPU only)", "core-hours (CPU only)"]  # fmt: skip
     run_rows = [[r.run_id, r.purpose or "", r.status or "", str(r.workers or ""), str(r.global_batch or ""),
                  "" if r.time_s is None else f"{r.time_s:.1f}",
                  "" if r.accelerator_hours is None else f"{r.accelerator_hours:.3f}",
                  "" if r.accuracy is None else f"{r.accuracy:.4f}", r.split or "", r.config_hash or "",
-                 "" if r.energy_j is None else f"{r.energy_j:.1f}"]
+                 "" if r.energy_j is None else f"{r.energy_j:.1f}",
+                 "" if r.node_hours is None else f"{r.node_hours:.6g}", "" if r.core_hours is None else f"{r.core_hours:.6g}"]
                 for r in model.runs]  # fmt: skip
     (staging / "runs.csv").write_text(to_csv(run_header, run_rows), encoding="utf-8")
     keep = (0, 1, 2, 3, 5, 7)  # six columns fit one column of a paper; the CSV has them all
     (staging / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
                                                   "All runs"), encoding="utf-8")  # fmt: skip
     exports += [assets / "runs.csv", assets / "runs.tex"]
-    env = environment()
-    (staging / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
-    text = env.get_template("report.html.j2").render(model=model, scaling=scaling, frameworks=frameworks)
-    page = staging / "report.html"
-    page.write_text(text, encoding="utf-8")
-    refused: list[str] = []
-    if pdf is not None:
-        from weasyprint import HTML
-
-        fetcher = AssetFetcher(staging)
-        # full_fonts: embed the fonts whole; subsetting them in Python costs more than the bytes it saves
-        partial = pdf.with_name(f".{pdf.name}.partial")
-        partials.append((partial, pdf))
-        HTML(filename=str(page), url_fetcher=fetcher).write_pdf(str(partial), full_fonts=True)
-        refused = fetcher.refused
-    return exports, refused, text, scaling, frameworks
+    refused = publish("report.html.j2", {"model": model, "scaling": scaling, "frameworks": frameworks},
+                      "report.html", staging=staging, pdf=pdf, html=html, assets=assets, partials=partials,
+                      figures="fig")  # fmt: skip
+    return exports, refused, scaling, frameworks

@@ -16,7 +16,7 @@ from honestscale.analysis.points import sig
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, TEST_METHOD
 from honestscale.compare import Compared, Measure, Result
 from honestscale.report._figures import STYLE, mark, to_svg
-from honestscale.report._render import AssetFetcher, environment, html_beside, staged
+from honestscale.report._render import publish, staged
 from honestscale.spreadsheet import to_csv
 
 _COLOURS = ("#3182bd", "#e6550d")
@@ -124,18 +124,15 @@ def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate:
     with staged(pdf, html, assets) as (staging, partials):
         views = pair_views(result, staging)
         (staging / "pairs.csv").write_text(to_csv(*_rows(result)), encoding="utf-8")
-        env = environment()
-        (staging / "report.css").write_text(env.loader.get_source(env, "report.css")[0], encoding="utf-8")  # type: ignore[union-attr]
-        text = env.get_template("comparison.html.j2").render(**context(result, views, gate))
-        (staging / "comparison.html").write_text(text, encoding="utf-8")
-        if html is not None:
-            html_beside(text, html, assets, partials, "pair")
-        if pdf is not None:
-            from weasyprint import HTML
-
-            partial = pdf.with_name(f".{pdf.name}.partial")
-            partials.append((partial, pdf))
-            HTML(filename=str(staging / "comparison.html"), url_fetcher=AssetFetcher(staging)).write_pdf(
-                str(partial), full_fonts=True
-            )
+        publish(
+            "comparison.html.j2",
+            context(result, views, gate),
+            "comparison.html",
+            staging=staging,
+            pdf=pdf,
+            html=html,
+            assets=assets,
+            partials=partials,
+            figures="pair",
+        )
     return [p for p in (pdf, html) if p is not None] + [assets]
