@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / "_work"
+WORK = HERE / "_work" / "ingest"
 
 
 def write_events(folder: Path, total: int, files: int) -> int:
