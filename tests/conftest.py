@@ -38,6 +38,20 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "store.duckdb"
 
 
+COMPARE_RUNS = REPO / "examples" / "compare" / "runs"
+
+
+@pytest.fixture(scope="session")
+def compare_store(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Path:
+    """The compare example's real runner events (four campaigns of the digits MLP, 6 runs each, CPU only) and the
+    MLPerf v0.7 logs, ingested into one store; read only by its users."""
+    path = tmp_path_factory.mktemp("compare") / "store.duckdb"
+    for source in (COMPARE_RUNS, mlperf):
+        got = hs("ingest", source, "--store", path)
+        assert got.returncode == 0, got.stderr
+    return path
+
+
 def hs(
     *args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

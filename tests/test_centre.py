@@ -14,19 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, hs
+from tests.conftest import COMPARE_RUNS, hs
 
-RUNS = REPO / "examples" / "compare" / "runs"
+RUNS = COMPARE_RUNS
 CAMPAIGNS = ["compare-again", "compare-base", "compare-confounded", "compare-loaders"]
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Path:
-    path = tmp_path_factory.mktemp("centre") / "store.duckdb"
-    for source in (RUNS, mlperf):
-        got = hs("ingest", source, "--store", path)
-        assert got.returncode == 0, got.stderr
-    return path
 
 
 def _json(*args: Any) -> Any:
@@ -94,16 +85,16 @@ def test_advise_names_each_campaign_and_pools_only_when_asked(centre: Path) -> N
     )
 
 
-def test_summary_pools_only_when_asked_and_names_the_campaigns(store: Path) -> None:
-    rows = _json("summary", "--store", store, "-f", "json")
+def test_summary_pools_only_when_asked_and_names_the_campaigns(compare_store: Path) -> None:
+    rows = _json("summary", "--store", compare_store, "-f", "json")
     mlp = [r for r in rows if r["model"] == "mlp"]
     assert sorted(r["campaign"] for r in mlp) == CAMPAIGNS and all(r["runs"] == 6 for r in mlp)
     assert all(r["campaigns"] == [r["campaign"]] for r in mlp)
-    got = hs("summary", "--store", store, "--pool", "-f", "json")
+    got = hs("summary", "--store", compare_store, "--pool", "-f", "json")
     (pooled,) = [r for r in json.loads(got.stdout) if r["model"] == "mlp"]
     assert pooled["campaign"] == "(pooled)" and pooled["campaigns"] == CAMPAIGNS and pooled["runs"] == 24
     assert "pooling 4 campaigns" in got.stderr
-    one = hs("summary", "--store", store, "--campaign", "compare-base", "--pool")
+    one = hs("summary", "--store", compare_store, "--campaign", "compare-base", "--pool")
     assert one.returncode == 0 and "nothing to pool" in one.stderr
 
 
@@ -114,9 +105,9 @@ def _pdf_text(pdf: Path) -> tuple[int, str]:
     return pages, " ".join(text.stdout.split())
 
 
-def test_a_report_of_several_campaigns_is_an_overview_unless_all(store: Path, tmp_path: Path) -> None:
+def test_a_report_of_several_campaigns_is_an_overview_unless_all(compare_store: Path, tmp_path: Path) -> None:
     pdf = tmp_path / "store.pdf"
-    got = hs("report", "--store", store, "-o", pdf, timeout=300)
+    got = hs("report", "--store", compare_store, "-o", pdf, timeout=300)
     assert got.returncode == 0, got.stderr
     assert "an overview of 5 campaigns" in got.stderr and "--all" in got.stderr
     pages, text = _pdf_text(pdf)
@@ -127,7 +118,7 @@ def test_a_report_of_several_campaigns_is_an_overview_unless_all(store: Path, tm
     # cost in the unit spent: the digits runs had no accelerator, the MLPerf submissions V100s
     assert "node-hours" in text and "CPU-only run(s), no accelerator spent" in text
     assert "0.0 accelerator-hours" not in text
-    model = _json("report", "--store", store, "-f", "json")
+    model = _json("report", "--store", compare_store, "-f", "json")
     assert model["schema"] == "honestscale.overview/1" and model["runs"] == 24 + 20
     rows = {c["campaign"]: c for c in model["campaigns"]}
     assert sum(c["runs"] for c in rows.values()) == model["runs"]  # every run counted
@@ -139,20 +130,20 @@ def test_a_report_of_several_campaigns_is_an_overview_unless_all(store: Path, tm
     assert across["campaigns"] == 4 and across["runs"] == 24
     assert across["lowest"][1] <= across["highest"][1]
     (dell,) = [h for h in rows[None]["headlines"] if "NGC" in h["series"]]  # the MLPerf series' headline
-    series = [c for c in _json("report", "--store", store, "--all", "-f", "json")["comparisons"]
+    series = [c for c in _json("report", "--store", compare_store, "--all", "-f", "json")["comparisons"]
               if c["kind"] == "scaling" and c["runs"] == sorted(c["runs"]) and "NGC" in c["label"]]  # fmt: skip
     assert dell["last"]["speedup"] == pytest.approx(series[0]["points"][-1]["speedup"])
     table = list(csv.reader(io.StringIO((tmp_path / "store_files" / "campaigns.csv").read_text())))
     assert {r[0] for r in table[1:]} == {*CAMPAIGNS, ""}
 
     full = tmp_path / "all.pdf"
-    assert hs("report", "--store", store, "-o", full, "--all", timeout=600).returncode == 0
+    assert hs("report", "--store", compare_store, "-o", full, "--all", timeout=600).returncode == 0
     full_pages, full_text = _pdf_text(full)
     assert full_pages > pages and "Scaling report" in full_text
 
 
-def test_runs_list_time_to_accuracy_and_its_target(store: Path) -> None:
-    runs = {r["run_id"]: r for r in _json("runs", "--store", store, "-f", "json")}
+def test_runs_list_time_to_accuracy_and_its_target(compare_store: Path) -> None:
+    runs = {r["run_id"]: r for r in _json("runs", "--store", compare_store, "-f", "json")}
     for run_dir in sorted(RUNS.iterdir()):
         events = _events(run_dir)
         start = events[0]
@@ -167,7 +158,7 @@ def test_runs_list_time_to_accuracy_and_its_target(store: Path) -> None:
     assert all(
         r["time_to_accuracy_s"] is None or r["time_to_accuracy_s"] <= r["time_to_train_s"] + 1 for r in mlperf
     )
-    table = list(csv.DictReader(io.StringIO(hs("runs", "--store", store, "-f", "csv").stdout)))
+    table = list(csv.DictReader(io.StringIO(hs("runs", "--store", compare_store, "-f", "csv").stdout)))
     row = next(r for r in table if r["run_id"] in runs and runs[r["run_id"]]["source"] == "native")
     assert float(row["time_to_accuracy_s"]) == pytest.approx(runs[row["run_id"]]["time_to_accuracy_s"])
     assert row["target"] == "validation accuracy >= 0.95"

@@ -11,18 +11,9 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from tests.conftest import REPO, hs
+from tests.conftest import COMPARE_RUNS, hs
 
-RUNS = REPO / "examples" / "compare" / "runs"
-
-
-@pytest.fixture(scope="module")
-def cstore(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Path:
-    store = tmp_path_factory.mktemp("compare") / "store.duckdb"
-    for source in (RUNS, mlperf):
-        got = hs("ingest", source, "--store", store)
-        assert got.returncode == 0, got.stderr
-    return store
+RUNS = COMPARE_RUNS
 
 
 def _json(store: Path, *args: str) -> tuple[int, dict[str, Any]]:
@@ -44,8 +35,8 @@ def _tta(campaign: str) -> list[float]:
     return out
 
 
-def test_one_factor_changed_is_named_with_its_ratio_interval_and_test(cstore: Path) -> None:
-    rc, doc = _json(cstore, "compare-base", "compare-loaders")
+def test_one_factor_changed_is_named_with_its_ratio_interval_and_test(compare_store: Path) -> None:
+    rc, doc = _json(compare_store, "compare-base", "compare-loaders")
     assert rc == 0 and doc["schema"] == "honestscale.compare/1"
     (pair,) = doc["pairs"]
     assert [d["field"] for d in pair["factor"]] == ["hyperparameters.loader_workers"]
@@ -67,9 +58,9 @@ def test_one_factor_changed_is_named_with_its_ratio_interval_and_test(cstore: Pa
     assert "HS106" in pair["verdicts"]["fail"] and "HS214" not in pair["verdicts"]["fail"]
 
 
-def test_a_difference_within_noise_is_not_called_one(cstore: Path) -> None:
+def test_a_difference_within_noise_is_not_called_one(compare_store: Path) -> None:
     rc, doc = _json(
-        cstore, "compare-base", "compare-again", "--fail-if-slower", "5%", "--fail-if-faster", "5%"
+        compare_store, "compare-base", "compare-again", "--fail-if-slower", "5%", "--fail-if-faster", "5%"
     )
     (pair,) = doc["pairs"]
     assert pair["factor"] == [] and pair["confounds"] == [] and pair["differs"] == []
@@ -80,8 +71,8 @@ def test_a_difference_within_noise_is_not_called_one(cstore: Path) -> None:
     )
 
 
-def test_a_second_change_is_named_as_a_confound(cstore: Path) -> None:
-    rc, doc = _json(cstore, "compare-base", "compare-confounded", "--factor", "loader_workers")
+def test_a_second_change_is_named_as_a_confound(compare_store: Path) -> None:
+    rc, doc = _json(compare_store, "compare-base", "compare-confounded", "--factor", "loader_workers")
     assert rc == 0
     (pair,) = doc["pairs"]
     assert [d["field"] for d in pair["factor"]] == ["hyperparameters.loader_workers"]
@@ -89,33 +80,35 @@ def test_a_second_change_is_named_as_a_confound(cstore: Path) -> None:
     own = [f for f in pair["findings"] if f["code"] == "HS214"]
     assert own and own[0]["outcome"] == "fail" and "lr schedule constant → cosine" in own[0]["message"]
     # without --factor nothing says which of the two is studied: each confounds the other
-    _, doc = _json(cstore, "compare-base", "compare-confounded")
+    _, doc = _json(compare_store, "compare-base", "compare-confounded")
     (pair,) = doc["pairs"]
     assert pair["factor"] == [] and len(pair["confounds"]) == 2 and "HS214" in pair["verdicts"]["fail"]
-    text = hs("compare", "compare-base", "compare-confounded", "--store", cstore, "--format", "sarif")
+    text = hs("compare", "compare-base", "compare-confounded", "--store", compare_store, "--format", "sarif")
     sarif = json.loads(text.stdout)
     assert any(r["ruleId"] == "HS214" for r in sarif["runs"][0]["results"])
 
 
-def test_the_gate_trips_on_a_real_slowdown_and_says_why_not_otherwise(cstore: Path) -> None:
-    slow = hs("compare", "compare-base", "compare-loaders", "--store", cstore, "--fail-if-slower", "5%")
+def test_the_gate_trips_on_a_real_slowdown_and_says_why_not_otherwise(compare_store: Path) -> None:
+    slow = hs(
+        "compare", "compare-base", "compare-loaders", "--store", compare_store, "--fail-if-slower", "5%"
+    )
     assert slow.returncode == 1 and "beyond the 5 % threshold" in slow.stdout
     rc, doc = _json(
-        cstore, "compare-base", "compare-loaders", "--fail-if-faster", "5%", "--measure", "throughput"
+        compare_store, "compare-base", "compare-loaders", "--fail-if-faster", "5%", "--measure", "throughput"
     )
     assert rc == 0 and "slower, not faster" in doc["gate"][0]["reason"]
     # far beyond what was measured: significant, but not beyond the threshold
-    rc, doc = _json(cstore, "compare-base", "compare-loaders", "--fail-if-slower", "900%")
+    rc, doc = _json(compare_store, "compare-base", "compare-loaders", "--fail-if-slower", "900%")
     assert rc == 0 and "less than the 900 % threshold" in doc["gate"][0]["reason"]
     # one run a side: no test can tell
     one = "campaign=compare-base,run_id=compare-base-workers=1-ef571e73-r0"
     other = "campaign=compare-loaders,run_id=compare-loaders-workers=1-65311d96-r0"
-    rc, doc = _json(cstore, one, other, "--fail-if-slower", "5%")
+    rc, doc = _json(compare_store, one, other, "--fail-if-slower", "5%")
     assert rc == 0 and "too few runs to tell" in doc["gate"][0]["reason"]
 
 
-def test_against_an_mlperf_submission_of_another_target_hs112_fails(cstore: Path) -> None:
-    rc, doc = _json(cstore, "compare-base", "source=mlperf,system=C4140", "--fail-if-slower", "5%")
+def test_against_an_mlperf_submission_of_another_target_hs112_fails(compare_store: Path) -> None:
+    rc, doc = _json(compare_store, "compare-base", "source=mlperf,system=C4140", "--fail-if-slower", "5%")
     (pair,) = doc["pairs"]
     assert pair["state_of_the_art"] and pair["b"]["submission"].endswith("DellEMC/C4140/resnet")
     assert "different problems" in pair["caveat"] and "HS112" in pair["caveat"]  # said before any ratio
@@ -129,8 +122,8 @@ def test_against_an_mlperf_submission_of_another_target_hs112_fails(cstore: Path
     assert rc == 0 and "cannot gate" in doc["gate"][0]["reason"]
 
 
-def test_history_flags_only_significant_changes_with_what_changed(cstore: Path) -> None:
-    rc, doc = _json(cstore, "--history", "model=mlp")
+def test_history_flags_only_significant_changes_with_what_changed(compare_store: Path) -> None:
+    rc, doc = _json(compare_store, "--history", "model=mlp")
     assert rc == 0
     (series,) = doc["series"]
     names = [p["campaign"] for p in series["points"]]
@@ -142,7 +135,7 @@ def test_history_flags_only_significant_changes_with_what_changed(cstore: Path) 
     assert all(p["verdicts"]["fail"] == ["HS106"] for p in series["points"])
 
 
-def test_user_errors_name_the_fix(cstore: Path) -> None:
+def test_user_errors_name_the_fix(compare_store: Path) -> None:
     for args, words in (
         (("compare-bse", "compare-again"), "did you mean compare-base"),
         (("compare-base", "campaign=compare-again,nccl_version=2"), "no field 'nccl_version'"),
@@ -150,14 +143,14 @@ def test_user_errors_name_the_fix(cstore: Path) -> None:
         (("compare-base", "model=mlp"), "share 6 run(s)"),
         (("compare-base",), "needs two sides"),
     ):
-        got = hs("compare", *args, "--store", cstore)
+        got = hs("compare", *args, "--store", compare_store)
         assert got.returncode == 2 and words in got.stderr and "fix" in got.stderr, (args, got.stderr)
         assert "Traceback" not in got.stderr
 
 
-def test_the_comparison_report_draws_every_run(cstore: Path, tmp_path: Path) -> None:
+def test_the_comparison_report_draws_every_run(compare_store: Path, tmp_path: Path) -> None:
     pdf, html = tmp_path / "compare.pdf", tmp_path / "compare.html"
-    got = hs("compare", "compare-base", "compare-loaders", "--store", cstore, "-o", pdf, "--html", html,
+    got = hs("compare", "compare-base", "compare-loaders", "--store", compare_store, "-o", pdf, "--html", html,
              "--fail-if-slower", "5%")  # fmt: skip
     assert got.returncode == 1, got.stderr
     assert pdf.read_bytes().startswith(b"%PDF")
