@@ -209,7 +209,7 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
 
 
 def _advice_of(
-    campaign: str | None, runs: list[Run], kept: View, findings: list[dict[str, Any]]
+    campaign: str | None, runs: list[Run], kept: View, kept_ids: set[str], findings: list[dict[str, Any]]
 ) -> CampaignAdvice:
     setups = _setups(campaign, runs, kept.fractions)
     problems: dict[tuple[str, str], list[Setup]] = defaultdict(list)
@@ -222,7 +222,7 @@ def _advice_of(
                  for got in ([s for s in u if s.tta_s is not None] for u in problems.values()) if got]  # fmt: skip
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))
-    projections, withheld = _projections(kept, {r.id for r in kept.runs}, campaign)
+    projections, withheld = _projections(kept, kept_ids, campaign)
     return CampaignAdvice(campaign, len(runs), setups, per_sample, to_target, projections,
                           _suggest([s for s in setups if s.succeeded], projections), withheld)  # fmt: skip
 
@@ -237,7 +237,8 @@ def advise(view: View, result: LintResult, campaign: str | None = None) -> Advic
     for r in kept.runs:
         if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
             by_campaign[kept.group_of(r)].append(r)
-    groups = [_advice_of(name, runs, kept, findings)
+    kept_ids = {r.id for r in kept.runs}
+    groups = [_advice_of(name, runs, kept, kept_ids, findings)
               for name, runs in sorted(by_campaign.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]  # fmt: skip
     return Advice(campaign, list(view.pooled), excluded, groups,
                   {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC})  # fmt: skip

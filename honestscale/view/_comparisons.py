@@ -14,12 +14,11 @@ A *comparison* is a group of final runs:
 * ``hardware``: one model, dataset and framework across accelerator models (normalised: two spellings of one
   chip are one accelerator);
 * ``campaign``: every run of a campaign, tuning and failed ones included;
+* ``pair``: made by ``honestscale compare`` (not here): a setup of A against its like of B, with what differs in
+  its key (``factor``, ``confounds``, ``differs``, ``state_of_the_art``).
 
 Comparisons are made within a campaign; a view that pools campaigns (``View.pooling``, asked for with ``--pool``)
 makes the others across them, their ``campaign`` key ``POOLED``.
-
-* ``pair``: made by ``honestscale compare`` (not here): a setup of A against its like of B, with what differs in
-  its key (``factor``, ``confounds``, ``differs``, ``state_of_the_art``).
 """
 
 from __future__ import annotations
@@ -111,9 +110,9 @@ class View:
     def pooling(self) -> View:
         """The view whose comparisons pool the runs of every campaign (repetitions of one setup across campaigns
         are one point), and which names the campaigns pooled; itself when it holds one campaign or none."""
-        names = tuple(sorted({r.campaign for r in self.runs if r.campaign is not None}))
         if len({r.campaign for r in self.runs}) < 2:
             return self
+        names = tuple(sorted({r.campaign for r in self.runs if r.campaign is not None}))
         return View(self.runs, comparisons(self.runs, pooled=True), self.campaigns, self.fractions,
                     self.rank_times, self.superseded, names)  # fmt: skip
 
