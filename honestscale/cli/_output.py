@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from honestscale.spreadsheet import defuse
-from honestscale.view import med
+
+if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, for every command
+    import polars as pl
 
 
 def iso(ts: float | None) -> str | None:
@@ -70,6 +71,8 @@ def run_records(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> list[di
 def runs_csv(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> str:
     """The runs as CSV: times as ISO text, the time to accuracy and its target (``reached``) beside the time to
     train, and no text cell a spreadsheet would run as a formula."""
+    import polars as pl
+
     ids = df["run_id"].to_list()
     at = df.columns.index("time_to_train_s") + 1
     df = df.insert_column(
@@ -204,6 +207,8 @@ def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[s
 
     def rate(s: dict[str, Any]) -> float:
         return (s["samples"] or 0) / s["t_total"] if s["t_total"] else 0.0
+
+    from honestscale.view import med
 
     ordered = sorted(rows, key=rate)
     rates = [rate(s) for s in ordered]

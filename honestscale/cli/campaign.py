@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -18,8 +18,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from honestscale.campaign import stages
-from honestscale.campaign.stages import Best
 from honestscale.cli._app import (
     MaxRepsOpt,
     StoreOpt,
@@ -36,6 +34,10 @@ from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
 from honestscale.store import campaigns
+
+if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for every command
+    from honestscale.campaign import stages
+    from honestscale.campaign.stages import Best
 
 
 @app.command(
@@ -198,6 +200,8 @@ def _precisions(con: Any, s: Any) -> list[tuple[str, str]]:
 
 def _best_trial(store: Path | None, s: Any, wait: float) -> Best:
     """The tuning study's best trial (printed: it is used for every final run)."""
+    from honestscale.campaign import stages
+
     with _store(store, read_only=True, wait=wait) as con:
         best = stages.best_trial(con, s)
     err.print(

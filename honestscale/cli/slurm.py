@@ -16,7 +16,6 @@ from rich.progress import (
     TextColumn,
 )
 
-from honestscale.campaign import stages
 from honestscale.cli._app import MaxRepsOpt, StoreOpt, UntilCiOpt, WaitOpt, _store, campaign_app, err, out
 from honestscale.cli.campaign import _best_trial, _record_spec, _runner_options
 from honestscale.collector import discover
@@ -101,6 +100,8 @@ def _submit_campaign(
     if resolve_store_path(store).exists():  # a dry run never creates a store
         with _store(store, read_only=dry_run, wait=wait) as con:
             submitted = campaigns.submitted_runs(con, s.name)
+    from honestscale.campaign import stages
+
     plans: list[Any] = []
     stage = "final runs"
     for step in stages.stages(s, lambda: _best_trial(store, s, wait)):  # the first stage with runs to submit

@@ -8,6 +8,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -122,7 +123,13 @@ def split_lines(data: bytes, start: int, first_number: int) -> Lines:
     undecodable: list[tuple[int, bytes]] = []
     if end == start:
         return Lines(first_number, pa.array([], pa.large_string()), undecodable, end, tail)
-    parts = pc.split_pattern(pa.array([data[start:end]], pa.large_binary()), pattern=b"\n").values
+    # the bytes as one binary value, without a copy (and without pa.array, whose input check imports pandas)
+    whole = pa.Array.from_buffers(
+        pa.large_binary(),
+        1,
+        [None, pa.py_buffer(np.array([0, end - start], np.int64)), pa.py_buffer(data)[start:end]],
+    )
+    parts = pc.split_pattern(whole, pattern=b"\n").values
     parts = parts.slice(0, len(parts) - 1)  # the empty piece after the last newline
     try:
         text = parts.cast(pa.large_string())

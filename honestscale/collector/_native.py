@@ -1,10 +1,14 @@
 """Landing event lines in the store: validation and inserts in DuckDB, with the contract module as judge.
 
-The fast path runs in SQL, vectorised over a batch of files: each line's JSON types are
-read as a signature (one entry per field of its kind) and checked in Python once per
-*distinct* signature against the contract's field tables; enum and minimum checks are SQL predicates generated
-from the same tables. Lines the fast path rejects go to :func:`events.parse_line`, whose
+The fast path runs in SQL, vectorised over a batch of files. While the previous batch lands, the reader's
+connection gives every line its *shape* (:func:`shaped`: its top-level keys and their JSON types, hashed);
+each distinct (kind, shape) is judged once, in Python, against the contract's field table, and the lines of
+good shapes are parsed once more, into their kind's typed row. Enum, bound and finiteness checks are SQL
+predicates generated from the same tables. Lines the fast path rejects go to :func:`events.parse_line`, whose
 message becomes the quarantine reason, so the reasons come from one place.
+
+Nothing here builds an Arrow array from Python objects: ``pa.array`` checks its input against pandas, and the
+first check imports pandas (a fifth of a second of an ingest) whenever it is installed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from honestscale import events as ev
@@ -58,15 +63,20 @@ class Landed:
     )  # for the quarantine: conflicts and what they hold back
 
 
+def _column(values: np.ndarray[Any, Any], typ: pa.DataType) -> pa.Array:
+    """A numpy array as an Arrow column, sharing its memory (``pa.array`` would import pandas to check its input)."""
+    return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(values)])
+
+
 def lines_batch(file_id: int, first_number: int, lines: pa.Array) -> pa.RecordBatch:
     """Consecutive lines of one file from ``first_number`` (null: not UTF-8, skipped)."""
     n = len(lines)
     return pa.record_batch(
         [
-            pa.repeat(pa.scalar(file_id, pa.int32()), n),
-            pa.array(range(first_number, first_number + n), pa.int64()),
+            _column(np.full(n, file_id, np.int32), pa.int32()),
+            _column(np.arange(first_number, first_number + n, dtype=np.int64), pa.int64()),
             lines,
-            pa.array(range(n), pa.int64()),
+            _column(np.arange(n, dtype=np.int64), pa.int64()),
         ],
         names=["file_id", "line", "raw", "pos"],
     )
@@ -85,10 +95,9 @@ def numbered_batch(file_id: int, numbered: list[tuple[int, str]]) -> pa.RecordBa
     )
 
 
-def _kind_sql(kind: str) -> tuple[str, str, str]:
-    """(json paths list, json_transform structure, value predicate) for ``kind``."""
+def _kind_sql(kind: str) -> tuple[str, str]:
+    """(json_transform structure, value predicate) for ``kind``."""
     fields = ev.fields_of(kind)
-    paths = "[" + ", ".join(sql_string(f"$.{f.name}") for f in fields) + "]"
     structure = json.dumps({f.name: _DUCK_TYPE[f.type] for f in fields})
     conds = [f"j.schema = {ev.SCHEMA_VERSION}"]
     for f in fields:
@@ -103,31 +112,57 @@ def _kind_sql(kind: str) -> tuple[str, str, str]:
             conds.append(f"({col} IS NULL OR {col} <= {ev.INT_MAX})")
         if f.type == "number":
             conds.append(f"({col} IS NULL OR isfinite({col}))")
-    return paths, sql_string(structure), " AND ".join(conds)
+    return sql_string(structure), " AND ".join(conds)
 
 
 _KIND_SQL = {kind: _kind_sql(kind) for kind in ev.KINDS}
 
 
-def signature_ok(kind: str, types: list[str | None]) -> bool:
-    """Whether the JSON types of an event's fields (DuckDB json_type, None if absent) fit ``kind``."""
+def shape_ok(kind: str, names: list[str], types: list[str]) -> bool | None:
+    """Judge a line's shape (its top-level keys and their DuckDB ``json_type``s, in order) against ``kind``.
+
+    None when the shape does not fit (a field missing, null where required, of the wrong type, or
+    written twice: DuckDB reads the first, Python the last, so the contract refuses it); else whether
+    the line must keep its whole text (a field the typed row does not hold, or a marker event).
+    """
     fields = ev.fields_of(kind)
-    if len(types) != len(fields):
-        return False
-    for f, t in zip(fields, types, strict=True):
+    if len(set(names)) != len(names):
+        return None
+    by_name = dict(zip(names, types, strict=True))
+    for f in fields:
+        t = by_name.get(f.name)
         if t is None or t == "NULL":
             if f.required:
-                return False
+                return None
         elif t not in _JSON_TYPES_OK[f.type]:
-            return False
-    return True
+            return None
+    known = {f.name for f in fields}
+    return kind in ("run_start", "run_stop") or any(n not in known for n in names)
+
+
+_SHAPE_SQL = (
+    "SELECT file_id, pos, line, raw, TRY(raw ->> '$.kind') AS kind, hash(raw) AS digest, "
+    "CASE WHEN kind IS NOT NULL THEN hash(json_keys(raw), json_type(raw, '$.*')) END AS shape "
+    "FROM _in WHERE length(raw) > 0"
+)
+
+
+def shaped(con: duckdb.DuckDBPyConnection, batches: list[pa.RecordBatch]) -> pa.Table | None:
+    """The batch's lines with their kind, digest and shape (see :meth:`Stage.validate`), computed on ``con``."""
+    if not batches:
+        return None
+    con.register("_in", pa.Table.from_batches(batches))
+    try:
+        return con.sql(_SHAPE_SQL).to_arrow_table()
+    finally:
+        con.unregister("_in")
 
 
 class Stage:
     """Validated lines of a batch of files, held in temp tables until the batch lands.
 
-    :meth:`validate` parses and checks every line of the batch in a few vectorised queries
-    (over all files at once, so DuckDB uses every core); :meth:`land` then inserts the new
+    :meth:`validate` checks every line of the batch (as :func:`shaped` left it) in a few vectorised
+    queries (over all files at once, so DuckDB uses every core); :meth:`land` then inserts the new
     events of the whole batch, set-based, inside the batch's transaction. Temp tables are
     private to the connection and never reach the store file.
     """
@@ -135,8 +170,9 @@ class Stage:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.kinds: list[str] = []
+        self.registered = False
 
-    def validate(self, batches: list[pa.RecordBatch]) -> dict[int, list[Rejected]]:
+    def validate(self, batches: pa.Table | None) -> dict[int, list[Rejected]]:
         """Check every line; return the rejected ones per file, with the contract's reason."""
         con = self.con
         con.execute(
@@ -144,22 +180,36 @@ class Stage:
             "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
         )
         # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
-        if not batches:
+        if batches is None:
             return {}
-        con.register("_in", pa.Table.from_batches(batches))
-        try:
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE _stage AS SELECT file_id, pos, line, raw, "
-                "TRY(raw ->> '$.kind') AS kind, hash(raw) AS digest FROM _in "  # NULL for lines that are not JSON objects
-                "WHERE length(raw) > 0"
-            )
-        finally:
-            con.unregister("_in")
-        present = {r[0] for r in con.execute("SELECT DISTINCT kind FROM _stage").fetchall()}
-        self.kinds = [k for k in ev.KINDS if k in present]
+        con.register("_stage", batches)
+        self.registered = True
+        # One representative line per distinct (kind, shape), judged in Python against the kind's field table.
+        reps = con.execute(
+            "SELECT r.kind, r.shape, json_keys(s.raw), json_type(s.raw, '$.*') FROM (SELECT kind, shape, "
+            "arg_min(struct_pack(f := file_id, p := pos), pos) AS at FROM _stage WHERE kind IN ("
+            + ", ".join(map(sql_string, ev.KINDS))
+            + ") GROUP BY kind, shape) r JOIN _stage s ON s.file_id = r.at.f AND s.pos = r.at.p"
+        ).fetchall()
+        good = [
+            (kind, shape, keep)
+            for kind, shape, names, types in reps
+            if (keep := shape_ok(kind, names, types)) is not None
+        ]
+        self.kinds = [k for k in ev.KINDS if any(g[0] == k for g in good)]
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _good AS SELECT unnest(?::VARCHAR[]) AS kind, unnest(?::UBIGINT[]) AS shape, "
+            "unnest(?::BOOLEAN[]) AS keep",
+            [[g[0] for g in good], [g[1] for g in good], [g[2] for g in good]],
+        )
         for kind in self.kinds:
-            self._validate_kind(kind)
+            self._validate_kind(kind, any(g[2] for g in good if g[0] == kind))
         rejected: dict[int, list[Rejected]] = {}
+        lines, valid = con.execute(
+            "SELECT (SELECT count(*) FROM _stage), (SELECT count(*) FROM _acc)"
+        ).fetchall()[0]
+        if lines == valid:
+            return rejected
         for file_id, line, raw in con.execute(
             "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) ORDER BY file_id, pos"
         ).fetchall():
@@ -175,50 +225,22 @@ class Stage:
             rejected.setdefault(int(file_id), []).append(Rejected(int(line), raw, reason))
         return rejected
 
-    def _validate_kind(self, kind: str) -> None:
+    def _validate_kind(self, kind: str, some_keep: bool) -> None:
         """Fill ``_ok_<kind>`` with the typed rows of the valid events of ``kind``, and ``_acc`` with their keys."""
         con = self.con
-        paths, structure, predicate = _KIND_SQL[kind]
+        structure, predicate = _KIND_SQL[kind]
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _k AS SELECT file_id, pos, line, digest, "
-            f"hash(json_type(raw, {paths})) AS sig, hash(json_keys(raw)) AS keys, "
-            f"json_transform(raw, {structure}) AS j FROM _stage WHERE kind = ?",
-            [kind],
+            f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT s.file_id, s.pos, s.line, "
+            f"json_transform(s.raw, {structure}) AS j, g.keep, s.digest FROM _stage s JOIN _good g USING (kind, shape) "
+            f"WHERE s.kind = '{kind}'"
         )
-        # One representative line per distinct (signature, list of keys): judged in Python, once. A field written
-        # twice is ambiguous (DuckDB reads the first, Python the last): the contract refuses it, and so does this.
-        reps = con.execute(
-            f"SELECT r.sig, r.keys, json_type(s.raw, {paths}), json_keys(s.raw) FROM (SELECT sig, keys, "
-            "arg_min(struct_pack(f := file_id, p := pos), pos) AS at FROM _k GROUP BY sig, keys) r "
-            "JOIN _stage s ON s.file_id = r.at.f AND s.pos = r.at.p"
-        ).fetchall()
-        good = [
-            (sig, keys, kind in ("run_start", "run_stop") or len(names) > sum(t is not None for t in types))
-            for sig, keys, types, names in reps
-            if signature_ok(kind, types) and len(set(names)) == len(names)
-        ]
-        con.register(
-            "_good",
-            pa.table(
-                {
-                    "sig": pa.array([g[0] for g in good], pa.uint64()),
-                    "keys": pa.array([g[1] for g in good], pa.uint64()),
-                    "keep": pa.array([g[2] for g in good], pa.bool_()),
-                }
-            ),
-        )
-        try:
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT k.file_id, k.pos, k.line, k.j, g.keep, k.digest "
-                f"FROM _k k JOIN _good g USING (sig, keys) WHERE {predicate}"
-            )
-        finally:
-            con.unregister("_good")
-        con.execute("DROP TABLE _k")
+        # the values' own bounds (enums, minima, finite numbers), as a second statement: in the first, the
+        # transform would be inlined into each term of the predicate and run once per term
+        con.execute(f"DELETE FROM _ok_{kind} WHERE ({predicate}) IS NOT TRUE")
         # Events whose typed row holds everything keep no payload; the others keep the whole line.
         envelope = f"k.file_id, k.pos, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}'"
         con.execute(f"INSERT INTO _acc SELECT {envelope}, NULL, k.digest FROM _ok_{kind} k WHERE NOT k.keep")
-        if any(g[2] for g in good):
+        if some_keep:
             con.execute(
                 f"INSERT INTO _acc SELECT {envelope}, s.raw, k.digest FROM _ok_{kind} k "
                 "JOIN _stage s USING (file_id, pos) WHERE k.keep"
@@ -251,7 +273,7 @@ class Stage:
         if recheck(ranges):
             self._sort_out_repeats(out)  # reads the raw lines of the held-back events from _stage
             source = "_new"
-        con.execute("DROP TABLE IF EXISTS _stage")  # the batch's text is not needed past this point
+        self._unregister()  # the batch's text is not needed past this point
         self._insert(source)
         for file_id, new in con.execute(
             f"SELECT file_id, count(*) FROM {source} GROUP BY file_id"
@@ -362,10 +384,16 @@ class Stage:
                 f"SELECT k.j.run_id, k.j.rank, k.j.seq, k.j.time, {vals} FROM _ok_{kind} k{only_new}"
             )
 
+    def _unregister(self) -> None:
+        if self.registered:
+            self.con.unregister("_stage")
+            self.registered = False
+
     def close(self) -> None:
+        self._unregister()
         for kind in ev.KINDS:
             self.con.execute(f"DROP TABLE IF EXISTS _ok_{kind}")
         self.con.execute(
-            "DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _stage; DROP TABLE IF EXISTS _new; "
+            "DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _good; DROP TABLE IF EXISTS _new; "
             "DROP TABLE IF EXISTS _clash; DROP TABLE IF EXISTS _held"
         )

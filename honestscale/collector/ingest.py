@@ -39,7 +39,7 @@ from honestscale.collector._content import (
     read_content,
     split_lines,
 )
-from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch
+from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch, shaped
 from honestscale.collector._sources import Skipped, Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import StoreUnwritable, as_store_error, refresh_runs, sql_in_list
@@ -289,7 +289,7 @@ class Ingester:
         pending = iter([s for s in sources if s.format != "horovod-timeline"])
         reader = self.con.cursor()  # the planner's own connection: it only reads committed bookkeeping
 
-        def next_batch() -> list[_Plan]:
+        def next_batch() -> tuple[list[_Plan], pa.Table | None]:
             plans: list[_Plan] = []
             size = 0
             for source in pending:
@@ -298,14 +298,17 @@ class Ingester:
                 size += plan.chars
                 if size >= self.batch_bytes:
                     break
-            return plans
+            batches = [p.arrow for p in plans if p.arrow is not None and p.arrow.num_rows]
+            for plan in plans:
+                plan.arrow = None
+            return plans, shaped(reader, batches)
 
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="honestscale-read") as pool:
                 ahead = pool.submit(next_batch)
-                while plans := ahead.result():
+                while (got := ahead.result())[0]:
                     ahead = pool.submit(next_batch)
-                    self._run(plans, summary, advance)
+                    self._run(*got, summary, advance)
         finally:
             reader.close()
         for path in timelines:  # after the events: they annotate steps that must already be there
@@ -314,17 +317,18 @@ class Ingester:
         return summary
 
     def _run(
-        self, plans: list[_Plan], summary: Summary, advance: Callable[[Source, FileResult], None] | None
+        self,
+        plans: list[_Plan],
+        batch: pa.Table | None,
+        summary: Summary,
+        advance: Callable[[Source, FileResult], None] | None,
     ) -> None:
         if not plans:
             return
         stage = Stage(self.con)
-        batches = [p.arrow for p in plans if p.arrow is not None and p.arrow.num_rows]
-        for plan in plans:
-            plan.arrow = None
         try:
-            rejected = stage.validate(batches)
-            del batches
+            rejected = stage.validate(batch)
+            del batch
             started = time.perf_counter()
             with _transaction(
                 self.con, f"the {len(plans)} files of this batch (from {plans[0].source.path})"
@@ -446,9 +450,10 @@ class Ingester:
         """Lines longer than LINE_LIMIT are quarantined (their start kept), never parsed."""
         if not len(texts):
             return texts
-        long = pc.greater(pc.binary_length(texts), LINE_LIMIT)
-        if not pc.any(long).as_py():
+        lengths = pc.binary_length(texts)
+        if (pc.max(lengths).as_py() or 0) <= LINE_LIMIT:  # (no Python scalar here: it would import pandas)
             return texts
+        long = pc.greater(lengths, LINE_LIMIT)
         for i in pc.indices_nonzero(long).to_pylist():
             raw, size = _cut(texts[i].as_py())
             why = (
@@ -537,26 +542,12 @@ class Ingester:
                 raw, size = _cut(held.raw)
                 rows.append((plan.file_id, path, held.line, held.reason, size, raw, False))
         if rows:
-            con.register(
-                "_q",
-                pa.table(
-                    {
-                        name: pa.array([r[i] for r in rows], typ)
-                        for i, (name, typ) in enumerate(
-                            [("file_id", pa.int32()), ("path", pa.string()), ("line", pa.int64()),
-                             ("reason", pa.string()), ("raw_length", pa.int64()), ("raw", pa.string()),
-                             ("is_tail", pa.bool_())]
-                        )
-                    }
-                ),
-            )  # fmt: skip
-            try:
-                con.execute(
-                    "INSERT INTO quarantine SELECT file_id, path, line, reason, raw, raw_length, is_tail, "
-                    "current_timestamp FROM _q"
-                )
-            finally:
-                con.unregister("_q")
+            columns = [list(c) for c in zip(*rows, strict=True)]
+            con.execute(
+                "INSERT INTO quarantine SELECT unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
+                "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::BOOLEAN[]), current_timestamp",
+                [columns[0], columns[1], columns[2], columns[3], columns[5], columns[4], columns[6]],
+            )
         refresh_runs(con, set().union(*(p.result.run_ids for p in active)))
         counts = dict(
             con.execute(
@@ -568,27 +559,29 @@ class Ingester:
         seconds = time.perf_counter() - started
         for plan in active:
             plan.result.quarantined = int(counts.get(plan.file_id, 0))
-        book = pa.table(
-            {
-                "file_id": pa.array([p.file_id for p in active], pa.int32()),
-                "size": pa.array([p.size for p in active], pa.int64()),
-                "mtime": pa.array([p.mtime_ns for p in active], pa.int64()),
-                "done": pa.array([p.end for p in active], pa.int64()),
-                "lines": pa.array([p.lines_total for p in active], pa.int64()),
-                "hash": pa.array([p.content_hash for p in active], pa.string()),
-                "grown": pa.array([p.result.action == "grown" and not p.replace for p in active], pa.bool_()),
-                "events": pa.array([p.result.events for p in active], pa.int64()),
-                "duplicates": pa.array([p.result.duplicates for p in active], pa.int64()),
-                "quarantined": pa.array([p.result.quarantined for p in active], pa.int64()),
-                "other_lines": pa.array([p.result.other_lines for p in active], pa.int64()),
-                "note": pa.array(
-                    ["; ".join(p.result.warnings + p.result.notes) or None for p in active], pa.string()
-                ),
-                "path": pa.array([str(p.source.path) for p in active], pa.string()),
-                "action": pa.array([p.result.action for p in active], pa.string()),
-            }
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _book AS SELECT unnest(?::INTEGER[]) AS file_id, unnest(?::BIGINT[]) AS size, "
+            "unnest(?::BIGINT[]) AS mtime, unnest(?::BIGINT[]) AS done, unnest(?::BIGINT[]) AS lines, "
+            "unnest(?::VARCHAR[]) AS hash, unnest(?::BOOLEAN[]) AS grown, unnest(?::BIGINT[]) AS events, "
+            "unnest(?::BIGINT[]) AS duplicates, unnest(?::BIGINT[]) AS quarantined, unnest(?::BIGINT[]) AS other_lines, "
+            "unnest(?::VARCHAR[]) AS note, unnest(?::VARCHAR[]) AS path, unnest(?::VARCHAR[]) AS action",
+            [
+                [p.file_id for p in active],
+                [p.size for p in active],
+                [p.mtime_ns for p in active],
+                [p.end for p in active],
+                [p.lines_total for p in active],
+                [p.content_hash for p in active],
+                [p.result.action == "grown" and not p.replace for p in active],
+                [p.result.events for p in active],
+                [p.result.duplicates for p in active],
+                [p.result.quarantined for p in active],
+                [p.result.other_lines for p in active],
+                ["; ".join(p.result.warnings + p.result.notes) or None for p in active],
+                [str(p.source.path) for p in active],
+                [p.result.action for p in active],
+            ],
         )
-        con.register("_book", book)
         try:
             con.execute(
                 "UPDATE ingested_files AS f SET size_bytes = b.size, mtime_ns = b.mtime, bytes_ingested = b.done, "
@@ -605,7 +598,7 @@ class Ingester:
                 [seconds, honestscale.__version__],
             )
         finally:
-            con.unregister("_book")
+            con.execute("DROP TABLE _book")
 
     def _may_repeat(self, ranges: list[tuple[Any, ...]]) -> bool:
         """Whether events of the batch could already be in the store, or repeat within the batch.
