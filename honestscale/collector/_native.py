@@ -141,19 +141,31 @@ def shape_ok(kind: str, names: list[str], types: list[str]) -> bool | None:
 
 
 _SHAPE_SQL = (
-    "SELECT file_id, pos, line, raw, TRY(raw ->> '$.kind') AS kind, hash(raw) AS digest, "
-    "CASE WHEN kind IS NOT NULL THEN hash(json_keys(raw), json_type(raw, '$.*')) END AS shape "
-    "FROM _in WHERE length(raw) > 0"
+    "SELECT file_id, pos, TRY(raw ->> '$.kind') AS kind, hash(raw) AS digest, "
+    "CASE WHEN kind IS NOT NULL THEN hash(json_keys(raw), json_type(raw, '$.*')) END AS shape FROM _in"
 )
 
 
 def shaped(con: duckdb.DuckDBPyConnection, batches: list[pa.RecordBatch]) -> pa.Table | None:
-    """The batch's lines with their kind, digest and shape (see :meth:`Stage.validate`), computed on ``con``."""
+    """The batch's lines with their kind, digest and shape (see :meth:`Stage.validate`), computed on ``con``.
+
+    The computed columns are put beside the lines (no copy of the text) when DuckDB returns them in the lines'
+    order, as it does with insertion order preserved; else the text comes back with them.
+    """
     if not batches:
         return None
-    con.register("_in", pa.Table.from_batches(batches))
+    lines = pa.Table.from_batches(batches)
+    con.execute("SET SESSION preserve_insertion_order = true")
+    con.register("_in", lines)
     try:
-        return con.sql(_SHAPE_SQL).to_arrow_table()
+        got = con.sql(_SHAPE_SQL).to_arrow_table()
+        if got["file_id"].equals(lines["file_id"]) and got["pos"].equals(lines["pos"]):
+            for name in ("kind", "digest", "shape"):
+                lines = lines.append_column(name, got[name])
+            return lines
+        return con.sql(
+            _SHAPE_SQL.replace("SELECT file_id, pos,", "SELECT file_id, pos, line, raw,")
+        ).to_arrow_table()
     finally:
         con.unregister("_in")
 
@@ -206,12 +218,13 @@ class Stage:
             self._validate_kind(kind, any(g[2] for g in good if g[0] == kind))
         rejected: dict[int, list[Rejected]] = {}
         lines, valid = con.execute(
-            "SELECT (SELECT count(*) FROM _stage), (SELECT count(*) FROM _acc)"
+            "SELECT (SELECT count(*) FROM _stage WHERE length(raw) > 0), (SELECT count(*) FROM _acc)"
         ).fetchall()[0]
         if lines == valid:
             return rejected
         for file_id, line, raw in con.execute(
-            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) ORDER BY file_id, pos"
+            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) WHERE length(raw) > 0 "
+            "ORDER BY file_id, pos"
         ).fetchall():
             if not raw.strip():
                 continue  # a blank line carries nothing
