@@ -442,3 +442,47 @@ def test_incremental_bookkeeping_matches_a_full_recount(tmp_path: Path, store: P
     land(store, tmp_path / "ev", force=True)
     _derived_tables_agree(store)
     assert query(store, "SELECT ranks_seen, ranks_stopped, status FROM runs") == [(2, 1, "success")]
+
+
+class _Shuffled:
+    """A reader connection whose first result comes back in another order than its input (as DuckDB may return
+    rows without insertion order preserved)."""
+
+    def __init__(self, con: Any) -> None:
+        self.con, self.calls = con, 0
+
+    def sql(self, query: str) -> Any:
+        self.calls += 1
+        rel = self.con.sql(query)
+        return rel.order("hash(file_id, pos)") if self.calls == 1 else rel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
+
+
+@pytest.mark.parametrize("order", ["as DuckDB returns it", "shuffled"])
+def test_every_line_keeps_its_own_kind_digest_and_shape(order: str) -> None:
+    """The reader computes each line's kind, digest and shape while the previous batch lands, and puts them beside
+    the lines without copying the text back: a line must never get another line's columns."""
+    import duckdb
+    import pyarrow as pa
+
+    from honestscale.collector._content import read_content, split_lines
+    from honestscale.collector._native import lines_batch, shaped
+
+    files = sorted((REPO / "examples" / "compare" / "runs").rglob("*.jsonl"))
+    batches = [lines_batch(i, 1, split_lines(read_content(f).data, 0, 1).text) for i, f in enumerate(files)]
+    con = duckdb.connect()
+    con.execute("SET threads = 2; SET preserve_insertion_order = false")
+    reader = con.cursor() if order != "shuffled" else _Shuffled(con.cursor())
+    got = shaped(reader, batches)
+    assert got is not None
+    con.register("got", got)
+    con.register("lines", pa.Table.from_batches(batches))
+    total, paired, wrong = con.execute(
+        "SELECT (SELECT count(*) FROM lines), count(*), count(*) FILTER (WHERE g.raw IS DISTINCT FROM l.raw "
+        "OR g.digest <> hash(l.raw) OR g.kind IS DISTINCT FROM l.raw ->> '$.kind' "
+        "OR g.shape IS DISTINCT FROM hash(json_keys(l.raw), json_type(l.raw, '$.*'))) "
+        "FROM got g JOIN lines l USING (file_id, pos)"
+    ).fetchall()[0]
+    assert total > 3_000 and paired == total == got.num_rows and wrong == 0
