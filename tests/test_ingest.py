@@ -474,7 +474,7 @@ def test_every_line_keeps_its_own_kind_digest_and_shape(order: str) -> None:
     batches = [lines_batch(i, 1, split_lines(read_content(f).data, 0, 1).text) for i, f in enumerate(files)]
     con = duckdb.connect()
     con.execute("SET threads = 2; SET preserve_insertion_order = false")
-    reader = con.cursor() if order != "shuffled" else _Shuffled(con.cursor())
+    reader: Any = con.cursor() if order != "shuffled" else _Shuffled(con.cursor())
     got = shaped(reader, batches)
     assert got is not None
     con.register("got", got)
