@@ -1,3 +1,4 @@
 from honestscale.cli import main
 
-main()
+if __name__ == "__main__":  # not when a worker process (report/_copies.py) imports the parent's main module
+    main()

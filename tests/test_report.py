@@ -99,6 +99,16 @@ def test_pdf_shows_the_numbers_and_renders_as_pages(dell: tuple[Path, Path], tmp
         "runs.csv",
     ):
         assert list(exports.glob(pattern)), pattern
+    for copy in exports.glob("*.pdf"):  # saved by a second process (report/_copies.py): whole, fonts embedded
+        fonts = subprocess.run(["pdffonts", str(copy)], capture_output=True, text=True, check=True).stdout
+        assert (
+            all("TrueType" in f and " yes yes " in f for f in fonts.splitlines()[2:])
+            and "DejaVuSans" in fonts
+        )
+    words = subprocess.run(
+        ["pdftotext", str(exports / "fig1-speedup.pdf"), "-"], capture_output=True, text=True
+    )
+    assert "workers" in words.stdout and "ideal" in words.stdout
     tex = next(exports.glob("table1-*.tex")).read_text()
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
     svg = (exports / "fig1-speedup.svg").read_text()
@@ -170,3 +180,21 @@ def test_the_fetcher_refuses_what_the_default_would_fetch(tmp_path: Path, server
     fetcher = AssetFetcher(assets)
     HTML(string=page, base_url=str(assets) + "/", url_fetcher=fetcher).write_pdf(str(tmp_path / "safe.pdf"))
     assert _Counter.hits == [] and len(fetcher.refused) == 2
+
+
+def test_a_figure_copy_that_cannot_be_written_fails_the_report(tmp_path: Path) -> None:
+    """The figures' PDF copies are saved by a second process; its errors come back, they are not lost there."""
+    import matplotlib.pyplot as plt
+
+    from honestscale.report._copies import PaperCopies
+    from honestscale.report._figures import STYLE
+
+    copies = PaperCopies()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2])
+    copies.save(fig, tmp_path / "fine.pdf", STYLE)
+    copies.save(fig, tmp_path / "no-such-folder" / "lost.pdf", STYLE)
+    with pytest.raises(FileNotFoundError):
+        copies.wait()
+    assert (tmp_path / "fine.pdf").stat().st_size > 1000
+    plt.close(fig)

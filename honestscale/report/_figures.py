@@ -16,9 +16,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import StrMethodFormatter
 
 from honestscale.analysis.points import Point, verdicts_text
+from honestscale.report._copies import PaperCopies
 from honestscale.report._model import ComparisonModel
 from honestscale.report._units import unit_for
 
@@ -51,7 +52,7 @@ def _workers_axis(ax: Axes, workers: list[int]) -> None:
     ws = sorted(set(workers)) or [1]
     if ws[-1] / ws[0] >= 8:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))  # (a lambda could not travel pickled)
     else:
         pad = max(0.25, (ws[-1] - ws[0]) * 0.08)
         ax.set_xlim(ws[0] - pad, ws[-1] + pad)
@@ -364,31 +365,38 @@ def to_svg(fig: Figure) -> str:
     return _with_tips(buf.getvalue(), _TIPS.pop(fig, {}))
 
 
-def _save(fig: Figure, stem: str, caption: str, out_dir: Path | None) -> Rendered:
+def save(
+    fig: Figure, stem: str, caption: str, out_dir: Path | None, copies: PaperCopies | None = None
+) -> Rendered:
+    """The figure as SVG text; with ``out_dir``, its SVG and PDF files there (the PDF by ``copies`` when given)."""
     svg = to_svg(fig)
     if out_dir is not None:
         (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
-        fig.savefig(out_dir / f"{stem}.pdf", format="pdf", bbox_inches="tight")
+        (copies or PaperCopies(aside=False)).save(fig, out_dir / f"{stem}.pdf", STYLE)
     plt.close(fig)
     return Rendered(stem, caption, svg)
 
 
-def render_frameworks(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendered]:
+def render_frameworks(
+    c: ComparisonModel, index: int, out_dir: Path | None, copies: PaperCopies | None = None
+) -> list[Rendered]:
     """The figures of one framework comparison (one worker count)."""
     with plt.rc_context(STYLE):
         return [
-            _save(draw(c), f"fw{index}-{name}", caption, out_dir)
+            save(draw(c), f"fw{index}-{name}", caption, out_dir, copies)
             for name, caption, draw, applies in FRAMEWORK_FIGURES
             if applies(c)
         ]
 
 
-def render(c: ComparisonModel, index: int, out_dir: Path | None) -> list[Rendered]:
+def render(
+    c: ComparisonModel, index: int, out_dir: Path | None, copies: PaperCopies | None = None
+) -> list[Rendered]:
     """Every figure of one scaling comparison: SVG text, and PDF + SVG files in ``out_dir`` for papers."""
     out: list[Rendered] = []
     with plt.rc_context(STYLE):
         for name, caption, draw, applies in FIGURES:
             if not applies(c):
                 continue
-            out.append(_save(draw(c), f"fig{index}-{name}", caption(c), out_dir))
+            out.append(save(draw(c), f"fig{index}-{name}", caption(c), out_dir, copies))
     return out

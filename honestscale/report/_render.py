@@ -26,6 +26,7 @@ from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import Estimate
 from honestscale.files import check_output_file, check_output_folder, swap_in
 from honestscale.report import _figures
+from honestscale.report._copies import PaperCopies
 from honestscale.report._model import ComparisonModel, Model, Point
 from honestscale.report._units import unit_for
 from honestscale.spreadsheet import to_csv
@@ -431,7 +432,21 @@ def publish(template: str, context: dict[str, Any], page: str, *, staging: Path,
 def _write(model: Model, pdf: Path | None, html: Path | None, staging: Path, assets: Path,
            partials: list[tuple[Path, Path]]
            ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView]]:  # fmt: skip
-    """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target."""
+    """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target;
+    the figures' PDF files saved aside (``PaperCopies``) while the rest is drawn and laid out."""
+    copies = PaperCopies()
+    try:
+        written = _write_files(model, pdf, html, staging, assets, partials, copies)
+    except BaseException:
+        copies.abandon()
+        raise
+    copies.wait()
+    return written
+
+
+def _write_files(model: Model, pdf: Path | None, html: Path | None, staging: Path, assets: Path,
+                 partials: list[tuple[Path, Path]], copies: PaperCopies
+                 ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView]]:  # fmt: skip
     exports: list[Path] = []
     scaling: list[ScalingView] = []
     frameworks: list[ScalingView] = []
@@ -445,7 +460,7 @@ def _write(model: Model, pdf: Path | None, html: Path | None, staging: Path, ass
     for kind, draw, tables, values, prefix, anchor, caption, views in kinds:
         for i, c in enumerate([c for c in model.comparisons if c.kind == kind], start=1):
             figs = []
-            for r in draw(c, i, staging):
+            for r in draw(c, i, staging, copies):
                 figs.append({"name": r.name, "caption": r.caption, "number": next(figure_numbers)})
                 exports += [assets / f"{r.name}.pdf", assets / f"{r.name}.svg"]
             csvs = {part: (header, rows) for part, header, rows in values(c)}

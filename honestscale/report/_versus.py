@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from honestscale.analysis.points import sig
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, TEST_METHOD
 from honestscale.compare import Compared, Measure, Result
-from honestscale.report._figures import STYLE, mark, to_svg
+from honestscale.report._figures import STYLE, mark, save
 from honestscale.report._render import publish, staged
 from honestscale.spreadsheet import to_csv
 
@@ -81,14 +81,8 @@ def pair_views(result: Result, assets: Path | None) -> list[PairView]:
     """The figures of every pair (SVG text; PDF and SVG files in ``assets`` when given)."""
     out = []
     for i, c in enumerate(result.pairs, start=1):
-        fig = figure(c)
-        svg = to_svg(fig)
-        stem = f"pair{i}"
-        if assets is not None:
-            (assets / f"{stem}.svg").write_text(svg, encoding="utf-8")
-            fig.savefig(assets / f"{stem}.pdf", format="pdf", bbox_inches="tight")
-        plt.close(fig)
-        out.append(PairView(c, f"pair-{i}", stem, svg, _caption(c)))
+        drawn = save(figure(c), f"pair{i}", _caption(c), assets)
+        out.append(PairView(c, f"pair-{i}", drawn.name, drawn.svg, drawn.caption))
     return out
 
 
