@@ -198,3 +198,31 @@ def test_a_figure_copy_that_cannot_be_written_fails_the_report(tmp_path: Path) -
         copies.wait()
     assert (tmp_path / "fine.pdf").stat().st_size > 1000
     plt.close(fig)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the copies are saved aside only with a second core")
+def test_ctrl_c_pressed_while_the_copies_process_forks_stops_the_report(tmp_path: Path) -> None:
+    """Python's at-fork handlers swallow a KeyboardInterrupt raised in them; the key must still stop the report."""
+    import signal
+
+    import matplotlib.pyplot as plt
+
+    from honestscale.report._copies import PaperCopies
+    from honestscale.report._figures import STYLE
+
+    armed = [True]
+
+    def press_ctrl_c_in_the_fork() -> None:  # registered for good, so it fires once
+        if armed:
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGINT)
+
+    os.register_at_fork(after_in_parent=press_ctrl_c_in_the_fork)
+    copies = PaperCopies()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2])
+    with pytest.raises(KeyboardInterrupt):
+        copies.save(fig, tmp_path / "a.pdf", STYLE)
+    assert not armed, "the copies were not saved by a forked process"
+    copies.abandon()
+    plt.close(fig)

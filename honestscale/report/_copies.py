@@ -12,7 +12,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,27 @@ def _save_pdf(data: bytes, path: str, style: Any) -> None:
     fig = pickle.loads(data)
     _write_pdf(fig, Path(path), style)
     plt.close(fig)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C pressed while the second process forks is delivered after the fork, not lost in it.
+
+    Python runs its at-fork handlers (logging's lock release among them) in the parent after ``fork()``; a
+    KeyboardInterrupt raised inside one is printed as "Exception ignored" and the report would go on as if the
+    key had never been pressed. Only the main thread receives Python's signals, so elsewhere nothing is held.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            signal.raise_signal(signal.SIGINT)  # to the handler that was there before, as if pressed now
 
 
 class PaperCopies:
@@ -53,7 +78,16 @@ class PaperCopies:
         if self._pool is None:
             # fork: a spawned process would import the caller's main module again (and run an unguarded script);
             # the forked one has matplotlib loaded and touches nothing but the figure and its file
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+            # the second process leaves Ctrl-C to this one, which drops the copies not begun (abandon)
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=signal.signal,
+                initargs=(signal.SIGINT, signal.SIG_IGN),
+            )
+            with _ctrl_c_held():  # the first submit forks
+                self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
+            return
         self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
 
     def wait(self) -> None:
