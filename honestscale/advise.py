@@ -17,7 +17,7 @@ from statistics import median
 from typing import Any
 
 from honestscale.analysis import laws
-from honestscale.analysis.points import Point, lint_codes, point, verdicts_text
+from honestscale.analysis.points import Findings, Point, lint_codes, point, verdicts_text
 from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 from honestscale.lint import LintResult
 from honestscale.view import Run, View
@@ -232,7 +232,7 @@ def advise(view: View, result: LintResult, campaign: str | None = None) -> Advic
     (or pooled, when the view pools campaigns)."""
     excluded = _excluded(result)
     kept = view.keeping([r for r in view.runs if r.id not in excluded])
-    findings = [f.as_json() for f in result.findings]
+    findings = Findings(f.as_json() for f in result.findings)
     by_campaign: dict[str | None, list[Run]] = defaultdict(list)
     for r in kept.runs:
         if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:

@@ -162,3 +162,31 @@ def test_runs_list_time_to_accuracy_and_its_target(compare_store: Path) -> None:
     row = next(r for r in table if r["run_id"] in runs and runs[r["run_id"]]["source"] == "native")
     assert float(row["time_to_accuracy_s"]) == pytest.approx(runs[row["run_id"]]["time_to_accuracy_s"])
     assert row["target"] == "validation accuracy >= 0.95"
+
+
+def test_the_rules_about_a_few_runs_read_from_the_index_are_those_of_every_finding(centre: Path) -> None:
+    """Reports and advice ask for the rules about each point's runs from ``Findings``, indexed by run, so that a
+    store of many campaigns is not read whole per question; the answers must be those of reading every finding."""
+    from honestscale import lint as linter
+    from honestscale.analysis.points import Findings, lint_codes
+    from honestscale.store import open_store
+    from honestscale.view import build
+
+    con = open_store(centre, read_only=True)
+    try:
+        view = build(con, None)
+    finally:
+        con.close()
+    every = [f.as_json() for f in linter.lint(view).findings]
+    indexed = Findings(every)
+    assert indexed == every and len({f["code"] for f in every if f["runs"]}) > 3
+    asked = [{r.id for r in c.runs} for c in view.comparisons] + [{r.id} for r in view.runs[::7]]
+    asked += [{r.id for r in view.runs if r.campaign == name} for name in ("centre-000", "centre-002")]
+    for run_ids in asked:
+        assert lint_codes(indexed, run_ids) == lint_codes(every, run_ids), sorted(run_ids)[:3]
+        assert indexed.about_runs(run_ids) == [f for f in every if run_ids.intersection(f["runs"])]
+    assert any(lint_codes(every, ids)["fail"] for ids in asked) and any(
+        lint_codes(every, ids)["cannot_verify"] for ids in asked
+    )
+    for c in view.comparisons:
+        assert indexed.about_comparison(c.id) == [f for f in every if f["comparison"] == c.id]

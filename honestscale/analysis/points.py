@@ -8,6 +8,7 @@ samples/s over their timed steps (warm-up excluded), step shares the median of t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -73,10 +74,39 @@ class Point:
     ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # the same over these runs and the base's
 
 
+class Findings(list[dict[str, Any]]):
+    """The lint's findings (each as JSON), indexed by the runs and the comparison each is about.
+
+    A report or an advice asks for the rules about a few runs once per point, series and campaign: with a plain
+    list each question reads every finding of the store (the overview of 84 campaigns asked 7,992 questions of 7,728
+    findings, and grew faster than the store). Built once from the findings; not to be appended to.
+    """
+
+    def __init__(self, findings: Iterable[dict[str, Any]] = ()) -> None:
+        super().__init__(findings)
+        self._by_run: dict[str, list[int]] = defaultdict(list)
+        self._by_comparison: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for i, f in enumerate(self):
+            for run in f["runs"]:
+                self._by_run[run].append(i)
+            self._by_comparison[f["comparison"]].append(f)
+
+    def about_runs(self, run_ids: set[str]) -> list[dict[str, Any]]:
+        """The findings about any of these runs, in the lint's order."""
+        return [self[i] for i in sorted({i for r in run_ids for i in self._by_run.get(r, ())})]
+
+    def about_comparison(self, comparison: str) -> list[dict[str, Any]]:
+        """The findings about this comparison (its id), in the lint's order."""
+        return list(self._by_comparison.get(comparison, ()))
+
+
 def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:
-    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out)."""
+    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out).
+
+    ``findings`` as :class:`Findings` reads only those about the runs; a plain list is read whole."""
     out: dict[str, set[str]] = {"fail": set(), "cannot_verify": set(), "error": set(), "suppressed": set()}
-    for f in findings:
+    about = findings.about_runs(run_ids) if isinstance(findings, Findings) else findings
+    for f in about:
         if not run_ids.intersection(f["runs"]):
             continue
         if f["suppressed"]:

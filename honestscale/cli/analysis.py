@@ -65,7 +65,7 @@ def _summary_rows(con: Connection, campaign: str | None, pool: bool = False) -> 
             "(`honestscale runs` lists them with what changed)",
             highlight=False,
         )
-    return points.summary(view, [f.as_json() for f in linter.lint(view).findings])
+    return points.summary(view, points.Findings(f.as_json() for f in linter.lint(view).findings))
 
 
 def _pooled(view: Any, pool: bool) -> Any:

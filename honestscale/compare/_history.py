@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from honestscale.analysis.points import lint_codes
+from honestscale.analysis.points import Findings, lint_codes
 from honestscale.analysis.scaling import times
 from honestscale.analysis.stats import Difference, Estimate, centre_of_times, differ, median_ci, ratio
 from honestscale.compare._measures import time_measure
@@ -67,7 +67,7 @@ def history(view: View, setup: str) -> list[Series]:
     result = lint(
         View(runs, comparisons(runs), view.campaigns, view.fractions, view.rank_times, view.superseded)
     )
-    findings = [f.as_json() for f in result.findings]
+    findings = Findings(f.as_json() for f in result.findings)
     fields = setup_fields(runs)
     groups: dict[tuple[str, ...], list[Run]] = defaultdict(list)
     for r in runs:

@@ -19,7 +19,7 @@ import honestscale
 from honestscale.analysis import compare, efficiency, energy, laws, ranks, repetitions, stats
 from honestscale.analysis.efficiency import Factors
 from honestscale.analysis.laws import LawFit
-from honestscale.analysis.points import Point, energies, lint_codes, point
+from honestscale.analysis.points import Findings, Point, energies, lint_codes, point
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.lint import LintResult
@@ -197,7 +197,7 @@ def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[s
 def _comparison(
     c: Comparison,
     fractions: dict[str, dict[str, Any]],
-    findings: list[dict[str, Any]],
+    findings: Findings,
     spreads: dict[str, ranks.RunRanks],
     specs: dict[str, dict[str, Any]],
 ) -> ComparisonModel:
@@ -228,7 +228,7 @@ def _comparison(
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
-        runs=sorted(r.id for r in c.runs), verdicts=[f for f in findings if f["comparison"] == c.id],
+        runs=sorted(r.id for r in c.runs), verdicts=findings.about_comparison(c.id),
         frameworks=frameworks, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=c.left_out,
         law_withheld=withheld,
@@ -295,7 +295,7 @@ def totals(runs: list[Run]) -> dict[str, Any]:
 def build(view: View, result: LintResult, campaign: str | None) -> Model:
     steps = view.fractions
     spreads = ranks.of_runs(view.rank_times)
-    findings = [f.as_json() for f in result.findings]
+    findings = Findings(f.as_json() for f in result.findings)
     comps = [
         _comparison(c, steps, findings, spreads, view.campaigns)
         for c in view.comparisons
