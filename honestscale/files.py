@@ -73,7 +73,8 @@ def check_output_folder(path: Path, option: str) -> None:
 
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Ctrl-C (SIGINT) waits until the block ends, then interrupts: for the few renames that swap a result in."""
+    """Ctrl-C (SIGINT) waits until the block ends, then goes to the handler that was there before (a
+    KeyboardInterrupt, unless the process ignores Ctrl-C): for the few renames that swap a result in, and a fork."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -88,7 +89,7 @@ def interrupts_held() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, old)
     if caught:
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)  # as if pressed now
 
 
 def swap_in(staged: Path, final: Path, files: list[tuple[Path, Path]]) -> None:

@@ -221,8 +221,19 @@ def test_ctrl_c_pressed_while_the_copies_process_forks_stops_the_report(tmp_path
     copies = PaperCopies()
     fig, ax = plt.subplots()
     ax.plot([1, 2], [1, 2])
-    with pytest.raises(KeyboardInterrupt):
-        copies.save(fig, tmp_path / "a.pdf", STYLE)
-    assert not armed, "the copies were not saved by a forked process"
-    copies.abandon()
-    plt.close(fig)
+    # as in a terminal: pytest started in the background (`cmd &` in a script) inherits Ctrl-C ignored
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            copies.save(fig, tmp_path / "a.pdf", STYLE)
+        assert not armed, "the copies were not saved by a forked process"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a process that ignores Ctrl-C goes on ignoring it
+        armed.append(True)
+        copies.abandon()
+        copies.save(fig, tmp_path / "b.pdf", STYLE)
+        copies.wait()
+        assert not armed and (tmp_path / "b.pdf").stat().st_size > 1000
+    finally:
+        signal.signal(signal.SIGINT, before)
+        copies.abandon()
+        plt.close(fig)

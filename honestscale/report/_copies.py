@@ -13,15 +13,14 @@ import multiprocessing
 import os
 import pickle
 import signal
-import threading
-from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+from honestscale.files import interrupts_held
 
 
 def _write_pdf(fig: Figure, path: Path, style: Any) -> None:
@@ -33,27 +32,6 @@ def _save_pdf(data: bytes, path: str, style: Any) -> None:
     fig = pickle.loads(data)
     _write_pdf(fig, Path(path), style)
     plt.close(fig)
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C pressed while the second process forks is delivered after the fork, not lost in it.
-
-    Python runs its at-fork handlers (logging's lock release among them) in the parent after ``fork()``; a
-    KeyboardInterrupt raised inside one is printed as "Exception ignored" and the report would go on as if the
-    key had never been pressed. Only the main thread receives Python's signals, so elsewhere nothing is held.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pressed.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if pressed:
-            signal.raise_signal(signal.SIGINT)  # to the handler that was there before, as if pressed now
 
 
 class PaperCopies:
@@ -85,7 +63,10 @@ class PaperCopies:
                 initializer=signal.signal,
                 initargs=(signal.SIGINT, signal.SIG_IGN),
             )
-            with _ctrl_c_held():  # the first submit forks
+            # the first submit forks; Python runs its at-fork handlers (logging's lock release among them) in this
+            # process after fork(), and a KeyboardInterrupt raised inside one is printed as "Exception ignored" and
+            # dropped: the report would go on as if Ctrl-C had never been pressed. Held, it is raised after the fork.
+            with interrupts_held():
                 self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
             return
         self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
