@@ -63,13 +63,11 @@ class PaperCopies:
                 initializer=signal.signal,
                 initargs=(signal.SIGINT, signal.SIG_IGN),
             )
-            # the first submit forks; Python runs its at-fork handlers (logging's lock release among them) in this
-            # process after fork(), and a KeyboardInterrupt raised inside one is printed as "Exception ignored" and
-            # dropped: the report would go on as if Ctrl-C had never been pressed. Held, it is raised after the fork.
-            with interrupts_held():
-                self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
-            return
-        self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
+        # the first submit forks; Python runs its at-fork handlers (logging's lock release among them) in this
+        # process after fork(), and a KeyboardInterrupt raised inside one is printed as "Exception ignored" and
+        # dropped: the report would go on as if Ctrl-C had never been pressed. Held, it is raised after the fork.
+        with interrupts_held():
+            self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
 
     def wait(self) -> None:
         """Every copy written (or the first error raised); the second process ends."""
