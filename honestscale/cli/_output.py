@@ -222,6 +222,35 @@ def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[s
     return ordered[:3] + ordered[-3:], note
 
 
+_OUTCOME_TEXT = {"fail": ("✗ fails", "red"), "cannot_verify": ("? cannot verify", "yellow")}
+
+
+def show_verdicts(rec: dict[str, Any]) -> list[Text]:
+    """``show``'s verdicts: the rules' findings that name the run, as the dashboard's run page lists them."""
+    got = rec.get("verdicts")
+    if not got:
+        return []
+    findings = got["findings"]
+    if not findings:
+        return [Text(f"verdicts: no rule fails or cannot be verified on this run (judged with "
+                     f"{got['judged_with']})", style="green")]  # fmt: skip
+    lines = [Text(f"verdicts on this run ({len(findings)} finding(s), judged with {got['judged_with']}):",
+                  style="bold")]  # fmt: skip
+    for f in findings:
+        line = Text("  ")
+        line.append(f"{f['code']} ", style="bold")
+        if f["suppressed"]:
+            line.append(f"suppressed ({f['suppressed']['reason']}) ", style="dim")
+        else:
+            word, style = _OUTCOME_TEXT.get(f["outcome"], (f["outcome"], ""))
+            line.append(f"{word} ", style=style)
+        line.append(f"({f['severity']}): {f['message'].removeprefix('cannot verify: ')}")
+        lines.append(line)
+        if not f["suppressed"] and f.get("fix"):
+            lines.append(Text(f"      fix: {f['fix']}", style="dim"))
+    return lines
+
+
 def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -243,7 +272,7 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
         facts.add_row("energy_to_train", spent["source"])
     if rec.get("software"):
         facts.add_row("software", ", ".join(f"{k} {v}" for k, v in rec["software"].items()))
-    parts: list[Any] = [facts]
+    parts: list[Any] = [*show_verdicts(rec), facts]
 
     if rec["evals"]:
         ev_table = Table(title="evaluations", title_justify="left")

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -281,15 +281,28 @@ def show(
     store: StoreOpt = None,
     format: Annotated[ShowFormat, typer.Option("--format", "-f")] = ShowFormat.text,
     ranks: Annotated[bool, typer.Option("--ranks", help="List every rank, not a summary of many.")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="honestscale.toml with \\[tool.honestscale.lint] suppressions \\[default: ./honestscale.toml if present]."
+        ),
+    ] = None,
     wait: WaitOpt = 10.0,
 ) -> None:
-    """One run: what it ran on, its evaluations, where its step time went, and lost events. A run of more than 16
-    ranks shows the slowest and fastest and the spread (--ranks: every rank; JSON holds them all)."""
+    """One run: the rules' verdicts about it, what it ran on, its evaluations, where its step time went, and lost
+    events. A run of more than 16 ranks shows the slowest and fastest and the spread (--ranks: every rank; JSON
+    holds them all).
+
+    The verdicts are the lint's findings that name this run, judged with its campaign (as the dashboard's run page
+    shows them; JSON: "verdicts" {judged_with, findings [{code, severity, outcome, message, evidence, fix,
+    suppressed}]}); a run of no campaign is judged with the store's other runs of none, as `lint` judges it."""
+    from honestscale import lint as linter
     from honestscale.analysis import energy
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import power_samples
+    from honestscale.view import build, power_samples
 
+    suppressions = linter.load_config(config)
     with _store(store, read_only=True, wait=wait) as con:
         rid = queries.resolve_run_id(con, run_id)
         run = queries.run(con, rid).row(0, named=True)
@@ -297,10 +310,25 @@ def show(
             run, queries.evals(con, rid), queries.step_breakdown(con, rid), queries.event_counts(con, rid)
         )
         rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []))
+        # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
+        view = build(con, run.get("campaign"))
+    rec["verdicts"] = _verdicts(rid, run.get("campaign"), view, suppressions)
     if format is ShowFormat.json:
         print(_output.dumps(rec))
     else:
         out.print(_output.show_renderable(rec, all_ranks=ranks))
+
+
+def _verdicts(run_id: str, campaign: str | None, view: Any, suppressions: list[Any]) -> dict[str, Any]:
+    """The rules' findings that name the run, judged with its campaign (the dashboard's run page: the campaign's
+    lint, its findings about this run); a run of no campaign with the store's other runs of none, as ``lint``
+    judges it."""
+    from honestscale import lint as linter
+
+    result = linter.lint(view, suppressions=suppressions)
+    found = [f.as_json() for f in result.findings if run_id in (f.runs or [])]
+    return {"judged_with": f"its campaign {campaign}" if campaign else "the store's runs of no campaign",
+            "findings": found}  # fmt: skip
 
 
 @app.command()
