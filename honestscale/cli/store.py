@@ -173,8 +173,9 @@ def ingest(
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
-    description could not be read; 2 bad usage, unreadable input, or the store is held by another process
-    past --wait.
+    description could not be read, or a file was refused (not a regular file, more than HONESTSCALE_MAX_FILE_MB,
+    or a .gz decompressing past HONESTSCALE_MAX_GZIP_RATIO times its size: a gzip bomb); 2 bad usage,
+    unreadable input, or the store is held by another process past --wait.
 
     Examples:
 

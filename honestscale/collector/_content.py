@@ -15,6 +15,9 @@ import pyarrow.compute as pc
 from honestscale.files import kind_of
 
 LIMIT_ENV = "HONESTSCALE_MAX_FILE_MB"
+RATIO_ENV = "HONESTSCALE_MAX_GZIP_RATIO"
+GZIP_RATIO = 100.0  # decompressed / compressed bytes: event files compress 5-10x, a gzip bomb about 1,000x
+GZIP_FREE = 16 << 20  # decompressed bytes a .gz may always hold, whatever its ratio
 LINE_LIMIT = 4 << 20  # bytes: an event line is a few KiB; a longer one is quarantined, not parsed
 BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
@@ -46,6 +49,29 @@ def max_file_bytes() -> int:
     return int(mib * 2**20)
 
 
+def max_gzip_ratio() -> float:
+    """How many times its compressed size a .gz may decompress to (past :data:`GZIP_FREE`):
+    ``HONESTSCALE_MAX_GZIP_RATIO`` (100 by default)."""
+    value = os.environ.get(RATIO_ENV, str(GZIP_RATIO))
+    try:
+        ratio = float(value)
+    except ValueError:
+        ratio = -1.0
+    if not ratio >= 1:
+        raise TooLarge(
+            f"{RATIO_ENV}={value!r} is not a ratio of at least 1; unset it, or set e.g. {RATIO_ENV}=100"
+        )
+    return ratio
+
+
+def _gzip_bomb(path: Path, bound: int, compressed: int, ratio: float) -> TooLarge:
+    return TooLarge(
+        f"{path} decompresses to more than {bound / 2**20:,.0f} MiB, over {ratio:g} times its {compressed:,} "
+        f"compressed bytes (event files compress 5-10 times): not read, a gzip bomb?; if it is real, raise "
+        f"{RATIO_ENV}"
+    )
+
+
 def _too_large(path: Path, limit: int, what: str) -> TooLarge:
     return TooLarge(
         f"{path} {what} more than {limit / 2**20:,.0f} MiB: not read (a gzip bomb, or a link to an endless "
@@ -57,7 +83,10 @@ def read_content(path: Path) -> Content:
     """The file's bytes; for .gz the decompressed stream (multi-member, and as much as a cut stream holds).
 
     Only regular files are read (opened without blocking, checked on the open file, so a FIFO put in place after
-    discovery cannot hang the ingest), and never more than :func:`max_file_bytes`, decompressed.
+    discovery cannot hang the ingest), and never more than :func:`max_file_bytes`, decompressed. A .gz is
+    decompressed a MiB at a time and refused (:class:`TooLarge`) as soon as it holds more than
+    :func:`max_gzip_ratio` times its compressed size (and more than :data:`GZIP_FREE`): a gzip bomb costs what
+    that bound allows, never what it would expand to.
     """
     limit = max_file_bytes()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -73,6 +102,8 @@ def read_content(path: Path) -> Content:
         raise _too_large(path, limit, "holds")
     if not path.name.endswith(".gz"):
         return Content(raw)
+    ratio = max_gzip_ratio()
+    bound = max(int(ratio * len(raw)), GZIP_FREE)
     out: list[bytes] = []
     total = 0
     rest = raw
@@ -86,6 +117,8 @@ def read_content(path: Path) -> Content:
                 total += len(piece)
                 if total > limit:
                     raise _too_large(path, limit, "decompresses to")
+                if total > bound:
+                    raise _gzip_bomb(path, bound, len(raw), ratio)
                 out.append(piece)
                 if not piece and not rest:
                     break

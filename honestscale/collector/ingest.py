@@ -411,7 +411,13 @@ class Ingester:
             plan.result.warnings.append("empty file: nothing to ingest")
         texts = self._bound_lines(plan, lines.text, first_line)  # blank and null lines are skipped in SQL
         plan.undecodable = lines.undecodable
-        if lines.tail is not None and len(lines.tail) > LINE_LIMIT:
+        if lines.tail is not None and len(lines.tail) > LINE_LIMIT and plan.source.path.name.endswith(".gz"):
+            # a .gz is written whole (it does not grow): its last line is all there is, quarantined like a long line
+            raw, size = _bytes_raw(lines.tail)
+            plan.bad.append((first_line + len(lines.text), raw, size,
+                             f"a last line of {size:,} bytes without a line end, longer than any event "
+                             f"({LINE_LIMIT:,} bytes at most), in a .gz file (which does not grow): not parsed"))  # fmt: skip
+        elif lines.tail is not None and len(lines.tail) > LINE_LIMIT:
             plan.result.warnings.append(
                 f"its last line is {len(lines.tail):,} bytes long and unfinished: read when the file grows"
             )
