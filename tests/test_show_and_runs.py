@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -57,3 +59,38 @@ def test_show_judges_a_run_of_no_campaign_as_lint_does(mlperf: Path, tmp_path: P
     verdicts = json.loads(hs("show", rid, "--store", store, "-f", "json").stdout)["verdicts"]
     assert verdicts["judged_with"] == "the store's runs of no campaign"
     assert _about(verdicts["findings"], rid) == _about(linted, rid) != []
+
+
+def test_runs_never_print_a_time_hs213_rejects_as_a_measurement(tmp_path: Path) -> None:
+    """run_stop 22 s before run_start, and a clock stepping 500 s back (real events, written and ingested): the
+    table marks their times "✗ HS213" and says why under it; JSON and CSV withhold them (null, empty) and give
+    them under "rejected" with the rule and its reason; the sound runs are untouched."""
+    from tests.lint_campaigns import build
+
+    runs = [{"id": "ok", "workers": 1, "reps": 2, "ttt": 3600.0},
+            {"id": "back", "workers": 1, "reps": 1, "ttt": 3600.0, "stop_at": -22.0},
+            {"id": "ntp", "workers": 1, "reps": 1, "ttt": 3600.0, "clock_back": 500.0}]  # fmt: skip
+    store = build(tmp_path, {"runs": runs})
+    table = hs("runs", "--store", store)
+    assert table.returncode == 0, table.stderr
+    row = next(line for line in table.stdout.splitlines() if "back-w1-r0" in line)
+    assert "-22.00 s ✗ HS213" in row
+    assert "1.00 h ✗ HS213" in next(line for line in table.stdout.splitlines() if "ntp-w1-r0" in line)
+    assert "✗ HS213" not in next(line for line in table.stdout.splitlines() if "ok-w1-r0" in line)
+    assert "run_stop is 22.0 s before run_start" in table.stdout.split("└", 1)[1]
+    records = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
+    back, ntp, ok = records["back-w1-r0"], records["ntp-w1-r0"], records["ok-w1-r0"]
+    assert back["time_to_train_s"] is None and back["time_to_accuracy_s"] is None
+    assert back["rejected"]["rule"] == "HS213" and back["rejected"]["time_to_train_s"] == -22.0
+    assert "run_stop is 22.0 s before run_start" in back["rejected"]["reason"]
+    assert ntp["time_to_train_s"] is None and "clock went backwards" in ntp["rejected"]["reason"]
+    assert ok["time_to_train_s"] == 3600.0 and ok["rejected"] is None
+    rows = {
+        r["run_id"]: r for r in csv.DictReader(io.StringIO(hs("runs", "--store", store, "-f", "csv").stdout))
+    }
+    assert rows["back-w1-r0"]["time_to_train_s"] == "" and rows["back-w1-r0"]["time_to_accuracy_s"] == ""
+    assert rows["back-w1-r0"]["rejected"].startswith("HS213: run_stop is 22.0 s before run_start")
+    assert "time to train -22 s" in rows["back-w1-r0"]["rejected"]
+    assert rows["ok-w1-r0"]["time_to_train_s"] == "3600.0" and rows["ok-w1-r0"]["rejected"] == ""
+    shown = hs("show", "back-w1-r0", "--store", store).stdout
+    assert "-22.000 s (-22.00 s) ✗ HS213" in shown

@@ -46,9 +46,36 @@ def _target_text(target: list[dict[str, Any]] | None) -> str | None:
                      for t in target)  # fmt: skip
 
 
-def run_records(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def rejected_times(findings: Any) -> dict[str, dict[str, Any]]:
+    """Per run id, the rule that rejects its measurements (HS213: a time to train that is negative or longer than a
+    year, a clock gone backwards, ranks missing, extra or disagreeing): its times are no measurement and are never
+    printed as one (``runs``: marked in the table, withheld in JSON and CSV with the rule and why)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        if f.code == "HS213" and f.outcome == "fail":
+            for rid in f.runs:
+                reason = f.message.removeprefix(f"{rid}: ")
+                out[rid] = {"rule": f.code, "severity": f.severity, "reason": reason}
+    return out
+
+
+def _withhold(rec: dict[str, Any], rejected: dict[str, Any] | None) -> dict[str, Any]:
+    """The record with its times moved under ``rejected`` (with the rule and its reason) when a rule rejects them."""
+    if rejected is None:
+        rec["rejected"] = None
+        return rec
+    rec["rejected"] = {**rejected, "time_to_train_s": rec.get("time_to_train_s"),
+                       "time_to_accuracy_s": rec.get("time_to_accuracy_s")}  # fmt: skip
+    rec["time_to_train_s"] = rec["time_to_accuracy_s"] = None
+    return rec
+
+
+def run_records(
+    df: pl.DataFrame, targets: dict[str, dict[str, Any]], rejected: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null, the time to
-    accuracy with the target it refers to (``reached``)."""
+    accuracy with the target it refers to (``reached``); times a rule rejects (``rejected_times``) are null, and
+    ``rejected`` holds them with the rule and why."""
     out = []
     for row in df.iter_rows(named=True):
         rec = {k: v for k, v in row.items() if not k.startswith("final_")}
@@ -64,16 +91,20 @@ def run_records(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> list[di
         )
         # every metric's last value (Mask R-CNN: bbox_mAP and segm_mAP)
         rec["final_quality"] = json.loads(row["final_quality"]) if row.get("final_quality") else None
-        out.append(rec)
+        out.append(_withhold(rec, (rejected or {}).get(row["run_id"])))
     return out
 
 
-def runs_csv(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> str:
+def runs_csv(
+    df: pl.DataFrame, targets: dict[str, dict[str, Any]], rejected: dict[str, dict[str, Any]] | None = None
+) -> str:
     """The runs as CSV: times as ISO text, the time to accuracy and its target (``reached``) beside the time to
-    train, and no text cell a spreadsheet would run as a formula."""
+    train, times a rule rejects (``rejected_times``) empty with the rule, why and the values in ``rejected``, and no
+    text cell a spreadsheet would run as a formula."""
     import polars as pl
 
     ids = df["run_id"].to_list()
+    rejected = rejected or {}
     at = df.columns.index("time_to_train_s") + 1
     df = df.insert_column(
         at, pl.Series("time_to_accuracy_s", [targets.get(i, {}).get("time_to_accuracy_s") for i in ids],
@@ -81,12 +112,26 @@ def runs_csv(df: pl.DataFrame, targets: dict[str, dict[str, Any]]) -> str:
     ).insert_column(
         at + 1, pl.Series("target", [_target_text(targets.get(i, {}).get("target")) for i in ids], dtype=pl.String)
     )  # fmt: skip
+    times = zip(ids, df["time_to_train_s"].to_list(), df["time_to_accuracy_s"].to_list(), strict=True)
+    why = [_rejected_text(rejected.get(i), t, a) for i, t, a in times]
+    gone = pl.Series([i in rejected for i in ids])
+    df = df.with_columns(
+        pl.when(gone).then(None).otherwise(pl.col(c)).alias(c) for c in ("time_to_train_s", "time_to_accuracy_s")
+    ).insert_column(at + 2, pl.Series("rejected", why, dtype=pl.String))  # fmt: skip
     df = df.with_columns(
         pl.col("started_at").map_elements(iso, return_dtype=pl.String),
         pl.col("stopped_at").map_elements(iso, return_dtype=pl.String),
     )
     text = [c for c, t in df.schema.items() if t == pl.String]
     return df.with_columns(pl.col(c).map_elements(defuse, return_dtype=pl.String) for c in text).write_csv()
+
+
+def _rejected_text(rejected: dict[str, Any] | None, ttt: float | None, tta: float | None) -> str | None:
+    if rejected is None:
+        return None
+    values = "; ".join(f"{name} {v:g} s" for name, v in (("time to train", ttt), ("time to accuracy", tta))
+                       if v is not None)  # fmt: skip
+    return f"{rejected['rule']}: {rejected['reason']}" + (f" ({values}: not a measurement)" if values else "")
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -99,11 +144,25 @@ def _fmt_seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def _time_cell(s: float | None, rejected: dict[str, Any] | None) -> Text:
+    """A time to train, or the rejected value marked with the rule that rejects it ("-22.00 s ✗ HS213")."""
+    if rejected is None:
+        return Text(_fmt_seconds(s))
+    return Text(f"{_fmt_seconds(s)} ✗ {rejected['rule']}", style="red")
+
+
 _STATUS_STYLE = {"success": "green", "aborted": "yellow", "incomplete": "yellow"}
 
 
-def runs_table(df: pl.DataFrame) -> Table:
+def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = None) -> Table:
+    """The runs, one a row; a time a rule rejects (``rejected_times``) is marked with the rule (✗ HS213), never
+    printed as a measurement, and the rules and why are listed under the table."""
     table = Table(title=f"{df.height} runs", title_justify="left", show_lines=False)
+    listed = set(df["run_id"].to_list())
+    rejected = {k: v for k, v in (rejected or {}).items() if k in listed}
+    if rejected:
+        table.caption = Text("\n".join(f"✗ {v['rule']} ({v['severity']}) {k}: {v['reason']}: its times are no "
+                                        "measurement" for k, v in rejected.items()), style="red", justify="left")  # fmt: skip
     for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
         table.add_column(col, overflow="fold")
     table.add_column("final accuracy", overflow="fold")
@@ -127,7 +186,7 @@ def runs_table(df: pl.DataFrame) -> Table:
             accel,
             str(r["global_batch_size"] or "-"),
             status,
-            _fmt_seconds(r["time_to_train_s"]),
+            _time_cell(r["time_to_train_s"], rejected.get(r["run_id"])),
             acc,
             *([r["slurm_job_id"] or "-"] if slurm else []),
         )
@@ -251,6 +310,13 @@ def show_verdicts(rec: dict[str, Any]) -> list[Text]:
     return lines
 
 
+def _rejected_mark(rec: dict[str, Any]) -> str:
+    """The mark after a time HS213 rejects (``show``'s verdicts say why), else nothing."""
+    findings = (rec.get("verdicts") or {}).get("findings", ())
+    found = any(f["code"] == "HS213" and f["outcome"] == "fail" for f in findings)
+    return " ✗ HS213: no measurement (see the verdicts)" if found else ""
+
+
 def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -260,7 +326,7 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
         if value is None:
             continue
         if key == "time_to_train_s":
-            value = f"{value:.3f} s ({_fmt_seconds(value)})"
+            value = f"{value:.3f} s ({_fmt_seconds(value)})" + _rejected_mark(rec)
         facts.add_row(key, str(value))
     spent = rec.get("energy_to_train") or {}
     if spent.get("joules") is not None:

@@ -256,24 +256,31 @@ def runs(
     JSON gives an array of objects (run_id, source, campaign, system, framework, purpose, n_nodes,
     n_accelerators, accelerator, global_batch_size, local_batch_size, status, started_at,
     time_to_train_s, time_to_accuracy_s with the target it refers to, final_accuracy {split, metric, value} or
-    null, source_file, ...); CSV the same columns (the target as text).
+    null, source_file, rejected, ...); CSV the same columns (the target and rejected as text).
+
+    Times that are no measurement (HS213: run_stop before run_start, a clock gone backwards, a rank missing) are
+    never printed as one: marked "✗ HS213" in the table, null in JSON and CSV, with the rule, why and the values
+    in "rejected".
     """
+    from honestscale import lint as linter
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import listed_runs
+    from honestscale.view import build, listed_runs
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         df = queries.runs(con, campaign)
         targets = _output.reached(listed_runs(con, campaign)) if format is not TableFormat.table else {}
+        view = build(con, campaign)
+    rejected = _output.rejected_times(linter.lint(view, select=["HS213"]).findings)
     if format is TableFormat.json:
-        print(_output.dumps(_output.run_records(df, targets)))
+        print(_output.dumps(_output.run_records(df, targets, rejected)))
     elif format is TableFormat.csv:
-        sys.stdout.write(_output.runs_csv(df, targets))
+        sys.stdout.write(_output.runs_csv(df, targets, rejected))
     elif df.height == 0:
         err.print("no runs in the store yet: `honestscale ingest PATH` first")
     else:
-        out.print(_output.runs_table(df))
+        out.print(_output.runs_table(df, rejected))
 
 
 @app.command()
