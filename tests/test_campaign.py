@@ -109,3 +109,18 @@ def test_campaign_with_a_tuning_study_runs_and_ingests_every_trial(tmp_path: Pat
     again = hs("campaign", "run", path, "--store", store, timeout=600)
     assert again.returncode == 0
     assert query(store, "SELECT count(*) FROM runs") == [(4,)]  # finished runs are not run again
+    # compared within the campaign, the runs are judged in its context: the study's trials (HS103) and the whole
+    # plan (HS206) are seen though compare leaves the trials out of its sides; under strong scaling the local batch
+    # and the backend follow from the worker count (HS214 names them so, not as confounds)
+    got = hs("compare", "campaign=t,workers=1", "campaign=t,workers=2", "--store", store, "-f", "json")
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    (pair,) = doc["pairs"]
+    assert doc["left_out"] == {"purpose tuning (context, not a result)": [r[0] for r in trials]}
+    judged = {*pair["verdicts"]["fail"], *pair["verdicts"]["cannot_verify"]}
+    assert not judged & {"HS103", "HS206", "HS214"}, pair["verdicts"]
+    assert pair["confounds"] == [] and [d["field"] for d in pair["factor"]] == ["workers"]
+    follows = {d["field"]: d["why"] for d in pair["follows_from_the_factor"]}
+    assert {"backend", "local_batch_size"} <= set(follows) and "no collective backend" in follows["backend"]
+    # the launcher gives 1 worker both threads and each of 2 workers one: that follows from the worker count too
+    assert any("threads" in field for field in follows), follows

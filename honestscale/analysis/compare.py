@@ -1,9 +1,11 @@
 """Comparisons that hold up (SC15 rule 7): an ordering is stated only where a test supports it.
 
-Two configurations (worker counts of a series, frameworks at one scale) are called different only when the
-two-sided Mann-Whitney U test rejects equality at 5 % or the 95 % intervals of their medians do not overlap;
-otherwise the output says "no significant difference with n = ...". Worker counts are compared with the base
-case on the series' time metric (the speedup's two sides); frameworks with the fastest one on time to train.
+Two configurations (worker counts of a series, frameworks at one scale) are called different only by the one
+decision rule of ``analysis.stats`` (``DECISION_RULE``) over the evidence printed beside them: the two-sided
+Mann-Whitney U test at 5 %, the 95 % interval of the ratio printed (the speedup over the base case; the relative
+time of a framework) and the medians' intervals; where these disagree the output says "the tests disagree". Worker
+counts are compared with the base case on the series' time metric (the speedup's two sides); frameworks with the
+fastest one on time to train.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from honestscale.analysis.scaling import TTT, time_metric, times
-from honestscale.analysis.stats import Difference, centre_of_times, differ
+from honestscale.analysis.stats import Difference, centre_of_times, differ, ratio
 from honestscale.view import Run
 
 
@@ -44,6 +46,7 @@ class Ordering:
         return {"a": self.a, "b": self.b, "measure": self.measure, "a_median": self.a_median,
                 "b_median": self.b_median, "ratio": self.ratio, "p_value": d.p_value, "n_a": d.n_a, "n_b": d.n_b,
                 "intervals_overlap": d.intervals_overlap, "significant": d.significant, "testable": self.testable,
+                "verdict": d.verdict, "disagree": d.disagree,
                 "sentence": self.sentence(), "runs": sorted(r.id for r in self.runs)}  # fmt: skip
 
     def sentence(self) -> str:
@@ -52,7 +55,7 @@ class Ordering:
         if r is None:
             return f"{self.a} vs {self.b}: no {self.measure} on one side"
         if not self.difference.significant:
-            return f"{self.a} vs {self.b} in {self.measure}: {self.difference.describe()}"
+            return f"{self.a} vs {self.b} in {self.measure} ({r:.2f}x the time): {self.difference.describe()}"
         how = f"{r:.2f}x slower" if r >= 1 else f"{1 / r:.2f}x faster"
         return f"{self.a}: {how} than {self.b} in {self.measure}, {self.difference.describe()}"
 
@@ -71,8 +74,9 @@ def scaling(points: dict[int, list[Run]]) -> list[Ordering]:
     out = []
     for w in ws[1:]:
         here = times(points[w], metric)
+        speedup = ratio(base, here, "median")  # the speedup the report prints beside it (analysis.scaling)
         out.append(Ordering(_workers(w), _workers(ws[0]), metric, centre_of_times(here), centre_of_times(base),
-                            differ(here, base), (*points[w], *points[ws[0]])))  # fmt: skip
+                            differ(here, base, "median", speedup), (*points[w], *points[ws[0]])))  # fmt: skip
     return out
 
 
@@ -100,7 +104,7 @@ def frameworks(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:
             TTT,
             medians[name],
             medians[fastest],
-            differ(times(groups[name], TTT), ref),
+            differ(times(groups[name], TTT), ref, "median", ratio(times(groups[name], TTT), ref, "median")),
             (*groups[name], *groups[fastest]),
         )
         for _, name in ranked[1:]

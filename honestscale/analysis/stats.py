@@ -9,8 +9,10 @@
 * the interval of a **harmonic mean** of rates is a bootstrap over the runs (it has no order statistic);
 * the **MLPerf score** drops the fastest and the slowest runs (how many: the benchmark catalogue) and averages
   the rest (a run that did not converge = infinitely slow);
-* two sets of runs are called **different** only when a test says so (rule 7): the two-sided Mann-Whitney U
-  test at 5 %, or 95 % intervals of the medians that do not overlap; otherwise "no significant difference";
+* two sets of runs are called **different** by one decision rule (rule 7, ``DECISION_RULE``) over the evidence
+  printed beside them: the two-sided Mann-Whitney U test at 5 %, the 95 % interval of their ratio, and the sides'
+  own intervals; where the evidence disagrees, "the tests disagree" and no difference is claimed; no interval of a
+  side or of a ratio below ``MIN_INTERVAL_RUNS`` runs a side;
 * whether the **ranks** of one run step at different paces: the Kruskal-Wallis H test over their step times
   (rule 10);
 * **Amdahl** (strong scaling) and **Gustafson** (weak) laws, fitted to speedups by least squares, and
@@ -30,7 +32,10 @@ from scipy import stats
 
 CI_LEVEL = 0.95
 CI_METHOD = "order statistics (binomial), 95 %: the interval between the k-th smallest and k-th largest runs"
-RATIO_METHOD = "bootstrap over the repetitions of both points (2,000 resamples, percentile 95 %)"
+RATIO_METHOD = (
+    "bootstrap over the repetitions of both points (2,000 resamples, percentile 95 %), only where each has 6 runs "
+    "or more (fewer support no interval)"
+)
 BOOTSTRAP = 2000
 
 # The names every output uses for its statistics (summary, report, advise say the same words).
@@ -53,6 +58,11 @@ def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float |
     return (lo, hi) if coverage >= level - 1e-9 else (None, None)
 
 
+# The fewest runs a side needs for any 95 % interval of its own or of a ratio with another side: the fewest whose
+# median has an order-statistic interval reaching 95 % (6: the 1st and 6th of 6 cover 96.9 %).
+MIN_INTERVAL_RUNS = next(n for n in range(1, 64) if median_ci(range(n)) != (None, None))
+
+
 def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, float | None]:
     """Whether the 95 % interval of the median lies within ``fraction`` of the median on both sides (SC15 §4.2.2),
     and how far it reaches (the larger side over the median; None while there are too few values for one)."""
@@ -66,18 +76,33 @@ def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, flo
 
 SIGNIFICANCE = 0.05
 PERMUTATIONS = 9999  # up to this many arrangements of two samples, tied ones are tested exactly
-TEST_METHOD = "two-sided Mann-Whitney U test at 5 % (exact for small samples, ties included), or non-overlapping 95 % intervals"
+DECISION_RULE = (
+    "two sets of runs differ when every piece of evidence printed beside them says so: the two-sided Mann-Whitney U "
+    "test at 5 % (exact for small samples, ties included), the 95 % interval of their ratio (it excludes 1) and, "
+    "where both sides have one, their own 95 % intervals (disjoint); they show no significant difference when the "
+    "test and the ratio's interval both say so (overlapping intervals of the sides are no evidence either way); "
+    "when the evidence disagrees, the tests disagree and no difference is claimed; with too few runs for any of "
+    "them, too few runs to tell"
+)
+TEST_METHOD = "two-sided Mann-Whitney U test at 5 % (exact for small samples, ties included)"
+# the verdicts of ``Difference.verdict``
+DIFFER, SAME, DISAGREE, TOO_FEW = "differ", "no significant difference", "the tests disagree", "too few runs"
 
 
 @dataclass(frozen=True)
 class Difference:
-    """Whether two sets of runs differ (SC15 rule 7): Mann-Whitney U, and the overlap of their medians' intervals."""
+    """Whether two sets of runs differ (SC15 rule 7), decided by one rule (``DECISION_RULE``) from the evidence that
+    is printed beside it: Mann-Whitney U, the interval of the ratio of the two statistics, and the sides' own
+    intervals (of the statistic printed: medians of times, harmonic means of rates)."""
 
     n_a: int
     n_b: int
     p_value: float | None  # None when a side has no value
     a_ci: tuple[float | None, float | None]
     b_ci: tuple[float | None, float | None]
+    ratio: Estimate | None = (
+        None  # the ratio of the two sides' statistics printed beside this (either way round)
+    )
 
     @property
     def intervals_overlap(self) -> bool | None:
@@ -88,33 +113,85 @@ class Difference:
         return not (al > bh or bl > ah)  # type: ignore[operator]
 
     @property
+    def test_reaches(self) -> bool:
+        """Whether the sample sizes let Mann-Whitney reach 5 % at all (its smallest p is 2 / C(n_a+n_b, n_a))."""
+        if self.n_a == 0 or self.n_b == 0 or self.p_value is None:
+            return False
+        return 2 / math.comb(self.n_a + self.n_b, self.n_a) < SIGNIFICANCE
+
+    def evidence(self) -> list[tuple[str, bool | None]]:
+        """Each piece of evidence there is, as (what it says, whether it says the sides differ; None: neither)."""
+        out: list[tuple[str, bool | None]] = []
+        if self.test_reaches:
+            differs = self.p_value is not None and self.p_value < SIGNIFICANCE
+            out.append(
+                (f"Mann-Whitney p = {self.p_value:.3g}" + (" < 0.05" if differs else " ≥ 0.05"), differs)
+            )
+        r = self.ratio
+        if r is not None and r.has_interval:
+            inside = r.low <= 1 <= r.high  # type: ignore[operator]
+            out.append((f"the ratio's 95 % interval {_g(r.low)}-{_g(r.high)} "
+                        + ("holds 1" if inside else "excludes 1"), not inside))  # fmt: skip
+        overlap = self.intervals_overlap
+        if overlap is not None:
+            out.append(("the sides' 95 % intervals " + ("overlap" if overlap else "are disjoint"),
+                        None if overlap else True))  # fmt: skip
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """``differ``, ``no significant difference``, ``the tests disagree`` or ``too few runs`` (DECISION_RULE)."""
+        said = [d for _, d in self.evidence() if d is not None]
+        if not said:
+            return TOO_FEW
+        if all(said):
+            return DIFFER
+        if not any(said):
+            return SAME
+        return DISAGREE
+
+    @property
     def significant(self) -> bool:
-        return (self.p_value is not None and self.p_value < SIGNIFICANCE) or self.intervals_overlap is False
+        return self.verdict == DIFFER
+
+    @property
+    def disagree(self) -> bool:
+        return self.verdict == DISAGREE
 
     @property
     def testable(self) -> bool:
-        """Whether the sample sizes allow any test to reach 5 % (Mann-Whitney's smallest p is 2 / C(n_a+n_b, n_a))."""
-        if self.n_a == 0 or self.n_b == 0:
-            return False
-        return (
-            2 / math.comb(self.n_a + self.n_b, self.n_a) < SIGNIFICANCE or self.intervals_overlap is not None
-        )
+        """Whether any evidence can decide (a test that can reach 5 %, or an interval)."""
+        return self.verdict != TOO_FEW
 
     def describe(self) -> str:
-        """'different (p = 0.002, n = 6 and 6)' or 'no significant difference (p = 0.31, n = 6 and 6; intervals overlap)'."""
-        parts = [
-            f"p = {self.p_value:.3g}" if self.p_value is not None else "no test",
-            f"n = {self.n_a} and {self.n_b}",
-        ]
-        if self.intervals_overlap is not None:
-            parts.append("intervals " + ("overlap" if self.intervals_overlap else "do not overlap"))
-        verdict = "significant difference" if self.significant else "no significant difference"
-        return f"{verdict} ({', '.join(parts)})"
+        """'significant difference (n = 6 and 6: Mann-Whitney p = 0.002 < 0.05; the ratio's 95 % interval 1.6-3.7
+        excludes 1; ...)', 'the tests disagree (...)', 'no significant difference (...)' or 'too few runs to tell'."""
+        n = f"n = {self.n_a} and {self.n_b}"
+        verdict = self.verdict
+        if verdict == TOO_FEW:
+            smallest = 2 / math.comb(self.n_a + self.n_b, self.n_a) if self.n_a and self.n_b else 1.0
+            return (f"too few runs to tell ({n}: Mann-Whitney's smallest p is {smallest:.2g}, not below "
+                    f"{SIGNIFICANCE}, and no interval with fewer than {MIN_INTERVAL_RUNS} runs a side)")  # fmt: skip
+        words = {
+            DIFFER: "significant difference",
+            SAME: "no significant difference",
+            DISAGREE: "the tests disagree",
+        }
+        said = "; ".join(text for text, _ in self.evidence())
+        tail = ": no difference is claimed" if verdict == DISAGREE else ""
+        return f"{words[verdict]} ({n}: {said}){tail}"
 
 
-def differ(a: Sequence[float], b: Sequence[float]) -> Difference:
+def _g(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
+
+
+def differ(
+    a: Sequence[float], b: Sequence[float], statistic: str = "median", ratio: Estimate | None = None
+) -> Difference:
     """Two-sided Mann-Whitney U test of ``a`` against ``b`` (scipy's ``mannwhitneyu``: exact for small samples,
-    by permutation where they hold ties), with the order-statistic 95 % interval of each median."""
+    by permutation where they hold ties), with each side's 95 % interval of ``statistic`` (``median``: order
+    statistics; ``hmean``: bootstrap) and ``ratio``, the ratio of the two statistics as it is printed beside them."""
     xa, xb = [float(v) for v in a], [float(v) for v in b]
     p = None
     if xa and xb:
@@ -126,7 +203,8 @@ def differ(a: Sequence[float], b: Sequence[float]) -> Difference:
             exact = len(set(xa + xb)) < len(xa + xb) and math.comb(len(xa) + len(xb), len(xa)) <= PERMUTATIONS
             method: Any = stats.PermutationMethod(n_resamples=PERMUTATIONS) if exact else "auto"
             p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided", method=method).pvalue)
-    return Difference(len(xa), len(xb), p, median_ci(xa), median_ci(xb))
+    ci = hmean_ci if statistic == "hmean" else median_ci
+    return Difference(len(xa), len(xb), p, ci(xa), ci(xb), ratio)
 
 
 @dataclass(frozen=True)
@@ -234,9 +312,10 @@ def resampled(values: Sequence[float], statistic: str, draws: int, rng: Any) -> 
 
 
 def hmean_ci(values: Sequence[float], seed: int = 0) -> tuple[float | None, float | None]:
-    """95 % interval of the harmonic mean of rates: percentile bootstrap over the runs (None below 2 runs)."""
+    """95 % interval of the harmonic mean of rates: percentile bootstrap over the runs (None below
+    ``MIN_INTERVAL_RUNS``: a bootstrap of fewer runs is narrower than they can support)."""
     a = np.asarray([v for v in values if v > 0], dtype=float)
-    if a.size < 2:
+    if a.size < MIN_INTERVAL_RUNS:
         return None, None
     draws = _hmean_rows(a[np.random.default_rng(seed).integers(0, a.size, size=(BOOTSTRAP, a.size))])
     return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
@@ -247,8 +326,10 @@ def ratio(
 ) -> Estimate | None:
     """stat(num) / stat(den) with a percentile bootstrap interval over both sets of repetitions.
 
-    ``statistic`` is ``median`` (times) or ``hmean`` (rates). No interval when either side has
-    fewer than two values; None when a side is empty or its statistic is not positive.
+    ``statistic`` is ``median`` (times) or ``hmean`` (rates). No interval when either side has fewer than
+    ``MIN_INTERVAL_RUNS`` values (where a side has no interval of its own, neither has their ratio: a bootstrap
+    over 2 x 2 runs is far narrower than two runs can support); None when a side is empty or its statistic is not
+    positive.
     """
     a = np.asarray([x for x in num if x is not None and x > 0], dtype=float)
     b = np.asarray([x for x in den if x is not None and x > 0], dtype=float)
@@ -256,7 +337,7 @@ def ratio(
         return None
     rows: Callable[[Any], Any] = _hmean_rows if statistic == "hmean" else (lambda m: np.median(m, axis=1))
     value = float(rows(a[None, :])[0] / rows(b[None, :])[0])
-    if a.size < 2 or b.size < 2:
+    if a.size < MIN_INTERVAL_RUNS or b.size < MIN_INTERVAL_RUNS:
         return Estimate(value)
     rng = np.random.default_rng(seed)
     ra = rows(a[rng.integers(0, a.size, size=(BOOTSTRAP, a.size))])

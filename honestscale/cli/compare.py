@@ -48,16 +48,17 @@ def compare(
         str | None,
         typer.Option(
             metavar="PERCENT",
-            help="Exit 1 when B is slower than A "
-            "by more than this (5%), significantly and beyond the "
-            "95 % interval.",
+            help="Exit 1 when B is slower than A by more than this (5%), significantly and beyond the 95 % "
+            "interval; exit 3 when it cannot judge (the measure missing on a side, too few runs, the tests "
+            "disagree, the interval holds the threshold, different problems), never a pass.",
         ),
     ] = None,
     fail_if_faster: Annotated[
         str | None,
         typer.Option(
             metavar="PERCENT",
-            help="Exit 1 when B is faster by more than this: an improvement too good to be true.",
+            help="Exit 1 when B is faster by more than this: an improvement too good to be true (exit 3: "
+            "cannot judge, as for --fail-if-slower).",
         ),
     ] = None,
     measure: Annotated[MeasureOpt, typer.Option(help="What the gate judges.")] = MeasureOpt.time,
@@ -87,6 +88,13 @@ def compare(
     wait: WaitOpt = 10.0,
 ) -> None:
     """Compare the runs A selects with those B selects: is the difference real, and is the comparison fair?
+
+    The gate has three outcomes and exit codes: 0 pass (no significant difference, a change the other way, or one
+    within the threshold), 1 fail (significant, and the 95 % interval beyond the threshold), 3 cannot judge (the
+    measure missing on a side, too few runs, the tests disagree, the interval holds the threshold, A and B solve
+    different problems); 2 is a usage error. A difference is decided by one rule: every piece of evidence printed
+    beside it (Mann-Whitney at 5 %, the interval of B / A, the sides' intervals) must agree, else "the tests
+    disagree".
 
     Setups are paired like with like (model, dataset, global batch, precision, workers); what differs within a
     pair is the factor under study (what the selectors or --factor name, or the one difference) and anything else
@@ -133,4 +141,4 @@ def compare(
 
         written = compare_report(result, pdf=output, html=html, gate=gate)
         err.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
-    raise typer.Exit(1 if any(g.tripped for g in gate) else 0)
+    raise typer.Exit(comparing.exit_code(gate))

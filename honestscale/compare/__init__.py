@@ -11,7 +11,7 @@ campaigns in time (``_history``).
 
 from __future__ import annotations
 
-from honestscale.compare._gate import Check, parse_threshold
+from honestscale.compare._gate import CANNOT_JUDGE, FAIL, PASS, Check, exit_code, parse_threshold
 from honestscale.compare._history import Point, Series, history
 from honestscale.compare._history import as_json as history_json
 from honestscale.compare._measures import ENERGY, MEASURES, SCORE, THROUGHPUT, TIME, Measure, Side
@@ -20,6 +20,7 @@ from honestscale.compare._result import SCHEMA, Compared, Result, compare
 from honestscale.compare._select import Selector, SelectorError
 from honestscale.compare._text import history_text, result_text
 
-__all__ = ["ENERGY", "MEASURES", "SCHEMA", "SCORE", "THROUGHPUT", "TIME", "Check", "Compared", "Difference",
-           "Measure", "Pair", "Point", "Result", "Selector", "SelectorError", "Series", "Setup", "Side", "Unpaired",
-           "compare", "history", "history_json", "history_text", "parse_threshold", "result_text"]  # fmt: skip
+__all__ = ["CANNOT_JUDGE", "ENERGY", "FAIL", "MEASURES", "PASS", "SCHEMA", "SCORE", "THROUGHPUT", "TIME", "Check",
+           "Compared", "Difference", "Measure", "Pair", "Point", "Result", "Selector", "SelectorError", "Series",
+           "Setup", "Side", "Unpaired", "compare", "exit_code", "history", "history_json", "history_text",
+           "parse_threshold", "result_text"]  # fmt: skip

@@ -1,6 +1,9 @@
-"""The CI gate: ``--fail-if-slower 5%`` trips only on a change that is significant (SC15 rule 7) and whose 95 %
-interval lies beyond the threshold; otherwise it says why not (too few runs to tell, no significant difference,
-the interval holds the threshold)."""
+"""The CI gate, with three outcomes. ``--fail-if-slower 5%`` **fails** only on a change that the decision rule calls
+significant (``analysis.stats.DECISION_RULE``: SC15 rule 7) and whose 95 % interval lies beyond the threshold;
+**passes** only where the data rule such a change out: B significantly faster, or the 95 % interval of B's
+slowdown wholly below the threshold; and otherwise **cannot judge** (its own exit code, never a pass), saying what
+is missing: the measure on a side, runs (too few for a test or an interval, or an interval too wide to tell the
+change from the threshold), a verdict (the tests disagree), or a like-for-like problem. Each check says why."""
 
 from __future__ import annotations
 
@@ -9,9 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from honestscale.analysis.points import sig
-from honestscale.analysis.stats import SIGNIFICANCE
+from honestscale.analysis.stats import MIN_INTERVAL_RUNS, SIGNIFICANCE
 from honestscale.compare._measures import Measure
 from honestscale.errors import HonestscaleError
+
+PASS, FAIL, CANNOT_JUDGE = "pass", "fail", "cannot judge"
+# compare's exit codes: 0 every check passed, 1 a check failed, 3 none failed but one could not judge
+# (2 is a usage error, as for every command)
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 3
 
 
 def parse_threshold(text: str, option: str) -> float:
@@ -32,47 +40,73 @@ class Check:
     direction: str  # slower | faster
     threshold: float
     measure: str
-    tripped: bool
+    outcome: str  # pass | fail | cannot judge
     reason: str
+    missing: str | None = None  # what it could not judge for: measure | runs | test | interval | problem
+
+    @property
+    def tripped(self) -> bool:
+        return self.outcome == FAIL
 
     def as_json(self) -> dict[str, Any]:
         return {"pair": self.pair, "direction": self.direction, "threshold": self.threshold,
-                "measure": self.measure, "tripped": self.tripped, "reason": self.reason}  # fmt: skip
+                "measure": self.measure, "outcome": self.outcome, "tripped": self.tripped,
+                "missing": self.missing, "reason": self.reason}  # fmt: skip
+
+
+def exit_code(checks: list[Check]) -> int:
+    """1 when a check failed, else 3 when one could not judge, else 0."""
+    if any(c.outcome == FAIL for c in checks):
+        return EXIT_FAIL
+    if any(c.outcome == CANNOT_JUDGE for c in checks):
+        return EXIT_CANNOT_JUDGE
+    return EXIT_PASS
 
 
 def _pct(x: float) -> str:
     return f"{x * 100:.3g} %"
 
 
-def check(pair: str, m: Measure | None, direction: str, threshold: float) -> Check:
+def check(pair: str, m: Measure | None, direction: str, threshold: float, kind: str = "time") -> Check:
     """Whether B is significantly ``direction`` than A by more than ``threshold`` on measure ``m``, and why (not)."""
 
-    def out(tripped: bool, reason: str) -> Check:
-        return Check(pair, direction, threshold, m.name if m else "?", tripped, reason)
+    def out(outcome: str, reason: str, missing: str | None = None) -> Check:
+        return Check(pair, direction, threshold, m.name if m else kind, outcome, reason, missing)
 
-    if m is None or m.slowdown is None:
-        return out(False, "cannot tell: the measure is missing on a side")
+    if m is None:
+        return out(CANNOT_JUDGE, f"no {kind} is recorded on either side: record it, or gate on another --measure",
+                   "measure")  # fmt: skip
+    if m.slowdown is None:
+        side = "A" if m.a.centre is None else "B"
+        runs = m.a if side == "A" else m.b
+        return out(CANNOT_JUDGE, f"side {side} has no {m.name} ({runs.ok} of {runs.runs} runs ok, none with the "
+                                 "measure): record it, or gate on another --measure", "measure")  # fmt: skip
     d, s = m.difference, m.slowdown
     if d is None:
-        return out(False, "cannot tell: one value a side, no test")
+        return out(CANNOT_JUDGE, "one value a side, no test: run each side repeatedly", "runs")
     if not d.testable:
         smallest = 2 / math.comb(d.n_a + d.n_b, d.n_a)
-        return out(False, f"too few runs to tell (n = {d.n_a} and {d.n_b}: Mann-Whitney's smallest p is "
-                          f"{smallest:.2g}, not below {SIGNIFICANCE}, and a side has too few runs for a 95 % interval)")  # fmt: skip
-    if not d.significant:
-        return out(False, d.describe())
+        return out(CANNOT_JUDGE, f"too few runs to tell (n = {d.n_a} and {d.n_b}: Mann-Whitney's smallest p is "
+                                 f"{smallest:.2g}, not below {SIGNIFICANCE}, and no interval with fewer than "
+                                 f"{MIN_INTERVAL_RUNS} runs a side): run each side at least 4 times, "
+                                 f"{MIN_INTERVAL_RUNS} for intervals", "runs")  # fmt: skip
+    if d.disagree:
+        return out(CANNOT_JUDGE, f"{d.describe()}: run more repetitions until they agree", "test")
     change = s if direction == "slower" else s.inverse()
-    if change.value <= 1:
-        return out(
-            False, f"significant, but B is {'faster' if direction == 'slower' else 'slower'}, not {direction}"
-        )
+    other = "faster" if direction == "slower" else "slower"
+    if d.significant and change.value <= 1:
+        return out(PASS, f"B is significantly {other}, not {direction}: {d.describe()}")
     bound = 1 + threshold
-    text = f"B {sig(change.value, 3)}x {direction}"
+    text = f"B {sig(change.value, 3)}x {direction} at the {m.statistic}"
     if change.low is None or change.high is None:
-        return out(False, f"{text}, significant, but no interval of the ratio (one run on a side)")
-    ci = f"95 % interval {sig(change.low, 3)}-{sig(change.high, 3)}"
-    if change.low > bound:
-        return out(True, f"{text} ({ci}), beyond the {_pct(threshold)} threshold; {d.describe()}")
+        return out(CANNOT_JUDGE, f"{text}, {d.describe()}; but the ratio has no interval (fewer than "
+                                 f"{MIN_INTERVAL_RUNS} runs a side) to hold against the {_pct(threshold)} "
+                                 f"threshold: run each side {MIN_INTERVAL_RUNS} times or more", "runs")  # fmt: skip
+    ci = f"95 % interval of the change {sig(change.low, 3)}-{sig(change.high, 3)}"
+    if d.significant and change.low > bound:
+        return out(FAIL, f"{text} ({ci}), beyond the {_pct(threshold)} threshold; {d.describe()}")
     if change.high < bound:
-        return out(False, f"{text} ({ci}): significant, but less than the {_pct(threshold)} threshold")
-    return out(False, f"{text}: significant, but the {ci} holds the {_pct(threshold)} threshold")
+        return out(PASS, f"{text} ({ci}): within the {_pct(threshold)} threshold; {d.describe()}")
+    return out(CANNOT_JUDGE, f"{text}, {d.describe()}; but the {ci} holds the {_pct(threshold)} threshold: "
+                             "too imprecise to rule a change beyond it in or out; more repetitions narrow it",
+               "runs")  # fmt: skip

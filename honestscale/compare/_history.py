@@ -15,10 +15,10 @@ from honestscale.analysis.stats import Difference, Estimate, centre_of_times, di
 from honestscale.compare._measures import time_measure
 from honestscale.compare._pairs import PAIRED, differences, name, setup_fields
 from honestscale.compare._pairs import Difference as Changed
-from honestscale.compare._result import SCHEMA, select_side
+from honestscale.compare._result import SCHEMA, in_context, select_side
 from honestscale.compare._select import parse, value_of
 from honestscale.lint import lint
-from honestscale.view import Run, View, comparisons
+from honestscale.view import Run, View
 
 
 @dataclass
@@ -45,6 +45,7 @@ class Point:
                 "runs_ok": len(self.values), "values": self.values, "median": self.centre, "ci": list(self.ci),
                 "ratio_to_previous": None if r is None else {"value": r.value, "low": r.low, "high": r.high},
                 "p_value": None if d is None else d.p_value, "change_point": self.change_point,
+                "verdict": None if d is None else d.verdict, "sentence": None if d is None else d.describe(),
                 "changed": [c.as_json() for c in self.changed], "verdicts": self.verdicts}  # fmt: skip
 
 
@@ -64,9 +65,7 @@ def history(view: View, setup: str) -> list[Series]:
     selector = parse(setup, view.runs)
     left_out: dict[str, list[str]] = {}
     runs = select_side(view, selector, "the setup", left_out)
-    result = lint(
-        View(runs, comparisons(runs), view.campaigns, view.fractions, view.rank_times, view.superseded)
-    )
+    result = lint(in_context(view, runs))
     findings = Findings(f.as_json() for f in result.findings)
     fields = setup_fields(runs)
     groups: dict[tuple[str, ...], list[Run]] = defaultdict(list)
@@ -88,7 +87,7 @@ def history(view: View, setup: str) -> list[Series]:
             if points and values and points[-1].values:
                 prev = points[-1]
                 p.ratio = ratio(values, prev.values, "median")
-                p.difference = differ(values, prev.values)
+                p.difference = differ(values, prev.values, "median", p.ratio)
                 p.changed = tuple(differences(prev.runs, members, fields))
             points.append(p)
         label = " ".join(f"{name(k)}={v}" for k, v in zip(PAIRED, key, strict=True))

@@ -15,6 +15,8 @@ from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.points import sig
 from honestscale.analysis.scaling import TTA, TTT, rates, time_to_accuracy, times
 from honestscale.analysis.stats import (
+    DECISION_RULE,
+    MIN_INTERVAL_RUNS,
     RATE_STATISTIC,
     TIME_STATISTIC,
     Difference,
@@ -69,19 +71,23 @@ class Measure:
         return r.inverse()
 
     def sentence(self) -> str:
-        """'B is 2.41x slower than A in time to accuracy (ratio 2.41, 95 % interval 2.20-2.63), significant ...'."""
-        s = self.slowdown
-        if s is None:
+        """'B 2.41x slower than A in time to accuracy at the median of runs (B/A 2.41, 95 % interval 2.20-2.63);
+        significant difference (n = 6 and 6: Mann-Whitney p = 0.002 < 0.05; ...)': the verdict follows from the
+        numbers in the sentence by the one decision rule (``analysis.stats.DECISION_RULE``)."""
+        s, r = self.slowdown, self.ratio
+        if s is None or r is None:
             missing = "A" if self.a.centre is None else "B"
             return f"{self.name}: none on side {missing}"
         how = f"{sig(s.value, 3)}x slower" if s.value >= 1 else f"{sig(1 / s.value, 3)}x faster"
         ci = (
-            f", 95 % interval {sig(self.ratio.low, 3)}-{sig(self.ratio.high, 3)}"
-            if self.ratio and self.ratio.has_interval
-            else ", no interval (one run on a side)"
+            f", 95 % interval {sig(r.low, 3)}-{sig(r.high, 3)}"
+            if r.has_interval
+            else f", no interval: fewer than {MIN_INTERVAL_RUNS} runs a side"
+            if self.difference is not None
+            else ", no interval: one score a side"
         )
         test = self.difference.describe() if self.difference else "one score a side: no test"
-        return f"B {how} than A in {self.name} (B/A {sig(self.ratio.value, 3)}{ci}); {test}"  # type: ignore[union-attr]
+        return f"B {how} than A in {self.name} at the {self.statistic} (B/A {sig(r.value, 3)}{ci}); {test}"
 
     def as_json(self) -> dict[str, Any]:
         d, r = self.difference, self.ratio
@@ -90,6 +96,8 @@ class Measure:
             "statistic": self.statistic, "a": self.a.as_json(), "b": self.b.as_json(),
             "ratio": None if r is None else {"value": r.value, "low": r.low, "high": r.high, "of": "B / A"},
             "p_value": None if d is None else d.p_value, "test": "two-sided Mann-Whitney U" if d else None,
+            "verdict": None if d is None else d.verdict, "decision_rule": DECISION_RULE,
+            "evidence": None if d is None else [{"says": t, "differ": x} for t, x in d.evidence()],
             "significant": None if d is None else d.significant, "testable": None if d is None else d.testable,
             "sentence": self.sentence(),
         }  # fmt: skip
@@ -108,9 +116,11 @@ def _measure(kind: str, name: str, unit: str, better: str, a: Sequence[Run], b: 
              value: Callable[[Sequence[Run]], list[float]]) -> Measure:  # fmt: skip
     va, vb = value(a), value(b)
     time_like = better == "lower"
+    statistic = "median" if time_like else "hmean"
+    r = ratio(vb, va, statistic)
     return Measure(kind, name, unit, better, TIME_STATISTIC if time_like else RATE_STATISTIC,
                    _side(va, time_like, a), _side(vb, time_like, b),
-                   ratio(vb, va, "median" if time_like else "hmean"), differ(vb, va) if va and vb else None)  # fmt: skip
+                   r, differ(vb, va, statistic, r) if va and vb else None)  # fmt: skip
 
 
 def time_measure(runs: Sequence[Run]) -> str:

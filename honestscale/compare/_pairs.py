@@ -15,6 +15,7 @@ listed (HS112 judges the target and the dataset).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,96 @@ def differences(a: Sequence[Run], b: Sequence[Run], fields: Sequence[str]) -> li
     return out
 
 
+@dataclass(frozen=True)
+class Consequence:
+    """A difference that follows from the factor under study, with why (not a confound: HS214 names it so)."""
+
+    difference: Difference
+    why: str
+
+    def text(self) -> str:
+        return f"{self.difference.text()} ({self.why})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.difference.as_json(), "why": self.why}
+
+
+# fields whose value is a worker's share of a fixed total: under a changed worker count, a share that keeps the
+# total (share x workers) the same on every run of both sides follows from the worker count
+_SHARES = {"local_batch_size": "strong scaling: the global batch {total} is split between the workers"}
+_WORKER_COUNT = {"workers", "world_size", "n_accelerators"}
+
+
+def _consequence(d: Difference, a: Sequence[Run], b: Sequence[Run]) -> str | None:
+    """Why difference ``d`` follows from a change of the worker count between ``a`` and ``b``, or None."""
+    runs = [*a, *b]
+    workers = [r.workers for r in runs]
+    if any(not w for w in workers):
+        return None
+    threads = "threads" in d.field
+    share = _SHARES.get(d.field) or (
+        "the launcher splits {total} threads of a node between the workers on it" if threads else None
+    )
+    if share is not None:
+        total = _shared_total([value_of(r, d.field) for r in runs], runs, per_node=threads)
+        return None if total is None else share.format(total=total)
+    values = [_mapping(value_of(r, d.field)) for r in runs]
+    if all(
+        isinstance(v, dict) for v in values
+    ):  # the launcher's environment: only its thread knobs may differ
+        keys = {k for v in values for k in v if len({_shown(x.get(k)) for x in values}) > 1}
+        if keys and all("THREADS" in k.upper() for k in keys):
+            totals = {k: _shared_total([_float(v.get(k)) for v in values], runs, per_node=True) for k in keys}
+            if all(t is not None for t in totals.values()):
+                knobs = ", ".join(f"{k} splits {t}" for k, t in sorted(totals.items()))
+                return f"the launcher's thread settings split a node's threads between its workers ({knobs})"
+        return None
+    if d.field == "backend":
+        single = {_shown(value_of(r, "backend")) for r in runs if r.workers == 1}
+        several = {_shown(value_of(r, "backend")) for r in runs if (r.workers or 0) > 1}
+        if single <= {"unset", "none"} and several and not several & {"unset", "none"}:
+            return "one worker needs no collective backend"
+        return None
+    if d.field == "n_nodes":
+        per = {r.accelerators_per_node for r in runs}
+        if len(per) == 1 and (p := per.pop()) and all(r.n_nodes == -(-(r.workers or 0) // p) for r in runs):
+            return f"{p} workers per node: the nodes follow from the worker count"
+        return None
+    return None
+
+
+def _mapping(v: Any) -> Any:
+    """A JSON object recorded as text (a column of the runs table) as the dict it is; anything else as it is."""
+    if isinstance(v, str) and v.startswith("{"):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    return v
+
+
+def _float(v: Any) -> float | None:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _shared_total(values: Sequence[Any], runs: Sequence[Run], per_node: bool) -> str | None:
+    """The total every run's share adds up to (share x its workers, or x its workers per node), when it is the same
+    on every run; else None."""
+    totals = set()
+    for r, v in zip(runs, values, strict=True):
+        if not isinstance(v, int | float) or isinstance(v, bool) or not r.workers:
+            return None
+        totals.add(round(float(v) * (r.workers / (r.n_nodes or 1) if per_node else r.workers), 9))
+    return _number(totals.pop()) if len(totals) == 1 else None
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if x == int(x) else f"{x:g}"
+
+
 @dataclass
 class Setup:
     """The runs of one side that share the pairing key (or one MLPerf submission)."""
@@ -105,6 +196,7 @@ class Pair:
     factor: list[Difference]
     confounds: list[Difference]
     state_of_the_art: bool = False  # B (or A) is MLPerf submissions
+    consequences: list[Consequence] = field(default_factory=list)  # differences that follow from the factor
 
     @property
     def label(self) -> str:
@@ -158,16 +250,27 @@ def studied(a: Selector, b: Selector, named: Sequence[str]) -> set[str]:
 
 
 def split_factor(
-    differs: list[Difference], a: Selector, b: Selector, named: Sequence[str]
-) -> tuple[list[Difference], list[Difference]]:
-    """(factor, confounds): the factor is what ``--factor`` names, else the fields the selectors set to different
-    values, else the one difference there is; every other difference is a confound. With several differences and
-    none named, each is a confound of the others (the factor is empty)."""
+    differs: list[Difference], a: Selector, b: Selector, named: Sequence[str],
+    runs: tuple[Sequence[Run], Sequence[Run]] = ((), ()),
+) -> tuple[list[Difference], list[Consequence], list[Difference]]:  # fmt: skip
+    """(factor, consequences, confounds): the factor is what ``--factor`` names, else the fields the selectors set
+    to different values, else the one difference there is; a difference that follows from a factor that changes
+    the worker count (the per-worker batch under strong scaling, the threads each worker gets of a node, the
+    collective backend that one worker does without, the nodes the workers fill) is a consequence; every other
+    difference is a confound. With several differences and none named, each is a confound of the others."""
     chosen = studied(a, b, named) - {"campaign"}
     if not chosen and len(differs) == 1:
-        return differs, []
+        return differs, [], []
     factor = [d for d in differs if d.field in chosen]
-    return factor, [d for d in differs if d.field not in chosen]
+    rest = [d for d in differs if d.field not in chosen]
+    follows: list[Consequence] = []
+    if chosen & _WORKER_COUNT and all(runs):
+        for d in rest:
+            why = _consequence(d, *runs)
+            if why is not None:
+                follows.append(Consequence(d, why))
+    kept = {c.difference.field for c in follows}
+    return factor, follows, [d for d in rest if d.field not in kept]
 
 
 def pair(a_runs: Sequence[Run], b_runs: Sequence[Run], a: Selector, b: Selector,
@@ -184,8 +287,8 @@ def pair(a_runs: Sequence[Run], b_runs: Sequence[Run], a: Selector, b: Selector,
         for y in sb:
             if x.key == y.key:
                 d = differences(x.runs, y.runs, fields)
-                factor, confounds = split_factor(d, a, b, named)
-                pairs.append(Pair(x, y, d, factor, confounds))
+                factor, follows, confounds = split_factor(d, a, b, named, (x.runs, y.runs))
+                pairs.append(Pair(x, y, d, factor, confounds, consequences=follows))
     paired_a = {id(p.a) for p in pairs}
     paired_b = {id(p.b) for p in pairs}
     unpaired = [_unpaired("A", s, sb) for s in sa if id(s) not in paired_a]

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from honestscale.analysis.points import lint_codes
-from honestscale.compare._gate import Check, check
+from honestscale.analysis.stats import DECISION_RULE, MIN_INTERVAL_RUNS
+from honestscale.compare._gate import CANNOT_JUDGE, Check, check
 from honestscale.compare._measures import SCORE, TIME, Measure, measures
 from honestscale.compare._pairs import Pair, Unpaired, pair
 from honestscale.compare._select import Selector, SelectorError, check_found, parse
@@ -51,6 +52,7 @@ class Compared:
             "a": {"setup": p.a.label, "submission": p.a.submission, "runs": sorted(r.id for r in p.a.runs)},
             "b": {"setup": p.b.label, "submission": p.b.submission, "runs": sorted(r.id for r in p.b.runs)},
             "factor": [d.as_json() for d in p.factor], "confounds": [d.as_json() for d in p.confounds],
+            "follows_from_the_factor": [c.as_json() for c in p.consequences],
             "differs": [d.as_json() for d in p.differs], "measures": [m.as_json() for m in self.measures],
             "verdicts": self.verdicts, "findings": [f.as_json() for f in self.findings],
         }  # fmt: skip
@@ -79,10 +81,11 @@ class Result:
                     continue
                 if c.pair.problem_differs:
                     what = "; ".join(d.text() for d in c.pair.problem_differs)
-                    out.append(Check(c.pair.label, direction, threshold, m.name if m else kind, False,
-                                     f"cannot gate: A and B solve different problems (HS112: {what})"))  # fmt: skip
+                    out.append(Check(c.pair.label, direction, threshold, m.name if m else kind, CANNOT_JUDGE,
+                                     f"A and B solve different problems (HS112: {what}): compare like with like",
+                                     "problem"))  # fmt: skip
                 else:
-                    got = check(c.pair.label, m, direction, threshold)
+                    got = check(c.pair.label, m, direction, threshold, kind)
                     if c.pair.confounds:
                         what = "; ".join(d.text() for d in c.pair.confounds)
                         got = replace(got, reason=f"{got.reason}; confounded (HS214): {what}")
@@ -108,8 +111,9 @@ class Result:
             "gate": [g.as_json() for g in gate],
             "statistics": {"time": "median of runs, order-statistic 95 % interval",
                            "rate": "harmonic mean of runs",
-                           "ratio": "B / A, bootstrap over the runs of both sides (2,000 resamples, 95 %)",
-                           "test": "two-sided Mann-Whitney U at 5 %, or non-overlapping 95 % intervals"},
+                           "ratio": "B / A, bootstrap over the runs of both sides (2,000 resamples, 95 %), "
+                                    f"only with {MIN_INTERVAL_RUNS} or more runs a side",
+                           "test": "two-sided Mann-Whitney U at 5 %", "decision_rule": DECISION_RULE},
         }  # fmt: skip
 
 
@@ -130,11 +134,23 @@ def select_side(view: View, selector: Selector, side: str, left_out: dict[str, l
     return kept
 
 
+def in_context(view: View, runs: Sequence[Run], extra: Sequence[Comparison] = ()) -> View:
+    """The view the rules judge compared runs in: every run of the campaigns they belong to (the tuning study, the
+    other points of the plan), as ``lint`` judges those campaigns, so that HS103 sees the trials and HS206 the
+    whole plan, plus ``extra`` comparisons (the pairs). Findings are then read for the compared runs only."""
+    names = {r.campaign for r in runs}
+    context = [r for r in view.runs if r.campaign in names]
+    seen = {r.id for r in context}
+    context += [r for r in runs if r.id not in seen]
+    return View(context, comparisons(context) + list(extra), view.campaigns, view.fractions, view.rank_times,
+                view.superseded)  # fmt: skip
+
+
 def pair_comparison(p: Pair, a: Selector, b: Selector) -> Comparison:
     """The pair as a comparison the rules judge (kind ``pair``): HS214 its confounds, HS112 and HS104 what differs."""
     key = {"a": a.text, "b": b.text, "factor": [d.as_json() for d in p.factor],
            "confounds": [d.as_json() for d in p.confounds], "differs": [d.as_json() for d in p.differs],
-           "state_of_the_art": p.state_of_the_art}  # fmt: skip
+           "consequences": [c.as_json() for c in p.consequences], "state_of_the_art": p.state_of_the_art}  # fmt: skip
     return Comparison("pair", f"{a.text} vs {b.text}: {p.label}", p.runs, key)
 
 
@@ -152,11 +168,8 @@ def compare(view: View, a_text: str, b_text: str, *, factor: Sequence[str] = (),
         raise SelectorError(f"A and B share {len(both)} run(s): {', '.join(both[:3])}",
                             "make the selectors exclusive (add a filter that tells the sides apart)")  # fmt: skip
     pairs, unpaired = pair(a_runs, b_runs, a, b, named)
-    runs = [*a_runs, *b_runs]
     items = [(p, pair_comparison(p, a, b)) for p in pairs]
-    judged = View(runs, comparisons(runs) + [c for _, c in items], view.campaigns, view.fractions, view.rank_times,
-                  view.superseded)  # fmt: skip
-    result = lint(judged, suppressions=suppressions)
+    result = lint(in_context(view, [*a_runs, *b_runs], [c for _, c in items]), suppressions=suppressions)
     out = []
     for p, c in items:
         ids = {r.id for r in p.runs}

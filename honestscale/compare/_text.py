@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from honestscale.analysis.points import sig
-from honestscale.compare._gate import Check
+from honestscale.analysis.stats import DECISION_RULE, MIN_INTERVAL_RUNS
+from honestscale.compare._gate import CANNOT_JUDGE, FAIL, PASS, Check
 from honestscale.compare._history import Series
 from honestscale.compare._measures import Measure, Side
 from honestscale.compare._result import Result
@@ -20,7 +21,11 @@ def _side(s: Side, unit: str) -> str:
     if s.centre is None:
         return f"none ({s.ok}/{s.runs} runs ok)"
     lo, hi = s.ci
-    ci = f" [{sig(lo)}, {sig(hi)}]" if lo is not None and hi is not None else " (no interval: too few runs)"
+    ci = (
+        f" [{sig(lo)}, {sig(hi)}]"
+        if lo is not None and hi is not None
+        else f" (no interval: fewer than {MIN_INTERVAL_RUNS} runs)"
+    )
     return f"{sig(s.centre)} {unit}{ci}, n = {len(s.values)}"
 
 
@@ -37,11 +42,11 @@ def _test(m: Measure) -> Text:
     d = m.difference
     if d is None:
         return Text("one value a side")
-    if not d.testable:
-        return Text(f"too few runs (n = {d.n_a}, {d.n_b})", style="yellow")
     p = "–" if d.p_value is None else f"{d.p_value:.3g}"
-    return Text(f"p = {p}: " + ("differ" if d.significant else "no significant difference"),
-                style="bold" if d.significant else "")  # fmt: skip
+    if not d.testable:
+        return Text(f"too few runs (n = {d.n_a}, {d.n_b}; p = {p})", style="yellow")
+    style = "bold" if d.significant else "yellow" if d.disagree else ""
+    return Text(f"{d.verdict} (p = {p})", style=style)
 
 
 def measures_table(ms: Sequence[Measure]) -> Table:
@@ -52,7 +57,7 @@ def measures_table(ms: Sequence[Measure]) -> Table:
         "A [95 % CI]",
         "B [95 % CI]",
         "B / A [95 % CI]",
-        "Mann-Whitney (two-sided)",
+        "verdict (Mann-Whitney p)",
     ):
         t.add_column(h)
     for m in ms:
@@ -79,6 +84,10 @@ def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
                 else "not named (see HS214)"
             )
             parts.append(Text(f"  factor: {factor}"))
+            if p.consequences:
+                parts.append(
+                    Text(f"  follows from the factor: {'; '.join(c.text() for c in p.consequences)}")
+                )
             if p.confounds:
                 parts.append(Text(f"  confounds: {'; '.join(d.text() for d in p.confounds)}", style="yellow"))
         if c.caveat:
@@ -97,10 +106,13 @@ def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
                           f"closest: {u.closest or '-'}; differs: {'; '.join(u.differs)}", style="yellow"))  # fmt: skip
     if not r.pairs:
         parts.append(Text("\nno pair of like setups: nothing was compared", style="red"))
+    else:
+        parts.append(Text(f"\nhow a difference is decided: {DECISION_RULE}.", style="dim"))
+    marks = {PASS: ("✓ pass", "green"), FAIL: ("✗ FAIL", "red"), CANNOT_JUDGE: ("? cannot judge", "yellow")}
     for g in gate:
-        mark = "✗ FAIL" if g.tripped else "✓ pass"
+        mark, style = marks[g.outcome]
         parts.append(Text(f"\ngate --fail-if-{g.direction} {g.threshold:.0%} on {g.measure}, {g.pair}: {mark}: "
-                          f"{g.reason}", style="red" if g.tripped else "green"))  # fmt: skip
+                          f"{g.reason}", style=style))  # fmt: skip
     return Group(*parts)
 
 
@@ -122,17 +134,15 @@ def history_text(setup: str, series: Sequence[Series]) -> Group:
         for p in s.points:
             lo, hi = p.ci
             ci = f" [{sig(lo)}, {sig(hi)}]" if lo is not None and hi is not None else ""
-            vs = (
-                "–"
-                if p.ratio is None
-                else f"{sig(p.ratio.value, 3)}x"
-                + (
-                    f" (p = {p.difference.p_value:.3g})"
-                    if p.difference and p.difference.p_value is not None
-                    else ""
-                )
+            vs = "–"
+            if p.ratio is not None:
+                r = p.ratio
+                rci = f" [{sig(r.low, 3)}, {sig(r.high, 3)}]" if r.has_interval else ""
+                vs = f"{sig(r.value, 3)}x{rci}" + (f": {p.difference.verdict}" if p.difference else "")
+            rules = (
+                f"fail: {', '.join(p.verdicts['fail']) or 'none'}; "
+                f"cannot verify: {', '.join(p.verdicts['cannot_verify']) or 'none'}"
             )
-            rules = ", ".join(p.verdicts["fail"]) or "no fail"
             t.add_row(p.campaign, f"{len(p.values)}/{len(p.runs)}", f"{sig(p.centre)} s{ci}", vs,
                       Text("yes", style="bold red") if p.change_point else "no",
                       "; ".join(c.text() for c in p.changed) or "–", rules)  # fmt: skip

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from honestscale.analysis.points import sig
-from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, TEST_METHOD
+from honestscale.analysis.stats import CI_METHOD, DECISION_RULE, RATIO_METHOD, TEST_METHOD
 from honestscale.compare import Compared, Measure, Result
 from honestscale.report._figures import STYLE, mark, save
 from honestscale.report._render import publish, staged
@@ -88,7 +88,7 @@ def pair_views(result: Result, assets: Path | None) -> list[PairView]:
 
 def _rows(result: Result) -> tuple[list[str], list[list[str]]]:
     header = ["pair", "measure", "statistic", "A", "A low", "A high", "n A", "B", "B low", "B high", "n B", "B/A",
-              "B/A low", "B/A high", "p (Mann-Whitney)", "significant"]  # fmt: skip
+              "B/A low", "B/A high", "p (Mann-Whitney)", "verdict"]  # fmt: skip
 
     def f(v: float | None) -> str:
         return "" if v is None else f"{v:.6g}"
@@ -100,14 +100,14 @@ def _rows(result: Result) -> tuple[list[str], list[list[str]]]:
             rows.append([c.pair.label, m.name, m.statistic, f(m.a.centre), f(m.a.ci[0]), f(m.a.ci[1]),
                          str(len(m.a.values)), f(m.b.centre), f(m.b.ci[0]), f(m.b.ci[1]), str(len(m.b.values)),
                          f(r.value if r else None), f(r.low if r else None), f(r.high if r else None),
-                         f(d.p_value if d else None), "" if d is None else str(d.significant)])  # fmt: skip
+                         f(d.p_value if d else None), "" if d is None else d.verdict])  # fmt: skip
     return header, rows
 
 
 def context(result: Result, views: list[PairView], gate: Any = ()) -> dict[str, Any]:
     """What the section template reads (the report and the dashboard alike)."""
     return {"result": result, "pairs": views, "gate": list(gate),
-            "methods": {"ci": CI_METHOD, "ratio": RATIO_METHOD, "test": TEST_METHOD}}  # fmt: skip
+            "methods": {"ci": CI_METHOD, "ratio": RATIO_METHOD, "test": TEST_METHOD, "decision": DECISION_RULE}}  # fmt: skip
 
 
 def compare_report(result: Result, *, pdf: Path | None, html: Path | None, gate: Any = ()) -> list[Path]:

@@ -13,11 +13,13 @@ class OrderingNotSupportedByTheData(Rule):
 
     What it checks: every ordering the outputs state, that is every worker count of a scaling series against
     its base case (on the series' time metric, the two sides of the speedup) and every framework of a
-    framework comparison against the fastest (median time to train). The two sets of runs differ when the
-    two-sided Mann-Whitney U test rejects equality at 5 % or the 95 % intervals of their medians do not
-    overlap. An ordering that neither supports fails, with the p-value and the overlap as evidence; sample
-    sizes too small for any test to reach 5 % (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so
-    3 runs against 3 can never get below 0.1) cannot be verified.
+    framework comparison against the fastest (median time to train). The two sets of runs differ by the one
+    decision rule every output uses (``analysis.stats.DECISION_RULE``): the two-sided Mann-Whitney U test at
+    5 %, the 95 % interval of the ratio printed beside them (the speedup) and the intervals of their medians
+    must all say so; where they disagree, the tests disagree and no ordering is supported. An ordering that the
+    rule does not support fails, with the evidence; sample sizes too small for any test to reach 5 %
+    (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so 3 runs against 3 can never get below 0.1) and
+    for any interval (6 runs a side) cannot be verified.
     Why it misleads: medians of a few noisy runs always differ a little; reading "1.04x faster" off them
     states an ordering that another set of repetitions would reverse. Comparing medians without a test, or
     with overlapping error bars, is the most common unsupported claim in performance papers (SC15, rule 7).
@@ -48,6 +50,7 @@ class OrderingNotSupportedByTheData(Rule):
             evidence: dict[str, Any] = {
                 "a": o.a, "b": o.b, "measure": o.measure, "a_median": o.a_median, "b_median": o.b_median,
                 "p_value": d.p_value, "n": [d.n_a, d.n_b], "intervals_overlap": d.intervals_overlap,
+                "verdict": d.verdict,
             }  # fmt: skip
             if d.significant or o.ratio is None:
                 continue

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, View
@@ -11,10 +12,14 @@ class ConfoundedComparison(Rule):
 
     What it checks: each pair of like-for-like setups of a comparison of A and B (same model, dataset, global batch,
     precision and workers) differs only in the factor under study: what the selectors (or ``--factor``) name, or
-    the one field that differs. Every other recorded difference (framework version, accelerator, nodes, software
-    versions, optimizer, schedule, compression, any hyper-parameter the runner recorded) is a confound; where two or
-    more things differ and none is named the factor, each confounds the others. Comparisons against MLPerf
-    submissions are judged by HS112 and HS104 instead.
+    the one field that differs. A difference that follows from a factor that changes the worker count is a
+    consequence, not a confound, and is named with why: the per-worker batch when the global batch is split between
+    the workers (strong scaling), the threads per worker when the launcher splits a node's threads between its
+    workers, the collective backend that a single worker does without, the nodes the workers fill at a fixed number
+    per node. Every other recorded difference (framework version, accelerator, nodes, software versions,
+    optimizer, schedule, compression, any hyper-parameter the runner recorded) is a confound; where two or more
+    things differ and none is named the factor, each confounds the others. Comparisons against MLPerf submissions
+    are judged by HS112 and HS104 instead.
     Why it misleads: a change credited to the factor may come from the confound (NCCL 2.21 "is 12 % faster" measured
     on a newer driver too), and a confound can as well hide a real effect of the factor.
     Example: ``compare loaders=0 loaders=1`` where the second campaign also switched the learning-rate schedule to
@@ -38,7 +43,8 @@ class ConfoundedComparison(Rule):
         if not confounds:
             return
         factor = target.key.get("factor") or []
-        what = "; ".join(f"{d['name']} {', '.join(d['a'])} → {', '.join(d['b'])}" for d in confounds)
+        what = "; ".join(_text(d) for d in confounds)
+        follows = target.key.get("consequences") or []
         if factor:
             studied = ", ".join(d["name"] for d in factor)
             message = (
@@ -46,6 +52,10 @@ class ConfoundedComparison(Rule):
             )
         else:
             message = f"{len(confounds)} things differ and none is named the factor: {what}"
+        if follows:
+            message += "; following from the factor, not confounds: " + "; ".join(
+                f"{_text(d)} ({d['why']})" for d in follows
+            )
         yield self.fail(
             target,
             target.runs,
@@ -53,4 +63,9 @@ class ConfoundedComparison(Rule):
             "rerun one side with only the factor changed, or name the factor with --factor and report the rest",
             factor=[d["field"] for d in factor],
             confounds=[d["field"] for d in confounds],
+            consequences=[d["field"] for d in follows],
         )
+
+
+def _text(d: dict[str, Any]) -> str:
+    return f"{d['name']} {', '.join(d['a'])} → {', '.join(d['b'])}"
