@@ -1,4 +1,4 @@
-"""The honestscale event contract, version 1: the one place that defines, writes and reads events.
+"""The honestscale event contract, version 2: the one place that defines, writes and reads events.
 
 Standard library only. A runner imports this module inside any framework environment
 (an NGC container, an MXNet venv pinned to an old NumPy) without the rest of honestscale.
@@ -27,8 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA_VERSION = 1
-"""The contract version this module writes and the newest one it reads."""
+SCHEMA_VERSION = 2
+"""The contract version this module writes and the newest one it reads (every older one is read as it is)."""
+
+VERSIONS: dict[int, str] = {
+    1: "The first contract: the six kinds and their fields.",
+    2: "run_start records how many threads each rank ran and on which CPUs: `intra_op_threads`, "
+    "`inter_op_threads`, `cpu_affinity`, `cpus_allowed` and `launch_env` (the launcher's threading and affinity "
+    "knobs). All optional: a version 1 event is a valid version 2 event without them, and lands as it is.",
+}
+"""What each contract version added; the field reference (``docs/events.md``) lists them."""
 
 _TYPES = ("string", "integer", "number", "boolean", "object", "array")
 
@@ -60,9 +68,42 @@ SCOPES = ("end_to_end", "layer", "kernel", "communication")
 SCALING = ("strong", "weak", "none")
 SPLITS = ("train", "validation", "test")
 STATUSES = ("success", "aborted", "failed", "timeout", "cancelled")
+# The environment variables that set how many threads a rank runs and where (OpenMP, BLAS libraries, the
+# frameworks' own, the launchers'): run_start's launch_env records those that are set.
+THREAD_KNOBS = (
+    "OMP_NUM_THREADS",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "OMP_DYNAMIC",
+    "OMP_WAIT_POLICY",
+    "GOMP_CPU_AFFINITY",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+    "KMP_HW_SUBSET",
+    "MKL_NUM_THREADS",
+    "MKL_DYNAMIC",
+    "OPENBLAS_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "MXNET_CPU_WORKER_NTHREADS",
+    "MXNET_OMP_MAX_THREADS",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_CPU_BIND",
+    "SLURM_CPU_BIND_LIST",
+    "HONESTSCALE_LAUNCHER_SET",
+)
 
 COMMON: tuple[Field, ...] = (
-    Field("schema", "integer", "Contract version of this event; this module writes 1.", True, minimum=1),
+    Field(
+        "schema",
+        "integer",
+        f"Contract version of this event; this module writes {SCHEMA_VERSION} and reads 1 to {SCHEMA_VERSION}.",
+        True,
+        minimum=1,
+    ),
     Field("run_id", "string", "Identifier of the run, the same on every rank; also the folder name.", True),
     Field(
         "rank",
@@ -107,6 +148,43 @@ _RUN_START: tuple[Field, ...] = (
     Field("host", "string", "Host name of the rank that wrote the event."),
     Field("cpu", "string", "Host CPU model."),
     Field("interconnect", "string", "Node interconnect, e.g. 'InfiniBand EDR', '1Gb Ethernet'."),
+    Field(
+        "intra_op_threads",
+        "integer",
+        "Threads one operator may use in this rank (intra-op parallelism), as the framework reports it: "
+        "torch.get_num_threads(), TensorFlow's intra-op setting, MXNet's OMP_NUM_THREADS; 0: the framework "
+        "chooses when it runs (TensorFlow's default). Since contract 2.",
+        minimum=0,
+    ),
+    Field(
+        "inter_op_threads",
+        "integer",
+        "Threads that run independent operators at once in this rank (inter-op parallelism): "
+        "torch.get_num_interop_threads(), TensorFlow's inter-op setting, MXNet's MXNET_CPU_WORKER_NTHREADS "
+        "(1 unless set); 0: the framework chooses. Since contract 2.",
+        minimum=0,
+    ),
+    Field(
+        "cpu_affinity",
+        "array",
+        "The CPU ids this rank may run on at run start (os.sched_getaffinity), ascending: ranks given the same "
+        "CPUs compete for them. Since contract 2.",
+    ),
+    Field(
+        "cpus_allowed",
+        "integer",
+        "How many CPUs this rank may run on (the length of cpu_affinity). Since contract 2.",
+        minimum=1,
+    ),
+    Field(
+        "launch_env",
+        "object",
+        "The threading and affinity knobs set in this rank's environment, name -> value as set (a knob not set "
+        "is left out): "
+        + ", ".join(THREAD_KNOBS[:-1])
+        + "; HONESTSCALE_LAUNCHER_SET names those honestscale's "
+        "launcher set itself (the others came from whoever started it). Since contract 2.",
+    ),
     Field(
         "isolation",
         "object",
@@ -590,7 +668,12 @@ def json_schema() -> dict[str, Any]:
         fields = fields_of(kind)
         props = {f.name: prop(f) for f in fields}
         props["kind"] = {"const": kind, "description": KIND_DOCS[kind]}
-        props["schema"] = {"const": SCHEMA_VERSION, "description": COMMON[0].doc}
+        props["schema"] = {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SCHEMA_VERSION,
+            "description": COMMON[0].doc,
+        }
         variants.append(
             {
                 "title": kind,
@@ -622,6 +705,13 @@ def markdown_reference() -> str:
         "(NaN, infinity) are written as `null`; integers are 64-bit signed. A field written twice in one line is "
         "refused (readers disagree on which value counts). An event whose `schema` is newer than the reader's is "
         "quarantined, never guessed at.",
+        "",
+        "## Versions",
+        "",
+        "An event says its contract version in `schema`; honestscale reads every version up to its own, each "
+        "as it is (a field a version added is absent from older events, and unknown, not zero).",
+        "",
+        *(f"- **{v}**: {text}" for v, text in sorted(VERSIONS.items())),
         "",
     ]
 

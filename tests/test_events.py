@@ -40,7 +40,7 @@ def test_writer_appends_one_flushed_line_per_event(tmp_path: Path) -> None:
     w.step(step=0, samples=8, t_total=0.5, t_data=0.1)
     lines = [json.loads(x) for x in w.path.read_text().splitlines()]
     assert [e["seq"] for e in lines] == [0, 1]
-    assert all(e["rank"] == 3 and e["run_id"] == "run-a" and e["schema"] == 1 for e in lines)
+    assert all(e["rank"] == 3 and e["run_id"] == "run-a" and e["schema"] == ev.SCHEMA_VERSION for e in lines)
     w.close()
 
 
@@ -105,7 +105,7 @@ def test_writer_refuses_invalid_events(tmp_path: Path) -> None:
         ({"seq": None}, "required field 'seq' is null"),
         ({"time": "now"}, "field 'time' must be number"),
         ({"kind": "checkpoint"}, "'kind': 'checkpoint' is not one of"),
-        ({"schema": 2}, "event schema 2 is newer than this honestscale reads"),
+        ({"schema": ev.SCHEMA_VERSION + 1}, f"event schema {ev.SCHEMA_VERSION + 1} is newer than this honestscale"),
         ({"schema": 0}, "'schema' is 0, must be >= 1"),
         ({"split": "val"}, "'split' is 'val', expected one of train, validation, test"),
         ({"value": "0.9"}, "'value' must be number"),

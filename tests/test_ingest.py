@@ -151,7 +151,7 @@ def test_bad_inputs_give_clear_messages_and_valid_lines_around_them_land(tmp_pat
     (folder / "empty.jsonl").write_bytes(b"")
     (folder / "notevent.jsonl").write_text(good[2] + "\n" + json.dumps({"model": "resnet50", "acc": 0.76}) + "\n"
                                            + good[3] + "\n")  # fmt: skip
-    future = json.loads(good[4]) | {"schema": 2, "new_field": 1}
+    future = json.loads(good[4]) | {"schema": ev.SCHEMA_VERSION + 1, "new_field": 1}
     (folder / "future.jsonl").write_text(json.dumps(future) + "\n" + good[5] + "\n")
     result = hs("ingest", folder, "--store", store)
     assert result.returncode == 3
@@ -164,7 +164,8 @@ def test_bad_inputs_give_clear_messages_and_valid_lines_around_them_land(tmp_pat
     assert q["notevent.jsonl"]["line"] == 2 and "not a honestscale event" in q["notevent.jsonl"]["reason"]
     assert json.loads(q["notevent.jsonl"]["raw"]) == {"model": "resnet50", "acc": 0.76}
     assert (
-        "event schema 2 is newer" in q["future.jsonl"]["reason"] and "upgrade" in q["future.jsonl"]["reason"]
+        f"event schema {ev.SCHEMA_VERSION + 1} is newer" in q["future.jsonl"]["reason"]
+        and "upgrade" in q["future.jsonl"]["reason"]
     )
     assert len(q) == 3
     landed = sorted(r[0] for r in query(store, "SELECT seq FROM events"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -33,12 +34,26 @@ def test_two_ranks_digits_lands_as_one_honest_run(tmp_path: Path, store: Path) -
     result = _run(out, "--model", "mlp", "--dataset", "digits", "--epochs", "3")
     assert result.returncode == 0, result.stdout + result.stderr
     (run,) = _ingest(store, out)
-    assert run["status"] == "success" and run["n_accelerators"] == 2 and run["framework"] == "torch"
+    assert run["status"] == "success" and run["world_size"] == 2 and run["framework"] == "torch"
+    assert run["n_accelerators"] == 0  # on CPU (gloo): workers are processes, no accelerator
     assert run["final_accuracy"]["split"] == "test" and run["final_accuracy"]["value"] > 0.8
     shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
     assert shown["launcher"] == "local" and shown["backend"] == "gloo" and shown["world_size"] == 2
     assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
     assert shown["data_source"] == "in_memory" and shown["local_batch_size"] == 32
+    # threads per worker (contract 2): the launcher split this process's CPUs between the 2 ranks, each rank says so
+    cpus = sorted(os.sched_getaffinity(0))
+    split = os.environ.get("OMP_NUM_THREADS") or str(max(1, len(cpus) // 2))
+    assert shown["intra_op_threads"] == int(split) and shown["inter_op_threads"] >= 1
+    assert shown["cpus_allowed"] == len(cpus)
+    assert json.loads(query(store, "SELECT cpu_affinity FROM runs")[0][0]) == cpus
+    knobs = json.loads(shown["launch_env"])
+    assert knobs["OMP_NUM_THREADS"] == split
+    assert knobs["HONESTSCALE_LAUNCHER_SET"] == ("" if "OMP_NUM_THREADS" in os.environ else "OMP_NUM_THREADS")
+    for rank in (0, 1):
+        (start,) = [e for e in map(json.loads, (out / run["run_id"] / f"events-rank{rank}.jsonl").open())
+                    if e["kind"] == "run_start"]  # fmt: skip
+        assert start["schema"] == 2 and start["intra_op_threads"] == int(split) and start["cpu_affinity"] == cpus
     assert {e["split"] for e in shown["evals"]} == {"train", "validation", "test"}
     assert [e["epoch"] for e in shown["evals"] if e["split"] == "test"] == [2]  # test once, at the end
     assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1] and all(

@@ -2,7 +2,8 @@
 
 Each rank gets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` (a free
 port) and the same ``--run-id``; its output is prefixed with ``[rank N]``. CPU threads are split
-between the ranks (``OMP_NUM_THREADS``) unless the caller set them. When a rank fails, the
+between the ranks (``OMP_NUM_THREADS``) unless the caller set them (``HONESTSCALE_LAUNCHER_SET`` says which it
+set; every rank records it with the threads it ran in run_start). When a rank fails, the
 others get SIGUSR1 (recorded as ``failed``: a peer failed) and, after a grace period, SIGKILL.
 SIGINT and SIGTERM are passed on to every rank. The exit code is that of the first rank that
 failed, or 0.
@@ -197,6 +198,20 @@ def _pump(stream: TextIO, prefix: str, sink: TextIO) -> None:
         sink.flush()
 
 
+def thread_split(workers: int, env: dict[str, str], cpus: int | None = None) -> dict[str, str]:
+    """The threading knobs the launcher sets for ``workers`` ranks on this machine: the CPUs split between them
+    (``OMP_NUM_THREADS``), unless the caller set it; and ``HONESTSCALE_LAUNCHER_SET`` naming what it set, so each
+    rank's run_start (``launch_env``) tells the launcher's split from the caller's choice. With 2 CPUs, 1 worker
+    gets 2 threads and each of 2 workers 1: the threads per worker differ between the points of a series, which
+    the rules about its speedups name (HS209)."""
+    if "OMP_NUM_THREADS" in env:
+        return {"HONESTSCALE_LAUNCHER_SET": ""}
+    if cpus is None:  # the CPUs this process may run on (a cgroup or taskset may allow fewer than it has)
+        getter = getattr(os, "sched_getaffinity", None)
+        cpus = len(getter(0)) if getter is not None else (os.cpu_count() or 1)
+    return {"OMP_NUM_THREADS": str(max(1, cpus // workers)), "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS"}
+
+
 def launch(
     framework: str,
     workers: int,
@@ -216,9 +231,8 @@ def launch(
     check_user_files(framework, python, runner_args)
     sink = sink or sys.stdout
     port = free_port()
-    threads = str(max(1, (os.cpu_count() or 1) // workers))
     base = dict(os.environ)
-    base.setdefault("OMP_NUM_THREADS", threads)
+    base.update(thread_split(workers, base))
     base.setdefault("PYTHONUNBUFFERED", "1")
     rank_cmd = [python, *runner_command(framework), *runner_args, "--run-id", run_id]
     jobs: list[tuple[list[str], dict[str, str], str]] = []

@@ -230,7 +230,8 @@ def quarantine_table(df: pl.DataFrame) -> Table:
 _SHOW_FIELDS = (
     "run_id", "source", "campaign", "name", "purpose", "status", "reason", "framework", "framework_version",
     "launcher", "backend", "world_size", "n_nodes", "accelerators_per_node", "n_accelerators", "accelerator",
-    "system", "host", "cpu", "interconnect", "model", "model_params", "dataset", "train_size", "validation_size",
+    "system", "host", "cpu", "interconnect", "intra_op_threads", "inter_op_threads", "cpus_allowed", "launch_env",
+    "model", "model_params", "dataset", "train_size", "validation_size",
     "test_size", "data_source", "data_path", "global_batch_size", "local_batch_size", "optimizer", "learning_rate",
     "lr_schedule", "precision", "grad_compression", "seed", "stop_criterion", "stop_value", "target_metric", "scope",
     "scaling", "config_hash", "git_commit", "slurm_job_id", "slurm_step_id", "ranks_seen", "ranks_stopped",

@@ -99,7 +99,7 @@ def _kind_sql(kind: str) -> tuple[str, str]:
     """(json_transform structure, value predicate) for ``kind``."""
     fields = ev.fields_of(kind)
     structure = json.dumps({f.name: _DUCK_TYPE[f.type] for f in fields})
-    conds = [f"j.schema = {ev.SCHEMA_VERSION}"]
+    conds = [f"j.schema BETWEEN 1 AND {ev.SCHEMA_VERSION}"]  # every version up to this one, each as it is
     for f in fields:
         col = f'j."{f.name}"'
         if f.enum is not None and f.name != "kind":

@@ -1,4 +1,4 @@
-"""What the run ran on: CPU, git commit, filesystem, isolation, software versions.
+"""What the run ran on: CPU, git commit, filesystem, isolation, CPU affinity and threading knobs, software versions.
 
 Standard library only at import time (see :mod:`honestscale.runners.instrument`).
 """
@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from honestscale.events import THREAD_KNOBS
 from honestscale.runners._world import World
 
 
@@ -105,6 +106,37 @@ def isolation(
         "ranks_on_host": world.local_world_size,
         "other_accelerator_processes": _other_accelerator_processes(device),
         "data_filesystem": _filesystem(data_path),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def cpu_affinity() -> list[int] | None:
+    """The CPU ids this process may run on (``os.sched_getaffinity``), ascending; None where it cannot be read."""
+    getter = getattr(os, "sched_getaffinity", None)  # Linux; not on macOS
+    if getter is None:
+        return None
+    try:
+        return sorted(int(c) for c in getter(0))
+    except OSError:
+        return None
+
+
+def launch_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The threading and affinity knobs set in the environment (``events.THREAD_KNOBS``), name -> value as set."""
+    env = dict(os.environ) if env is None else env
+    return {k: env[k] for k in THREAD_KNOBS if k in env}
+
+
+def threads(intra_op: int | None, inter_op: int | None) -> dict[str, Any]:
+    """run_start's threading fields: the threads the framework reported (each runner asks its own framework), the
+    CPUs this rank may run on and the knobs its launcher set. Unknown values are left out."""
+    cpus = cpu_affinity()
+    out: dict[str, Any] = {
+        "intra_op_threads": intra_op,
+        "inter_op_threads": inter_op,
+        "cpu_affinity": cpus,
+        "cpus_allowed": len(cpus) if cpus else None,
+        "launch_env": launch_env(),
     }
     return {k: v for k, v in out.items() if v is not None}
 

@@ -1,8 +1,9 @@
 """One run_start for every runner: the same fields, and one config hash over the same definition.
 
-Each runner passes what only it knows (its framework, model, data, device); the options every runner
-shares (batch, learning rate, seed, stop criterion, campaign, purpose, scaling) come from its parsed
-arguments here, so a configuration hashes the same way whichever framework ran it.
+Each runner passes what only it knows (its framework, model, data, device, the threads its framework runs); the
+options every runner shares (batch, learning rate, seed, stop criterion, campaign, purpose, scaling) come from its
+parsed arguments here, so a configuration hashes the same way whichever framework ran it; the CPUs a rank may run
+on and the launcher's threading knobs are read here, the same way for every framework.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from typing import Any
 
 from honestscale.runners._arguments import RECORDING_KEYS
+from honestscale.runners._environment import threads as threading_fields
 from honestscale.runners._world import World
 
 
@@ -49,6 +51,7 @@ def run_start_fields(
     local_batch_size: int,
     stop_criterion: str,
     stop_value: float,
+    threads: tuple[int | None, int | None],
     accelerators_per_node: int = 0,
     accelerator: str | None = None,
     optimizer: str = "sgd",
@@ -56,7 +59,8 @@ def run_start_fields(
     precision: str = "fp32",
     grad_compression: str = "none",
 ) -> dict[str, Any]:
-    """The run_start fields of a runner's run. ``sizes``: train_size, validation_size, test_size.
+    """The run_start fields of a runner's run. ``sizes``: train_size, validation_size, test_size; ``threads``: the
+    intra-op and inter-op threads the framework reports (None: it cannot tell), asked inside each runner.
 
     The config hash covers every hyper-parameter but the seed, the world size, the framework and its
     version: the same for every framework family (torch, horovod-torch, tensorflow, horovod-tf, mxnet).
@@ -69,6 +73,7 @@ def run_start_fields(
     }
     return {
         **environment,
+        **threading_fields(*threads),
         "campaign": args.campaign,
         "name": args.name or default_name,
         "purpose": args.purpose,

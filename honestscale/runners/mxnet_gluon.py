@@ -82,6 +82,21 @@ def _parameter_server(world: _world.World) -> list[subprocess.Popen[bytes]]:
     return children
 
 
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _mxnet_threads() -> tuple[int | None, int | None]:
+    """MXNet's threads per worker, from the environment it reads them from (it has no call that reports them):
+    OpenMP threads per operator (OMP_NUM_THREADS; unknown when unset: MXNet then picks by the cores), and the
+    engine's CPU worker threads that run operators at once (MXNET_CPU_WORKER_NTHREADS, 1 unless set)."""
+    inter = _env_int("MXNET_CPU_WORKER_NTHREADS")
+    return _env_int("OMP_NUM_THREADS"), 1 if inter is None else inter
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -171,7 +186,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         model=args.model, model_params=params, dataset=args.dataset,
         sizes={"train_size": len(y_train), "validation_size": len(data["validation"][1]), "test_size": len(data["test"][1])},
         data_source=source, data_path=path, input_shape=list(shape), local_batch_size=local,
-        stop_criterion=criterion, stop_value=float(value),
+        stop_criterion=criterion, stop_value=float(value), threads=_mxnet_threads(),
     ))  # fmt: skip
     w = rec.writer
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()

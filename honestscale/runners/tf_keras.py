@@ -232,6 +232,9 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
                "test_size": len(data["test"][1])},
         data_source=source, data_path=path, input_shape=list(sample_shape), local_batch_size=local,
         stop_criterion=criterion, stop_value=float(value),
+        # as configured: 0 (TensorFlow's default) means TensorFlow chooses when it builds its thread pools
+        threads=(tf.config.threading.get_intra_op_parallelism_threads(),
+                 tf.config.threading.get_inter_op_parallelism_threads()),
     ))  # fmt: skip
     x_train, y_train = data["train"]
     w = rec.writer

@@ -224,7 +224,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         model=model_name, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
         dataset=splits.name, sizes=splits.sizes(), data_source=splits.source, data_path=splits.path,
         input_shape=list(splits.input_shape), local_batch_size=local_batch, stop_criterion=criterion, stop_value=target,
-        accelerators_per_node=(world.local_world_size if cuda else 0),
+        threads=(torch.get_num_threads(), torch.get_num_interop_threads()), accelerators_per_node=(world.local_world_size if cuda else 0),
         accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer=args.optimizer,
         lr_schedule=args.lr_schedule, precision=args.precision, grad_compression=args.grad_compression,
     ))  # fmt: skip

@@ -110,6 +110,12 @@ class Run:
     host: str | None = None
     cpu: str | None = None
     interconnect: str | None = None
+    # threads per worker (contract 2): as the lowest rank's framework reported them (0: it chooses); None: unknown
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    cpus_allowed: int | None = None  # CPUs the lowest rank could run on (its affinity)
+    cpu_affinity: str | None = None  # JSON text: those CPUs' ids
+    launch_env: str | None = None  # JSON text: the threading and affinity knobs set in its environment
     software: str | None = None  # JSON text
     model: str | None = None
     model_params: int | None = None
@@ -249,6 +255,25 @@ class Run:
         """The larger of the two: time to train lost to outlier steps, or to steps slower than the median."""
         vals = [v for v in (self.stall_share, self.slow_share) if v is not None]
         return max(vals) if vals else None
+
+    @property
+    def threads(self) -> str | None:
+        """Threads per worker as the rules name them, ``2 intra-op / 1 inter-op`` (``?`` for a count not
+        recorded); None for a run recorded without either (before contract 2, or an MLPerf log)."""
+        if self.intra_op_threads is None and self.inter_op_threads is None:
+            return None
+        show = ["?" if v is None else "framework's choice" if v == 0 else str(v)
+                for v in (self.intra_op_threads, self.inter_op_threads)]  # fmt: skip
+        return f"{show[0]} intra-op / {show[1]} inter-op"
+
+    @property
+    def knobs(self) -> dict[str, str]:
+        """The threading and affinity knobs set in the run's environment (``launch_env``), name -> value."""
+        try:
+            got = json.loads(self.launch_env) if self.launch_env else {}
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
     @property
     def cores(self) -> int | None:
