@@ -58,7 +58,7 @@ def start(store: Path, *args: str, env: dict[str, str] | None = None) -> Server:
     )  # fmt: skip
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    found = re.search(r"(http://\S+/)", line)
+    found = re.search(r"(https?://\S+/)", line)
     assert found, line + proc.stderr.read()
     url = found.group(1).replace("0.0.0.0", "127.0.0.1")
     return Server(proc, url)
@@ -283,20 +283,6 @@ def _wait_for_text(browser: Any, css: str, text: str, timeout: float = 60.0) -> 
             return
         time.sleep(0.3)
     raise AssertionError(f"{css} never read {text!r}: it read {seen!r}")
-
-
-def test_off_loopback_needs_the_token(real_store: Path) -> None:
-    refused = hs("serve", "--store", real_store, "--host", "0.0.0.0", "--port", "0")
-    assert refused.returncode == 2 and "needs a token" in refused.stderr and "--token" in refused.stderr
-    server = start(real_store, "--host", "0.0.0.0", env={"HONESTSCALE_TOKEN": "s3cret-token"})
-    try:
-        status, body, headers = server.get("/")
-        assert status == 401 and "token" in body and headers.get("www-authenticate") == "Bearer"
-        assert server.get("/api/campaigns", {"Authorization": "Bearer wrong"})[0] == 401
-        assert server.get("/?token=s3cret-token")[0] == 200
-        assert server.get("/api/campaigns", {"Authorization": "Bearer s3cret-token"})[0] == 200
-    finally:
-        stop(server)
 
 
 def test_a_missing_or_damaged_store_gives_the_cli_message(tmp_path: Path) -> None:

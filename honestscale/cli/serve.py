@@ -24,15 +24,50 @@ def serve(
         ),
     ] = None,
     host: Annotated[
-        str, typer.Option(help="Address to listen on; anything but loopback needs --token.")
+        str,
+        typer.Option(
+            help="Address to listen on; anything but loopback needs a token (made and printed if not given)."
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free one, printed at start).")] = 8000,
     token: Annotated[
         str | None,
         typer.Option(
             envvar="HONESTSCALE_TOKEN",
-            help="Secret every request must carry (?token=... once in the browser, or 'Authorization: Bearer ...'); "
-            "required off loopback.",
+            help="Secret of at least 128 bits (e.g. 22 random url-safe characters; weaker ones are refused) every "
+            "request must carry: a browser opens ?token=... once and keeps a session cookie, API clients send "
+            "'Authorization: Bearer ...'. Off loopback or with --allow-host, serve makes one if not given and "
+            "prints its link.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Another name the server answers for (repeatable; '*.example.org' for a domain): a proxy's name, "
+            "when the proxy passes the browser's Host on (a token is then needed, as off loopback). Requests for "
+            "any other name are refused (421), so a web page that makes its own name resolve to this machine (DNS "
+            "rebinding) reads nothing.",
+            show_default=False,
+        ),
+    ] = None,
+    certfile: Annotated[
+        Path | None,
+        typer.Option(
+            help="Serve HTTPS with this PEM certificate (chain); the session cookie is then Secure.",
+            show_default=False,
+        ),
+    ] = None,
+    keyfile: Annotated[
+        Path | None,
+        typer.Option(help="The certificate's private key (PEM), if not in --certfile.", show_default=False),
+    ] = None,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            help="Addresses of TLS proxies whose X-Forwarded-Proto (https: a Secure cookie) and X-Forwarded-For "
+            r"are believed, comma-separated \[default: 127.0.0.1,::1, or FORWARDED_ALLOW_IPS].",
             show_default=False,
         ),
     ] = None,
@@ -58,10 +93,13 @@ def serve(
 
       honestscale serve --watch /scratch/$USER/runs      # and land runs as they are written
 
-      HONESTSCALE_TOKEN=... honestscale serve --host 0.0.0.0 --port 8080   # shared with the centre
+      honestscale serve --host 0.0.0.0 --certfile cert.pem --keyfile key.pem   # shared: prints a link with a new token
+
+      honestscale serve --allow-host dash.example.org    # behind a TLS proxy on this machine that passes Host on
     """
     from honestscale import serve as dashboard
     from honestscale.lint import load_config
 
     dashboard.serve(resolve_store_path(store), host=host, port=port, token=token, watch=watch, campaign=campaign,
-                    interval=interval, suppressions=load_config(config))  # fmt: skip
+                    interval=interval, suppressions=load_config(config), allow_hosts=allow_host or (),
+                    certfile=certfile, keyfile=keyfile, forwarded_allow_ips=forwarded_allow_ips)  # fmt: skip

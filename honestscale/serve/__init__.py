@@ -10,20 +10,31 @@ from __future__ import annotations
 
 import shutil
 import socket
+import ssl
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.lint import Suppression
-from honestscale.serve._app import Dashboard, is_loopback
+from honestscale.serve._access import (
+    TOKEN_ENV,
+    WILDCARD_ADDRESSES,
+    Access,
+    allowed_hosts,
+    check_token,
+    is_loopback,
+    machine_name,
+    make_token,
+)
+from honestscale.serve._app import Dashboard
 from honestscale.serve._state import Busy, State
 from honestscale.store import open_store
-
-TOKEN_ENV = "HONESTSCALE_TOKEN"
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -69,14 +80,21 @@ def _watch(state: State, watcher: Watcher, interval: float) -> None:
         state.stop.wait(interval)
 
 
-def check(store: Path, host: str, token: str | None, watch: Path | None) -> None:
-    """Refuse, before anything starts, an address beyond loopback without a token and a store that cannot be read."""
-    if not is_loopback(host) and not token:
-        raise HonestscaleError(
-            f"--host {host} is reachable from other machines: the dashboard needs a token there",
-            f"pass --token SECRET or set {TOKEN_ENV} (then open http://{host}:PORT/?token=SECRET once), "
-            "or keep the default --host 127.0.0.1",
-        )
+def check(store: Path, host: str, token: str | None, watch: Path | None, certfile: Path | None = None,
+          keyfile: Path | None = None) -> None:  # fmt: skip
+    """Refuse, before anything starts, a weak token, a certificate that does not load and a store that cannot be
+    read."""
+    if token is not None:
+        check_token(token)
+    if keyfile is not None and certfile is None:
+        raise HonestscaleError("--keyfile without --certfile", "give the certificate with --certfile too")
+    if certfile is not None:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise HonestscaleError(f"cannot serve TLS with --certfile {certfile}"
+                                   + (f" --keyfile {keyfile}" if keyfile else "") + f": {exc}",
+                                   "give a PEM certificate (chain) and its unencrypted private key") from None  # fmt: skip
     if watch is not None and not watch.is_dir():
         raise HonestscaleError(f"--watch {watch}: not a folder", "give the folder the runners write into")
     if watch is not None and not store.exists():
@@ -88,15 +106,26 @@ def check(store: Path, host: str, token: str | None, watch: Path | None) -> None
 
 def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
           watch: Path | None = None, campaign: str | None = None, interval: float = 2.0,
-          suppressions: list[Suppression] | None = None) -> None:  # fmt: skip
-    """Serve until interrupted (Ctrl-C or SIGTERM)."""
+          suppressions: list[Suppression] | None = None, allow_hosts: Sequence[str] = (),
+          certfile: Path | None = None, keyfile: Path | None = None,
+          forwarded_allow_ips: str | None = None) -> None:  # fmt: skip
+    """Serve until interrupted (Ctrl-C or SIGTERM).
+
+    Off loopback, or through a proxy named by ``allow_hosts``, without a token: one is made for this run and its
+    link printed. ``certfile``/``keyfile``: TLS (uvicorn's own); ``forwarded_allow_ips``: the proxies whose
+    ``X-Forwarded-Proto``/``-For`` uvicorn believes (its default: 127.0.0.1 and ::1, or ``FORWARDED_ALLOW_IPS``)."""
     import uvicorn
 
-    check(store, host, token, watch)
+    check(store, host, token, watch, certfile, keyfile)
+    hosts = allowed_hosts(host, allow_hosts)
+    # a token is needed where others reach the server: beyond loopback, or through a proxy's name (--allow-host)
+    made = token is None and (not is_loopback(host) or bool(allow_hosts))
+    if made:
+        token = make_token()
     sock = _bind(host, port)
     workdir = Path(tempfile.mkdtemp(prefix="honestscale-serve-"))
     state = State(store, workdir, suppressions)
-    dashboard = Dashboard(state, token, str(watch) if watch else None)
+    dashboard = Dashboard(state, Access(token, hosts), str(watch) if watch else None)
     threads = [threading.Thread(target=_keep_warm, args=(state,), name="warm", daemon=True)]
     if watch is not None:
         watcher = Watcher(watch, lambda: state.write(wait_s=30.0), campaign)
@@ -104,13 +133,37 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
             threading.Thread(target=_watch, args=(state, watcher, interval), name="watch", daemon=True)
         )
     bound = sock.getsockname()
-    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound[1]}/"
+    scheme = "https" if certfile else "http"
+    url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound[1]}/"
     print(f"honestscale serve: {url} (store {store}" + (f", watching {watch}" if watch else "")
           + "); Ctrl-C to stop", file=sys.stderr, flush=True)  # fmt: skip
+    if made:
+        if is_loopback(host):  # through the proxy named by --allow-host: its address, as the browser sees it
+            proxy = next((h for h in allow_hosts if not h.startswith("*")), "PROXY")
+            link = f"https://{proxy}/?token={token} (the proxy's address)"
+            why = "--allow-host names a proxy"
+        else:
+            name = (
+                machine_name() if host in WILDCARD_ADDRESSES else ("[" + host + "]" if ":" in host else host)
+            )
+            link, why = f"{scheme}://{name}:{bound[1]}/?token={token}", "off loopback"
+        print(f"honestscale serve: no --token given, {why}: made one for this run; open this link once (the browser "
+              f"keeps a session, the address loses the token): {link} (API clients: 'Authorization: Bearer "
+              f"{token}')", file=sys.stderr, flush=True)  # fmt: skip
+    if not is_loopback(host) and certfile is None:
+        print("honestscale serve: plain HTTP beyond loopback: the token and every page cross the network "
+              "unencrypted; give --certfile/--keyfile, or serve behind a TLS proxy (docs/serve.md)",
+              file=sys.stderr, flush=True)  # fmt: skip
     try:
         for t in threads:
             t.start()
-        config = uvicorn.Config(dashboard.app(), log_level="warning", access_log=False, lifespan="off")
+        tls: dict[str, Any] = (
+            {"ssl_certfile": str(certfile), "ssl_keyfile": str(keyfile) if keyfile else None}
+            if certfile
+            else {}
+        )
+        config = uvicorn.Config(dashboard.app(), log_level="warning", access_log=False, lifespan="off",
+                                forwarded_allow_ips=forwarded_allow_ips, **tls)  # fmt: skip
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         state.stop.set()

@@ -6,8 +6,6 @@ exports, by the names it wrote) and from the package's ``static`` folder; any ot
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import math
 import time
 from collections import OrderedDict
@@ -31,6 +29,7 @@ from honestscale.errors import HonestscaleError
 from honestscale.lint import formats, registry
 from honestscale.report import environment
 from honestscale.serve import _run
+from honestscale.serve._access import Access, Hosts
 from honestscale.serve._compare import ComparePages
 from honestscale.serve._state import Busy, Campaign, Overview, State
 from honestscale.store import StoreError, queries
@@ -38,6 +37,9 @@ from honestscale.store import StoreError, queries
 STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 100
 RUN_PAGES_KEPT = 64
+# what lint's findings may say (honestscale.lint: a Finding's severity and outcome): the Findings page's filters
+FINDING_SEVERITIES = ("error", "warning", "info")
+FINDING_OUTCOMES = ("fail", "cannot_verify")
 # What a page may load: only this server's own files; no inline script, nothing from elsewhere (a hostile run name
 # that got past escaping still could neither run nor fetch). Styles inline: matplotlib's SVG carries them.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -67,9 +69,9 @@ def _clean(obj: Any) -> Any:
 
 
 class Dashboard:
-    def __init__(self, state: State, token: str | None, watching: str | None) -> None:
+    def __init__(self, state: State, access: Access, watching: str | None) -> None:
         self.state = state
-        self.token = token
+        self.access = access
         self.watching = watching
         self.env = _env()
         # run pages drawn, until the store changes (the store's stamp is in the key), the oldest dropped first
@@ -212,6 +214,11 @@ class Dashboard:
         self, request: Request
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, list[str]]]:
         params = {k: v for k, v in request.query_params.items() if v != ""}
+        known = {"code": sorted(registry()), "severity": list(FINDING_SEVERITIES), "outcome": list(FINDING_OUTCOMES),
+                 "suppressed": ["yes", "no"]}  # fmt: skip
+        for key, values in known.items():
+            if key in params and params[key] not in values:
+                raise HTTPException(400, f"{key}={params[key]!r} is none of {', '.join(values)}")
         found: list[dict[str, Any]] = []
         pending = []
         for row in self.state.overview().rows:
@@ -275,7 +282,8 @@ class Dashboard:
             Route("/api/findings", self.findings_json),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
-        return Starlette(routes=routes, middleware=[Middleware(_Guard, dashboard=self)],
+        return Starlette(routes=routes, middleware=[Middleware(Hosts, hosts=self.access.hosts, refuse=self._refused),
+                                                 Middleware(_Guard, dashboard=self)],
                          exception_handlers={HTTPException: self._http_error, Busy: self._error,
                                              HonestscaleError: self._error, Exception: self._error})  # fmt: skip
 
@@ -296,23 +304,20 @@ class Dashboard:
             request, 500, f"internal error ({type(exc).__name__}); the server log has the details"
         )
 
+    def _refused(self, request: Request, status: int, reason: str) -> Response:
+        response = self._problem(request, status, reason)
+        _secure(response)
+        return response
+
     def _problem(self, request: Request, status: int, reason: str) -> Response:
         if request.url.path.startswith("/api/"):
             return self.json({"error": reason, "status": status}, status)
         return self.html(request, "error.html.j2", status=status, reason=reason, code=status)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class _Guard(BaseHTTPMiddleware):
-    """The token (when the server listens beyond loopback), and the headers every answer carries."""
+    """The token (when the server has one: beyond loopback always), its exchange for a session cookie, and the
+    headers every answer carries."""
 
     def __init__(self, app: Any, dashboard: Dashboard) -> None:
         super().__init__(app)
@@ -321,26 +326,24 @@ class _Guard(BaseHTTPMiddleware):
     async def dispatch(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        token = self.dashboard.token
-        set_cookie = False
-        if token is not None:
-            given = request.query_params.get("token") or request.cookies.get("honestscale_token") or ""
-            header = request.headers.get("authorization", "")
-            if header.lower().startswith("bearer "):
-                given = header[7:]
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                response: Response = self.dashboard._problem(
-                    request, 401, "this server needs its token: open the link with ?token=..., or send "
-                    "'Authorization: Bearer ...' (the token given to honestscale serve --token or HONESTSCALE_TOKEN)")  # fmt: skip
+        access = self.dashboard.access
+        if access.token is not None:
+            given = request.query_params.get("token")
+            refused = access.check(request) if given is None else None
+            if given is not None and not access.matches(given):
+                refused = ("the link's token is not this server's", "open the link serve printed, with its whole token")  # fmt: skip
+            if refused is not None:
+                response: Response = self.dashboard._problem(request, 401, f"{refused[0]}: {refused[1]}")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 _secure(response)
                 return response
-            set_cookie = request.cookies.get("honestscale_token") != token
+            if given is not None:
+                response = access.exchange(request)
+                _secure(response)
+                return response
         started = time.perf_counter()
         response = await call_next(request)
         response.headers["Server-Timing"] = f"app;dur={1000 * (time.perf_counter() - started):.1f}"
-        if set_cookie:
-            response.set_cookie("honestscale_token", token or "", httponly=True, samesite="strict")
         _secure(response)
         return response
 
@@ -352,4 +355,4 @@ def _secure(response: Response) -> None:
     response.headers["Cache-Control"] = "no-store"
 
 
-__all__ = ["Dashboard", "is_loopback"]
+__all__ = ["Dashboard"]
