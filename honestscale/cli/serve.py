@@ -45,6 +45,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--allow-host",
+            metavar="<name>",
             help="Another name the server answers for (repeatable; '*.example.org' for a domain): a proxy's name, "
             "when the proxy passes the browser's Host on (a token is then needed, as off loopback). Requests for "
             "any other name are refused (421), so a web page that makes its own name resolve to this machine (DNS "
