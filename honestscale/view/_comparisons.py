@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from honestscale.view._frameworks import framework_family
 from honestscale.view._runs import Run
 
 COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not results
@@ -171,11 +172,35 @@ def _group(
     return groups
 
 
+def _families(runs: Iterable[Run]) -> dict[str, dict[str, list[Run]]]:
+    """The runs by framework (``framework_family``: ``tf2.0`` and ``tf2.1`` are one) and by name as recorded."""
+    out: dict[str, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        out[framework_family(r.framework)][r.framework or "?"].append(r)
+    return out
+
+
+def _one_version_each(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
+    """The runs of one version of each framework (the one with the most runs, then the last named): versions of
+    one framework are versions, not frameworks side by side; the other versions left out, and why."""
+    kept: list[Run] = []
+    left_out = []
+    for family, names in sorted(_families(runs).items()):
+        chosen = max(names, key=lambda n: (len(names[n]), n))
+        kept += names[chosen]
+        for name in sorted(set(names) - {chosen}):
+            left_out.append({"framework": name, "runs": str(len(names[name])),
+                             "differs": f"another version of {family} ({chosen} is compared): versions of one "
+                             "framework are not two frameworks (honestscale compare compares them as versions)"})  # fmt: skip
+    return kept, left_out
+
+
 def like_for_like(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
     """The runs of the setup most frameworks ran (then most runs), when two or more frameworks ran it; every other
-    run left out, with what differs from that setup."""
+    run left out, with what differs from that setup. Versions of one framework (``tf2.0``, ``tf2.1``) are one
+    framework: one version of each is compared, the others are left out, and why."""
     found = _group(runs, LIKE)
-    ref = max(found, key=lambda k: (len({r.framework for r in found[k]}), len(found[k]), repr(k)))
+    ref = max(found, key=lambda k: (len(_families(found[k])), len(found[k]), repr(k)))
     left_out = []
     for key, group in sorted(found.items(), key=lambda kv: repr(kv[0])):
         if key == ref:
@@ -185,11 +210,19 @@ def like_for_like(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
         for fw in sorted({r.framework or "?" for r in group}):
             left_out.append({"framework": fw, "runs": str(sum(1 for r in group if (r.framework or "?") == fw)),
                              "differs": diff})  # fmt: skip
-    if len({r.framework for r in found[ref]}) < 2:
-        left_out += [{"framework": fw, "runs": "", "differs": "no other framework ran this setup"}
-                     for fw in sorted({r.framework or "?" for r in found[ref]})]  # fmt: skip
+    families = _families(found[ref])
+    if len(families) < 2:
+        ((family, names),) = families.items()
+        why = "no other framework ran this setup"
+        # one framework's versions (one system's v2.0 and v2.1 submissions) are not frameworks
+        if len(names) >= 2:
+            why = (f"{' and '.join(sorted(names))} are versions of one framework ({family}), not two frameworks: "
+                   "nothing is compared here (honestscale compare compares them as versions)")  # fmt: skip
+        left_out += [{"framework": fw, "runs": str(len(names[fw])) if len(names) >= 2 else "", "differs": why}
+                     for fw in sorted(names)]  # fmt: skip
         return [], left_out
-    return found[ref], left_out
+    compared, versions = _one_version_each(found[ref])
+    return compared, left_out + versions
 
 
 def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
