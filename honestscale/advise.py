@@ -12,13 +12,15 @@ describes the measured points, with a 95 % bootstrap interval over the repetitio
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
 from honestscale.analysis import laws
 from honestscale.analysis.points import Findings, Point, lint_codes, point, verdicts_text
-from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
+from honestscale.analysis.scaling import TTA, rates, times
+from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, differ, ratio
 from honestscale.lint import LintResult
 from honestscale.view import Run, View
 
@@ -88,6 +90,8 @@ class CampaignAdvice:
     projections: list[Projection]
     suggestions: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)  # series without a projection, and why
+    # "per sample" / "to target", then model / dataset -> the fastest against the next fastest, by the decision rule
+    versus_next: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,8 +227,47 @@ def _advice_of(
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))
     projections, withheld = _projections(kept, kept_ids, campaign)
+    by_id = {r.id: r for r in runs}
+
+    def throughputs(s: Setup) -> list[float]:
+        return rates([by_id[i] for i in s.run_ids if i in by_id], lambda r: r.throughput)
+
+    def ttas(s: Setup) -> list[float]:
+        return times([by_id[i] for i in s.run_ids if i in by_id], TTA)
+
+    versus = {}
+    for best in per_sample:
+        rivals = [s for s in problems[(best.model, best.dataset)] if s is not best and s.samples_per_s]
+        versus[f"per sample: {best.model} / {best.dataset}"] = _versus_next(
+            best, rivals, throughputs, "hmean"
+        )
+    for best in to_target:
+        rivals = [s for s in problems[(best.model, best.dataset)] if s is not best and s.tta_s is not None]
+        versus[f"to target: {best.model} / {best.dataset}"] = _versus_next(best, rivals, ttas, "median")
     return CampaignAdvice(campaign, len(runs), setups, per_sample, to_target, projections,
-                          _suggest([s for s in setups if s.succeeded], projections), withheld)  # fmt: skip
+                          _suggest([s for s in setups if s.succeeded], projections), withheld, versus)  # fmt: skip
+
+
+def _versus_next(
+    best: Setup, rivals: list[Setup], values: Callable[[Setup], list[float]], statistic: str
+) -> str:
+    """The fastest setup against the next fastest, by the one decision rule (``analysis.stats.DECISION_RULE``): an
+    ordering is stated only where the evidence supports it (SC15 rule 7)."""
+    if not rivals:
+        return "the only setup that ran it: nothing to be faster than"
+    mine = values(best)
+    pick = max if statistic == "hmean" else min
+    second = pick(
+        rivals, key=lambda s: (s.samples_per_s or 0.0) if statistic == "hmean" else (s.tta_s or 0.0)
+    )
+    theirs = values(second)
+    how = ratio(mine, theirs, statistic)
+    d = differ(mine, theirs, statistic, how)
+    word = "faster" if d.significant else "ahead, not significantly"
+    times_ = (
+        "" if how is None else f"{how.value:.3g}x the {'throughput' if statistic == 'hmean' else 'time'} of "
+    )
+    return f"{word}: {times_}{second.framework} at {second.workers} worker(s); {d.describe()}"
 
 
 def advise(view: View, result: LintResult, campaign: str | None = None) -> Advice:
@@ -297,16 +340,18 @@ def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
                    + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
                    + f" [rules: {verdicts_text(s.lint)}]")  # fmt: skip
     for f in g.fastest_per_sample:
+        versus = g.versus_next.get(f"per sample: {f.model} / {f.dataset}", "")
         out.append(f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s), "
-                   f"{f.samples_per_s:,.0f} samples/s ({f.per_worker or 0:,.0f} per worker) "
-                   f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
+                   f"{f.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}; "
+                   f"{f.per_worker or 0:,.0f} per worker), {versus} [rules: {verdicts_text(f.lint)}].")  # fmt: skip
     for f in g.fastest_to_target:
+        versus = g.versus_next.get(f"to target: {f.model} / {f.dataset}", "")
         out.append(f"Fastest to the target accuracy for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
-                   f"worker(s), {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}) "
+                   f"worker(s), {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}), {versus} "
                    f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
     for p in g.projections:
         ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval
-              else " (no interval: needs 2+ repetitions per point)")  # fmt: skip
+              else f" (no interval: needs {MIN_INTERVAL_RUNS}+ repetitions per point)")  # fmt: skip
         proj = "; ".join(
             f"{r['workers']} workers {_pct(r['efficiency'])}"
             + (f" [{_pct(r['low'])}-{_pct(r['high'])}]" if r["low"] is not None else "")

@@ -11,7 +11,7 @@ A law is fitted only where it can describe the data: no superlinear point (HS209
 fraction inside (0, 1) rather than at a bound, and the law within ``TOLERANCE`` of every measured efficiency.
 Two worker counts give the fraction they imply without testing the law, and one doubling is projected; three or
 more, up to eight times the largest. The 95 % interval comes from a bootstrap over each point's repetitions
-(none with one run per point, or where every draw gives one value).
+(none with fewer than 6 runs at a point, as for every interval, or where every draw gives one value).
 """
 
 from __future__ import annotations
@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 
 from honestscale.analysis.scaling import rates, superlinear, time_metric, times
-from honestscale.analysis.stats import LAWS, centre_of_rates, fit_law, fit_law_rows, law_efficiency, resampled
+from honestscale.analysis.stats import (
+    LAWS,
+    MIN_INTERVAL_RUNS,
+    centre_of_rates,
+    fit_law,
+    fit_law_rows,
+    law_efficiency,
+    resampled,
+)
 from honestscale.view import Comparison, Run
 
 TOLERANCE = 0.10  # the law's efficiency may differ from a measured one by this much (absolute)
@@ -95,6 +103,9 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
     speedups = _speedups(law, samples, ws)
     measured = [(w, s) for w, s in zip(ws, speedups, strict=True)]
     out = LawFit(law, quantity, measured, formula=LAWS[law])
+    if c.hardware_note:  # a law of scale projects nothing from points that changed hardware too
+        out.withheld = f"the {c.hardware_note}, which no law of scale describes"
+        return out
     hot = superlinear(c.mode, {w: points[w] for w in ws})
     if any(s.above for s in hot):
         out.withheld = ("the measured efficiency is above the ideal beyond its interval (superlinear, HS209), "
@@ -123,7 +134,7 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
                         f"{100 * law_efficiency(law, p, worst[0] / base):.0f} % efficiency where "
                         f"{100 * worst[1] * base / worst[0]:.0f} % was measured")  # fmt: skip
         return out
-    if all(len(v) >= 2 for v in samples.values()):
+    if all(len(v) >= MIN_INTERVAL_RUNS for v in samples.values()):  # no bootstrap of fewer (analysis.stats)
         rng = np.random.default_rng(0)
         statistic = "hmean" if law == "gustafson" else "median"
         centres = np.column_stack([resampled(samples[w], statistic, bootstrap, rng) for w in ws])
