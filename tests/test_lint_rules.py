@@ -1,7 +1,8 @@
 """Every rule against campaigns built from events: the cases in tests/lint_cases/HSnnn.yaml.
 
 Each case starts from a careful campaign (tests/lint_campaigns.py) and changes what its rule is
-about; the rule must then fail, say it cannot verify, or pass (having actually checked something).
+about; the rule must then fail, say it cannot verify, or pass (having actually checked something). A failing case
+may name the severity its findings must have (``severity``) and words their messages must hold (``says``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     elif case["expect"] == "fail":
         assert "fail" in outcomes, detail
         assert all(f.fix and f.runs for f in mine)
+        failing = [f for f in mine if f.outcome == "fail"]
+        if "severity" in case:  # a rule whose severity depends on what it finds (HS209)
+            assert {f.severity for f in failing} == {case["severity"]}, detail
+        for said in case.get("says", []):
+            assert any(said in f.message for f in failing), (said, detail)
     else:
         assert outcomes == {"cannot_verify"}, detail
         assert all(f.message.startswith("cannot verify:") and f.fix for f in mine)

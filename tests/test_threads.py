@@ -53,7 +53,14 @@ def test_the_builder_records_the_threads_the_runner_reports_its_cpus_and_the_lau
     assert fields["cpu_affinity"] == cpus and fields["cpus_allowed"] == len(cpus)
     assert fields["launch_env"] == {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2",
                                     "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS"}  # fmt: skip
-    event = {"schema": ev.SCHEMA_VERSION, "run_id": "r", "rank": 0, "seq": 0, "time": 1.7e9, "kind": "run_start"}
+    event = {
+        "schema": ev.SCHEMA_VERSION,
+        "run_id": "r",
+        "rank": 0,
+        "seq": 0,
+        "time": 1.7e9,
+        "kind": "run_start",
+    }
     assert ev.validate(json.loads(json.dumps(event | fields)))["intra_op_threads"] == 2
     # a framework that cannot tell (None) leaves the field out: unknown, never 0; 0 means "the framework chooses"
     unknown = _fields((None, 0))
@@ -89,10 +96,15 @@ def test_mxnet_threads_come_from_the_environment_it_reads(monkeypatch: pytest.Mo
 
 def test_the_launcher_splits_the_cpus_and_says_what_it_set() -> None:
     # the busy machine: 2 CPUs, 1 worker gets 2 threads and each of 2 workers 1
-    assert thread_split(1, {}, cpus=2) == {"OMP_NUM_THREADS": "2", "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS"}
+    assert thread_split(1, {}, cpus=2) == {
+        "OMP_NUM_THREADS": "2",
+        "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS",
+    }
     assert thread_split(2, {}, cpus=2)["OMP_NUM_THREADS"] == "1"
     assert thread_split(4, {}, cpus=2)["OMP_NUM_THREADS"] == "1"  # never 0
-    assert thread_split(2, {"OMP_NUM_THREADS": "8"}, cpus=2) == {"HONESTSCALE_LAUNCHER_SET": ""}  # the caller's
+    assert thread_split(2, {"OMP_NUM_THREADS": "8"}, cpus=2) == {
+        "HONESTSCALE_LAUNCHER_SET": ""
+    }  # the caller's
     assert thread_split(1, {})["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))  # the CPUs it may use
 
 
@@ -130,7 +142,9 @@ def test_a_store_from_before_the_threads_is_migrated_and_keeps_what_its_runs_rec
                     "applied_at TIMESTAMP NOT NULL)")  # fmt: skip
         for mig in migrations()[:4]:
             con.execute(mig.sql)
-            con.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name])
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
+            )
         for run_id, attrs in (("extras", recorded), ("before", {"framework": "torch"})):
             con.execute("INSERT INTO runs (run_id, source, status, ranks_seen, ranks_stopped, attrs) "
                         "VALUES (?, 'native', 'success', 1, 1, ?)", [run_id, json.dumps(attrs)])  # fmt: skip

@@ -127,8 +127,19 @@ def sig(value: float | None, digits: int = 4) -> str:
     return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
 
 
-def verdicts_text(lint: dict[str, list[str]] | None) -> str:
-    """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none."""
+DO_NOT_QUOTE = "do not quote"
+
+
+def do_not_quote(lint: dict[str, list[str]] | None) -> str | None:
+    """``do not quote: error-severity HS209 fails`` where an error-severity rule fails on the runs behind a number
+    (HS209: a superlinear point the data explains away, HS213: impossible times ...); else None."""
+    errors = (lint or {}).get("error")
+    return f"{DO_NOT_QUOTE}: error-severity {', '.join(errors)} fails" if errors else None
+
+
+def verdicts_text(lint: dict[str, list[str]] | None, mark: bool = True) -> str:
+    """The rules failing (✗) or unverifiable (?) on the runs behind a number; 'none' when there are none; and,
+    unless ``mark`` is false (the caller marks it itself), ``do not quote`` where an error-severity rule fails."""
     if not lint:
         return "none"
     parts = []
@@ -138,7 +149,8 @@ def verdicts_text(lint: dict[str, list[str]] | None) -> str:
         parts.append("? " + ", ".join(lint["cannot_verify"]))
     if lint.get("suppressed"):
         parts.append(", ".join(lint["suppressed"]) + " suppressed")
-    return "; ".join(parts) or "none"
+    flag = do_not_quote(lint) if mark else None
+    return "; ".join(parts) + (f" — {flag}" if flag else "") if parts else "none"
 
 
 def energies(runs: list[Run]) -> tuple[str, list[float]]:

@@ -67,8 +67,12 @@ def as_text(result: LintResult) -> Group:
             parts.append(
                 Text(f"  scaling series {c.label}: {c.mode} scaling, workers {list(c.by_workers())}")
             )
+            if c.hardware_note:  # on the series itself, not only in a hardware comparison
+                parts.append(Text(f"    {c.hardware_note}", style="yellow"))
     if result.errors:
-        parts.append(Text(f"{len(result.errors)} error-severity finding(s) fail", style="bold red"))
+        codes = ", ".join(sorted({f.code for f in result.errors}))
+        parts.append(Text(f"{len(result.errors)} error-severity finding(s) fail ({codes}): exit code 1; every "
+                          "number they are about is marked do not quote", style="bold red"))  # fmt: skip
     return Group(*parts)
 
 

@@ -65,6 +65,7 @@ class ComparisonModel:
         default_factory=list
     )  # until_ci: how many runs each point needed
     law_withheld: str | None = None  # scaling: why no law is drawn (analysis.laws)
+    hardware_note: str | None = None  # scaling: its points ran on different accelerator models
 
     @property
     def key_workers(self) -> int | None:
@@ -231,7 +232,7 @@ def _comparison(
         runs=sorted(r.id for r in c.runs), verdicts=findings.about_comparison(c.id),
         frameworks=frameworks, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=c.left_out,
-        law_withheld=withheld,
+        law_withheld=withheld, hardware_note=c.hardware_note,
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),

@@ -75,6 +75,18 @@ class Comparison:
         """strong | weak | mixed for a scaling series, else None."""
         return self.classification.name if self.classification else None
 
+    @property
+    def hardware_note(self) -> str | None:
+        """A scaling series whose points ran on different accelerator models says so on itself (``accelerators_by
+        _workers``): ``points ran on different accelerators: A at 8; B at 16``; None where they ran on one."""
+        if self.kind != "scaling":
+            return None
+        got = accelerators_by_workers(self.runs)
+        if not got:
+            return None
+        return ("points ran on different accelerators: " + "; ".join(f"{name} at {', '.join(map(str, ws))}"
+                for name, ws in got) + ": its speedups mix scale with hardware")  # fmt: skip
+
     def by_workers(self) -> dict[int, list[Run]]:
         out: dict[int, list[Run]] = defaultdict(list)
         for r in self.runs:
@@ -120,6 +132,30 @@ class View:
     def group_of(self, run: Run) -> str | None:
         """The campaign a run's numbers are grouped under: its own, or ``POOLED``."""
         return POOLED if self.pooled else run.campaign
+
+
+def hardware_name(run: Run) -> str:
+    """What a run ran on, as a reader names it: the accelerator as recorded (the CPU of a CPU-only run), and the
+    platform an MLPerf submission names (``NVIDIA V100-SXM2-16GB (300W) on 1xNVIDIA DGX-1``)."""
+    what = run.accelerator or (f"CPU {run.cpu}" if run.cpu else "hardware not recorded")
+    platform = (run.attrs.get("mlperf") or {}).get("platform")
+    return f"{what} on {platform}" if isinstance(platform, str) and platform else what
+
+
+def accelerators_by_workers(runs: Iterable[Run]) -> list[tuple[str, list[int]]]:
+    """Where runs of different accelerator models (``Run.hardware``: two spellings of one chip are one) are
+    mixed, each model as recorded with the worker counts it ran, in the order of the workers; empty where every
+    run ran on one model (or none recorded it)."""
+    workers: dict[str, set[int]] = defaultdict(set)
+    names: dict[str, set[str]] = defaultdict(set)
+    for r in runs:
+        if r.workers and (r.accelerator or r.cpu):
+            workers[r.hardware].add(r.workers)
+            names[r.hardware].add(hardware_name(r))
+    if len(workers) < 2:
+        return []
+    got = [(" / ".join(sorted(names[k])), sorted(ws)) for k, ws in workers.items()]
+    return sorted(got, key=lambda g: (g[1], g[0]))
 
 
 def batch_mode(runs: Iterable[Run]) -> str:

@@ -38,7 +38,9 @@ class StallsInTimeToTrain(Rule):
     Why it misleads: a busy host, a page-cache miss, a checkpoint or a straggling rank makes a few steps many
     times slower than the rest; the median step hardly moves, but the time to train and every speedup built on
     it do. A base case full of stalls makes the scaled runs look superlinear (Hoefler & Belli, SC15, rule 5:
-    report the spread, and look at outliers before summarising).
+    report the spread, and look at outliers before summarising). Stalls alone stay a warning here (the run's
+    own numbers say what they cost); when they make a speedup superlinear, HS209 names them as its cause and
+    fails as an error, and that speedup is marked "do not quote".
     Example: on a shared 2-core machine, 1-worker runs of a 1.3 ms step spent 68 steps over 20 ms each: 70 % of
     their time to train was stalls, and the 2-worker runs looked 2.9x faster while each of their steps was
     4x slower.
