@@ -58,7 +58,8 @@ def test_example_campaign_lands(store: Path) -> None:
     runs = [r for r in every if r["campaign"] == "digits-ddp-example"]
     assert len(runs) == 4
     assert {r["status"] for r in runs} == {"success"}
-    assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 2, 2]  # CPU runs: one device per worker
+    assert sorted(r["world_size"] for r in runs) == [1, 1, 2, 2]
+    assert {r["n_accelerators"] for r in runs} == {0}  # CPU runs: workers are processes, no accelerator
     for r in runs:
         assert r["final_accuracy"]["split"] == "test"
         assert 0.9 < r["final_accuracy"]["value"] <= 1.0

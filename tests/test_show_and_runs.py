@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from tests.conftest import EXAMPLE, hs
@@ -94,3 +97,28 @@ def test_runs_never_print_a_time_hs213_rejects_as_a_measurement(tmp_path: Path) 
     assert rows["ok-w1-r0"]["time_to_train_s"] == "3600.0" and rows["ok-w1-r0"]["rejected"] == ""
     shown = hs("show", "back-w1-r0", "--store", store).stdout
     assert "-22.000 s (-22.00 s) ✗ HS213" in shown
+
+
+def test_a_cpu_run_has_no_accelerators_anywhere(example_store: Path, tmp_path: Path) -> None:
+    """The example's CPU runs (run_start: 0 accelerators per node) said "n_accelerators 2" beside
+    "accelerators_per_node 0": now 0 in runs (JSON, CSV), "none (CPU)" in the table and 0 in show, their workers
+    still counted (world_size, summary); a store from before is mended by its migration."""
+    runs = json.loads(hs("runs", "--store", example_store, "-f", "json").stdout)
+    assert sorted((r["world_size"], r["n_accelerators"]) for r in runs) == [(1, 0), (1, 0), (2, 0), (2, 0)]
+    rows = list(csv.DictReader(io.StringIO(hs("runs", "--store", example_store, "-f", "csv").stdout)))
+    assert {r["n_accelerators"] for r in rows} == {"0"}
+    table = hs("runs", "--store", example_store).stdout
+    assert table.count("none (CPU)") == 4 and "CPU worker" not in table
+    shown = hs("show", "2w-r0", "--store", example_store).stdout
+    assert re.search(r"accelerators_per_node +0\b", shown) and re.search(r"n_accelerators +0\b", shown)
+    assert re.search(r"world_size +2\b", shown)
+    summary = json.loads(hs("summary", "--store", example_store, "-f", "json").stdout)
+    assert sorted(p["workers"] for p in summary) == [1, 2]
+    # a store written before: its CPU runs counted their workers as accelerators; `migrate` mends them
+    old = tmp_path / "old.duckdb"
+    shutil.copy(example_store, old)
+    with duckdb.connect(str(old)) as con:
+        con.execute("UPDATE runs SET n_accelerators = world_size WHERE accelerators_per_node = 0")
+        con.execute("DELETE FROM schema_version WHERE name = 'cpu_runs_no_accelerators'")
+    assert hs("migrate", "--store", old).returncode == 0
+    assert {r["n_accelerators"] for r in json.loads(hs("runs", "--store", old, "-f", "json").stdout)} == {0}

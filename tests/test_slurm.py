@@ -156,7 +156,8 @@ def test_slurm_campaign_is_submitted_tracked_collected_linted_and_reported(
     assert collected.returncode == 0, collected.stderr
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert len(runs) == 6 and {r["status"] for r in runs} == {"success"}
-    assert sorted(r["n_accelerators"] for r in runs) == [1, 1, 1, 2, 2, 2]
+    assert sorted(r["world_size"] for r in runs) == [1, 1, 1, 2, 2, 2]
+    assert {r["n_accelerators"] for r in runs} == {0}  # CPU runs: no accelerator
     assert {r["launcher"] for r in runs} == {"slurm"} and all(
         "_" in str(r["slurm_job_id"]) for r in runs
     )  # 123_4
@@ -219,7 +220,8 @@ def test_slurm_horovod_ranks_are_started_by_srun_pmix(tmp_path: Path, slurm: dic
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert sorted(r["framework"] for r in runs) == ["horovod-tf", "horovod-torch"], outs[-3000:]
     for r in runs:
-        assert r["status"] == "success" and r["n_accelerators"] == 2, (r, outs[-3000:])
+        assert r["status"] == "success" and r["world_size"] == 2, (r, outs[-3000:])
+        assert r["n_accelerators"] == 0, r  # CPU runs: no accelerator
         shown = json.loads(hs("show", r["run_id"], "--store", store, "-f", "json").stdout)
         # Slurm started the ranks and Horovod exchanged gradients over MPI, not Gloo
         assert shown["launcher"] == "slurm" and shown["backend"] == "mpi", shown

@@ -172,8 +172,10 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
     for r in df.iter_rows(named=True):
         acc = "-" if r["final_value"] is None else f"{r['final_value']:.4f} {r['final_split']}"
         accel = "-"
-        if r["n_accelerators"]:
-            accel = f"{r['n_accelerators']} x {r['accelerator'] or 'CPU worker'}"
+        if r["n_accelerators"] == 0:  # a CPU-only run: its workers are processes, not accelerators
+            accel = "none (CPU)"
+        elif r["n_accelerators"]:
+            accel = f"{r['n_accelerators']} x {r['accelerator'] or 'unknown model'}"
         status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], "red"))
         if r.get("superseded"):
             status.append(" superseded", style="dim")

@@ -131,13 +131,14 @@ SELECT
     coalesce(f.format, f0.format) AS source,
     coalesce(s.p ->> 'campaign', f.campaign, f0.campaign) AS campaign,
     {", ".join(_field(*spec) for spec in _FROM_RUN_START)},
-    -- GPUs in use; on CPU-only runs (no accelerators per node) the worker processes are the devices.
-    coalesce(
+    -- accelerators in use: none on a CPU-only run (0 accelerators per node: its workers are processes, counted
+    -- by world_size, never as accelerators); nodes x accelerators per node; where those are unknown, one a worker
+    CASE WHEN TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT) = 0 THEN 0 ELSE coalesce(
         -- TRY: a product past the INTEGER column (absurd, but valid per field) is unknown, not a failed ingest
         nullif(TRY_CAST(TRY(TRY_CAST(s.p ->> 'nodes' AS BIGINT) * TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT))
                         AS INTEGER), 0),
         TRY_CAST(s.p ->> 'world_size' AS INTEGER)
-    ) AS n_accelerators,
+    ) END AS n_accelerators,
     coalesce(stops.status, 'incomplete') AS status,
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason
