@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import hs
+from tests.conftest import EXAMPLE, hs
 from tests.lint_campaigns import build
 
 NVIDIA = Path(__file__).parent / "data" / "mlperf-v0.7-nvidia"
@@ -136,6 +136,18 @@ def test_a_series_on_different_accelerators_says_so_on_itself_and_its_speedup_is
     advice = " ".join(hs("advise", "--store", dgx).stdout.split())
     assert "do not quote: error-severity HS209 fails" in advice
     assert "no projection: the points ran on different accelerators" in advice
+
+
+def test_the_overview_of_several_campaigns_says_it_on_the_series_line(dgx: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    shutil.copy(dgx, store)
+    assert hs("ingest", EXAMPLE, "--store", store, "--campaign", "digits-ddp").returncode == 0
+    pdf = tmp_path / "overview.pdf"
+    assert hs("report", "--store", store, "-o", pdf, timeout=300).returncode == 0
+    text = _pdf_text(pdf)
+    line = text[text.index("nvidia-v0.7") :]
+    assert "The points ran on different accelerators: NVIDIA V100-SXM2-16GB (300W)" in line
+    assert "do not quote: error-severity HS209 fails" in line
 
 
 def test_a_busy_machines_superlinear_point_with_stalls_and_other_threads_is_not_quoted(

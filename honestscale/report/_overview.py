@@ -38,6 +38,7 @@ class Headline:
     metric: str
     base: Point
     last: Point
+    hardware_note: str | None = None  # its points ran on different accelerator models (the series says so)
 
 
 @dataclass
@@ -92,7 +93,7 @@ def _series_name(c: Comparison) -> str:
 def _headline(c: Comparison, m: ComparisonModel) -> Headline | None:
     if len(m.points) < 2:
         return None
-    return Headline(_series_name(c), m.mode, m.metric, m.points[0], m.points[-1])
+    return Headline(_series_name(c), m.mode, m.metric, m.points[0], m.points[-1], m.hardware_note)
 
 
 def _across(
