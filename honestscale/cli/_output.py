@@ -10,6 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from honestscale.display import json_text, shown, shown_text
 from honestscale.spreadsheet import defuse
 
 if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, for every command
@@ -126,6 +127,12 @@ def runs_csv(
     return df.with_columns(pl.col(c).map_elements(defuse, return_dtype=pl.String) for c in text).write_csv()
 
 
+def _name(value: object) -> Text:
+    """A name from the store as a cell: plain text (never rich markup), its bidirectional controls and other
+    invisible characters as visible escapes (``display.shown``)."""
+    return Text(shown(value))
+
+
 def _rejected_text(rejected: dict[str, Any] | None, ttt: float | None, tta: float | None) -> str | None:
     if rejected is None:
         return None
@@ -161,7 +168,7 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
     listed = set(df["run_id"].to_list())
     rejected = {k: v for k, v in (rejected or {}).items() if k in listed}
     if rejected:
-        table.caption = Text("\n".join(f"✗ {v['rule']} ({v['severity']}) {k}: {v['reason']}: its times are no "
+        table.caption = Text("\n".join(f"✗ {v['rule']} ({v['severity']}) {shown(k)}: {v['reason']}: its times are no "
                                         "measurement" for k, v in rejected.items()), style="red", justify="left")  # fmt: skip
     for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
         table.add_column(col, overflow="fold")
@@ -175,34 +182,35 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
         if r["n_accelerators"] == 0:  # a CPU-only run: its workers are processes, not accelerators
             accel = "none (CPU)"
         elif r["n_accelerators"]:
-            accel = f"{r['n_accelerators']} x {r['accelerator'] or 'unknown model'}"
+            accel = f"{r['n_accelerators']} x {shown(r['accelerator'] or 'unknown model')}"
         status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], "red"))
         if r.get("superseded"):
             status.append(" superseded", style="dim")
-            status.append(f" ({r['superseded']})", style="dim")
+            status.append(f" ({shown(r['superseded'])})", style="dim")
         table.add_row(
-            r["run_id"],
-            r["system"] or "-",
-            r["framework"] or "-",
+            _name(r["run_id"]),
+            _name(r["system"] or "-"),
+            _name(r["framework"] or "-"),
             str(r["world_size"] or "-"),
-            accel,
+            Text(accel),
             str(r["global_batch_size"] or "-"),
             status,
             _time_cell(r["time_to_train_s"], rejected.get(r["run_id"])),
             acc,
-            *([r["slurm_job_id"] or "-"] if slurm else []),
+            *([_name(r["slurm_job_id"] or "-")] if slurm else []),
         )
     return table
 
 
 def plan_table(campaign: str, plans: list[Any]) -> Table:
     """The runs a spec plans (campaign run --dry-run)."""
-    table = Table(title=f"{campaign}: {len(plans)} runs planned", title_justify="left")
+    table = Table(title=Text(f"{shown(campaign)}: {len(plans)} runs planned"), title_justify="left")
     for col in ("run", "purpose", "framework", "workers", "seed", "options"):
         table.add_column(col, overflow="fold")
     for p in plans:
         options = " ".join(f"{k}={v}" for k, v in p.args.items())
-        table.add_row(p.run_id, p.purpose, p.framework, str(p.workers), str(p.seed), options)
+        table.add_row(_name(p.run_id), p.purpose, _name(p.framework), str(p.workers), str(p.seed),
+                      _name(options))  # fmt: skip
     return table
 
 
@@ -225,7 +233,7 @@ def quarantine_table(df: pl.DataFrame) -> Table:
         table.add_column(col, overflow="fold")
     for r in df.iter_rows(named=True):
         raw = r["raw"] if len(r["raw"]) <= 80 else r["raw"][:77] + "..."
-        table.add_row(r["file"], str(r["line"]), r["reason"], Text(raw))
+        table.add_row(_name(r["file"]), str(r["line"]), _name(r["reason"]), _name(raw))
     return table
 
 
@@ -295,21 +303,21 @@ def show_verdicts(rec: dict[str, Any]) -> list[Text]:
     findings = got["findings"]
     if not findings:
         return [Text(f"verdicts: no rule fails or cannot be verified on this run (judged with "
-                     f"{got['judged_with']})", style="green")]  # fmt: skip
-    lines = [Text(f"verdicts on this run ({len(findings)} finding(s), judged with {got['judged_with']}):",
+                     f"{shown(got['judged_with'])})", style="green")]  # fmt: skip
+    lines = [Text(f"verdicts on this run ({len(findings)} finding(s), judged with {shown(got['judged_with'])}):",
                   style="bold")]  # fmt: skip
     for f in findings:
         line = Text("  ")
         line.append(f"{f['code']} ", style="bold")
         if f["suppressed"]:
-            line.append(f"suppressed ({f['suppressed']['reason']}) ", style="dim")
+            line.append(f"suppressed ({shown_text(f['suppressed']['reason'])}) ", style="dim")
         else:
             word, style = _OUTCOME_TEXT.get(f["outcome"], (f["outcome"], ""))
             line.append(f"{word} ", style=style)
-        line.append(f"({f['severity']}): {f['message'].removeprefix('cannot verify: ')}")
+        line.append(f"({f['severity']}): {shown_text(f['message'].removeprefix('cannot verify: '))}")
         lines.append(line)
         if not f["suppressed"] and f.get("fix"):
-            lines.append(Text(f"      fix: {f['fix']}", style="dim"))
+            lines.append(Text(f"      fix: {shown_text(f['fix'])}", style="dim"))
     return lines
 
 
@@ -330,7 +338,7 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
             continue
         if key == "time_to_train_s":
             value = f"{value:.3f} s ({_fmt_seconds(value)})" + _rejected_mark(rec)
-        facts.add_row(key, str(value))
+        facts.add_row(key, _name(value))
     spent = rec.get("energy_to_train") or {}
     if spent.get("joules") is not None:
         ranks = spent.get("per_rank_joules") or {}
@@ -340,7 +348,7 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     elif spent:
         facts.add_row("energy_to_train", spent["source"])
     if rec.get("software"):
-        facts.add_row("software", ", ".join(f"{k} {v}" for k, v in rec["software"].items()))
+        facts.add_row("software", _name(", ".join(f"{k} {v}" for k, v in rec["software"].items())))
     parts: list[Any] = [*show_verdicts(rec), facts]
 
     if rec["evals"]:
@@ -448,7 +456,7 @@ def summary_table(rows: list[Any]) -> Table:
         extra = () if not energy else ("not recorded" if p.energy_j is None else f"{p.energy_j / 1e3:,.1f} kJ to "
                                        f"{p.energy_metric.removeprefix('energy to ')}",)  # fmt: skip
         table.add_row(
-            r.campaign or "-", r.model or "-", r.framework or "-", str(p.workers), f"{p.succeeded}/{p.runs}",
+            _name(r.campaign or "-"), _name(r.model or "-"), _name(r.framework or "-"), str(p.workers), f"{p.succeeded}/{p.runs}",
             _fmt_seconds(p.time_s), _fmt_seconds(p.tta_s),
             "-" if p.throughput is None else f"{p.throughput:,.0f}",
             "-" if p.per_worker is None else f"{p.per_worker:,.0f}",
@@ -461,5 +469,6 @@ def summary_table(rows: list[Any]) -> Table:
 
 
 def dumps(obj: Any) -> str:
-    """Machine-readable JSON for stdout."""
-    return json.dumps(obj, indent=2, default=str, ensure_ascii=False)
+    """Machine-readable JSON for stdout; invisible characters of names as JSON escapes (``\\u202e``: the same
+    string to a program, visible in a terminal)."""
+    return json_text(json.dumps(obj, indent=2, default=str, ensure_ascii=False))

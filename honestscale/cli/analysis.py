@@ -215,6 +215,22 @@ def _overview(view: Any, output: Path, html: Path | None, format: ReportFormat, 
         err.print(f"[yellow]refused to fetch {len(refused)} URL(s) that are not the report's own assets[/]")
 
 
+PathRootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--path-root",
+        help="Show event files and the paths of command lines relative to this folder \\[default: the store's "
+        "folder]; what is published never shows the home folder or a machine's absolute path.",
+        show_default=False,
+    ),
+]
+
+
+def path_root_of(store: str | Path | None, path_root: Path | None) -> Path:
+    """The folder published paths are shown relative to: ``--path-root``, else the store's folder."""
+    return (path_root or resolve_store_path(store).parent).absolute()
+
+
 @app.command()
 def report(
     store: StoreOpt = None,
@@ -232,6 +248,7 @@ def report(
             help="On a store of several campaigns: every campaign's report in full, not the overview.",
         ),
     ] = False,
+    path_root: PathRootOpt = None,
     wait: WaitOpt = 10.0,
 ) -> None:
     """The paper-ready scaling report: PDF (and HTML), figures, tables, the lint verdicts.
@@ -246,6 +263,10 @@ def report(
     justification of suppressed ones; every run, tuning and failed ones included. The folder
     <output>_files/ holds the figures (PDF, SVG) and tables (CSV, LaTeX booktabs) for a paper.
     `--format json` prints the numbers behind every table and figure instead.
+
+    What is published names no machine: event files are shown relative to the store's folder (or --path-root),
+    command lines with `python` for the interpreter (the Python version beside them); the store keeps the full
+    paths (`honestscale show RUN`).
     """
     from honestscale import report as reporting
     from honestscale.lint import load_config
@@ -265,15 +286,18 @@ def report(
                 "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
             )
         view = build(con, campaign)
+    root = path_root_of(store, path_root)
     if campaign is None and not all_campaigns and reporting.several_campaigns(view):
         _overview(view, output, html, format, extra)
         return
     if format is ReportFormat.json:
-        model, _ = reporting.analyse(view, campaign, extra)
+        model, _ = reporting.analyse(view, campaign, extra, root)
         print(_output.dumps(model.as_json()))
         return
     with _writing(output):
-        outputs = reporting.report(view, pdf=output, html=html, campaign=campaign, suppressions=extra)
+        outputs = reporting.report(
+            view, pdf=output, html=html, campaign=campaign, suppressions=extra, path_root=root
+        )
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",
         highlight=False,

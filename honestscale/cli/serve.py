@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from honestscale.cli._app import StoreOpt, app
+from honestscale.cli.analysis import PathRootOpt
 from honestscale.store import resolve_store_path
 
 
@@ -76,6 +77,7 @@ def serve(
         str | None, typer.Option(help="With --watch: campaign for runs whose run_start names none.")
     ] = None,
     interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
+    path_root: PathRootOpt = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -103,4 +105,5 @@ def serve(
 
     dashboard.serve(resolve_store_path(store), host=host, port=port, token=token, watch=watch, campaign=campaign,
                     interval=interval, suppressions=load_config(config), allow_hosts=allow_host or (),
-                    certfile=certfile, keyfile=keyfile, forwarded_allow_ips=forwarded_allow_ips)  # fmt: skip
+                    certfile=certfile, keyfile=keyfile, forwarded_allow_ips=forwarded_allow_ips,
+                    path_root=path_root)  # fmt: skip

@@ -21,16 +21,18 @@ from honestscale.report._versus import context as compare_context
 from honestscale.view import View
 
 
-def analyse(view: View, campaign: str | None = None,
-            suppressions: list[Suppression] | None = None) -> tuple[Model, LintResult]:  # fmt: skip
-    """The analysis model of the view, with the lint result it carries: one reading of the runs for both."""
+def analyse(view: View, campaign: str | None = None, suppressions: list[Suppression] | None = None,
+            path_root: Path | None = None) -> tuple[Model, LintResult]:  # fmt: skip
+    """The analysis model of the view, with the lint result it carries: one reading of the runs for both. Event
+    files and command lines are shown relative to ``path_root`` (the store's folder, or ``--path-root``)."""
     result = lint(view, suppressions=suppressions or [])
-    return build(view, result, campaign), result
+    return build(view, result, campaign, path_root), result
 
 
 def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
-           assets: Path | None = None, suppressions: list[Suppression] | None = None) -> Outputs:  # fmt: skip
-    model, _ = analyse(view, campaign, suppressions)
+           assets: Path | None = None, suppressions: list[Suppression] | None = None,
+           path_root: Path | None = None) -> Outputs:  # fmt: skip
+    model, _ = analyse(view, campaign, suppressions, path_root)
     target = pdf or html or Path("report.pdf")
     return render(model, pdf, html, assets or assets_for(target))
 

@@ -13,6 +13,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import honestscale
@@ -22,6 +23,7 @@ from honestscale.analysis.laws import LawFit
 from honestscale.analysis.points import Findings, Point, energies, lint_codes, point
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
+from honestscale.display import shown_command, shown_path
 from honestscale.lint import LintResult
 from honestscale.report._frameworks import FrameworkPoint, side_by_side
 from honestscale.store import DUCKDB_VERSION
@@ -239,13 +241,14 @@ def _comparison(
     )  # fmt: skip
 
 
-def _commands(runs: list[Run]) -> list[dict[str, Any]]:
-    """The distinct commands, each once: what differs per repetition (seed, run id) shown as a placeholder."""
+def _commands(runs: list[Run], root: Path | None) -> list[dict[str, Any]]:
+    """The distinct commands, each once: what differs per repetition (seed, run id) shown as a placeholder; the
+    interpreter as ``python`` and paths relative to ``root`` (``display.shown_command``: no machine's paths)."""
     counts: dict[str, int] = defaultdict(int)
     for r in runs:
         argv = r.attrs.get("command")
         if argv:
-            text = " ".join(map(str, argv))
+            text = shown_command(argv, root)
             text = re.sub(r"--seed \S+", "--seed <seed>", text)
             counts[re.sub(r"--run-id \S+", "--run-id <run id>", text)] += 1
     return [{"command": k, "runs": v} for k, v in sorted(counts.items())][:50]
@@ -293,7 +296,15 @@ def totals(runs: list[Run]) -> dict[str, Any]:
     }
 
 
-def build(view: View, result: LintResult, campaign: str | None) -> Model:
+def _pythons(runs: list[Run]) -> list[str]:
+    """The Python versions the runs recorded (run_start's software), as ``Python 3.11.7``."""
+    got = {str(v) for r in runs if (v := (r.attrs.get("software") or {}).get("python"))}
+    return [f"Python {v}" for v in sorted(got)]
+
+
+def build(view: View, result: LintResult, campaign: str | None, path_root: Path | None = None) -> Model:
+    """The model of the view; ``path_root``: the folder the event files and command lines are shown relative to
+    (the store's, or ``--path-root``; None: only their last parts), as published reports show them."""
     steps = view.fractions
     spreads = ranks.of_runs(view.rank_times)
     findings = Findings(f.as_json() for f in result.findings)
@@ -377,7 +388,11 @@ def build(view: View, result: LintResult, campaign: str | None) -> Model:
             "duckdb": DUCKDB_VERSION,
             "config_hashes": sorted({r.config_hash for r in view.runs if r.config_hash}),
             "git_commits": sorted({r.git_commit for r in view.runs if r.git_commit}),
-            "commands": _commands(view.runs),
-            "sources": sorted({str(r.source_file) for r in view.runs if r.source_file})[:200],
+            "python": _pythons(view.runs),
+            "commands": _commands(view.runs, path_root),
+            # relative to the store's folder (or --path-root): the full paths stay in the store (`show RUN`)
+            "sources": sorted({shown_path(r.source_file, path_root) for r in view.runs if r.source_file})[
+                :200
+            ],
         },
     )

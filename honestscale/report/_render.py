@@ -21,9 +21,11 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import Estimate
+from honestscale.display import pieces, shown, shown_path, shown_text
 from honestscale.files import check_output_file, check_output_folder, swap_in
 from honestscale.report import _figures
 from honestscale.report._copies import PaperCopies
@@ -120,6 +122,38 @@ def _date(epoch: float | None) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d")
 
 
+def _finalize(value: Any) -> Any:
+    """Every text a template prints, as it is: bidirectional controls and other invisible characters as visible
+    escapes (``display.shown_text``). Markup (a figure, a name already marked up, ``|e``) is left as it is: a form's
+    value that must stay the name itself is written ``{{ v | e }}``."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return shown_text(value)
+    return value
+
+
+def _name(value: Any, limit: int = 0) -> Markup:
+    """A name (campaign, run, framework, system) isolated from the text around it (``<bdi>``), its controls as
+    marked escapes, the whole name on hover (``title``); on screen the stylesheet cuts a long one short, in print
+    ``limit`` does (0: never; ``…`` and how many characters were left out)."""
+    whole = shown(value)
+    inner, left = [], len(whole) - limit if limit else 0
+    budget = limit if left > 0 else len(whole)
+    for piece, marked in pieces(value):
+        if budget <= 0:
+            break
+        piece = piece if marked else piece[:budget]  # an escape is never cut in half
+        budget -= len(piece)
+        inner.append(f'<span class="ctl">{escape(piece)}</span>' if marked else str(escape(piece)))
+    if left > 0:
+        inner.append(f'<span class="cut">… ({left:,} more characters)</span>')
+    return Markup(f'<bdi class="name" title="{escape(whole)}">{"".join(inner)}</bdi>')
+
+
+def _path(value: Any, root: Any = None) -> str:
+    """A path as published pages show it (``display.shown_path``: relative to ``root``, never the home folder)."""
+    return shown_path(value, root)
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("honestscale.report", "templates"),
@@ -127,10 +161,11 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_finalize,
     )
     env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, sig=sig, pct=_pct, within=_in,
                        ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text, scaled=_scaled,
-                       scaled_ci=_scaled_ci, estimate=_estimate, date=_date)  # fmt: skip
+                       scaled_ci=_scaled_ci, estimate=_estimate, date=_date, name=_name, path=_path)  # fmt: skip
     return env
 
 

@@ -108,8 +108,9 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
           watch: Path | None = None, campaign: str | None = None, interval: float = 2.0,
           suppressions: list[Suppression] | None = None, allow_hosts: Sequence[str] = (),
           certfile: Path | None = None, keyfile: Path | None = None,
-          forwarded_allow_ips: str | None = None) -> None:  # fmt: skip
-    """Serve until interrupted (Ctrl-C or SIGTERM).
+          forwarded_allow_ips: str | None = None, path_root: Path | None = None) -> None:  # fmt: skip
+    """Serve until interrupted (Ctrl-C or SIGTERM). Pages show event files relative to ``path_root`` (default:
+    the store's folder).
 
     Off loopback, or through a proxy named by ``allow_hosts``, without a token: one is made for this run and its
     link printed. ``certfile``/``keyfile``: TLS (uvicorn's own); ``forwarded_allow_ips``: the proxies whose
@@ -124,7 +125,7 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
         token = make_token()
     sock = _bind(host, port)
     workdir = Path(tempfile.mkdtemp(prefix="honestscale-serve-"))
-    state = State(store, workdir, suppressions)
+    state = State(store, workdir, suppressions, path_root)
     dashboard = Dashboard(state, Access(token, hosts), str(watch) if watch else None)
     threads = [threading.Thread(target=_keep_warm, args=(state,), name="warm", daemon=True)]
     if watch is not None:

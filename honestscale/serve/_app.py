@@ -25,6 +25,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from honestscale.display import file_name
 from honestscale.errors import HonestscaleError
 from honestscale.lint import formats, registry
 from honestscale.report import environment
@@ -74,6 +75,8 @@ class Dashboard:
         self.access = access
         self.watching = watching
         self.env = _env()
+        # paths on pages: relative to the store's folder or --path-root (templates' `path` filter)
+        self.env.globals["path_root"] = state.path_root
         # run pages drawn, until the store changes (the store's stamp is in the key), the oldest dropped first
         self._run_pages: OrderedDict[tuple[Any, ...], _run.RunPage] = OrderedDict()
         self.compare = ComparePages(state, self.html, self.json)
@@ -134,7 +137,7 @@ class Dashboard:
     def campaign_pdf(self, request: Request) -> Response:
         entry = self._campaign(request)
         return FileResponse(self.state.pdf(entry), media_type="application/pdf",
-                            filename=f"report-{entry.name}.pdf")  # fmt: skip
+                            filename=f"report-{file_name(entry.name)}.pdf")  # fmt: skip
 
     def campaign_json(self, request: Request) -> Response:
         return self.json(self._campaign(request).model.as_json())

@@ -85,8 +85,11 @@ def fingerprint_of(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 class State:
-    def __init__(self, store: Path, workdir: Path, suppressions: list[Suppression] | None = None) -> None:
+    def __init__(self, store: Path, workdir: Path, suppressions: list[Suppression] | None = None,
+                 path_root: Path | None = None) -> None:  # fmt: skip
         self.store = store
+        # what the pages show event files and command lines relative to: --path-root, else the store's folder
+        self.path_root = (path_root or store.parent).absolute()
         self.workdir = workdir
         self.suppressions = suppressions or []
         # DuckDB refuses a read-only and a read-write connection to one file in one process: the watcher's writes
@@ -191,7 +194,7 @@ class State:
                     return entry
                 raise
             t1 = time.perf_counter()
-            model, result = reporting.analyse(view, name, self.suppressions)
+            model, result = reporting.analyse(view, name, self.suppressions, self.path_root)
             t2 = time.perf_counter()
             folder = self.workdir / hashlib.sha256(name.encode()).hexdigest()[:16]
             entry = Campaign(name, fingerprint, model, result, t1 - t0, t2 - t1, folder=folder)
