@@ -372,7 +372,7 @@ def build(view: View, result: LintResult, campaign: str | None, path_root: Path 
             "throughput": stats.RATE_STATISTIC,
             "time_ci": CI_METHOD,
             "ratio_ci": RATIO_METHOD,
-            "comparison": stats.TEST_METHOD,
+            "comparison": stats.DECISION_RULE,
             "ranks": f"{ranks.SUMMARY}; whether ranks differ: {ranks.TEST}",
             "energy": "accelerators' energy from the NVML energy counter, interpolated to run_start and the "
             "evaluation that reached the target (power x time where only power was read; MLPerf power logs where "
