@@ -105,7 +105,10 @@ def test_writer_refuses_invalid_events(tmp_path: Path) -> None:
         ({"seq": None}, "required field 'seq' is null"),
         ({"time": "now"}, "field 'time' must be number"),
         ({"kind": "checkpoint"}, "'kind': 'checkpoint' is not one of"),
-        ({"schema": ev.SCHEMA_VERSION + 1}, f"event schema {ev.SCHEMA_VERSION + 1} is newer than this honestscale"),
+        (
+            {"schema": ev.SCHEMA_VERSION + 1},
+            f"event schema {ev.SCHEMA_VERSION + 1} is newer than this honestscale",
+        ),
         ({"schema": 0}, "'schema' is 0, must be >= 1"),
         ({"split": "val"}, "'split' is 'val', expected one of train, validation, test"),
         ({"value": "0.9"}, "'value' must be number"),
