@@ -89,8 +89,10 @@ def ratio_text(
     ci: tuple[float | None, float | None] | list[float | None],
     pct: bool = False,
     suffix: str = "",
+    say_none: bool = False,
 ) -> str:
-    """A speedup (``2.01x``) or an efficiency (``50 %``) with its interval in brackets, rounded as printed."""
+    """A speedup (``2.01x``) or an efficiency (``50 %``) with its interval in brackets, rounded as printed; with
+    ``say_none``, "(no interval)" where it has none (fewer than 6 runs at the point or its base)."""
     if value is None:
         return "–"
 
@@ -98,7 +100,9 @@ def ratio_text(
         return f"{100 * v:.0f} %" if pct else f"{v:.2f}"
 
     lo, hi = ci
-    return one(value) + suffix + (f" [{one(lo)}, {one(hi)}]" if lo is not None and hi is not None else "")
+    if lo is not None and hi is not None:
+        return f"{one(value)}{suffix} [{one(lo)}, {one(hi)}]"
+    return one(value) + suffix + (" (no interval)" if say_none else "")
 
 
 def _scaled(value: float | None, factor: float, digits: int = 1) -> str:
