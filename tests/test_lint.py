@@ -188,15 +188,19 @@ args = {{ target_accuracy = false, epochs = 5 }}
     assert run.returncode == 0, run.stdout + run.stderr
     assert query(store, "SELECT count(*) FROM runs WHERE purpose = 'final' AND status = 'success'") == [(12,)]
     result = hs("lint", "--store", store, "--campaign", "careful", "-f", "json")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode in (0, 1), result.stderr
     findings = json.loads(result.stdout)
     # On a quiet host nothing fails. On a loaded one (a shared CI machine) the runs stall, and the rules that
     # watch for it must say so rather than pass: stalls filling the time to train (HS210), and what they cause,
     # a superlinear-looking speedup (HS209), time and throughput disagreeing (HS211) or two worker counts the
-    # stalls make indistinguishable (HS212), all warnings, each with the stalls named; never any other rule.
+    # stalls make indistinguishable (HS212), each with the stalls named; never any other rule. A superlinear point
+    # whose cause the data names (the stalls; the launcher's threads per worker, 2 -> 1) is an error, "do not
+    # quote", and lint exits 1 for it and for nothing else.
     noisy = {"HS208", "HS209", "HS210", "HS211", "HS212"}
     assert {f["code"] for f in findings} <= noisy, findings
-    assert all(f["severity"] == "warning" for f in findings)
+    errors = [f for f in findings if f["severity"] == "error"]
+    assert all(f["code"] == "HS209" for f in errors), errors
+    assert result.returncode == (1 if errors else 0), result.stderr
     if {"HS209", "HS211", "HS212"} & {f["code"] for f in findings}:
         assert "HS210" in {f["code"] for f in findings}, findings
     assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
