@@ -306,7 +306,7 @@ def show(
     suppressed}]}); a run of no campaign is judged with the store's other runs of none, as `lint` judges it."""
     from honestscale import lint as linter
     from honestscale.analysis import energy
-    from honestscale.cli import _output
+    from honestscale.cli import _output, _show
     from honestscale.store import queries  # polars: only the reading commands need it
     from honestscale.view import build, power_samples
 
@@ -314,7 +314,7 @@ def show(
     with _store(store, read_only=True, wait=wait) as con:
         rid = queries.resolve_run_id(con, run_id)
         run = queries.run(con, rid).row(0, named=True)
-        rec = _output.show_record(
+        rec = _show.show_record(
             run, queries.evals(con, rid), queries.step_breakdown(con, rid), queries.event_counts(con, rid)
         )
         rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []))
@@ -324,7 +324,7 @@ def show(
     if format is ShowFormat.json:
         print(_output.dumps(rec))
     else:
-        out.print(_output.show_renderable(rec, all_ranks=ranks))
+        out.print(_show.show_renderable(rec, all_ranks=ranks))
 
 
 def _verdicts(run_id: str, campaign: str | None, view: Any, suppressions: list[Any]) -> dict[str, Any]:
