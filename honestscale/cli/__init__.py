@@ -17,6 +17,7 @@ from honestscale.cli import store, campaign, analysis, compare, serve, probe, sl
 
 # isort: on
 from honestscale.cli._app import app, err
+from honestscale.display import shown_text
 from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.store import as_store_error, interrupted
 
@@ -41,7 +42,7 @@ def main() -> None:
             exc = as_store_error(raised)
         if exc is None:
             raise
-        err.print(f"[red]error[/]: {escape(exc.message)}", highlight=False)
+        err.print(f"[red]error[/]: {escape(shown_text(exc.message))}", highlight=False)
         if exc.fix:
-            err.print(f"  [bold]fix[/]: {escape(exc.fix)}", highlight=False)
+            err.print(f"  [bold]fix[/]: {escape(shown_text(exc.fix))}", highlight=False)
         sys.exit(exc.exit_code)

@@ -15,6 +15,13 @@ from honestscale.compare._gate import CANNOT_JUDGE, FAIL, PASS, Check
 from honestscale.compare._history import Series
 from honestscale.compare._measures import Measure, Side
 from honestscale.compare._result import Result
+from honestscale.display import shown_text
+
+
+def _t(text: str, style: str = "") -> Text:
+    """Text as the terminal shows it: names' bidirectional controls and other control characters escaped
+    (``honestscale.display.shown_text``), never reordering what is printed beside them."""
+    return Text(shown_text(text), style=style)
 
 
 def _side(s: Side, unit: str) -> str:
@@ -41,12 +48,12 @@ def _ratio(m: Measure) -> str:
 def _test(m: Measure) -> Text:
     d = m.difference
     if d is None:
-        return Text("one value a side")
+        return _t("one value a side")
     p = "–" if d.p_value is None else f"{d.p_value:.3g}"
     if not d.testable:
-        return Text(f"too few runs (n = {d.n_a}, {d.n_b}; p = {p})", style="yellow")
+        return _t(f"too few runs (n = {d.n_a}, {d.n_b}; p = {p})", style="yellow")
     style = "bold" if d.significant else "yellow" if d.disagree else ""
-    return Text(f"{d.verdict} (p = {p})", style=style)
+    return _t(f"{d.verdict} (p = {p})", style=style)
 
 
 def measures_table(ms: Sequence[Measure]) -> Table:
@@ -67,15 +74,15 @@ def measures_table(ms: Sequence[Measure]) -> Table:
 
 def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
     parts: list[RenderableType] = [
-        Text(f"A: {r.a.text} ({len(r.a_runs)} runs)   B: {r.b.text} ({len(r.b_runs)} runs)", style="bold")
+        _t(f"A: {r.a.text} ({len(r.a_runs)} runs)   B: {r.b.text} ({len(r.b_runs)} runs)", style="bold")
     ]
     for why, ids in r.left_out.items():
-        parts.append(Text(f"left out: {len(ids)} run(s), {why}", style="dim"))
+        parts.append(_t(f"left out: {len(ids)} run(s), {why}", style="dim"))
     for i, c in enumerate(r.pairs, start=1):
         p = c.pair
-        parts.append(Text(f"\npair {i}: {p.label}", style="bold"))
+        parts.append(_t(f"\npair {i}: {p.label}", style="bold"))
         if p.state_of_the_art:
-            parts.append(Text(f"  against the state of the art (MLPerf); what differs: "
+            parts.append(_t(f"  against the state of the art (MLPerf); what differs: "
                               f"{'; '.join(d.text() for d in p.differs) or 'nothing recorded'}"))  # fmt: skip
         else:
             factor = "; ".join(d.text() for d in p.factor) or (
@@ -83,35 +90,33 @@ def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
                 if not p.confounds
                 else "not named (see HS214)"
             )
-            parts.append(Text(f"  factor: {factor}"))
+            parts.append(_t(f"  factor: {factor}"))
             if p.consequences:
-                parts.append(
-                    Text(f"  follows from the factor: {'; '.join(c.text() for c in p.consequences)}")
-                )
+                parts.append(_t(f"  follows from the factor: {'; '.join(c.text() for c in p.consequences)}"))
             if p.confounds:
-                parts.append(Text(f"  confounds: {'; '.join(d.text() for d in p.confounds)}", style="yellow"))
+                parts.append(_t(f"  confounds: {'; '.join(d.text() for d in p.confounds)}", style="yellow"))
         if c.caveat:
-            parts.append(Text(f"  ✗ {c.caveat}", style="bold red"))
+            parts.append(_t(f"  ✗ {c.caveat}", style="bold red"))
         parts.append(measures_table(c.measures))
         for m in c.measures:
-            parts.append(Text(f"  {m.sentence()}"))
+            parts.append(_t(f"  {m.sentence()}"))
         v = c.verdicts
-        parts.append(Text(f"  rules about both sides: {len(v['fail'])} fail ({', '.join(v['fail']) or 'none'}), "
+        parts.append(_t(f"  rules about both sides: {len(v['fail'])} fail ({', '.join(v['fail']) or 'none'}), "
                           f"{len(v['cannot_verify'])} cannot verify ({', '.join(v['cannot_verify']) or 'none'})"))  # fmt: skip
         for f in c.findings:
             if f.target == c.comparison and not f.suppressed:
-                parts.append(Text(f"  ✗ {f.code} {f.message}", style="red"))
+                parts.append(_t(f"  ✗ {f.code} {f.message}", style="red"))
     for u in r.unpaired:
-        parts.append(Text(f"\nno partner on the other side: {u.side} {u.setup.label} ({len(u.setup.runs)} runs); "
+        parts.append(_t(f"\nno partner on the other side: {u.side} {u.setup.label} ({len(u.setup.runs)} runs); "
                           f"closest: {u.closest or '-'}; differs: {'; '.join(u.differs)}", style="yellow"))  # fmt: skip
     if not r.pairs:
-        parts.append(Text("\nno pair of like setups: nothing was compared", style="red"))
+        parts.append(_t("\nno pair of like setups: nothing was compared", style="red"))
     else:
-        parts.append(Text(f"\nhow a difference is decided: {DECISION_RULE}.", style="dim"))
+        parts.append(_t(f"\nhow a difference is decided: {DECISION_RULE}.", style="dim"))
     marks = {PASS: ("✓ pass", "green"), FAIL: ("✗ FAIL", "red"), CANNOT_JUDGE: ("? cannot judge", "yellow")}
     for g in gate:
         mark, style = marks[g.outcome]
-        parts.append(Text(f"\ngate --fail-if-{g.direction} {g.threshold:.0%} on {g.measure}, {g.pair}: {mark}: "
+        parts.append(_t(f"\ngate --fail-if-{g.direction} {g.threshold:.0%} on {g.measure}, {g.pair}: {mark}: "
                           f"{g.reason}", style=style))  # fmt: skip
     return Group(*parts)
 
@@ -119,7 +124,7 @@ def result_text(r: Result, gate: Sequence[Check] = ()) -> Group:
 def history_text(setup: str, series: Sequence[Series]) -> Group:
     parts: list[RenderableType] = []
     for s in series:
-        parts.append(Text(f"{setup}: {s.setup} - {s.measure}, median of runs [95 % CI]", style="bold"))
+        parts.append(_t(f"{setup}: {s.setup} - {s.measure}, median of runs [95 % CI]", style="bold"))
         t = Table(show_edge=False, pad_edge=False)
         for h in (
             "campaign",
@@ -143,8 +148,8 @@ def history_text(setup: str, series: Sequence[Series]) -> Group:
                 f"fail: {', '.join(p.verdicts['fail']) or 'none'}; "
                 f"cannot verify: {', '.join(p.verdicts['cannot_verify']) or 'none'}"
             )
-            t.add_row(p.campaign, f"{len(p.values)}/{len(p.runs)}", f"{sig(p.centre)} s{ci}", vs,
-                      Text("yes", style="bold red") if p.change_point else "no",
+            t.add_row(_t(p.campaign), f"{len(p.values)}/{len(p.runs)}", f"{sig(p.centre)} s{ci}", vs,
+                      _t("yes", style="bold red") if p.change_point else "no",
                       "; ".join(c.text() for c in p.changed) or "–", rules)  # fmt: skip
         parts.append(t)
     return Group(*parts)

@@ -12,8 +12,16 @@ from rich.table import Table
 from rich.text import Text
 
 import honestscale
+from honestscale.display import shown_text
 from honestscale.lint._engine import LintResult, Rule
 from honestscale.lint._runner import registry
+
+
+def _t(text: str, style: str = "") -> Text:
+    """Text as the terminal shows it: names' bidirectional controls and other control characters escaped
+    (``honestscale.display.shown_text``), never reordering what is printed beside them."""
+    return Text(shown_text(text), style=style)
+
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _OUTCOME = {"fail": "FAIL", "cannot_verify": "CANNOT VERIFY"}
@@ -30,9 +38,9 @@ def as_text(result: LintResult) -> Group:
     for f in result.findings:
         by_target[f.target].append(f)
     for target, findings in by_target.items():
-        parts.append(Text(f"\n{target}", style="bold"))
+        parts.append(_t(f"\n{target}", style="bold"))
         for f in findings:
-            head = Text("  ")
+            head = _t("  ")
             head.append(f"{f.code} ", style="bold")
             head.append(f"{_OUTCOME[f.outcome]} " if not f.suppressed else "SUPPRESSED ",
                         style=_STYLE.get(f.severity, "") if not f.suppressed else "dim")  # fmt: skip
@@ -40,38 +48,36 @@ def as_text(result: LintResult) -> Group:
             head.append(f.message)
             parts.append(head)
             if f.suppressed:
-                parts.append(Text(f"      justification: {f.suppressed}", style="dim"))
+                parts.append(_t(f"      justification: {f.suppressed}", style="dim"))
                 continue
             if f.evidence:
-                parts.append(Text("      evidence: " + json.dumps(f.evidence, default=str), style="dim"))
-            parts.append(Text(f"      fix: {f.fix}"))
+                parts.append(_t("      evidence: " + json.dumps(f.evidence, default=str), style="dim"))
+            parts.append(_t(f"      fix: {f.fix}"))
             shown = ", ".join(f.runs[:4]) + (f" (+{len(f.runs) - 4} more)" if len(f.runs) > 4 else "")
-            parts.append(Text(f"      runs: {shown}", style="dim"))
+            parts.append(_t(f"      runs: {shown}", style="dim"))
     table = Table(title="\nverdicts per rule (comparisons passed / failed / cannot verify / suppressed)",
                   title_justify="left")  # fmt: skip
     for col in ("rule", "name", "severity", "verdict", "pass", "fail", "cannot verify", "suppressed"):
         table.add_column(col)
     for v in result.verdicts:
         style = {"fail": "red", "cannot_verify": "yellow", "pass": "green"}.get(v.outcome, "dim")
-        table.add_row(v.code, v.name, v.severity, Text(v.outcome, style=style), str(v.passed), str(v.failed),
+        table.add_row(v.code, v.name, v.severity, _t(v.outcome, style=style), str(v.passed), str(v.failed),
                       str(v.cannot_verify), str(v.suppressed))  # fmt: skip
     parts.append(table)
     kinds: dict[str, int] = defaultdict(int)
     for c in result.comparisons:
         kinds[c.kind] += 1
     parts.append(
-        Text(f"{len(result.comparisons)} comparisons: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+        _t(f"{len(result.comparisons)} comparisons: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     )
     for c in result.comparisons:
         if c.kind == "scaling":
-            parts.append(
-                Text(f"  scaling series {c.label}: {c.mode} scaling, workers {list(c.by_workers())}")
-            )
+            parts.append(_t(f"  scaling series {c.label}: {c.mode} scaling, workers {list(c.by_workers())}"))
             if c.hardware_note:  # on the series itself, not only in a hardware comparison
-                parts.append(Text(f"    {c.hardware_note}", style="yellow"))
+                parts.append(_t(f"    {c.hardware_note}", style="yellow"))
     if result.errors:
         codes = ", ".join(sorted({f.code for f in result.errors}))
-        parts.append(Text(f"{len(result.errors)} error-severity finding(s) fail ({codes}): exit code 1; every "
+        parts.append(_t(f"{len(result.errors)} error-severity finding(s) fail ({codes}): exit code 1; every "
                           "number they are about is marked do not quote", style="bold red"))  # fmt: skip
     return Group(*parts)
 
