@@ -107,11 +107,18 @@ def test_runs_show_and_csv_escape_the_override(named_store: Path, tmp_path: Path
     table = hs("summary", "--store", named_store, "--campaign", EVIL)
     assert table.returncode == 0 and "\u202e" not in table.stdout
     weak = ("--factor", "workers", "--factor", "global_batch_size")
-    for args in (("compare", EVIL, LONG, *weak), ("lint",), ("compare", "--history", "model=resnet"),
-                 ("compare", EVIL, EVIL[:-1])):  # fmt: skip  (the last: an error naming the close campaign)
+    for args in (
+        ("compare", EVIL, LONG, *weak),
+        ("lint",),
+        ("compare", "--history", "model=resnet"),
+        ("compare", EVIL, EVIL[:-1]),
+    ):  # fmt: skip  (the last: an error naming the close campaign)
         got = hs(*args, "--store", named_store)
         printed = got.stdout + got.stderr
-        assert got.returncode in (0, 1, 2, 3) and "\u202e" not in printed and SHOWN in printed, (args, printed)
+        assert got.returncode in (0, 1, 2, 3) and "\u202e" not in printed and SHOWN in printed, (
+            args,
+            printed,
+        )
     made = hs("report", "--store", named_store, "--campaign", EVIL, "-o", tmp_path / "r.pdf", timeout=300)
     assert made.returncode == 0, made.stderr
     text = _pdf_text(tmp_path / "r.pdf")
