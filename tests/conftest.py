@@ -220,4 +220,12 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
     assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
     parts = query(store, "SELECT t_data + t_compute + t_comm + t_optimizer, t_total FROM steps")
     assert parts and all(abs(p - t) <= 0.05 * t + 1e-6 for p, t in parts)
+    # every rank says how many threads it ran (as its framework reports them), on which CPUs, and what the
+    # launcher set: the launcher splits this machine's CPUs between the 2 workers
+    for events in sorted((out / f"{framework}-2w").glob("events-rank*.jsonl")):
+        start = json.loads(events.read_text().splitlines()[0])
+        assert start["kind"] == "run_start" and start["schema"] >= 2, events
+        assert isinstance(start["intra_op_threads"], int) and isinstance(start["inter_op_threads"], int), start
+        assert start["cpus_allowed"] == len(start["cpu_affinity"]) >= 1
+        assert "OMP_NUM_THREADS" in start["launch_env"], start["launch_env"]
     return shown, out / f"{framework}-2w"
