@@ -72,9 +72,9 @@ def test_mlperf_scores_and_speedups_match_the_logs(mlperf: Path, dell: tuple[Pat
     assert round(points[16]["speedup"], 2) == 3.86
     assert points[16]["efficiency"] == pytest.approx(points[16]["speedup"] * 4 / 16)
     # 5 runs a point support no interval (6 do): the 8-worker efficiency (1.006) cannot be told from the ideal, so
-    # HS209 cannot verify it, and Amdahl, within its tolerance of every measured point, is fitted
+    # HS209 cannot verify it, and no law is fitted through a point above the ideal that no law reaches
     assert points[8]["efficiency_ci"] == [None, None] and "HS209" in points[8]["ratio_lint"]["cannot_verify"]
-    assert series["fit"]["law"] == "amdahl" and series["fit"]["parameter"] == pytest.approx(0.9887, abs=1e-3)
+    assert series["fit"] is None and "HS209 cannot verify" in series["law_withheld"]
     assert model["lint"]["verdicts"] and {v["code"] for v in model["lint"]["verdicts"]} >= {"HS102", "HS111"}
     assert model["totals"]["runs"] == 15
 

@@ -111,6 +111,15 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
         out.withheld = ("the measured efficiency is above the ideal beyond its interval (superlinear, HS209), "
                         "which no law describes; HS209 names the likely causes")  # fmt: skip
         return out
+    unsure = [s for s in hot if s.unsure]
+    if (
+        unsure
+    ):  # neither law reaches an efficiency above the ideal: a fit would contradict the point it is fitted to
+        at = ", ".join(f"{s.point.workers}" for s in unsure)
+        out.withheld = (f"the measured efficiency at {at} workers is above the ideal, with too few runs for an "
+                        f"interval to tell it from noise (superlinear?, HS209 cannot verify it), which no law "
+                        f"describes")  # fmt: skip
+        return out
     slow = [(w, s) for w, s in measured[1:] if s < 1.0]
     if slow:
         w, s = slow[0]

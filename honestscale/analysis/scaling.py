@@ -149,7 +149,7 @@ class Superlinear:
     point: Scaled
     efficiencies: dict[str, Estimate]  # every efficiency the point is judged on (``efficiencies``)
     above: dict[str, Estimate]  # above 1 beyond the interval of the ratio
-    unsure: dict[str, Estimate]  # above 1, no interval (one run on a side)
+    unsure: dict[str, Estimate]  # above 1, no interval (fewer than 6 runs on a side)
 
 
 def superlinear(mode: str | None, points: dict[int, list[Run]]) -> list[Superlinear]:
