@@ -54,8 +54,10 @@ def _panel(ax: Any, m: Measure, fig: Figure) -> None:
         if r is None
         else sig(r.value, 3) + (f" [{sig(r.low, 3)}, {sig(r.high, 3)}]" if r.has_interval else "")
     )
-    p = m.difference.p_value if m.difference else None
-    ax.set_title(f"{m.name}\nB/A {ratio}" + (f", p = {p:.2g}" if p is not None else ""), fontsize=8)
+    d = m.difference
+    p = d.p_value if d else None
+    verdict = f"\n{d.verdict}" if d else ""  # the decision rule's verdict, as the sentence beside it says
+    ax.set_title(f"{m.name}\nB/A {ratio}" + (f", p = {p:.2g}" if p is not None else "") + verdict, fontsize=8)
 
 
 def figure(c: Compared) -> Figure:
