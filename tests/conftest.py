@@ -225,7 +225,9 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
     for events in sorted((out / f"{framework}-2w").glob("events-rank*.jsonl")):
         start = json.loads(events.read_text().splitlines()[0])
         assert start["kind"] == "run_start" and start["schema"] >= 2, events
-        assert isinstance(start["intra_op_threads"], int) and isinstance(start["inter_op_threads"], int), start
+        assert isinstance(start["intra_op_threads"], int) and isinstance(start["inter_op_threads"], int), (
+            start
+        )
         assert start["cpus_allowed"] == len(start["cpu_affinity"]) >= 1
         assert "OMP_NUM_THREADS" in start["launch_env"], start["launch_env"]
     return shown, out / f"{framework}-2w"
