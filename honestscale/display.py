@@ -99,11 +99,6 @@ def json_text(text: str) -> str:
     return text if text.isascii() else _NOT_PLAIN.sub(_json_escape, text)
 
 
-def hides(text: str) -> bool:
-    """Whether :func:`shown` would change the text."""
-    return shown(text) != text
-
-
 def file_name(text: str, limit: int = 80) -> str:
     """A name as part of a file name: controls as ``[U+202E]``, no path separator nor a character a file system
     refuses, at most ``limit`` characters (a longer one cut, with 8 hex digits of its hash to keep it distinct)."""
@@ -172,7 +167,6 @@ def shown_command(argv: Iterable[object], root: str | os.PathLike[str] | None) -
 __all__ = [
     "BIDI",
     "file_name",
-    "hides",
     "json_text",
     "pieces",
     "shown",

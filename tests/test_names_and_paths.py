@@ -209,25 +209,9 @@ def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory
 
 @pytest.fixture(scope="module")
 def page(dashboard: Any) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from tests.test_serve import chrome
 
-    from tests.test_serve import CHROMIUM, DRIVER
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1300,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=options)
-    driver.set_page_load_timeout(180)
-    yield driver
-    driver.quit()
+    yield from chrome("1300,1000")
 
 
 NAMES = """return Array.from(document.querySelectorAll(arguments[0])).map(e => ({

@@ -74,21 +74,26 @@ def stop(server: Server) -> str:
     return err
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chrome(window: str, *flags: str, page_timeout: float = 180) -> Iterator[Any]:
+    """A headless Chromium driven by selenium (Debian's chromium and chromedriver), its console kept; quit after."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1300,2000"):  # fmt: skip
+                 f"--window-size={window}", *flags):  # fmt: skip
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=options)
-    driver.set_page_load_timeout(180)
+    driver.set_page_load_timeout(page_timeout)
     yield driver
     driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from chrome("1300,2000")
 
 
 def visit(browser: Any, url: str, settle: float = 1.5) -> list[str]:

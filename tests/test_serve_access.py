@@ -24,7 +24,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import hs
-from tests.test_serve import CHROMIUM, DRIVER, EXAMPLE, Server, _wait_for_text, start, stop, visit
+from tests.test_serve import CHROMIUM, DRIVER, EXAMPLE, Server, _wait_for_text, chrome, start, stop, visit
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
@@ -34,19 +34,9 @@ STRONG = "Yq3v9Lr0bX2mTz7KpA4sWn"  # 22 url-safe characters: 132 bits
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900",
-                 "--ignore-certificate-errors", "--host-resolver-rules=MAP evil.example 127.0.0.1, MAP dash.example 127.0.0.1"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=options)
-    driver.set_page_load_timeout(120)
-    yield driver
-    driver.quit()
+    yield from chrome("1200,900", "--ignore-certificate-errors",
+                      "--host-resolver-rules=MAP evil.example 127.0.0.1, MAP dash.example 127.0.0.1",
+                      page_timeout=120)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -265,13 +265,13 @@ def runs(
     from honestscale import lint as linter
     from honestscale.cli import _output
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import build, listed_runs
+    from honestscale.view import listing
 
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         df = queries.runs(con, campaign)
-        targets = _output.reached(listed_runs(con, campaign)) if format is not TableFormat.table else {}
-        view = build(con, campaign)
+        runs, view = listing(con, campaign)
+    targets = _output.reached(runs) if format is not TableFormat.table else {}
     rejected = _output.rejected_times(linter.lint(view, select=["HS213"]).findings)
     if format is TableFormat.json:
         print(_output.dumps(_output.run_records(df, targets, rejected)))

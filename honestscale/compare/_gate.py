@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from honestscale.analysis.points import sig
-from honestscale.analysis.stats import MIN_INTERVAL_RUNS, SIGNIFICANCE
+from honestscale.analysis.stats import MIN_INTERVAL_RUNS
 from honestscale.compare._measures import Measure
 from honestscale.errors import HonestscaleError
 
@@ -85,11 +85,8 @@ def check(pair: str, m: Measure | None, direction: str, threshold: float, kind: 
     if d is None:
         return out(CANNOT_JUDGE, "one value a side, no test: run each side repeatedly", "runs")
     if not d.testable:
-        smallest = 2 / math.comb(d.n_a + d.n_b, d.n_a)
-        return out(CANNOT_JUDGE, f"too few runs to tell (n = {d.n_a} and {d.n_b}: Mann-Whitney's smallest p is "
-                                 f"{smallest:.2g}, not below {SIGNIFICANCE}, and no interval with fewer than "
-                                 f"{MIN_INTERVAL_RUNS} runs a side): run each side at least 4 times, "
-                                 f"{MIN_INTERVAL_RUNS} for intervals", "runs")  # fmt: skip
+        return out(CANNOT_JUDGE, f"{d.describe()}: run each side at least 4 times, {MIN_INTERVAL_RUNS} for "
+                                 "intervals", "runs")  # fmt: skip
     if d.disagree:
         return out(CANNOT_JUDGE, f"{d.describe()}: run more repetitions until they agree", "test")
     change = s if direction == "slower" else s.inverse()

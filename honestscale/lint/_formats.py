@@ -45,7 +45,7 @@ def as_text(result: LintResult) -> Group:
             head.append(f"{_OUTCOME[f.outcome]} " if not f.suppressed else "SUPPRESSED ",
                         style=_STYLE.get(f.severity, "") if not f.suppressed else "dim")  # fmt: skip
             head.append(f"({f.severity}, {rules[f.code].name}) ")
-            head.append(f.message)
+            head.append(shown_text(f.message))
             parts.append(head)
             if f.suppressed:
                 parts.append(_t(f"      justification: {f.suppressed}", style="dim"))

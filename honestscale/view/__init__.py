@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from statistics import median
 
-from honestscale.view._build import build, listed_runs, power_samples
+from honestscale.view._build import build, listed_runs, listing, power_samples
 from honestscale.view._comparisons import (
     COMPARED,
     LIKE,
@@ -21,6 +21,7 @@ from honestscale.view._comparisons import (
     Mode,
     View,
     accelerators_by_workers,
+    accelerators_text,
     batch_mode,
     classify,
     comparisons,
@@ -50,11 +51,13 @@ __all__ = [
     "View",
     "accelerator_model",
     "accelerators_by_workers",
+    "accelerators_text",
     "batch_mode",
     "build",
     "classify",
     "comparisons",
     "listed_runs",
+    "listing",
     "med",
     "power_samples",
 ]

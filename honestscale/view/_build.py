@@ -41,11 +41,21 @@ def _evals(con: Connection, campaign: str | None) -> dict[str, list[Eval]]:
 
 
 def listed_runs(con: Connection, campaign: str | None = None) -> list[Run]:
-    """Every run (of one campaign) with its evaluations, superseded ones included: what a listing of the runs
-    needs (``runs --format json``: time to accuracy), without steps, power or ranks."""
+    """Every run (of one campaign) with its evaluations and ranks, superseded ones included: what a listing of the
+    runs needs (``runs --format json``: time to accuracy; the per-run rules: HS213), without steps or power."""
     evals = _evals(con, campaign)
-    return [Run.from_row(row, evals=tuple(evals.get(row["run_id"], ())))
+    ranks = _ranks(con, campaign)
+    return [Run.from_row(row, evals=tuple(evals.get(row["run_id"], ())), ranks=ranks.get(row["run_id"], Ranks()))
             for row in queries.lint_runs(con, campaign, with_superseded=True).iter_rows(named=True)]  # fmt: skip
+
+
+def listing(con: Connection, campaign: str | None = None) -> tuple[list[Run], View]:
+    """The listed runs (``listed_runs``) and the view of those not superseded, for the rules about single runs
+    (HS213), without reading steps or power: a listing of the runs need not build the whole store's view."""
+    runs = listed_runs(con, campaign)
+    superseded = queries.superseded(con, campaign)
+    kept = [r for r in runs if r.id not in superseded]
+    return runs, View(kept, comparisons(kept), {}, superseded=superseded)
 
 
 def build(con: Connection, campaign: str | None = None) -> View:

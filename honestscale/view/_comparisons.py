@@ -81,11 +81,12 @@ class Comparison:
         _workers``): ``points ran on different accelerators: A at 8; B at 16``; None where they ran on one."""
         if self.kind != "scaling":
             return None
-        got = accelerators_by_workers(self.runs)
-        if not got:
-            return None
-        return ("points ran on different accelerators: " + "; ".join(f"{name} at {', '.join(map(str, ws))}"
-                for name, ws in got) + ": its speedups mix scale with hardware")  # fmt: skip
+        got = accelerators_text(self.runs)
+        return (
+            None
+            if got is None
+            else f"points ran on different accelerators: {got}: its speedups mix scale with hardware"
+        )
 
     def by_workers(self) -> dict[int, list[Run]]:
         out: dict[int, list[Run]] = defaultdict(list)
@@ -156,6 +157,12 @@ def accelerators_by_workers(runs: Iterable[Run]) -> list[tuple[str, list[int]]]:
         return []
     got = [(" / ".join(sorted(names[k])), sorted(ws)) for k, ws in workers.items()]
     return sorted(got, key=lambda g: (g[1], g[0]))
+
+
+def accelerators_text(runs: Iterable[Run]) -> str | None:
+    """``accelerators_by_workers`` as one line (``V100-16GB at 8; V100-32GB at 16``), None where one model ran."""
+    got = accelerators_by_workers(runs)
+    return "; ".join(f"{name} at {', '.join(map(str, ws))}" for name, ws in got) if got else None
 
 
 def batch_mode(runs: Iterable[Run]) -> str:

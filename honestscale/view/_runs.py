@@ -257,16 +257,6 @@ class Run:
         return max(vals) if vals else None
 
     @property
-    def threads(self) -> str | None:
-        """Threads per worker as the rules name them, ``2 intra-op / 1 inter-op`` (``?`` for a count not
-        recorded); None for a run recorded without either (before contract 2, or an MLPerf log)."""
-        if self.intra_op_threads is None and self.inter_op_threads is None:
-            return None
-        show = ["?" if v is None else "framework's choice" if v == 0 else str(v)
-                for v in (self.intra_op_threads, self.inter_op_threads)]  # fmt: skip
-        return f"{show[0]} intra-op / {show[1]} inter-op"
-
-    @property
     def knobs(self) -> dict[str, str]:
         """The threading and affinity knobs set in the run's environment (``launch_env``), name -> value."""
         try:

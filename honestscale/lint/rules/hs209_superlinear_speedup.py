@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from honestscale.analysis.points import DO_NOT_QUOTE
 from honestscale.analysis.scaling import Scaled, superlinear
 from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule
-from honestscale.view import Comparison, Run, View, accelerators_by_workers
+from honestscale.view import Comparison, Run, View, accelerators_text
 
 STALLED = 0.10  # a base case losing this share of its time to train to stalls explains a superlinear speedup
 CREDIBLE = (
@@ -17,7 +18,6 @@ CREDIBLE = (
     "precision, and hardware counters show the cause (e.g. fewer cache misses per sample with the smaller "
     "per-worker working set)"
 )
-DO_NOT_QUOTE = "do not quote"
 # run fields that set how fast one worker is, beside the worker count: (field, how a reader names it)
 THREADS = (
     ("intra_op_threads", "intra-op"),
@@ -85,10 +85,9 @@ def thread_difference(base: list[Run], runs: list[Run], point: Scaled) -> Cause 
 
 def accelerator_difference(base: list[Run], runs: list[Run]) -> Cause | None:
     """The points ran on different accelerator models (``view.accelerators_by_workers``): a hardware change."""
-    got = accelerators_by_workers(base + runs)
-    if not got:
+    said = accelerators_text(base + runs)
+    if said is None:
         return None
-    said = "; ".join(f"{name} at {', '.join(map(str, ws))}" for name, ws in got)
     return Cause(f"different accelerators: {said}: the speedup mixes scale with hardware", setup=True)
 
 
