@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
 
 VERSIONS: dict[int, str] = {
@@ -35,6 +35,13 @@ VERSIONS: dict[int, str] = {
     2: "run_start records how many threads each rank ran and on which CPUs: `intra_op_threads`, "
     "`inter_op_threads`, `cpu_affinity`, `cpus_allowed` and `launch_env` (the launcher's threading and affinity "
     "knobs). All optional: a version 1 event is a valid version 2 event without them, and lands as it is.",
+    3: "run_start records the parallel layout (`parallel` degrees per dimension, `pipeline_schedule`, "
+    "`microbatches`, `sequence_length`, `global_batch_tokens`, `activation_checkpointing`, `compute_dtype`), "
+    "the parameter counts (`params_total`, `params_embedding`, `params_active`), the `model_shape` FLOPs are "
+    "recomputed from, `flops_per_token` under each named convention, `comm_dimensions`, the numbers a tool "
+    "printed about itself (`claims`: MFU, TFLOP/s per accelerator, tokens/s, the peak it used) and a "
+    "`declared_peak` with its source; step records `tokens`. All optional: older events land as they are, with "
+    "the layout unknown (data parallel over every rank).",
 }
 """What each contract version added; the field reference (``docs/events.md``) lists them."""
 
@@ -67,6 +74,10 @@ STOP_CRITERIA = ("target_accuracy", "epochs", "samples", "wall_time")
 SCOPES = ("end_to_end", "layer", "kernel", "communication")
 SCALING = ("strong", "weak", "none")
 SPLITS = ("train", "validation", "test")
+# parallel dimensions of a layout: replicated data, fully sharded data, tensor, pipeline, context, expert
+PARALLEL_DIMS = ("dp", "fsdp", "tp", "pp", "cp", "ep")
+CHECKPOINTING = ("none", "selective", "full")
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 STATUSES = ("success", "aborted", "failed", "timeout", "cancelled")
 # The environment variables that set how many threads a rank runs and where (OpenMP, BLAS libraries, the
 # frameworks' own, the launchers'): run_start's launch_env records those that are set.
@@ -234,12 +245,95 @@ _RUN_START: tuple[Field, ...] = (
     Field("hyperparameters", "object", "Every other hyper-parameter, name -> value."),
     Field("command", "array", "Command line that started this rank, as a list of arguments."),
     Field("mlperf", "object", "For runs read from MLPerf logs: submission org, division, status, platform."),
+    Field(
+        "parallel",
+        "object",
+        "The parallel layout: degree per dimension, name -> integer >= 1, of "
+        + ", ".join(PARALLEL_DIMS)
+        + " (replicated data, fully sharded data, tensor, pipeline, context, expert parallel). "
+        "dp x fsdp x tp x pp x cp = world_size; expert parallelism shares the data-parallel ranks. A dimension "
+        "left out has degree 1; no `parallel` at all: data parallel over every rank. Since contract 3.",
+    ),
+    Field(
+        "pipeline_schedule",
+        "string",
+        "Pipeline schedule, as torch.distributed.pipelining names it: gpipe, 1f1b, interleaved-1f1b, ... "
+        "Since contract 3.",
+    ),
+    Field("microbatches", "integer", "Microbatches per optimizer step (pipeline). Since contract 3.", minimum=1),
+    Field("pipeline_virtual_stages", "integer", "Model chunks per pipeline rank (interleaved schedules; 1 "
+          "otherwise). Since contract 3.", minimum=1),  # fmt: skip
+    Field("sequence_length", "integer", "Tokens per sample (sequence) of a language model. Since contract 3.",
+          minimum=1),  # fmt: skip
+    Field("global_batch_tokens", "integer", "Tokens per optimizer step summed over the data-parallel replicas "
+          "(global_batch_size x sequence_length). Since contract 3.", minimum=1),  # fmt: skip
+    Field(
+        "activation_checkpointing",
+        "string",
+        "Activations recomputed in backward: none, selective, full (hardware FLOPs then exceed model FLOPs). "
+        "Since contract 3.",
+        enum=CHECKPOINTING,
+    ),
+    Field(
+        "compute_dtype",
+        "string",
+        "Data type of the matrix multiplies (autocast's, or the parameters' without it): the peak MFU is "
+        "measured against. Since contract 3.",
+        enum=DTYPES,
+    ),
+    Field("params_total", "integer", "Parameters of the whole model (every shard, stage and expert), not one "
+          "rank's. Since contract 3.", minimum=0),  # fmt: skip
+    Field("params_embedding", "integer", "Of params_total, the token (and position) embeddings; the output "
+          "layer when it is not tied to them counts as a matrix multiply, not here. Since contract 3.",
+          minimum=0),  # fmt: skip
+    Field("params_active", "integer", "Parameters used per token (a mixture of experts uses a few experts); "
+          "params_total for a dense model. Since contract 3.", minimum=0),  # fmt: skip
+    Field(
+        "model_shape",
+        "object",
+        "The transformer's shape FLOPs are recomputed from: layers, hidden, heads, ffn_hidden, vocab, kv_heads, "
+        "experts, experts_per_token. Since contract 3.",
+    ),
+    Field(
+        "flops_per_token",
+        "object",
+        "Training FLOPs per token (forward and backward) as the runner counted them, convention -> FLOPs: "
+        "palm (6N + 12 L H Q T: full attention), megatron (attention halved for the causal mask). Since contract 3.",
+    ),
+    Field(
+        "comm_dimensions",
+        "array",
+        "Which dimensions' communication a step's t_comm holds (dp: the gradient all-reduce; pp: send/recv and "
+        "the pipeline bubble, the stage's wait); a dimension not named is inside t_compute. Since contract 3.",
+    ),
+    Field(
+        "claims",
+        "object",
+        "Numbers the training tool printed about itself, checked by HS107 against what the counts give, never "
+        "taken as facts: mfu, hfu (fractions), tflops_per_accelerator, tokens_per_s, tokens_per_s_per_accelerator, "
+        "peak_tflops (the peak it divided by), peak_dtype, flops_convention, params. Since contract 3.",
+    ),
+    Field(
+        "declared_peak",
+        "object",
+        "A peak for an accelerator (or CPU) the catalogue has none for: tflops (dense), dtype, source (a "
+        "datasheet or a measurement). Since contract 3.",
+    ),
 )
 
 _STEP: tuple[Field, ...] = (
     Field("epoch", "integer", "Epoch the step belongs to (0-based).", minimum=0),
     Field("step", "integer", "Step index within the run on this rank (0-based).", True, minimum=0),
-    Field("samples", "integer", "Samples processed by this rank in this step.", True, minimum=0),
+    Field(
+        "samples",
+        "integer",
+        "Samples processed by this rank in this step; every rank of a tensor, pipeline or context parallel group "
+        "counts its replica's samples (rates divide by the layout).",
+        True,
+        minimum=0,
+    ),
+    Field("tokens", "integer", "Tokens processed by this rank in this step, counted as samples are. Since "
+          "contract 3.", minimum=0),  # fmt: skip
     Field("t_total", "number", "Wall time of the whole step on this rank, seconds.", True, minimum=0),
     Field("t_data", "number", "Waiting for the data loader: I/O and preprocessing, seconds.", minimum=0),
     Field("t_compute", "number", "Forward and backward pass, seconds.", minimum=0),

@@ -65,6 +65,23 @@ _FROM_RUN_START: tuple[tuple[str, str, str], ...] = (
     ("git_commit", "git_commit", "VARCHAR"),
     ("slurm_job_id", "slurm_job_id", "VARCHAR"),
     ("slurm_step_id", "slurm_step_id", "VARCHAR"),
+    ("parallel", "parallel", "JSON"),
+    ("pipeline_schedule", "pipeline_schedule", "VARCHAR"),
+    ("microbatches", "microbatches", "INTEGER"),
+    ("sequence_length", "sequence_length", "INTEGER"),
+    ("global_batch_tokens", "global_batch_tokens", "BIGINT"),
+    ("activation_checkpointing", "activation_checkpointing", "VARCHAR"),
+    ("compute_dtype", "compute_dtype", "VARCHAR"),
+    ("params_total", "params_total", "BIGINT"),
+    ("params_embedding", "params_embedding", "BIGINT"),
+    ("params_active", "params_active", "BIGINT"),
+)
+
+# the ranks that share one data-parallel replica's samples (tensor x pipeline x context parallel): sums of samples
+# and tokens over ranks are divided by it; a degree that is not a positive integer counts as 1 (the contract's
+# validation leaves the object's members to the reader)
+_REPLICA_RANKS = " * ".join(
+    f"coalesce(nullif(greatest(TRY_CAST(s.p -> 'parallel' ->> '{d}' AS INTEGER), 0), 0), 1)" for d in ("tp", "pp", "cp")
 )
 
 
@@ -139,6 +156,7 @@ SELECT
                         AS INTEGER), 0),
         TRY_CAST(s.p ->> 'world_size' AS INTEGER)
     ) END AS n_accelerators,
+    {_REPLICA_RANKS} AS replica_ranks,
     coalesce(stops.status, 'incomplete') AS status,
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason
@@ -167,7 +185,7 @@ LEFT JOIN ingested_files f0 ON f0.file_id = seen.any_file
 
 
 _COLUMNS = (
-    "run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators",
+    "run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators", "replica_ranks",
     "status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s",
     "final_split", "final_metric", "final_value", "source_file", "attrs", "final_quality", "energy_to_train_j",
 )  # fmt: skip

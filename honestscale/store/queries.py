@@ -171,20 +171,24 @@ def _step_parts(where: str) -> str:
     """CTEs per_rank and per_run: warm-up excluded, throughput over the slowest rank, fraction of each part,
     whether communication was measured, and the rank imbalance."""
     return f"""
+        replicas AS (SELECT run_id, coalesce(replica_ranks, 1) AS replica_ranks FROM runs),
         per_rank AS (
-            SELECT run_id, rank, sum(samples) AS samples, sum(t_total) AS t_total, sum(t_data) AS t_data,
+            SELECT run_id, rank, sum(samples) AS samples, sum(tokens) AS tokens, sum(t_total) AS t_total,
+                   sum(t_data) AS t_data,
                    sum(t_compute) AS t_compute, sum(t_comm) AS t_comm, sum(t_optimizer) AS t_optimizer,
                    bool_or(coalesce(comm_measured, false)) AS comm_measured
             FROM steps WHERE NOT coalesce(warmup, false) AND {where} GROUP BY run_id, rank
         ),
         per_run AS (
-            SELECT run_id, sum(samples) / nullif(max(t_total), 0) AS samples_per_s,
+            -- a replica's samples are counted by each of its tensor/pipeline/context-parallel ranks: once here
+            SELECT run_id, sum(samples) / nullif(max(t_total), 0) / any_value(k.replica_ranks) AS samples_per_s,
+                   sum(tokens) / nullif(max(t_total), 0) / any_value(k.replica_ranks) AS tokens_per_s,
                    sum(t_data) / nullif(sum(t_total), 0) AS data, sum(t_compute) / nullif(sum(t_total), 0) AS compute,
                    sum(t_comm) / nullif(sum(t_total), 0) AS comm, sum(t_optimizer) / nullif(sum(t_total), 0) AS optimizer,
                    bool_or(comm_measured) AS comm_measured,
                    -- the slowest rank's step time over the fastest's (load imbalance, stragglers)
                    CASE WHEN count(*) > 1 THEN max(t_total) / nullif(min(t_total), 0) END AS imbalance
-            FROM per_rank GROUP BY run_id
+            FROM per_rank JOIN replicas k USING (run_id) GROUP BY run_id
         )"""
 
 
@@ -245,8 +249,10 @@ def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
         con,
         f"""
         WITH trained AS (
-            SELECT run_id, time, sum(samples) OVER (PARTITION BY run_id ORDER BY time, rank, seq) AS samples_trained
-            FROM steps {where}
+            SELECT run_id, time,
+                   sum(samples) OVER (PARTITION BY run_id ORDER BY time, rank, seq) / coalesce(k.replica_ranks, 1)
+                       AS samples_trained
+            FROM steps LEFT JOIN (SELECT run_id, replica_ranks FROM runs) k USING (run_id) {where}
         ),
         e AS (SELECT run_id, rank, seq, time, epoch, split, metric, value FROM evals {where})
         SELECT e.run_id, e.rank, e.time, e.epoch, e.split, e.metric, e.value,
@@ -322,15 +328,17 @@ def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
             FROM s GROUP BY run_id
         ),
         sync AS (
-            SELECT run_id, epoch, step, max(t_total) AS t, sum(samples) AS samples,
+            SELECT run_id, epoch, step, max(t_total) AS t, sum(samples) / any_value(coalesce(k.replica_ranks, 1)) AS samples,
+                   sum(tokens) / any_value(coalesce(k.replica_ranks, 1)) AS tokens,
                    bool_or(coalesce(warmup, false)) AS warm
-            FROM steps {where} GROUP BY run_id, epoch, step
+            FROM steps LEFT JOIN (SELECT run_id, replica_ranks FROM runs) k USING (run_id) {where}
+            GROUP BY run_id, epoch, step
         ),
         q AS (
             SELECT run_id, count(*) AS sync_steps, median(t) AS sync_median_s,
                    quantile_cont(t, 0.75) + 1.5 * (quantile_cont(t, 0.75) - quantile_cont(t, 0.25)) AS fence_s,
                    median(samples) AS samples_per_step, sum(t) AS step_time_s,
-                   CAST(sum(samples) AS DOUBLE) AS samples_timed
+                   CAST(sum(samples) AS DOUBLE) AS samples_timed, CAST(sum(tokens) AS DOUBLE) AS tokens_timed
             FROM sync WHERE NOT warm GROUP BY run_id
         ),
         tails AS (
@@ -341,7 +349,7 @@ def lint_steps(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
         ),
         trained AS (SELECT run_id, CAST(sum(samples) AS DOUBLE) AS samples_trained FROM sync GROUP BY run_id)
         SELECT c.*, q.sync_steps, q.sync_median_s, q.fence_s, CAST(q.samples_per_step AS DOUBLE) AS samples_per_step,
-               q.step_time_s, q.samples_timed, t.outliers, t.outlier_excess_s, t.slowest_step_s, trained.samples_trained
+               q.step_time_s, q.samples_timed, q.tokens_timed, t.outliers, t.outlier_excess_s, t.slowest_step_s, trained.samples_trained
         FROM counts c LEFT JOIN q USING (run_id) LEFT JOIN tails t USING (run_id) LEFT JOIN trained USING (run_id)
         ORDER BY run_id
         """,

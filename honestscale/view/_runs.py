@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from honestscale.events import PARALLEL_DIMS
+
 
 @dataclass(frozen=True)
 class Eval:
@@ -49,7 +51,8 @@ class Steps:
     fence_s: float | None = None  # Tukey's upper fence, Q3 + 1.5 IQR
     samples_per_step: float | None = None  # median samples of all ranks per step
     step_time_s: float | None = None  # sum of the synchronous steps
-    samples_timed: float | None = None  # samples of those steps
+    samples_timed: float | None = None  # samples of those steps (each replica's once: the layout's ranks divided)
+    tokens_timed: float | None = None  # tokens of those steps, counted as samples are; None: no step says
     outliers: int | None = None  # steps above the fence
     outlier_excess_s: float | None = None  # their time beyond the median step
     slowest_step_s: float | None = None
@@ -67,6 +70,8 @@ class Ranks:
         tuple[str, tuple[str, ...]], ...
     ] = ()  # run_start fields whose values differ across ranks
 
+
+_DIMS = PARALLEL_DIMS
 
 # Vendors, brands, form factors and memory sizes: "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip.
 _HARDWARE_NOISE = re.compile(
@@ -156,6 +161,18 @@ class Run:
     source_file: str | None = None
     final_quality: str | None = None  # JSON text
     energy_to_train_j: float | None = None
+    # the parallel layout (contract 3): degrees as JSON text; ranks that share one replica's samples (tp x pp x cp)
+    parallel: str | None = None
+    replica_ranks: int | None = None
+    pipeline_schedule: str | None = None
+    microbatches: int | None = None
+    sequence_length: int | None = None
+    global_batch_tokens: int | None = None
+    activation_checkpointing: str | None = None
+    compute_dtype: str | None = None
+    params_total: int | None = None
+    params_embedding: int | None = None
+    params_active: int | None = None
     attrs: dict[str, Any] = field(default_factory=dict)  # the run_start payload
     evals: tuple[Eval, ...] = ()
     steps: Steps | None = None
@@ -215,6 +232,48 @@ class Run:
         if s is None or not s.step_time_s or not s.samples_timed:
             return None
         return s.samples_timed / s.step_time_s
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        """The layout's degree per dimension (dp, fsdp, tp, pp, cp, ep), each >= 1; a run that recorded no layout
+        is data parallel over its ranks (dp = world_size)."""
+        try:
+            got = json.loads(self.parallel) if self.parallel else None
+        except ValueError:
+            got = None
+        out = {d: 1 for d in _DIMS}
+        if not isinstance(got, dict):
+            out["dp"] = int(self.world_size or 1)
+            return out
+        for d in _DIMS:
+            v = got.get(d)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                out[d] = v
+        return out
+
+    @property
+    def layout(self) -> str:
+        """The layout as the runner's ``--parallel`` names it: ``dp2,tp2``; ``dp4`` for plain data parallel."""
+        d = self.degrees
+        parts = [f"{k}{v}" for k, v in d.items() if v > 1 and k != "ep"] or [f"dp{d['dp']}"]
+        if d["ep"] > 1:
+            parts.append(f"ep{d['ep']}")
+        return ",".join(parts)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens/s over the run's timed steps: every rank's tokens, each replica's once (the layout's tensor,
+        pipeline and context-parallel ranks count the same tokens), over the synchronous steps' time."""
+        s = self.steps
+        if s is None or not s.step_time_s or not s.tokens_timed:
+            return None
+        return s.tokens_timed / s.step_time_s
+
+    @property
+    def tokens_per_s_per_accelerator(self) -> float | None:
+        """Tokens/s over the accelerators in use (the workers of a CPU run): the total divided, never one rank's."""
+        t, n = self.tokens_per_s, self.workers
+        return None if t is None or not n else t / n
 
     @property
     def steady_rate(self) -> float | None:
