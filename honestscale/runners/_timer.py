@@ -34,9 +34,11 @@ class StepTimer:
     def mark(self, phase: str) -> None:
         self._current[phase] = self.clock.now()
 
-    def end(self, comm_from: Any = None, **fields: Any) -> list[dict[str, Any]]:
-        """Close the step; return the timings that are ready (this step's, or the previous one's on a device)."""
+    def end(self, comm_from: Any = None, comm_s: float | None = None, **fields: Any) -> list[dict[str, Any]]:
+        """Close the step; return the timings that are ready (this step's, or the previous one's on a device).
+        ``comm_s``: communication measured in seconds instead (waits summed by the runner), part of compute."""
         self._current["comm_from"] = comm_from
+        self._current["comm_s"] = comm_s
         self._current["fields"] = fields
         self._pending.append(self._current)
         self._current = {}
@@ -58,8 +60,9 @@ class StepTimer:
         t_compute = s(step["data"], step["compute"])
         t_optimizer = s(step["compute"], step["optimizer"])
         out = dict(step["fields"])
-        if step["comm_from"] is not None:
-            t_comm = min(max(s(step["comm_from"], step["compute"]), 0.0), t_compute)
+        if step["comm_from"] is not None or step.get("comm_s") is not None:
+            waited = 0.0 if step["comm_from"] is None else s(step["comm_from"], step["compute"])
+            t_comm = min(max(waited + (step.get("comm_s") or 0.0), 0.0), t_compute)
             out.update(t_comm=t_comm, comm_measured=True)
             t_compute -= t_comm
         else:

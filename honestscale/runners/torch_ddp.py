@@ -24,7 +24,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _world, usermodel
+from honestscale.runners import _transformer, _world, usermodel
+from honestscale.runners._ddp_comm import DDPCommTiming
 from honestscale.runners.instrument import (
     COUNT,
     NON_NEGATIVE,
@@ -52,9 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("what to train")
     g.add_argument("--model", default="mlp",
-                   help="mlp, cnn, resnet18, resnet50, or your own: FILE.py:FUNCTION returning a plain nn.Module "
+                   help="mlp, cnn, resnet18, resnet50, gpt (a transformer on the CPython sources, with --parallel "
+                        "layouts: see below), or your own: FILE.py:FUNCTION returning a plain nn.Module "
                         "(called with input_shape and num_classes if it takes them) (default: mlp)")  # fmt: skip
-    g.add_argument("--dataset", default="digits",
+    g.add_argument("--dataset", default=None,
                    help="digits (scikit-learn, offline), synthetic, folder (image folder: train/ val/ [test/]), "
                         "memmap ({train,validation,test}_{x,y}.npy), or FILE.py:FUNCTION returning "
                         '{"train": (x, y), "validation": ..., "test": ...} NumPy arrays (default: digits)')  # fmt: skip
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--loader-workers", type=COUNT, default=0, help="DataLoader worker processes per rank")
     g.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
     stop.add_argument("--max-time", type=POSITIVE, help="stop after this many seconds of training")
+    _transformer.add_args(p)
     add_recording_args(p)
     return p
 
@@ -101,7 +104,7 @@ def _splits(args: argparse.Namespace) -> Any:
 
     if usermodel.is_spec(args.dataset):
         return data.from_arrays(usermodel.dataset(args.dataset), usermodel.name(args.dataset))
-    if args.dataset == "digits":
+    if args.dataset in (None, "digits"):
         return data.digits()
     if args.dataset == "synthetic":
         shape = tuple(int(d) for d in args.synthetic_shape.split(","))
@@ -132,15 +135,38 @@ def main(argv: list[str] | None = None) -> int:
     except _world.WorldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.batch_size % world.world_size:
+    if args.model == "gpt":
+        why = _gpt_refusal(args)
+        if why:
+            print(f"error: {why}", file=sys.stderr)
+            return 2
+    elif args.batch_size % world.world_size:
         print(f"error: --batch-size {args.batch_size} (global) is not divisible by the {world.world_size} ranks; "
               f"use a multiple of {world.world_size}", file=sys.stderr)  # fmt: skip
         return 2
     run_id = _run_id(args, world)
     with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval,
                      device=world.local_rank if _wants_cuda(args) else None) as rec:  # fmt: skip
-        _train(args, world, run_id, rec)
+        if args.model == "gpt":
+            _transformer.train(args, world, rec, _wants_cuda(args))
+        else:
+            _train(args, world, run_id, rec)
     return 0
+
+
+def _gpt_refusal(args: argparse.Namespace) -> str | None:
+    """Options of the image and MLP path that mean nothing to the transformer, named with what to use."""
+    if args.dataset not in (None, "cpython-stdlib"):
+        return f"--model gpt trains on the CPython standard library's sources; --dataset {args.dataset} is not offered"
+    if args.target_accuracy is not None:
+        return (
+            "--model gpt stops on a validation loss: use --target-loss (nats per byte), not --target-accuracy"
+        )
+    if args.distributed != "ddp" or args.grad_compression != "none":
+        return "--model gpt lays itself out with --parallel; --distributed and --grad-compression are for the other models"
+    if args.optimizer != "sgd":
+        return "--model gpt trains with AdamW; leave --optimizer out"
+    return None
 
 
 def _horovod_version() -> str:
@@ -230,7 +256,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     ))  # fmt: skip
 
     clock = CudaClock() if cuda else HostClock()
-    comm = _CommTiming(clock)
+    comm = DDPCommTiming(clock)
     net: torch.nn.Module = model
     if world.world_size > 1 and hvd is None:
         net = DDP(model, device_ids=[world.local_rank] if cuda else None)
@@ -378,43 +404,6 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         raise TargetNotReached(
             f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
         )
-
-
-class _CommTiming:
-    """Marks when DDP hands the last gradient bucket to the all-reduce (via a communication hook).
-
-    The time from that mark to the end of backward is the communication the step waited for
-    (what overlapping did not hide). Wraps the plain all-reduce hook, or the fp16 / PowerSGD
-    compression hooks.
-    """
-
-    def __init__(self, clock: Any) -> None:
-        self.clock = clock
-        self.last_ready: Any = None
-
-    def begin_step(self) -> None:
-        self.last_ready = None
-
-    def register(self, ddp: Any, compression: str) -> None:
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
-
-        state: Any
-        hook: Any
-        if compression == "fp16":
-            state, hook = None, default_hooks.fp16_compress_hook
-        elif compression == "powersgd":
-            state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
-                                                start_powerSGD_iter=2)  # fmt: skip
-            hook = powerSGD_hook.powerSGD_hook
-        else:
-            state, hook = None, default_hooks.allreduce_hook
-
-        # No annotations: DDP checks them against dist.GradBucket, and this module's are strings.
-        def timed(hook_state, bucket):  # type: ignore[no-untyped-def]
-            self.last_ready = self.clock.now()
-            return hook(hook_state, bucket)
-
-        ddp.register_comm_hook(state, timed)
 
 
 def run() -> None:
