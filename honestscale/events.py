@@ -260,13 +260,28 @@ _RUN_START: tuple[Field, ...] = (
         "Pipeline schedule, as torch.distributed.pipelining names it: gpipe, 1f1b, interleaved-1f1b, ... "
         "Since contract 3.",
     ),
-    Field("microbatches", "integer", "Microbatches per optimizer step (pipeline). Since contract 3.", minimum=1),
-    Field("pipeline_virtual_stages", "integer", "Model chunks per pipeline rank (interleaved schedules; 1 "
-          "otherwise). Since contract 3.", minimum=1),  # fmt: skip
-    Field("sequence_length", "integer", "Tokens per sample (sequence) of a language model. Since contract 3.",
-          minimum=1),  # fmt: skip
-    Field("global_batch_tokens", "integer", "Tokens per optimizer step summed over the data-parallel replicas "
-          "(global_batch_size x sequence_length). Since contract 3.", minimum=1),  # fmt: skip
+    Field(
+        "microbatches", "integer", "Microbatches per optimizer step (pipeline). Since contract 3.", minimum=1
+    ),
+    Field(
+        "pipeline_virtual_stages",
+        "integer",
+        "Model chunks per pipeline rank (interleaved schedules; 1 otherwise). Since contract 3.",
+        minimum=1,
+    ),
+    Field(
+        "sequence_length",
+        "integer",
+        "Tokens per sample (sequence) of a language model. Since contract 3.",
+        minimum=1,
+    ),
+    Field(
+        "global_batch_tokens",
+        "integer",
+        "Tokens per optimizer step summed over the data-parallel replicas "
+        "(global_batch_size x sequence_length). Since contract 3.",
+        minimum=1,
+    ),
     Field(
         "activation_checkpointing",
         "string",
@@ -281,13 +296,26 @@ _RUN_START: tuple[Field, ...] = (
         "measured against. Since contract 3.",
         enum=DTYPES,
     ),
-    Field("params_total", "integer", "Parameters of the whole model (every shard, stage and expert), not one "
-          "rank's. Since contract 3.", minimum=0),  # fmt: skip
-    Field("params_embedding", "integer", "Of params_total, the token (and position) embeddings; the output "
-          "layer when it is not tied to them counts as a matrix multiply, not here. Since contract 3.",
-          minimum=0),  # fmt: skip
-    Field("params_active", "integer", "Parameters used per token (a mixture of experts uses a few experts); "
-          "params_total for a dense model. Since contract 3.", minimum=0),  # fmt: skip
+    Field(
+        "params_total",
+        "integer",
+        "Parameters of the whole model (every shard, stage and expert), not one rank's. Since contract 3.",
+        minimum=0,
+    ),
+    Field(
+        "params_embedding",
+        "integer",
+        "Of params_total, the token (and position) embeddings; the output "
+        "layer when it is not tied to them counts as a matrix multiply, not here. Since contract 3.",
+        minimum=0,
+    ),
+    Field(
+        "params_active",
+        "integer",
+        "Parameters used per token (a mixture of experts uses a few experts); "
+        "params_total for a dense model. Since contract 3.",
+        minimum=0,
+    ),
     Field(
         "model_shape",
         "object",
@@ -332,8 +360,12 @@ _STEP: tuple[Field, ...] = (
         True,
         minimum=0,
     ),
-    Field("tokens", "integer", "Tokens processed by this rank in this step, counted as samples are. Since "
-          "contract 3.", minimum=0),  # fmt: skip
+    Field(
+        "tokens",
+        "integer",
+        "Tokens processed by this rank in this step, counted as samples are. Since contract 3.",
+        minimum=0,
+    ),
     Field("t_total", "number", "Wall time of the whole step on this rank, seconds.", True, minimum=0),
     Field("t_data", "number", "Waiting for the data loader: I/O and preprocessing, seconds.", minimum=0),
     Field("t_compute", "number", "Forward and backward pass, seconds.", minimum=0),

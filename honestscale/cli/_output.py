@@ -70,8 +70,30 @@ def _withhold(rec: dict[str, Any], rejected: dict[str, Any] | None) -> dict[str,
     return rec
 
 
+RATES_ARE = (
+    "per run, over its synchronous steps (the slowest rank's time per step), warm-up excluded; each data-parallel "
+    "replica's samples and tokens counted once (the ranks of a tensor, pipeline or context-parallel group process "
+    "the same ones); per worker: the total over the accelerators in use (the processes of a CPU run)"
+)
+
+
+def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
+    """Per run id: its parallel layout and its rates (``RATES_ARE`` says which statistic they are)."""
+    out = {}
+    for r in runs:
+        per = r.throughput / r.workers if r.throughput is not None and r.workers else None
+        out[r.id] = {"layout": r.layout, "parallel": r.degrees if r.parallel else None,
+                     "samples_per_s": r.throughput, "samples_per_s_per_worker": per,
+                     "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_worker": r.tokens_per_s_per_accelerator,
+                     "rates_are": RATES_ARE if r.throughput is not None else None}  # fmt: skip
+    return out
+
+
 def run_records(
-    df: pl.DataFrame, targets: dict[str, dict[str, Any]], rejected: dict[str, dict[str, Any]] | None = None
+    df: pl.DataFrame,
+    targets: dict[str, dict[str, Any]],
+    rejected: dict[str, dict[str, Any]] | None = None,
+    rates: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null, the time to
     accuracy with the target it refers to (``reached``); times a rule rejects (``rejected_times``) are null, and
@@ -91,6 +113,7 @@ def run_records(
         )
         # every metric's last value (Mask R-CNN: bbox_mAP and segm_mAP)
         rec["final_quality"] = json.loads(row["final_quality"]) if row.get("final_quality") else None
+        rec |= (rates or {}).get(row["run_id"], {})
         out.append(_withhold(rec, (rejected or {}).get(row["run_id"])))
     return out
 
@@ -171,12 +194,19 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
                                         "measurement" for k, v in rejected.items()), style="red", justify="left")  # fmt: skip
     for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
         table.add_column(col, overflow="fold")
-    table.add_column("final accuracy", overflow="fold")
+    table.add_column("final quality", overflow="fold")
+    layout = "parallel" in df.columns and df["parallel"].drop_nulls().len() > 0
+    if layout:
+        table.add_column("layout")
     slurm = "slurm_job_id" in df.columns and df["slurm_job_id"].drop_nulls().len() > 0
     if slurm:
         table.add_column("slurm job")
     for r in df.iter_rows(named=True):
-        acc = "-" if r["final_value"] is None else f"{r['final_value']:.4f} {r['final_split']}"
+        acc = (
+            "-"
+            if r["final_value"] is None
+            else f"{r['final_value']:.4f} {r['final_split']} {shown(r['final_metric'])}"
+        )
         accel = "-"
         if r["n_accelerators"] == 0:  # a CPU-only run: its workers are processes, not accelerators
             accel = "none (CPU)"
@@ -196,9 +226,21 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
             status,
             _time_cell(r["time_to_train_s"], rejected.get(r["run_id"])),
             acc,
+            *([_layout_cell(r.get("parallel"))] if layout else []),
             *([_name(r["slurm_job_id"] or "-")] if slurm else []),
         )
     return table
+
+
+def _layout_cell(parallel: str | None) -> str:
+    """``dp2,tp2`` from the degrees' JSON; ``-`` where the run recorded none (data parallel over its ranks)."""
+    from honestscale.view import layout_text
+
+    try:
+        got = json.loads(parallel) if parallel else None
+    except ValueError:
+        got = None
+    return layout_text(got) if isinstance(got, dict) else "-"
 
 
 def plan_table(campaign: str, plans: list[Any]) -> Table:

@@ -256,7 +256,9 @@ def runs(
     JSON gives an array of objects (run_id, source, campaign, system, framework, purpose, n_nodes,
     n_accelerators, accelerator, global_batch_size, local_batch_size, status, started_at,
     time_to_train_s, time_to_accuracy_s with the target it refers to, final_accuracy {split, metric, value} or
-    null, source_file, rejected, ...); CSV the same columns (the target and rejected as text).
+    null (the final quality: an accuracy, or a loss), source_file, rejected, the parallel layout (layout "dp2,tp2",
+    parallel {dp, fsdp, tp, pp, cp, ep}) and the run's rates (samples_per_s, tokens_per_s, each per worker too,
+    rates_are saying which statistic), ...); CSV the same columns (the target and rejected as text).
 
     Times that are no measurement (HS213: run_stop before run_start, a clock gone backwards, a rank missing) are
     never printed as one: marked "✗ HS213" in the table, null in JSON and CSV, with the rule, why and the values
@@ -274,7 +276,7 @@ def runs(
     targets = _output.reached(runs) if format is not TableFormat.table else {}
     rejected = _output.rejected_times(linter.lint(view, select=["HS213"]).findings)
     if format is TableFormat.json:
-        print(_output.dumps(_output.run_records(df, targets, rejected)))
+        print(_output.dumps(_output.run_records(df, targets, rejected, _output.layouts(runs))))
     elif format is TableFormat.csv:
         sys.stdout.write(_output.runs_csv(df, targets, rejected))
     elif df.height == 0:

@@ -81,7 +81,8 @@ _FROM_RUN_START: tuple[tuple[str, str, str], ...] = (
 # and tokens over ranks are divided by it; a degree that is not a positive integer counts as 1 (the contract's
 # validation leaves the object's members to the reader)
 _REPLICA_RANKS = " * ".join(
-    f"coalesce(nullif(greatest(TRY_CAST(s.p -> 'parallel' ->> '{d}' AS INTEGER), 0), 0), 1)" for d in ("tp", "pp", "cp")
+    f"coalesce(nullif(greatest(TRY_CAST(s.p -> 'parallel' ->> '{d}' AS INTEGER), 0), 0), 1)"
+    for d in ("tp", "pp", "cp")
 )
 
 

@@ -39,6 +39,7 @@ RUN_LIST_COLUMNS = (
     "accelerator",
     "global_batch_size",
     "local_batch_size",
+    "parallel",
     "status",
     "reason",
     "started_at",

@@ -26,7 +26,7 @@ from honestscale.view._comparisons import (
     classify,
     comparisons,
 )
-from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps, accelerator_model
+from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps, accelerator_model, layout_text
 
 
 def med(values: Iterable[float | None]) -> float | None:
@@ -56,6 +56,7 @@ __all__ = [
     "build",
     "classify",
     "comparisons",
+    "layout_text",
     "listed_runs",
     "listing",
     "med",

@@ -42,16 +42,23 @@ def _evals(con: Connection, campaign: str | None) -> dict[str, list[Eval]]:
 
 def listed_runs(con: Connection, campaign: str | None = None) -> list[Run]:
     """Every run (of one campaign) with its evaluations and ranks, superseded ones included: what a listing of the
-    runs needs (``runs --format json``: time to accuracy; the per-run rules: HS213), without steps or power."""
+    runs needs (``runs --format json``: time to accuracy, rates; the per-run rules: HS213), without power."""
     evals = _evals(con, campaign)
     ranks = _ranks(con, campaign)
-    return [Run.from_row(row, evals=tuple(evals.get(row["run_id"], ())), ranks=ranks.get(row["run_id"], Ranks()))
+    steps = _steps(con, campaign)
+    return [Run.from_row(row, evals=tuple(evals.get(row["run_id"], ())), ranks=ranks.get(row["run_id"], Ranks()),
+                         steps=steps.get(row["run_id"]))
             for row in queries.lint_runs(con, campaign, with_superseded=True).iter_rows(named=True)]  # fmt: skip
+
+
+def _steps(con: Connection, campaign: str | None) -> dict[str, Steps]:
+    return {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
+            for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
 
 
 def listing(con: Connection, campaign: str | None = None) -> tuple[list[Run], View]:
     """The listed runs (``listed_runs``) and the view of those not superseded, for the rules about single runs
-    (HS213), without reading steps or power: a listing of the runs need not build the whole store's view."""
+    (HS213), without reading power: a listing of the runs need not build the whole store's view."""
     runs = listed_runs(con, campaign)
     superseded = queries.superseded(con, campaign)
     kept = [r for r in runs if r.id not in superseded]
@@ -62,8 +69,7 @@ def build(con: Connection, campaign: str | None = None) -> View:
     """The view of the store (or of one campaign)."""
     evals = _evals(con, campaign)
     power = power_samples(con, campaign)
-    steps = {s["run_id"]: Steps(**{k: v for k, v in s.items() if k != "run_id"})
-             for s in queries.lint_steps(con, campaign).iter_rows(named=True)}  # fmt: skip
+    steps = _steps(con, campaign)
     ranks = _ranks(con, campaign)
     runs = []
     for row in queries.lint_runs(con, campaign).iter_rows(named=True):

@@ -51,7 +51,7 @@ class Steps:
     fence_s: float | None = None  # Tukey's upper fence, Q3 + 1.5 IQR
     samples_per_step: float | None = None  # median samples of all ranks per step
     step_time_s: float | None = None  # sum of the synchronous steps
-    samples_timed: float | None = None  # samples of those steps (each replica's once: the layout's ranks divided)
+    samples_timed: float | None = None  # samples of those steps, each replica's once
     tokens_timed: float | None = None  # tokens of those steps, counted as samples are; None: no step says
     outliers: int | None = None  # steps above the fence
     outlier_excess_s: float | None = None  # their time beyond the median step
@@ -72,6 +72,14 @@ class Ranks:
 
 
 _DIMS = PARALLEL_DIMS
+
+
+def layout_text(degrees: Mapping[str, Any]) -> str:
+    """Degrees per dimension as ``--parallel`` writes them: ``dp2,tp2`` (the dimensions above 1), ``dp1`` for one
+    rank."""
+    parts = [f"{k}{v}" for k in _DIMS if isinstance(v := degrees.get(k), int) and v > 1]
+    return ",".join(parts) or "dp1"
+
 
 # Vendors, brands, form factors and memory sizes: "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip.
 _HARDWARE_NOISE = re.compile(
@@ -241,7 +249,7 @@ class Run:
             got = json.loads(self.parallel) if self.parallel else None
         except ValueError:
             got = None
-        out = {d: 1 for d in _DIMS}
+        out = dict.fromkeys(_DIMS, 1)
         if not isinstance(got, dict):
             out["dp"] = int(self.world_size or 1)
             return out
@@ -252,13 +260,12 @@ class Run:
         return out
 
     @property
-    def layout(self) -> str:
-        """The layout as the runner's ``--parallel`` names it: ``dp2,tp2``; ``dp4`` for plain data parallel."""
-        d = self.degrees
-        parts = [f"{k}{v}" for k, v in d.items() if v > 1 and k != "ep"] or [f"dp{d['dp']}"]
-        if d["ep"] > 1:
-            parts.append(f"ep{d['ep']}")
-        return ",".join(parts)
+    def layout(self) -> str | None:
+        """The layout as the runner's ``--parallel`` names it: ``dp2,tp2``; ``dp4`` for plain data parallel; None
+        where neither a layout nor the ranks are known."""
+        if not self.parallel and not self.world_size:
+            return None
+        return layout_text(self.degrees)
 
     @property
     def tokens_per_s(self) -> float | None:
