@@ -81,7 +81,11 @@ def test_every_layout_trains_the_same_model(layouts: tuple[Path, dict[str, dict[
      ("gpt-dp2-pp2", "dp2,pp2", 2, 4)],
 )  # fmt: skip
 def test_rates_come_from_every_rank_and_the_layout(
-    layouts: tuple[Path, dict[str, dict[str, Any]]], run_id: str, layout: str, replica_ranks: int, workers: int
+    layouts: tuple[Path, dict[str, dict[str, Any]]],
+    run_id: str,
+    layout: str,
+    replica_ranks: int,
+    workers: int,
 ) -> None:
     out, runs = layouts
     run, events = runs[run_id], _events(out, run_id)
@@ -106,13 +110,18 @@ def test_the_layout_and_the_flops_land_with_the_run(layouts: tuple[Path, dict[st
         total = embedding + layers * block + 2 * d + d * vocab
         assert (s["params_total"], s["params_embedding"]) == (total, embedding)
         n = total - embedding
-        assert s["flops_per_token"] == {"palm": 6 * n + 12 * layers * d * t, "megatron": 6 * n + 6 * layers * d * t}
-        assert s["global_batch_tokens"] == 32 * t and s["sequence_length"] == t and s["compute_dtype"] == "fp32"
-    pp = [e for e in _events(out, "gpt-pp")[0] if e["kind"] == "run_start"][0]
+        assert s["flops_per_token"] == {
+            "palm": 6 * n + 12 * layers * d * t,
+            "megatron": 6 * n + 6 * layers * d * t,
+        }
+        assert (
+            s["global_batch_tokens"] == 32 * t and s["sequence_length"] == t and s["compute_dtype"] == "fp32"
+        )
+    pp = next(e for e in _events(out, "gpt-pp")[0] if e["kind"] == "run_start")
     assert (pp["pipeline_schedule"], pp["microbatches"], pp["comm_dimensions"]) == ("1f1b", 4, ["pp"])
     steps = [e for evs in _events(out, "gpt-pp").values() for e in evs if e["kind"] == "step"]
     assert all(e["comm_measured"] for e in steps) and sum(e["t_comm"] for e in steps) > 0  # the stages waited
-    hybrid = [e for e in _events(out, "gpt-dp2-pp2")[0] if e["kind"] == "run_start"][0]
+    hybrid = next(e for e in _events(out, "gpt-dp2-pp2")[0] if e["kind"] == "run_start")
     assert hybrid["comm_dimensions"] == ["dp", "pp"] and hybrid["local_batch_size"] == 16
     tp = [e for evs in _events(out, "gpt-tp").values() for e in evs if e["kind"] == "step"]
     assert not any(e["comm_measured"] for e in tp)  # tensor parallelism's all-reduces stay inside compute
@@ -128,13 +137,21 @@ def test_a_layout_that_cannot_run_is_refused_with_what_to_do(
 ) -> None:
     from honestscale.runners import _layouts
 
-    if parallel == "pp":  # 2 layers over 2 ranks x 2 interleaved stages: a run that fails, with the reason recorded
+    if (
+        parallel == "pp"
+    ):  # 2 layers over 2 ranks x 2 interleaved stages: a run that fails, with the reason recorded
         out = tmp_path / "runs"
         result = hs("run", "--framework", "torch", "--workers", "2", *COMMON, "--parallel", "pp", "--pipeline-schedule",
                     "interleaved-1f1b", "--run-id", "bad", "--out", out, timeout=300)  # fmt: skip
         assert result.returncode == 1
-        stops = [e for e in map(json.loads, (out / "bad" / "events-rank0.jsonl").open()) if e["kind"] == "run_stop"]
-        assert stops[0]["status"] == "failed" and says in stops[0]["reason"] and "--model-size" in stops[0]["reason"]
+        stops = [
+            e for e in map(json.loads, (out / "bad" / "events-rank0.jsonl").open()) if e["kind"] == "run_stop"
+        ]
+        assert (
+            stops[0]["status"] == "failed"
+            and says in stops[0]["reason"]
+            and "--model-size" in stops[0]["reason"]
+        )
         return
     with pytest.raises(_layouts.LayoutError, match=says):
         _layouts.parse(parallel, workers)
