@@ -72,6 +72,10 @@ class Point:
     energy_efficiency_ci: tuple[float | None, float | None] = (None, None)
     lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
     ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # the same over these runs and the base's
+    tokens_per_s: float | None = (
+        None  # tokens/s (language models), harmonic mean over runs, each replica's once
+    )
+    tokens_per_worker: float | None = None
 
 
 class Findings(list[dict[str, Any]]):
@@ -181,6 +185,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
     else:
         comm = "not exposed"
     throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
+    tokens = centre_of_rates([r.tokens_per_s for r in ok if r.tokens_per_s])
     energy_metric, joules = energies(runs)
     metrics = {r.final_metric for r in ok if r.final_value is not None}
     metric = metrics.pop() if len(metrics) == 1 else None
@@ -205,6 +210,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         energy_j=centre_of_times(joules), energy_ci=median_ci(joules), energy_metric=energy_metric,
         energy_source=energy.source(ok), mean_power_w=med(energy.mean_power_w(r) for r in ok),
         energy_per_sample_j=med(energy.per_sample_j(r) for r in ok),
+        tokens_per_s=tokens, tokens_per_worker=tokens / workers if tokens else None,
     )  # fmt: skip
 
 
@@ -219,6 +225,7 @@ class SummaryRow:
     point: Point
     mode: str | None = None  # the classification of the scaling series these runs belong to (the view's)
     campaigns: tuple[str, ...] = ()  # the campaigns of its runs (several when the view pools them)
+    layout: str | None = None  # the parallel layout where it is more than data parallel (``Run.layout_key``)
 
 
 def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
@@ -228,15 +235,21 @@ def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
     for r in view.runs:
         if (r.purpose or "final") == "final" and r.workers:
-            groups[(view.group_of(r), r.model, r.dataset, r.framework, r.workers)].append(r)
+            groups[(view.group_of(r), r.model, r.dataset, r.framework, r.workers, r.layout_key)].append(r)
     modes = {tuple(c.key.values()): c.mode for c in view.of_kind("scaling")}
     out = []
     for key, runs in sorted(
-        groups.items(), key=lambda kv: (*tuple((v is None, str(v)) for v in kv[0][:4]), kv[0][4])
+        groups.items(),
+        key=lambda kv: (
+            *tuple((v is None, str(v)) for v in kv[0][:4]),
+            kv[0][4],
+            (kv[0][5] is not None, kv[0][5] or ""),
+        ),
     ):
         mlperf = all(r.source == "mlperf" for r in runs)
         p = point(key[4], runs, view.fractions, mlperf)
         p.lint = lint_codes(findings, set(p.run_ids))
         campaigns = tuple(sorted({r.campaign for r in runs if r.campaign is not None}))
-        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, modes.get(key[:4]), campaigns))
+        mode = modes.get((*key[:4], runs[0].layout_family))
+        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, mode, campaigns, key[5]))
     return out

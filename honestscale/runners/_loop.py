@@ -82,7 +82,7 @@ class Loop:
         step: Callable[[Any], Done],
         evaluate: Callable[[int, bool], float | None],
         reached: Callable[[float], bool],
-        test: Callable[[int], None],
+        test: Callable[[int], object],
         *,
         everyone_evaluates: bool = False,
     ) -> Outcome:

@@ -26,6 +26,7 @@ from typing import Any
 
 from honestscale.runners import _transformer, _world, usermodel
 from honestscale.runners._ddp_comm import DDPCommTiming
+from honestscale.runners._loop import Budget, Done, Loop, check_target
 from honestscale.runners.instrument import (
     COUNT,
     NON_NEGATIVE,
@@ -35,7 +36,6 @@ from honestscale.runners.instrument import (
     HostClock,
     RunRecorder,
     StepTimer,
-    TargetNotReached,
     add_recording_args,
     add_training_args,
     base_software,
@@ -298,12 +298,8 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     loss_fn = torch.nn.CrossEntropyLoss()
     timer = StepTimer(clock)
     w = rec.writer
-    started = time.perf_counter()
-    step = samples_seen = 0
-    reached = False
-    stop_now = False
 
-    def evaluate(split: str, ds: Any, epoch: int, limit: int | None = None) -> float:
+    def evaluate_split(split: str, ds: Any, epoch: int, limit: int | None = None) -> float:
         model.eval()
         correct = total = 0
         with torch.no_grad(), torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
@@ -318,6 +314,10 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         w.eval(split=split, metric="accuracy", value=acc, samples=total, epoch=epoch)
         return acc
 
+    def evaluate(epoch: int, last: bool) -> float:
+        evaluate_split("train", splits.train, epoch, limit=10000)
+        return evaluate_split("validation", splits.validation, epoch)
+
     def decide(flag: bool) -> bool:
         """Rank 0's decision, shared by every rank."""
         if world.world_size == 1:
@@ -328,82 +328,54 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         dist.broadcast(t, 0)
         return bool(t.item())
 
-    net.train()
-    for epoch in range(args.epochs):
+    def batches(epoch: int) -> Any:
         sampler.set_epoch(epoch)
-        t_epoch, losses, seen = time.perf_counter(), [], 0
-        it = iter(loader)
-        while True:
-            timer.begin()
-            try:
-                xb, yb = next(it)
-            except StopIteration:
-                break
-            xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
-            timer.mark("data")
-            opt.zero_grad() if hvd else opt.zero_grad(set_to_none=True)  # Horovod takes no argument
-            comm.begin_step()
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-                loss = loss_fn(net(xb), yb)
+        for xb, yb in loader:
+            yield xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+
+    def train_step(batch: Any) -> Done:
+        xb, yb = batch
+        opt.zero_grad() if hvd else opt.zero_grad(set_to_none=True)  # Horovod takes no argument
+        comm.begin_step()
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            loss = loss_fn(net(xb), yb)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        if hvd:  # backward started each gradient's all-reduce; synchronize() waits for the rest
+            comm.last_ready = clock.now()
+            hvd_opt.synchronize()
+        timer.mark("compute")
+        with hvd_opt.skip_synchronize() if hvd else contextlib.nullcontext():
             if scaler is not None:
-                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
             else:
-                loss.backward()
-            if hvd:  # backward started each gradient's all-reduce; synchronize() waits for the rest
-                comm.last_ready = clock.now()
-                hvd_opt.synchronize()
-            timer.mark("compute")
-            with hvd_opt.skip_synchronize() if hvd else contextlib.nullcontext():
-                if scaler is not None:
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    opt.step()
-            if sched is not None:
-                sched.step()
-            timer.mark("optimizer")
-            for done in timer.end(comm.last_ready, epoch=epoch, step=step, samples=len(yb),
-                                  warmup=step < args.warmup_steps):  # fmt: skip
-                w.step(**done)
-            losses.append(loss.detach())
-            seen += len(yb)
-            step += 1
-            samples_seen += len(yb) * world.world_size
-            if args.max_samples is not None and samples_seen >= args.max_samples:
-                stop_now = True
-                break
-            # Ranks' clocks differ: they agree on the time limit every 10 steps (one small broadcast).
-            if (
-                args.max_time is not None
-                and step % 10 == 0
-                and decide(time.perf_counter() - started >= args.max_time)
-            ):
-                stop_now = True
-                break
-        for done in timer.flush():
-            w.step(**done)
-        mean_loss = float(torch.stack(losses).float().mean()) if losses else None
-        w.epoch(epoch=epoch, train_loss=mean_loss, samples=seen, t_total=time.perf_counter() - t_epoch)
-        last = epoch == args.epochs - 1 or stop_now
-        if world.is_main and ((epoch + 1) % args.eval_every == 0 or last or args.target_accuracy is not None):
-            evaluate("train", splits.train, epoch, limit=10000)
-            val = evaluate("validation", splits.validation, epoch)
-            reached = args.target_accuracy is not None and val >= args.target_accuracy
-        if decide(reached) or stop_now:
-            break
-    if world.is_main:
-        evaluate("test", splits.test, epoch)  # held out: once, at the end, never used to stop or select
-    reached = decide(reached)
+                opt.step()
+        if sched is not None:
+            sched.step()
+        timer.mark("optimizer")
+        return Done(loss=loss.detach(), samples=len(yb), comm_from=comm.last_ready)
+
+    def mean_loss(losses: list[Any]) -> float | None:
+        return float(torch.stack(losses).float().mean()) if losses else None
+
+    budget = Budget(epochs=args.epochs, warmup_steps=args.warmup_steps, eval_every=args.eval_every,
+                    max_samples=args.max_samples, max_time=args.max_time, target=args.target_accuracy)  # fmt: skip
+    loop = Loop(
+        w, timer, budget, decide=decide, replicas=world.world_size, is_main=world.is_main, mean_loss=mean_loss
+    )
+    net.train()
+    outcome = loop.run(batches, train_step, evaluate, lambda acc: acc >= float(args.target_accuracy),
+                       lambda epoch: evaluate_split("test", splits.test, epoch))  # fmt: skip
     if world.world_size > 1:
         hvd.barrier() if hvd else dist.barrier()  # the last collective: no rank tears the group down while another still uses it
     if hvd:
         # MPI_Finalize (Horovod built with MPI): under srun --mpi=pmix a rank that exits without it makes PMIx
         # abort the step, killing the ranks still writing their last events
         hvd.shutdown()
-    if args.target_accuracy is not None and not reached:
-        raise TargetNotReached(
-            f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
-        )
+    check_target(outcome, budget)
 
 
 def run() -> None:

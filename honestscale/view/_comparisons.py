@@ -59,7 +59,7 @@ class Mode:
 
 @dataclass
 class Comparison:
-    kind: str  # config | scaling | framework | hardware | campaign
+    kind: str  # config | scaling | framework | layout | hardware | campaign
     label: str
     runs: list[Run]
     key: dict[str, Any]
@@ -166,19 +166,28 @@ def accelerators_text(runs: Iterable[Run]) -> str | None:
 
 
 def batch_mode(runs: Iterable[Run]) -> str:
-    """``strong`` if every point has the same global batch, ``weak`` if the same batch per worker, else
-    ``irregular``."""
-    points: dict[int, set[int]] = defaultdict(set)
+    """``strong`` if every point has the same global batch, ``weak`` if the same batch per data-parallel replica,
+    else ``irregular``.
+
+    The batch is counted in tokens where every run records them (``global_batch_tokens``), else in samples. A replica
+    is a worker of plain data parallelism; under a layout (contract 3) the workers of a tensor, pipeline or context
+    parallel group train one replica together, so weak scaling keeps the tokens per replica (dp x fsdp), not per
+    worker, constant."""
+    runs = [r for r in runs if r.workers and r.global_batch_size]
+    tokens = bool(runs) and all(r.global_batch_tokens for r in runs)
+    points: dict[int, set[tuple[int, int]]] = defaultdict(set)
     for r in runs:
-        if r.workers and r.global_batch_size:
-            points[r.workers].add(int(r.global_batch_size))
+        assert r.workers and r.global_batch_size
+        batch = int(r.global_batch_tokens or 0) if tokens else int(r.global_batch_size)
+        replicas = r.degrees["dp"] * r.degrees["fsdp"] if r.parallel else r.workers
+        points[r.workers].add((batch, replicas))
     if len(points) < 2 or any(len(b) != 1 for b in points.values()):
         return "irregular"
     batches = {w: next(iter(b)) for w, b in points.items()}
-    if len(set(batches.values())) == 1:
+    if len({b for b, _ in batches.values()}) == 1:
         return "strong"
-    per_worker = {b / w for w, b in batches.items()}
-    return "weak" if len(per_worker) == 1 else "irregular"
+    per_replica = {b / n for b, n in batches.values()}
+    return "weak" if len(per_replica) == 1 else "irregular"
 
 
 def classify(runs: list[Run]) -> Mode:
@@ -272,21 +281,35 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
     """The comparisons of the runs, within each campaign, or across them (``pooled``; campaigns stay one each)."""
     compared = [r for r in runs if (r.purpose or "final") in COMPARED]
     out: list[Comparison] = []
-    config = ("campaign", "model", "dataset", "framework", "accelerator", "workers", "global_batch_size")
+    config = (
+        "campaign",
+        "model",
+        "dataset",
+        "framework",
+        "accelerator",
+        "workers",
+        "global_batch_size",
+        "layout_key",
+    )
     for values, group in sorted(_group(compared, config, pooled).items(), key=lambda kv: repr(kv[0])):
         key = dict(zip(config, values, strict=True))
         out.append(Comparison("config", _label(key), group, key))
-    scaling = ("campaign", "model", "dataset", "framework")
+    scaling = ("campaign", "model", "dataset", "framework", "layout_family")
     for values, group in sorted(_group(compared, scaling, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.workers for r in group if r.workers}) >= 2:
             key = dict(zip(scaling, values, strict=True))
             out.append(Comparison("scaling", _label(key), group, key, classify(group)))
-    framework = ("campaign", "model", "dataset", "workers")
+    framework = ("campaign", "model", "dataset", "workers", "layout_key")
     for values, group in sorted(_group(compared, framework, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.framework for r in group}) >= 2:
             key = dict(zip(framework, values, strict=True))
             like, left_out = like_for_like(group)
             out.append(Comparison("framework", _label(key), like, key, left_out=left_out))
+    layout = ("campaign", "model", "dataset", "framework", "workers")
+    for values, group in sorted(_group(compared, layout, pooled).items(), key=lambda kv: repr(kv[0])):
+        if len({r.layout_key for r in group}) >= 2:  # layouts of one model at one number of workers
+            key = dict(zip(layout, values, strict=True))
+            out.append(Comparison("layout", _label(key), group, key))
     for name in sorted({r.campaign for r in compared}, key=lambda c: (c is None, c or "")):
         out.append(Comparison("campaign", name or "(none)", [r for r in runs if r.campaign == name],
                               {"campaign": name}))  # fmt: skip

@@ -268,6 +268,21 @@ class Run:
         return layout_text(self.degrees)
 
     @property
+    def layout_key(self) -> str | None:
+        """The layout where it is more than data parallel (``tp2``, ``dp2,pp2``, ``fsdp2``), else None: runs of
+        different layouts are different configurations, never pooled; plain data-parallel runs, recorded with a
+        layout or before contract 3, are one."""
+        d = self.degrees
+        return layout_text(d) if any(d[k] > 1 for k in _DIMS if k != "dp") else None
+
+    @property
+    def layout_family(self) -> str | None:
+        """The model-parallel dimensions in use (``tp``, ``fsdp+tp``), None for data parallel: a scaling series
+        keeps its family (tp2 -> dp2,tp2 -> dp4,tp2), never mixes families."""
+        d = self.degrees
+        return "+".join(k for k in _DIMS if k != "dp" and d[k] > 1) or None
+
+    @property
     def tokens_per_s(self) -> float | None:
         """Tokens/s over the run's timed steps: every rank's tokens, each replica's once (the layout's tensor,
         pipeline and context-parallel ranks count the same tokens), over the synchronous steps' time."""

@@ -13,7 +13,9 @@ class WeakVsStrongScaling(Rule):
     ``weak``: same batch per worker) equals the scaling the runs declare; batches that follow neither fail;
     an undeclared series cannot be verified. The finding gives the series' classification, the one every
     output prints (``honestscale.view.classify``): a per-worker batch with every run trained to one target
-    (MLPerf) is ``mixed``, weak by batch on a fixed problem.
+    (MLPerf) is ``mixed``, weak by batch on a fixed problem. Under a parallel layout (tensor, pipeline, hybrids)
+    strong scaling keeps the global batch in tokens and weak scaling the tokens per data-parallel replica
+    (dp x fsdp): the ranks of a tensor or pipeline group train one replica together.
     Why it misleads: weak scaling (growing the global batch with the workers) always looks better than
     strong scaling; presenting one as the other, or mixing them, hides which problem was solved
     (Hoefler 2018, "minibatch sizes: weak vs strong scaling").
