@@ -69,7 +69,7 @@ BASE: dict[str, Any] = {
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
-    "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep",
+    "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep", "step_ranks", "rank_step_s",
 }  # fmt: skip
 
 
@@ -97,20 +97,32 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
     stalled = {5 + j * max(1, (n_steps - 5) // max(1, n_stalls)) for j in range(n_stalls)}
     # every rank writes run_start and run_stop, rank 0 its steps and evaluations too; impossible data: ``ranks``
     # written (0..world_size-1 by default), ``rank_fields`` {rank: run_start fields that differ}, ``clock_back``
-    # seconds the clock steps back after step 3, ``stop_at`` the run_stop time (from t0)
+    # seconds the clock steps back after step 3, ``stop_at`` the run_stop time (from t0).
+    # ``step_ranks: all``: every rank writes its steps, its replica's samples (the global batch over the
+    # data-parallel replicas: world size / (tp x pp x cp)), at ``rank_step_s`` {rank: seconds} (step_s otherwise).
+    # A run with a ``sequence_length`` counts tokens per step: samples x sequence length.
+    every = spec.get("step_ranks") == "all"
+    layout = start.get("parallel") or {}
+    replicas = max(1, int(start.get("world_size", workers)) // max(1, int(layout.get("tp", 1)) * int(layout.get("pp", 1))
+                                                                   * int(layout.get("cp", 1))))  # fmt: skip
     for rank in spec.get("ranks", range(int(start.get("world_size", workers)))):
         clock = [t0]
         w = EventWriter(out, run_id, rank, clock=lambda clock=clock: clock[0])
         w.run_start(**{**start, **(spec.get("rank_fields") or {}).get(rank, {})})
-        for i in range(n_steps if rank == 0 else 0):
+        for i in range(n_steps if rank == 0 or every else 0):
             clock[0] = (
                 t0 + (i + 1) * ttt / (n_steps + 2) - (float(spec.get("clock_back", 0.0)) if i > 3 else 0.0)
             )
-            t = float(spec.get("first_step_s", step_s)) if i == 0 else step_s
+            mine = float((spec.get("rank_step_s") or {}).get(rank, step_s))
+            t = float(spec.get("first_step_s", mine)) if i == 0 else mine
             if i in stalled:
                 t = float(spec.get("stall_s", 50 * step_s))
             fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": int(start.get("global_batch_size") or 128), "t_total": t, "t_compute": t * 0.8,
                                       "t_comm": t * 0.1, "t_optimizer": t * 0.05}  # fmt: skip
+            if every:
+                fields["samples"] = int(fields["samples"]) // replicas
+            if start.get("sequence_length"):
+                fields["tokens"] = int(fields["samples"]) * int(start["sequence_length"])
             if spec.get("t_data", True):
                 fields["t_data"] = t * 0.05
             if spec.get("warmup_marked", True):

@@ -5,6 +5,9 @@ metric (name, unit, higher or lower is better, target), the result files of a su
 dropped at each end for its score, with the rules each value comes from. The collector writes a run's
 target from it; the linter, the report and ``advise`` read a metric's direction and a run's targets
 through :func:`direction`, :func:`targets` and :meth:`Metric.reached`, never by assuming "higher is better".
+
+Peaks: ``peaks.toml`` holds the versioned, cited dense peak of each accelerator per data type, read through
+:mod:`honestscale.catalogue.peaks` (MFU and HFU in ``analysis/flops.py``, judged by HS107).
 """
 
 from __future__ import annotations

@@ -1,41 +1,94 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from honestscale.analysis import flops
+from honestscale.analysis.flops import Claims, MfuSummary, Utilisation, off
+from honestscale.catalogue import peaks
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, Run, View
 
 RATE_WORDS = ("flop", "ops", "tops")
+TOLERANCE = 0.05  # a claim further than this (relative) from the recomputed value is wrong
+SAME = 0.01  # a per-accelerator rate this close to the total is the total
+# run_start fields that name FLOPs without being a rate
+NOT_RATES = ("peak_tflops", "flops_per_token", "declared_peak", "model_shape")
+CAUSES = (
+    "a wrong peak (another card's, a sparse or non-tensor one, one halved twice), a shard-only parameter count "
+    "(fms-fsdp issue 67), a rank-0 rate times the world size (Lightning's Throughput), tokens counted once per "
+    "tensor-parallel rank (trl issue 7100), or another FLOPs convention"
+)
+FIX = (
+    "report MFU as honestscale recomputes it (every rank's tokens, each replica's once; the full model's "
+    "parameters; the table's dense peak of this accelerator and data type; the convention named), or correct the "
+    "tool's peak, parameter count and token count"
+)
+
+
+def _pct(x: float | None) -> str:
+    return "cannot verify" if x is None else f"{100 * x:.1f} %"
+
+
+def _g(x: float | None) -> str:
+    return "cannot verify" if x is None else f"{x:,.1f}"
 
 
 class HighestOpsNumbers(Rule):
-    """A rate (FLOP/s, ops/s, samples/s) must stand beside the time to solution.
+    """A rate (FLOP/s, ops/s, samples/s, MFU) must stand beside the time to solution, and be what the counts give.
 
-    What it checks: when runs report an operation rate (an evaluation metric or run_start field
-    naming FLOP/s or ops), or were stopped on a sample or time budget (throughput measurements), at least
-    one run of the configuration trained to a solution: it reached its target accuracy or its planned
-    epochs, with a time to train.
-    Why it misleads: the highest FLOP/s often come from settings (huge batches, low precision, no I/O)
-    that train slower to the same accuracy; rates without time to solution reward the wrong thing
-    (Hoefler 2018, "report highest ops numbers").
-    Example: "312 TFLOP/s sustained" for a configuration that never reached the target accuracy.
-    Fix: report time to accuracy (or to the planned epochs) first and the rate as an explanation of it.
-    Reference: Hoefler 2018, rule 7.
+    What it checks: when runs report an operation rate (an evaluation metric or run_start field naming FLOP/s or
+    ops, a claimed MFU), or were stopped on a sample or time budget (throughput measurements), at least one run of
+    the configuration trained to a solution: it reached its target accuracy or its planned epochs, with a time to
+    train. And the MFU/TFLOP/s audit (``analysis/flops.py``): MFU is recomputed from every rank's token counts,
+    the parameter counts, ``model_shape`` and the sequence length under a named convention (palm: 6N + 12·L·d·T;
+    megatron: attention halved), against the dense peak of the accelerator in the run's compute data type from the
+    versioned, cited peak table (``catalogue/peaks.toml``). It fails an MFU over 100 % (recomputed or claimed); a
+    claimed peak that is the accelerator's sparse ("with sparsity") or non-tensor-core one; a claimed MFU or TFLOP/s
+    per accelerator (run_start ``claims``) more than 5 % from the recomputed one, naming the likely cause; HFU
+    presented as MFU (activations recomputed and the claim matches the hardware FLOPs); MFUs of different
+    conventions in one comparison; a per-accelerator rate that equals the total. An accelerator without a peak in
+    the table and without a declared one (a CPU run), or a run without the counts, is *cannot verify*, with what to
+    record; never another card's peak.
+    Why it misleads: the highest FLOP/s often come from settings (huge batches, low precision, no I/O) that train
+    slower to the same accuracy; rates without time to solution reward the wrong thing (Hoefler 2018, "report
+    highest ops numbers"). And MFU is the number most often wrong in public: an unknown GPU falling back to the
+    A100's 312 TFLOP/s gives 563 % on MI355X (AMD-AGI/Primus PR 772) and 152 % on MI350X (torchtitan PR 4779);
+    sparse datasheet peaks halve it (Lightning issue 21677); a dense peak halved twice doubles it (OLMo-core PR
+    614); an FSDP model's ``numel()`` counts one shard (fms-fsdp issue 67); tensor-parallel ranks each count the
+    same tokens (trl issue 7100); rank 0's rate times the world hides the stragglers (Lightning's Throughput).
+    Example: "312 TFLOP/s sustained" for a configuration that never reached the target accuracy; "MFU 563 %" on
+    an MI355X, divided by the A100's peak (recomputed against the MI355X's 2,516.6: 69.8 %).
+    Fix: report time to accuracy (or to the planned epochs) first and the rate as an explanation of it; report
+    MFU as recomputed here (the convention named, the table's dense peak), record ``declared_peak`` (tflops,
+    dtype, source) for an accelerator the table lacks, and correct the tool's peak, parameter and token counts.
+    Reference: Hoefler 2018, rule 7; Chowdhery et al. 2022 (PaLM), appendix B (MFU); Korthikanti et al. 2022
+    (selective recomputation, HFU).
     """
 
     code = "HS107"
     name = "highest-ops-numbers"
     severity = "warning"
-    summary = "operation rates are reported beside a time to solution"
+    summary = (
+        "operation rates are reported beside a time to solution, and MFU claims are what the counts give"
+    )
 
     def targets(self, view: View) -> list[Comparison]:
-        return [c for c in view.of_kind("config") if any(_reports_rate(r) for r in c.runs)]
+        configs = [
+            c for c in view.of_kind("config") if any(_reports_rate(r) or flops.audited(r) for r in c.runs)
+        ]
+        mixed = [c for c in view.of_kind("scaling", "framework", "hardware", "layout")
+                 if len(flops.conventions_claimed(c.runs)) > 1]  # fmt: skip
+        return configs + mixed
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        yield from self._conventions(target)
+        if target.kind != "config":
+            return
         rate_runs = [r for r in target.runs if _reports_rate(r)]
         solved = [r for r in target.runs if r.ok and r.stop_criterion in ("target_accuracy", "epochs")
                   and r.time_to_train_s is not None]  # fmt: skip
-        if not solved:
+        if rate_runs and not solved:
             yield self.fail(
                 target,
                 rate_runs,
@@ -43,11 +96,171 @@ class HighestOpsNumbers(Rule):
                 "train the same configuration to the target accuracy (or planned epochs) and report its time",
                 stop_criteria=sorted({str(r.stop_criterion) for r in rate_runs}),
             )
+        audited = [r for r in target.runs if flops.audited(r)]
+        summary = flops.mfu_over(audited)
+        yield from _merged([f for run in audited for f in self._audit(target, run, view, summary)])
+
+    def _conventions(self, target: Comparison) -> Iterator[Finding]:
+        got = flops.conventions_claimed(target.runs)
+        if len(got) < 2:
+            return
+        runs = [r for r in target.runs if any(r.id in ids for ids in got.values())]
+        spread = ""
+        c = next((c for r in runs if (c := flops.counts(r)[0]) is not None), None)
+        if c is not None:
+            p, m = flops.model_flops(c, "palm"), flops.model_flops(c, "megatron")
+            spread = f"; for this model at {c.sequence:,} tokens of context they differ by {100 * (p / m - 1):.1f} %"
+        yield self.fail(
+            target, runs,
+            "MFUs of different FLOPs conventions compared: " + "; ".join(f"{k} ({', '.join(sorted(v))})"
+                                                                          for k, v in sorted(got.items())) + spread,
+            "recompute every MFU under one named convention (honestscale's: " + flops.DEFAULT_CONVENTION + ", "
+            + flops.CONVENTIONS[flops.DEFAULT_CONVENTION] + ") before comparing them",
+            conventions=got,
+        )  # fmt: skip
+
+    def _audit(
+        self, target: Comparison, run: Run, view: View, summary: MfuSummary | None
+    ) -> Iterator[Finding]:
+        c = flops.claims_of(run)
+        u = flops.utilisation(run)
+        ev: dict[str, Any] = {"run": run.id, "recomputed": u.as_json(), "claims": _claims_json(c),
+                              "configuration": summary.describe() if summary else None}  # fmt: skip
+        peak_text = _peak_text(u)
+        over = c.mfu is not None and c.mfu > 1
+        if u.mfu is not None and u.mfu > 1:
+            yield self.fail(target, [run], f"{run.id}: recomputed MFU {_pct(u.mfu)} is over 100 % ({peak_text}): "
+                            "the peak or the counts are wrong", "check the declared peak and the recorded counts",
+                            **ev)  # fmt: skip
+        if over:
+            yield self.fail(target, [run], f"{run.id}: claimed MFU {_pct(c.mfu)} is over 100 %; recomputed "
+                            f"{_pct(u.mfu)} ({peak_text}){_peak_cause(run, c)}", FIX, **ev)  # fmt: skip
+        if c.peak_tflops is not None:
+            kind, what = flops.claimed_peak(run, c.peak_tflops)
+            if kind in ("sparse", "vector"):
+                yield self.fail(target, [run], f"{run.id}: the claim divides by {c.peak_tflops:g} TFLOP/s, {what}; "
+                                f"dense: {_g(u.peak.tflops)} (MFU claimed {_pct(c.mfu)}, recomputed {_pct(u.mfu)})",
+                                "divide by the dense tensor-core peak of the accelerator in the compute data type "
+                                f"(peak table version {peaks.version()})", **ev)  # fmt: skip
+        n = u.accelerators or 0
+        if n > 1 and c.tokens_per_s and (o := off(c.tokens_per_s_per_accelerator, c.tokens_per_s)) is not None \
+                and o <= SAME:  # fmt: skip
+            yield self.fail(target, [run], f"{run.id}: the claimed per-accelerator rate "
+                            f"{_g(c.tokens_per_s_per_accelerator)} tokens/s is the total ({_g(c.tokens_per_s)}) on "
+                            f"{n} accelerators; recomputed per accelerator {_g(u.tokens_per_s_per_accelerator)}",
+                            "divide the total by the accelerators in use", **ev)  # fmt: skip
+        if u.peak.tflops is None and (c.any or u.flops_per_token is not None):
+            yield self.cannot_verify(target, [run], f"{run.id}: MFU against no peak: {u.peak.missing}"
+                                     + (f" (claimed {_pct(c.mfu)})" if c.mfu is not None else "")
+                                     + f"{_peak_cause(run, c)}; never another card's peak",
+                                     u.peak.record, **ev)  # fmt: skip
+        elif c.any and (u.flops_per_token is None or u.tokens_per_s is None):
+            yield self.cannot_verify(target, [run], f"{run.id}: the claimed MFU {_pct(c.mfu)} cannot be recomputed: "
+                                     f"{', '.join(u.missing)} not recorded", "record " + ", ".join(u.missing)
+                                     + " in run_start and the step events", **ev)  # fmt: skip
+        yield from self._claims(target, run, view, c, u, ev, skip_mfu=over)
+
+    def _claims(self, target: Comparison, run: Run, view: View, c: Claims, u: Utilisation, ev: dict[str, Any],
+                skip_mfu: bool) -> Iterator[Finding]:  # fmt: skip
+        # the claim's own convention, or either where it names none
+        under = [u] if c.convention else [u, *[flops.utilisation(run, k) for k in flops.CONVENTIONS
+                                               if k != u.convention]]  # fmt: skip
+        said: list[str] = []
+        if (c.mfu is not None and not skip_mfu and u.mfu is not None
+                and min(off(c.mfu, x.mfu) or 0.0 for x in under) > TOLERANCE):  # fmt: skip
+            if (
+                run.activation_checkpointing in ("full", "selective")
+                and (off(c.mfu, u.hfu) or 1) <= TOLERANCE
+            ):
+                yield self.fail(target, [run], f"{run.id}: HFU presented as MFU: claimed MFU {_pct(c.mfu)} is the "
+                                f"recomputed HFU {_pct(u.hfu)} ({run.activation_checkpointing} activation "
+                                f"recomputation); MFU is {_pct(u.mfu)} ({u.convention})",
+                                "report MFU from model FLOPs (the recomputed forward passes are not the model's "
+                                "work) and HFU beside it, named", **ev)  # fmt: skip
+            else:
+                said.append(f"claimed MFU {_pct(c.mfu)} vs recomputed {_pct(u.mfu)}")
+        if c.tflops_per_accelerator is not None and u.tflops_per_accelerator is not None:
+            near = [off(c.tflops_per_accelerator, t) for x in under
+                    for t in (x.tflops_per_accelerator, x.hardware_tflops_per_accelerator)]  # fmt: skip
+            if min(o for o in near if o is not None) > TOLERANCE:
+                said.append(f"claimed {c.tflops_per_accelerator:,.1f} TFLOP/s per accelerator vs recomputed "
+                            f"{_g(u.tflops_per_accelerator)}")  # fmt: skip
+        if not said:
+            return
+        causes = _causes(run, view, c, u)
+        yield self.fail(target, [run], f"{run.id}: " + "; ".join(said) + f" ({_peak_text(u)}): more than "
+                        f"{100 * TOLERANCE:.0f} % apart; " + ("likely cause: " + "; ".join(causes) if causes
+                                                               else "likely causes: " + CAUSES), FIX,
+                        **ev, causes=causes)  # fmt: skip
+
+
+def _merged(found: list[Finding]) -> Iterator[Finding]:
+    """One finding per problem of a configuration: the repetitions that say the same are named together."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in found:
+        run = f.runs[0]
+        groups.setdefault((f.outcome, f.message.replace(run, "{run}")), []).append(f)
+    for (_, message), fs in groups.items():
+        first = fs[0]
+        runs = sorted({r for f in fs for r in f.runs})
+        names = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        who = runs[0] if len(runs) == 1 else f"{len(runs)} runs ({names})"
+        text = message.replace("{run}", who, 1).replace("{run}", runs[0])
+        yield Finding(first.code, first.severity, first.outcome, first.target, runs, text,
+                      {**first.evidence, "runs": runs}, first.fix)  # fmt: skip
+
+
+def _peak_text(u: Utilisation) -> str:
+    if u.peak.tflops is None:
+        return f"{u.convention}, no peak"
+    return f"{u.convention}, {u.peak.tflops:,.1f} TFLOP/s dense {u.peak.dtype}, table {peaks.version()}"
+
+
+def _peak_cause(run: Run, c: Claims) -> str:
+    if c.peak_tflops is None:
+        return ""
+    kind, what = flops.claimed_peak(run, c.peak_tflops)
+    return f"; it divided by {c.peak_tflops:g} TFLOP/s" + (f", {what}" if what and kind != "dense" else "")
+
+
+def _causes(run: Run, view: View, c: Claims, u: Utilisation) -> list[str]:
+    out = []
+    if c.peak_tflops is not None:
+        kind, what = flops.claimed_peak(run, c.peak_tflops)
+        if kind != "dense":
+            out.append(f"a wrong peak: {c.peak_tflops:g} TFLOP/s" + (f" is {what}" if what else "")
+                       + f"; the table's dense {u.peak.dtype} peak is {_g(u.peak.tflops)}")  # fmt: skip
+    if c.params and run.params_total and c.params < (1 - TOLERANCE) * run.params_total:
+        out.append(f"a shard-only parameter count: claims.params {c.params:,} is 1/{run.params_total / c.params:.1f} "
+                   f"of params_total {run.params_total:,} (fms-fsdp issue 67: an FSDP model's numel() counts the "
+                   "local shard)")  # fmt: skip
+    if (o := off(c.tokens_per_s, u.tokens_per_s)) is not None and o > TOLERANCE and u.tokens_per_s:
+        ratio = (c.tokens_per_s or 0.0) / u.tokens_per_s
+        tp = run.degrees["tp"] * run.degrees["cp"]
+        zero = flops.rank_zero_extrapolated(run, view.rank_times.get(run.id))
+        if tp > 1 and abs(ratio - tp) <= TOLERANCE * tp:
+            out.append(f"tokens counted once per tensor-parallel rank: claimed {_g(c.tokens_per_s)} tokens/s is "
+                       f"{tp} x the {_g(u.tokens_per_s)} every rank's counts give (trl issue 7100)")  # fmt: skip
+        elif zero is not None and (off(c.tokens_per_s, zero) or 1) <= TOLERANCE:
+            out.append(f"rank 0's rate times the world size: claimed {_g(c.tokens_per_s)} tokens/s is what rank 0's "
+                       f"steps x {run.world_size} give; every rank's counts give {_g(u.tokens_per_s)} (Lightning's "
+                       "Throughput)")  # fmt: skip
+        else:
+            out.append(
+                f"claimed {_g(c.tokens_per_s)} tokens/s; every rank's counts give {_g(u.tokens_per_s)}"
+            )
+    return out
+
+
+def _claims_json(c: Claims) -> dict[str, Any]:
+    return {k: v for k, v in vars(c).items() if v is not None}
 
 
 def _reports_rate(r: Run) -> bool:
+    c = flops.claims_of(r)
     return (
         any(w in e.metric.lower() for e in r.evals for w in RATE_WORDS)
-        or any(k != "peak_tflops" and ("flops" in k.lower() or "ops_per_s" in k.lower()) for k in r.attrs)
+        or any(k not in NOT_RATES and ("flops" in k.lower() or "ops_per_s" in k.lower()) for k in r.attrs)
+        or any(v is not None for v in (c.mfu, c.hfu, c.tflops_per_accelerator))
         or r.stop_criterion in ("samples", "wall_time")
     )
