@@ -295,7 +295,14 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
         key = dict(zip(config, values, strict=True))
         out.append(Comparison("config", _label(key), group, key))
     scaling = ("campaign", "model", "dataset", "framework", "layout_family")
-    for values, group in sorted(_group(compared, scaling, pooled).items(), key=lambda kv: repr(kv[0])):
+    series = _group(compared, scaling, pooled)
+    for values, group in list(series.items()):
+        # a layout's series starts from the data-parallel runs at the worker counts it has none of (one worker:
+        # no layout at all), never pooling two layouts at one count
+        plain = series.get((*values[:-1], None), []) if values[-1] is not None else []
+        counts = {r.workers for r in group}
+        series[values] = group + [r for r in plain if r.workers not in counts]
+    for values, group in sorted(series.items(), key=lambda kv: repr(kv[0])):
         if len({r.workers for r in group if r.workers}) >= 2:
             key = dict(zip(scaling, values, strict=True))
             out.append(Comparison("scaling", _label(key), group, key, classify(group)))
