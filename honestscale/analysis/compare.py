@@ -89,8 +89,17 @@ def framework_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
     return dict(groups) if len(groups) >= 2 else {}
 
 
+def layout_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """The runs of a layout comparison (one model at one worker count) by layout (``dp2``, ``tp2``, ``dp2,pp2``);
+    empty when fewer than two layouts ran."""
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[r.layout or "?"].append(r)
+    return dict(groups) if len(groups) >= 2 else {}
+
+
 def frameworks(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:
-    """Every framework against the fastest (median time to train), at one scale."""
+    """Every group (framework, layout) against the fastest (median time to train), at one scale."""
     medians = {name: centre_of_times(times(runs, TTT)) for name, runs in groups.items()}
     ranked = sorted((m, n) for n, m in medians.items() if m is not None)
     if len(ranked) < 2:
