@@ -25,6 +25,7 @@ from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.display import shown_command, shown_path
 from honestscale.lint import LintResult
+from honestscale.report import _layouts
 from honestscale.report._frameworks import FrameworkPoint, side_by_side
 from honestscale.store import DUCKDB_VERSION
 from honestscale.view import Comparison, Run, View
@@ -57,6 +58,7 @@ class ComparisonModel:
     runs: list[str]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # findings on this comparison
     frameworks: list[FrameworkPoint] = field(default_factory=list)  # kind "framework" only
+    layouts: _layouts.Layouts | None = None  # kind "layout" only: one row per layout (report._layouts)
     mode_note: str = ""
     lint: dict[str, list[str]] = field(default_factory=dict)  # codes failing / unverifiable on these runs
     not_comparable: list[dict[str, str]] = field(default_factory=list)  # framework runs left out, and why
@@ -204,6 +206,14 @@ def _comparison(
     spreads: dict[str, ranks.RunRanks],
     specs: dict[str, dict[str, Any]],
 ) -> ComparisonModel:
+    if c.kind == "layout":  # one row per layout, never one point pooling them (report._layouts)
+        lay = _layouts.side_by_side(c, fractions, findings)
+        return ComparisonModel(
+            id=c.id, kind=c.kind, label=c.label, mode=None, metric=f"median {lay.metric}", base_workers=None,
+            base_time_s=None, points=[], fit=None, runs=sorted(r.id for r in c.runs),
+            verdicts=findings.about_comparison(c.id), lint=lint_codes(findings, {r.id for r in c.runs}),
+            layouts=lay, orderings=lay.orderings,
+        )  # fmt: skip
     mlperf = all(r.source == "mlperf" for r in c.runs)
     points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
     for p in points:
@@ -311,7 +321,7 @@ def build(view: View, result: LintResult, campaign: str | None, path_root: Path 
     comps = [
         _comparison(c, steps, findings, spreads, view.campaigns)
         for c in view.comparisons
-        if c.kind in ("scaling", "config", "framework", "hardware")
+        if c.kind in ("scaling", "config", "framework", "layout", "hardware")
     ]
     rows = [
         RunRow(

@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -27,7 +27,7 @@ from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import Estimate
 from honestscale.display import pieces, shown, shown_path, shown_text
 from honestscale.files import check_output_file, check_output_folder, swap_in
-from honestscale.report import _figures
+from honestscale.report import _figures, _layouts
 from honestscale.report._copies import PaperCopies
 from honestscale.report._model import ComparisonModel, Model, Point
 from honestscale.report._units import unit_for
@@ -394,6 +394,7 @@ class Outputs:
     refused: list[str]
     scaling: list[ScalingView]  # the comparisons as the section templates see them, with their figures
     frameworks: list[ScalingView]
+    layouts: list[ScalingView] = field(default_factory=list)
 
 
 def check_targets(pdf: Path | None, html: Path | None, assets: Path) -> None:
@@ -413,8 +414,10 @@ def render(model: Model, pdf: Path | None, html: Path | None, assets: Path) -> O
     report do not linger in ``assets``.
     """
     with staged(pdf, html, assets) as (staging, partials):
-        exports, refused, scaling, frameworks = _write(model, pdf, html, staging, assets, partials)
-    return Outputs(html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks)
+        exports, refused, scaling, frameworks, layouts = _write(model, pdf, html, staging, assets, partials)
+    return Outputs(
+        html or assets / "report.html", pdf, assets, exports, refused, scaling, frameworks, layouts
+    )
 
 
 @contextlib.contextmanager
@@ -470,7 +473,7 @@ def publish(template: str, context: dict[str, Any], page: str, *, staging: Path,
 
 def _write(model: Model, pdf: Path | None, html: Path | None, staging: Path, assets: Path,
            partials: list[tuple[Path, Path]]
-           ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView]]:  # fmt: skip
+           ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView], list[ScalingView]]:  # fmt: skip
     """Every file of the report into ``staging`` (named as they will be in ``assets``), the PDF beside its target;
     the figures' PDF files saved aside (``PaperCopies``) while the rest is drawn and laid out."""
     copies = PaperCopies()
@@ -485,7 +488,7 @@ def _write(model: Model, pdf: Path | None, html: Path | None, staging: Path, ass
 
 def _write_files(model: Model, pdf: Path | None, html: Path | None, staging: Path, assets: Path,
                  partials: list[tuple[Path, Path]], copies: PaperCopies
-                 ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView]]:  # fmt: skip
+                 ) -> tuple[list[Path], list[str], list[ScalingView], list[ScalingView], list[ScalingView]]:  # fmt: skip
     exports: list[Path] = []
     scaling: list[ScalingView] = []
     frameworks: list[ScalingView] = []
@@ -510,6 +513,18 @@ def _write_files(model: Model, pdf: Path | None, html: Path | None, staging: Pat
                 (staging / f"{stem}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
                 exports += [assets / f"{stem}.csv", assets / f"{stem}.tex"]
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
+    layouts = []
+    for i, c in enumerate([c for c in model.comparisons if c.kind == "layout" and c.layouts], start=1):
+        assert c.layouts is not None
+        stem = f"layouts{i}-{_slug(c.label)}"
+        ((_, header, rows),) = _layouts.values(c.layouts)
+        (staging / f"{stem}.csv").write_text(to_csv(header, rows), encoding="utf-8")
+        exports.append(assets / f"{stem}.csv")
+        for part, header, rows in _layouts.tables(c.layouts):
+            title = f"{c.label}: layouts, {part}"
+            (staging / f"{stem}-{part}.tex").write_text(latex_table(header, rows, title), encoding="utf-8")
+            exports.append(assets / f"{stem}-{part}.tex")
+        layouts.append(ScalingView(c, f"lay-{i}", []))
     run_header = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
                   "split", "config hash", "energy to train [J]", "node-hours (CPU only)", "core-hours (CPU only)"]  # fmt: skip
     run_rows = [[r.run_id, r.purpose or "", r.status or "", str(r.workers or ""), str(r.global_batch or ""),
@@ -524,7 +539,8 @@ def _write_files(model: Model, pdf: Path | None, html: Path | None, staging: Pat
     (staging / "runs.tex").write_text(latex_table([run_header[k] for k in keep], [[row[k] for k in keep] for row in run_rows],
                                                   "All runs"), encoding="utf-8")  # fmt: skip
     exports += [assets / "runs.csv", assets / "runs.tex"]
-    refused = publish("report.html.j2", {"model": model, "scaling": scaling, "frameworks": frameworks},
+    refused = publish("report.html.j2", {"model": model, "scaling": scaling, "frameworks": frameworks,
+                                         "layouts": layouts},
                       "report.html", staging=staging, pdf=pdf, html=html, assets=assets, partials=partials,
                       figures="fig")  # fmt: skip
-    return exports, refused, scaling, frameworks
+    return exports, refused, scaling, frameworks, layouts

@@ -122,7 +122,7 @@ class Dashboard:
         files = sorted(p.name for p in outputs.exports)
         base = f"/campaigns/{quote(entry.name, safe='')}"
         return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=outputs.scaling,
-                         frameworks=outputs.frameworks, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
+                         frameworks=outputs.frameworks, layouts=outputs.layouts, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
                          fresh=entry.fingerprint == self.state.fingerprint(entry.name))  # fmt: skip
 
     def campaign_file(self, request: Request) -> Response:
