@@ -118,7 +118,8 @@ def test_a_cpu_run_has_no_accelerators_anywhere(example_store: Path, tmp_path: P
     # a store written before: its CPU runs counted their workers as accelerators; `migrate` mends them
     old = tmp_path / "old.duckdb"
     shutil.copy(example_store, old)
-    with duckdb.connect(str(old)) as con:  # as it was before migration 6: the later ones' columns not there yet
+    # as it was before migration 6: the later ones' columns not there yet
+    with duckdb.connect(str(old)) as con:
         con.execute("UPDATE runs SET n_accelerators = world_size WHERE accelerators_per_node = 0")
         for mig in migrations():
             if mig.version > 6:
