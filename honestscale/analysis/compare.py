@@ -89,27 +89,50 @@ def framework_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
     return dict(groups) if len(groups) >= 2 else {}
 
 
+def layout_name(r: Run) -> str:
+    """A layout as its runs are grouped and named: ``tp2``, ``dp2,pp2 (1f1b, 4 microbatches)`` (a pipeline's
+    schedule, microbatches and virtual stages make another layout)."""
+    name = r.layout or "?"
+    if r.degrees["pp"] > 1:
+        v = r.attrs.get("pipeline_virtual_stages")
+        extra = [r.pipeline_schedule or "schedule?", f"{r.microbatches or '?'} microbatches"]
+        if isinstance(v, int) and v > 1:
+            extra.append(f"{v} virtual stages")
+        name += f" ({', '.join(extra)})"
+    return name
+
+
 def layout_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """The runs of a layout comparison (one model at one worker count) by layout (``dp2``, ``tp2``, ``dp2,pp2``);
-    empty when fewer than two layouts ran."""
+    """The runs of a layout comparison (one model at one worker count) by ``layout_name``; empty when fewer than
+    two layouts ran."""
     groups: dict[str, list[Run]] = defaultdict(list)
-    for r in runs:
-        groups[r.layout or "?"].append(r)
+    for r in sorted(runs, key=lambda r: r.id):
+        groups[layout_name(r)].append(r)
     return dict(groups) if len(groups) >= 2 else {}
 
 
+def layouts(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:
+    """Every layout against the fastest, on time to the target where every successful run reached it (else time to
+    train), as the report's layout section and HS212 both state it."""
+    return _against_fastest(groups, time_metric(groups)) if groups else []
+
+
 def frameworks(groups: Mapping[str, Sequence[Run]]) -> list[Ordering]:
-    """Every group (framework, layout) against the fastest (median time to train), at one scale."""
-    medians = {name: centre_of_times(times(runs, TTT)) for name, runs in groups.items()}
+    """Every framework against the fastest (median time to train), at one scale."""
+    return _against_fastest(groups, TTT)
+
+
+def _against_fastest(groups: Mapping[str, Sequence[Run]], metric: str) -> list[Ordering]:
+    medians = {name: centre_of_times(times(runs, metric)) for name, runs in groups.items()}
     ranked = sorted((m, n) for n, m in medians.items() if m is not None)
     if len(ranked) < 2:
         return []
     fastest = ranked[0][1]
-    ref = times(groups[fastest], TTT)
+    ref = times(groups[fastest], metric)
     out = []
     for _, name in ranked[1:]:
-        mine = times(groups[name], TTT)
-        out.append(Ordering(name, fastest, TTT, medians[name], medians[fastest],
+        mine = times(groups[name], metric)
+        out.append(Ordering(name, fastest, metric, medians[name], medians[fastest],
                             differ(mine, ref, "median", ratio(mine, ref, "median")),
                             (*groups[name], *groups[fastest])))  # fmt: skip
     return out

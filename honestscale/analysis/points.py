@@ -14,7 +14,8 @@ from statistics import median
 from typing import Any
 
 from honestscale import catalogue
-from honestscale.analysis import energy
+from honestscale.analysis import energy, flops
+from honestscale.analysis.flops import MfuSummary
 from honestscale.analysis.mlperf import drop_for, scaling_factor
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
@@ -76,6 +77,7 @@ class Point:
         None  # tokens/s (language models), harmonic mean over runs, each replica's once
     )
     tokens_per_worker: float | None = None
+    mfu: MfuSummary | None = None  # MFU recomputed from the counts, median of runs with its interval
 
 
 class Findings(list[dict[str, Any]]):
@@ -211,6 +213,7 @@ def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], m
         energy_source=energy.source(ok), mean_power_w=med(energy.mean_power_w(r) for r in ok),
         energy_per_sample_j=med(energy.per_sample_j(r) for r in ok),
         tokens_per_s=tokens, tokens_per_worker=tokens / workers if tokens else None,
+        mfu=flops.mfu_over(ok) if any(flops.audited(r) for r in ok) else None,
     )  # fmt: skip
 
 

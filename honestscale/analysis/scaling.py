@@ -14,8 +14,9 @@ each with the 95 % interval of the ratio (bootstrap over the repetitions of both
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis.stats import Estimate, ratio
@@ -63,7 +64,7 @@ def reached_at(run: Run) -> float | None:
     return None
 
 
-def time_metric(points: dict[int, list[Run]]) -> str:
+def time_metric(points: Mapping[Any, Sequence[Run]]) -> str:
     """Time to accuracy when every successful run of the series reached its target, else time to train."""
     ok = [r for runs in points.values() for r in runs if r.ok]
     return TTA if ok and all(time_to_accuracy(r) is not None for r in ok) else TTT

@@ -78,14 +78,23 @@ RATES_ARE = (
 
 
 def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
-    """Per run id: its parallel layout and its rates (``RATES_ARE`` says which statistic they are)."""
+    """Per run id: its parallel layout, its rates (``RATES_ARE`` says which statistic they are) and, where its
+    FLOPs can be counted (a transformer's shape, or the FLOPs per token it recorded), its MFU and HFU recomputed
+    from the counts (``utilisation``: every number it is made of, the peak and its source; null MFU where the
+    accelerator has no peak)."""
+    from honestscale.analysis import flops
+
     out = {}
     for r in runs:
         per = r.throughput / r.workers if r.throughput is not None and r.workers else None
+        u = flops.utilisation(r) if flops.audited(r) else None
         out[r.id] = {"layout": r.layout, "parallel": r.degrees if r.parallel else None,
                      "samples_per_s": r.throughput, "samples_per_s_per_worker": per,
                      "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_worker": r.tokens_per_s_per_accelerator,
-                     "rates_are": RATES_ARE if r.throughput is not None else None}  # fmt: skip
+                     "rates_are": RATES_ARE if r.throughput is not None else None,
+                     "utilisation": None if u is None else u.as_json() | {"method": flops.MFU_METHOD,
+                                                                          "no_peak": u.peak.missing or None,
+                                                                          "to_record": u.peak.record or None}}  # fmt: skip
     return out
 
 
@@ -296,6 +305,9 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
             "time_to_train_s": p.time_s, "time_to_train_ci_s": list(p.time_ci), "time_to_accuracy_s": p.tta_s,
             "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,
             "tokens_per_s": p.tokens_per_s, "tokens_per_s_per_worker": p.tokens_per_worker,
+            "mfu": None if p.mfu is None else {"median": p.mfu.median, "ci": [p.mfu.low, p.mfu.high],
+                                               "convention": p.mfu.convention, "runs": p.mfu.runs,
+                                               "statistic": p.mfu.method},
             "stall_share": p.stall_share, "data": p.breakdown.get("data"), "compute": p.breakdown.get("compute"),
             "comm": p.breakdown.get("comm"), "optimizer": p.breakdown.get("optimizer"), "comm_is": p.comm,
             "accuracy": p.accuracy, "accuracy_split": p.accuracy_split, "accuracy_metric": p.accuracy_metric,

@@ -11,18 +11,16 @@ stages per rank (v = 1 for GPipe and 1F1B), printed beside the measured comm sha
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
 from honestscale import catalogue
-from honestscale.analysis import flops
-from honestscale.analysis.compare import Ordering
+from honestscale.analysis import compare, flops
 from honestscale.analysis.points import Point, lint_codes, point, verdicts_text
-from honestscale.analysis.scaling import TTA, TTT, time_to_accuracy, times
-from honestscale.analysis.stats import centre_of_times, differ, median_ci, ratio
+from honestscale.analysis.scaling import TTA, time_metric, times
+from honestscale.analysis.stats import centre_of_times, median_ci
 from honestscale.report._units import unit_for
 from honestscale.view import Comparison, Run
 
@@ -109,17 +107,6 @@ def bubble(stages: int, microbatches: int | None, schedule: str | None, virtual:
     return p
 
 
-def _key(r: Run) -> str:
-    name = r.layout or "?"
-    if r.degrees["pp"] > 1:
-        v = r.attrs.get("pipeline_virtual_stages")
-        extra = [r.pipeline_schedule or "schedule?", f"{r.microbatches or '?'} microbatches"]
-        if isinstance(v, int) and v > 1:
-            extra.append(f"{v} virtual stages")
-        name += f" ({', '.join(extra)})"
-    return name
-
-
 def _comm(runs: Sequence[Run], degrees: dict[str, int]) -> tuple[list[str], list[str]]:
     """What the comm share holds (``comm_dimensions``) and which collectives are counted inside compute."""
     named = [r.attrs.get("comm_dimensions") for r in runs]
@@ -176,11 +163,9 @@ def side_by_side(
     c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
 ) -> Layouts:
     """The layouts of a layout comparison, side by side, with each layout against the fastest."""
-    groups: dict[str, list[Run]] = defaultdict(list)
-    for r in sorted(c.runs, key=lambda r: r.id):
-        groups[_key(r)].append(r)
+    groups = compare.layout_groups(c.runs)
     ok = [r for runs in groups.values() for r in runs if r.ok]
-    metric = TTA if ok and all(time_to_accuracy(r) is not None for r in ok) else TTT
+    metric = time_metric(groups)
     conv = flops.DEFAULT_CONVENTION
     rows = []
     for name, runs in sorted(groups.items(), key=lambda kv: (kv[1][0].layout_key is not None, kv[0])):
@@ -195,22 +180,16 @@ def side_by_side(
             row.pipeline = bubble(row.degrees["pp"], runs[0].microbatches, runs[0].pipeline_schedule,
                                   v if isinstance(v, int) else None)  # fmt: skip
         rows.append(row)
-    medians = {r.layout: r.time_s for r in rows if r.time_s is not None}
-    fastest = min(medians, key=lambda k: (medians[k], k)) if len(medians) >= 2 else None
-    orderings: list[Ordering] = []
-    if fastest is not None:
-        ref = times(groups[fastest], metric)
-        for row in rows:
-            if row.layout == fastest:
-                row.relative_time = 1.0  # the fastest against itself: 1 by definition, no interval
-                continue
-            mine = times(groups[row.layout], metric)
-            est = ratio(mine, ref, "median")
-            if est is not None:
-                row.relative_time, row.relative_ci = est.value, (est.low, est.high)
-            if row.time_s is not None:
-                orderings.append(Ordering(row.layout, fastest, metric, row.time_s, medians[fastest],
-                                          differ(mine, ref, "median", est), (*groups[row.layout], *groups[fastest])))  # fmt: skip
+    orderings = compare.layouts(groups)  # each layout against the fastest, as HS212 judges them
+    fastest = orderings[0].b if orderings else None
+    for row in rows:
+        if row.layout == fastest:
+            row.relative_time = 1.0  # the fastest against itself: 1 by definition, no interval
+    for o in orderings:
+        row = next(r for r in rows if r.layout == o.a)
+        est = o.difference.ratio
+        if est is not None:
+            row.relative_time, row.relative_ci = est.value, (est.low, est.high)
     unit = unit_for([t for r in rows for t in (r.time_s, r.time_to_train_s, *r.time_ci)])
     # each ordering with the rules about the runs of both its sides
     said = [o.as_json() | {"lint": lint_codes(findings, {r.id for r in o.runs})} for o in orderings]

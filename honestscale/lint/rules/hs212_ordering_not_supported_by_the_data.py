@@ -13,8 +13,8 @@ class OrderingNotSupportedByTheData(Rule):
 
     What it checks: every ordering the outputs state, that is every worker count of a scaling series against
     its base case (on the series' time metric, the two sides of the speedup), every framework of a
-    framework comparison and every parallel layout of a layout comparison against the fastest (median time to
-    train). The two sets of runs differ by the one
+    framework comparison against the fastest (median time to train), and every parallel layout of a layout
+    comparison against the fastest (median time to the target, else to train, as the report's section orders them). The two sets of runs differ by the one
     decision rule every output uses (``analysis.stats.DECISION_RULE``): the two-sided Mann-Whitney U test at
     5 %, the 95 % interval of the ratio printed beside them (the speedup) and the intervals of their medians
     must all say so; where they disagree, the tests disagree and no ordering is supported. An ordering that the
@@ -44,7 +44,7 @@ class OrderingNotSupportedByTheData(Rule):
         if target.kind == "scaling":
             orderings = compare.scaling(target.by_workers())
         elif target.kind == "layout":  # every parallel layout against the fastest, as the report orders them
-            orderings = compare.frameworks(compare.layout_groups(target.runs))
+            orderings = compare.layouts(compare.layout_groups(target.runs))
         else:  # the like-for-like setup, as the report's table compares it
             orderings = compare.frameworks(compare.framework_groups(target.runs))
         for o in orderings:
