@@ -57,6 +57,8 @@ class Setup:
     local_batch: int | None
     lr: float | None
     run_ids: list[str] = field(default_factory=list)
+    layout: str | None = None  # the parallel layout where it is more than data parallel (``Run.layout_key``)
+    comm_dimensions: tuple[str, ...] = ()  # which dimensions' communication t_comm holds (contract 3)
     comm: str = "measured"  # or "not exposed" (the framework hides it), "not recorded" (no step data)
     lint: dict[str, list[str]] = field(default_factory=dict)  # rules failing / unverifiable on these runs
 
@@ -123,11 +125,13 @@ def _hyper(runs: list[Run], key: str) -> Any:
 
 
 def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
-    groups: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
-    for r in runs_of:
-        groups[(str(r.model), str(r.dataset), r.framework or "?", int(r.workers or 0))].append(r)
+    groups: dict[tuple[str, str, str, int, str], list[Run]] = defaultdict(list)
+    for r in runs_of:  # a layout is a setup of its own: never pooled with another
+        groups[
+            (str(r.model), str(r.dataset), r.framework or "?", int(r.workers or 0), r.layout_key or "")
+        ].append(r)
     out = []
-    for (model, dataset, framework, workers), runs in sorted(groups.items()):
+    for (model, dataset, framework, workers, layout), runs in sorted(groups.items()):
         p: Point = point(workers, runs, steps, False)
         ok = [r for r in runs if r.ok and r.id in steps]
         shares = {k: v for k, v in p.breakdown.items() if v is not None}
@@ -143,7 +147,8 @@ def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, dict[str,
                 dominant_share=shares.get(dominant) if dominant else None,
                 loader_workers=_hyper(runs, "loader_workers"),
                 local_batch=next((int(r.local_batch_size) for r in runs if r.local_batch_size), None),
-                lr=_hyper(runs, "lr"), run_ids=p.run_ids, comm=p.comm,
+                lr=_hyper(runs, "lr"), run_ids=p.run_ids, comm=p.comm, layout=layout or None,
+                comm_dimensions=tuple(str(d) for d in (runs[0].attrs.get("comm_dimensions") or ())),
             )
         )  # fmt: skip
     return out
@@ -179,7 +184,7 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
     for s in setups:
         if s.dominant is None or s.dominant_share is None:
             continue
-        where = f"{s.model} / {s.framework} at {s.workers} worker(s)"
+        where = f"{s.model} / {s.framework} at {s.workers} worker(s)" + (f" ({s.layout})" if s.layout else "")
         share = f"{100 * s.dominant_share:.0f} %"
         if s.dominant == "data" and s.dominant_share >= 0.25:
             tips.append(f"{where} is data/I/O bound ({share} of the step loading data): raise --loader-workers "
@@ -199,7 +204,11 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
             tips.append(f"{where}: the slowest rank's step time is {100 * (s.imbalance - 1):.0f} % above the fastest's "
                         f"(load imbalance or a straggler): check the host load and other jobs on the node (HS208), "
                         f"and uneven data shards")  # fmt: skip
-        if not s.comm_measured and s.workers > 1:
+        if not s.comm_measured and s.workers > 1 and s.layout:
+            tips.append(f"{where}: the layout's collectives (fully sharded all-gathers and reduce-scatters, tensor-parallel "
+                        "all-reduces) run inside forward and backward and are counted in compute: a profiler trace "
+                        "(torch.profiler) shows them")  # fmt: skip
+        elif not s.comm_measured and s.workers > 1:
             tips.append(f"{where}: the framework does not expose its all-reduce, so communication is counted in "
                         f"compute; run it with Horovod and --horovod-timeline to see it")  # fmt: skip
     for p in projections:
@@ -267,7 +276,8 @@ def _versus_next(
     times_ = (
         "" if how is None else f"{how.value:.3g}x the {'throughput' if statistic == 'hmean' else 'time'} of "
     )
-    return f"{word}: {times_}{second.framework} at {second.workers} worker(s); {d.describe()}"
+    layout = f" ({second.layout})" if second.layout else ""
+    return f"{word}: {times_}{second.framework} at {second.workers} worker(s){layout}; {d.describe()}"
 
 
 def advise(view: View, result: LintResult, campaign: str | None = None) -> Advice:
@@ -336,18 +346,20 @@ def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
         )
         rate = (f"{s.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}, "
                 f"{s.succeeded} run(s))" if s.samples_per_s else "throughput unknown")  # fmt: skip
-        out.append(f"{s.model} / {s.framework} at {s.workers} worker(s): {verdict}; {rate}; step time: {parts}"
+        out.append(f"{s.model} / {s.framework} at {s.workers} worker(s)" + (f" ({s.layout})" if s.layout else "")
+                   + f": {verdict}; {rate}; step time: {parts}"
                    + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
                    + f" [rules: {verdicts_text(s.lint)}]")  # fmt: skip
     for f in g.fastest_per_sample:
         versus = g.versus_next.get(f"per sample: {f.model} / {f.dataset}", "")
-        out.append(f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s), "
+        out.append(f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s)"
+                   + (f" ({f.layout})" if f.layout else "") + ", "
                    f"{f.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}; "
                    f"{f.per_worker or 0:,.0f} per worker), {versus} [rules: {verdicts_text(f.lint)}].")  # fmt: skip
     for f in g.fastest_to_target:
         versus = g.versus_next.get(f"to target: {f.model} / {f.dataset}", "")
-        out.append(f"Fastest to the target accuracy for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
-                   f"worker(s), {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}), {versus} "
+        out.append(f"Fastest to the target for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
+                   f"worker(s)" + (f" ({f.layout})" if f.layout else "") + f", {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}), {versus} "
                    f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
     for p in g.projections:
         ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval

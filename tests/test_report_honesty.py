@@ -90,9 +90,9 @@ def test_a_stalled_base_case_gets_the_new_rules_beside_its_speedup_on_page_1(tmp
         in advice
     )
     assert "projected efficiency" not in advice
-    assert re.search(
-        r"Fastest to the target accuracy for \S+ on \S+: torch at 2 .*\[rules: ✗ HS209, HS211", advice
-    ), advice
+    assert re.search(r"Fastest to the target for \S+ on \S+: torch at 2 .*\[rules: ✗ HS209, HS211", advice), (
+        advice
+    )
 
 
 def test_a_series_failing_hs106_shows_it_beside_every_number(tmp_path: Path) -> None:

@@ -61,6 +61,9 @@ def layouts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, d
     for parallel in ("tp", "fsdp", "pp"):
         _run(out, f"gpt-{parallel}", parallel, 2)
     _run(out, "gpt-dp2-pp2", "dp2,pp2", 4, "--pipeline-schedule", "gpipe")
+    _run(out, "gpt-dp2-tp2", "dp2,tp2", 4)  # the dp all-reduce of DTensor gradients beside tensor parallelism
+    _run(out, "gpt-fsdp2-tp2", "fsdp2,tp2", 4)
+    _run(out, "gpt-budget", "ddp", 1, "--max-samples", "320")  # a sample budget, recorded as what stopped it
     assert hs("ingest", out, "--store", store).returncode == 0
     runs = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
     return out, runs
@@ -71,14 +74,16 @@ def test_every_layout_trains_the_same_model(layouts: tuple[Path, dict[str, dict[
     assert {r["status"] for r in runs.values()} == {"success"}
     alone = _validation_loss(_events(out, "gpt-1"))
     assert alone < 3.5  # it learned: a byte-level model starts at ln 256 = 5.55 nats
-    for run_id in ("gpt-tp", "gpt-fsdp", "gpt-pp", "gpt-dp2-pp2"):
+    for run_id in ("gpt-tp", "gpt-fsdp", "gpt-pp", "gpt-dp2-pp2", "gpt-dp2-tp2", "gpt-fsdp2-tp2"):
         assert abs(_validation_loss(_events(out, run_id)) - alone) < 0.01, run_id
+    budget = next(e for e in _events(out, "gpt-budget")[0] if e["kind"] == "run_start")
+    assert (budget["stop_criterion"], budget["stop_value"]) == ("samples", 320)
 
 
 @pytest.mark.parametrize(
     ("run_id", "layout", "replica_ranks", "workers"),
     [("gpt-1", "dp1", 1, 1), ("gpt-tp", "tp2", 2, 2), ("gpt-fsdp", "fsdp2", 1, 2), ("gpt-pp", "pp2", 2, 2),
-     ("gpt-dp2-pp2", "dp2,pp2", 2, 4)],
+     ("gpt-dp2-pp2", "dp2,pp2", 2, 4), ("gpt-dp2-tp2", "dp2,tp2", 2, 4), ("gpt-fsdp2-tp2", "fsdp2,tp2", 2, 4)],
 )  # fmt: skip
 def test_rates_come_from_every_rank_and_the_layout(
     layouts: tuple[Path, dict[str, dict[str, Any]]],
@@ -130,13 +135,18 @@ def test_the_layout_and_the_flops_land_with_the_run(layouts: tuple[Path, dict[st
 @pytest.mark.parametrize(
     ("parallel", "workers", "says"),
     [("tp3", 2, "multiply to 3"), ("dp2,fsdp", 4, "HSDP"), ("cp2", 2, "context/expert"), ("xx", 2, "not a dimension"),
-     ("pp", 2, "cannot fill")],
+     ("tp2,pp2", 4, "not offered"), ("pp", 2, "cannot fill"), ("mlp", 2, "an option of --model gpt")],
 )  # fmt: skip
 def test_a_layout_that_cannot_run_is_refused_with_what_to_do(
     tmp_path: Path, parallel: str, workers: int, says: str
 ) -> None:
     from honestscale.runners import _layouts
 
+    if parallel == "mlp":  # the transformer's options are refused for another model, never silently ignored
+        result = hs("run", "--framework", "torch", "--workers", "1", "--model", "mlp", "--parallel", "tp",
+                    "--out", tmp_path, timeout=120)  # fmt: skip
+        assert result.returncode == 2 and says in result.stderr and "--parallel" in result.stderr
+        return
     if (
         parallel == "pp"
     ):  # 2 layers over 2 ranks x 2 interleaved stages: a run that fails, with the reason recorded
@@ -144,14 +154,10 @@ def test_a_layout_that_cannot_run_is_refused_with_what_to_do(
         result = hs("run", "--framework", "torch", "--workers", "2", *COMMON, "--parallel", "pp", "--pipeline-schedule",
                     "interleaved-1f1b", "--run-id", "bad", "--out", out, timeout=300)  # fmt: skip
         assert result.returncode == 1
-        stops = [
-            e for e in map(json.loads, (out / "bad" / "events-rank0.jsonl").open()) if e["kind"] == "run_stop"
-        ]
-        assert (
-            stops[0]["status"] == "failed"
-            and says in stops[0]["reason"]
-            and "--model-size" in stops[0]["reason"]
-        )
+        # the rank that failed first says why (the other may be stopped by the launcher before it can)
+        stops = [e for evs in _events(out, "bad").values() for e in evs if e["kind"] == "run_stop"]
+        assert {e["status"] for e in stops} == {"failed"}
+        assert any(says in e["reason"] and "--model-size" in e["reason"] for e in stops), stops
         return
     with pytest.raises(_layouts.LayoutError, match=says):
         _layouts.parse(parallel, workers)

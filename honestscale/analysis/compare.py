@@ -89,25 +89,12 @@ def framework_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
     return dict(groups) if len(groups) >= 2 else {}
 
 
-def layout_name(r: Run) -> str:
-    """A layout as its runs are grouped and named: ``tp2``, ``dp2,pp2 (1f1b, 4 microbatches)`` (a pipeline's
-    schedule, microbatches and virtual stages make another layout)."""
-    name = r.layout or "?"
-    if r.degrees["pp"] > 1:
-        v = r.attrs.get("pipeline_virtual_stages")
-        extra = [r.pipeline_schedule or "schedule?", f"{r.microbatches or '?'} microbatches"]
-        if isinstance(v, int) and v > 1:
-            extra.append(f"{v} virtual stages")
-        name += f" ({', '.join(extra)})"
-    return name
-
-
 def layout_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """The runs of a layout comparison (one model at one worker count) by ``layout_name``; empty when fewer than
-    two layouts ran."""
+    """The runs of a layout comparison (one model at one worker count) by ``Run.layout_name``; empty when fewer
+    than two layouts ran."""
     groups: dict[str, list[Run]] = defaultdict(list)
     for r in sorted(runs, key=lambda r: r.id):
-        groups[layout_name(r)].append(r)
+        groups[r.layout_name].append(r)
     return dict(groups) if len(groups) >= 2 else {}
 
 

@@ -190,7 +190,7 @@ def peak_for(run: Run) -> PeakChoice:
         d = table.dtype_of(dp.get("dtype")) or dtype
         return PeakChoice(tflops, d, f"declared by the run: {source}", declared=True, key=key)
     record = ("`declared_peak` in run_start: tflops (dense, per accelerator), dtype and source (a datasheet or a "
-              "measured peak)")  # fmt: skip
+              "measured peak); honestscale's torch runner: --declared-peak-tflops and --declared-peak-source")  # fmt: skip
     if run.cpu_only:
         missing = f"a CPU run ({run.cpu or 'CPU not recorded'}): the peak table has no CPU peaks"
     elif not run.accelerator:

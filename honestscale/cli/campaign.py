@@ -122,17 +122,22 @@ def _argv_error(framework: str, argv: list[str]) -> str | None:
 
     if framework not in launch.RUNNERS:
         return None  # launch names the frameworks there are
-    parser = importlib.import_module(launch.RUNNERS[framework]).build_parser()
+    runner = importlib.import_module(launch.RUNNERS[framework])
+    parser = runner.build_parser()
     said = io.StringIO()
+    full = [*launch.RUNNER_ARGS.get(framework, ()), *argv]
     try:
         with contextlib.redirect_stderr(said):
-            parser.parse_args([*launch.RUNNER_ARGS.get(framework, ()), *argv])
+            args = parser.parse_args(full)
     except SystemExit as exc:
         if exc.code == 0:
             return None
         lines = said.getvalue().strip().splitlines()
         return lines[-1].split(": error: ", 1)[-1] if lines else "refused by the runner"
-    return None
+    settle = getattr(
+        runner, "settle_args", None
+    )  # what the runner refuses after parsing (options of one model)
+    return None if settle is None else settle(args, parser)
 
 
 def _check_runner_args(s: Any, plans: list[Any]) -> None:

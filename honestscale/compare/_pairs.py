@@ -25,12 +25,13 @@ from honestscale.analysis.mlperf import submission_of
 from honestscale.compare._select import COLUMNS, IDENTITY, Selector, value_of
 from honestscale.view import PROBLEM, Run
 
-PAIRED = ("model", "dataset", "global_batch_size", "precision", "workers")
-_NOT_SETUP = {*IDENTITY, "accelerator", "software", "world_size", "n_accelerators", "data_path"}
+PAIRED = ("model", "dataset", "global_batch_size", "precision", "workers", "layout_key")
+_NOT_SETUP = {*IDENTITY, "accelerator", "software", "world_size", "n_accelerators", "data_path", "parallel",
+              "replica_ranks", "pipeline_schedule", "microbatches"}  # fmt: skip
 # hyper-parameters the runs table already holds as a column (their difference is reported once, by the column)
 _MIRRORED = {"batch_size", "lr", "model", "dataset", "precision", "optimizer", "lr_schedule", "grad_compression",
-             "target_accuracy", "seed", "data_path", "scaling"}  # fmt: skip
-NAMES = {"global_batch_size": "global batch", "hardware": "accelerator", "n_nodes": "nodes",
+             "target_accuracy", "seed", "data_path", "scaling", "parallel", "pipeline_schedule", "microbatches"}  # fmt: skip
+NAMES = {"global_batch_size": "global batch", "layout_key": "layout", "hardware": "accelerator", "n_nodes": "nodes",
          "accelerators_per_node": "accelerators per node", "stop_value": "stop target",
          "target_metric": "target metric", "stop_criterion": "stop criterion"}  # fmt: skip
 
@@ -41,7 +42,7 @@ def name(field_name: str) -> str:
 
 def setup_fields(runs: Sequence[Run]) -> list[str]:
     """Every field a setup is defined by, for these runs: columns, hardware, software versions, hyper-parameters."""
-    out = [c for c in COLUMNS if c not in _NOT_SETUP] + ["hardware", "workers"]
+    out = [c for c in COLUMNS if c not in _NOT_SETUP] + ["hardware", "workers", "layout_key"]
     software = sorted({k for r in runs for k in (r.attrs.get("software") or {})})
     out += [f"software.{k}" for k in software]
     if any(r.source == "mlperf" for r in runs):
@@ -246,7 +247,10 @@ def _benchmark(setup: Setup) -> str:
 
 def studied(a: Selector, b: Selector, named: Sequence[str]) -> set[str]:
     """The fields under study: what ``--factor`` names, else those the two selectors set to different values."""
-    return set(named) or {k for k in (*a.names, *b.names) if a.get(k) != b.get(k)}
+    got = set(named) or {k for k in (*a.names, *b.names) if a.get(k) != b.get(k)}
+    return (
+        got | {"layout_key"} if "layout" in got else got
+    )  # a layout by name studies the layout the pairs key
 
 
 def split_factor(
@@ -269,8 +273,26 @@ def split_factor(
             why = _consequence(d, *runs)
             if why is not None:
                 follows.append(Consequence(d, why))
+    if chosen & {"layout", "layout_key"} and all(runs):
+        for d in rest:
+            why = _layout_consequence(d, *runs)
+            if why is not None:
+                follows.append(Consequence(d, why))
     kept = {c.difference.field for c in follows}
     return factor, follows, [d for d in rest if d.field not in kept]
+
+
+def _layout_consequence(d: Difference, a: Sequence[Run], b: Sequence[Run]) -> str | None:
+    """Why difference ``d`` follows from a change of the parallel layout, or None: the batch per rank is the global
+    batch over the layout's data-parallel replicas (dp x fsdp) on every run of both sides."""
+    runs = [*a, *b]
+    if d.field == "local_batch_size" and all(
+        r.global_batch_size and r.local_batch_size
+        and r.local_batch_size * r.degrees["dp"] * r.degrees["fsdp"] == r.global_batch_size
+        for r in runs
+    ):  # fmt: skip
+        return "the layout's data-parallel replicas (dp x fsdp) split the global batch"
+    return None
 
 
 def pair(a_runs: Sequence[Run], b_runs: Sequence[Run], a: Selector, b: Selector,

@@ -19,7 +19,11 @@ from honestscale.view import Run, accelerator_model
 
 _PARTS = {"attrs", "evals", "steps", "power", "ranks"}
 COLUMNS = tuple(f.name for f in fields(Run) if f.name not in _PARTS)
-DERIVED = ("workers", "hardware")
+DERIVED = (
+    "workers",
+    "hardware",
+    "layout",
+)  # layout: Run.layout_name (``tp2``, ``dp2,pp2 (1f1b, 4 microbatches)``)
 # columns that say which run it is, not how it was set up: never a factor, never a confound
 IDENTITY = ("run_id", "campaign", "name", "source_file", "slurm_job_id", "slurm_step_id", "started_at", "stopped_at",
             "status", "reason", "ranks_seen", "ranks_stopped", "time_to_train_s", "final_split", "final_metric",
@@ -35,6 +39,10 @@ def value_of(run: Run, name: str) -> Any:
     """The value of field ``name`` for ``run``: a column, ``workers``, ``hardware``, or a path into its run_start."""
     if name == "hardware":
         return run.hardware
+    if name == "layout":
+        return run.layout_name
+    if name == "layout_key":  # the layout where it is more than data parallel: what pairs and setups compare
+        return run.layout_key or "data parallel"
     if name in COLUMNS or name == "workers":
         return run.value(name)
     node: Any = run.attrs
@@ -49,6 +57,8 @@ def resolve(name: str, runs: Iterable[Run]) -> str:
     """The field ``name`` means: a column, a derived field, a dotted path, or a bare hyper-parameter name (then
     ``hyperparameters.<name>``); a :class:`SelectorError` naming the known fields for anything else."""
     name = name.strip()
+    if name in ("parallel", "layout"):  # the layout by its name (tp2, dp2,pp2), not the degrees' JSON
+        return "layout"
     if name in COLUMNS or name in DERIVED or "." in name:
         return name
     if name == "accelerator_model":

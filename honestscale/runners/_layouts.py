@@ -26,6 +26,11 @@ from typing import Any
 
 MESH_ORDER = ("pp", "dp", "fsdp", "tp")  # outermost first
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b")
+OFFERED = {
+    frozenset(("dp", "tp")),
+    frozenset(("dp", "pp")),
+    frozenset(("fsdp", "tp")),
+}  # 2-D hybrids, each tested
 _WORDS = {"ddp": "dp", "dp": "dp", "fsdp": "fsdp", "tp": "tp", "pp": "pp"}
 
 
@@ -98,6 +103,10 @@ def parse(text: str, world_size: int, schedule: str = "1f1b", microbatches: int 
     if degrees["dp"] > 1 and degrees["fsdp"] > 1:
         raise LayoutError(f"--parallel {text}: replicated and sharded data parallel together (HSDP) is not "
                           "offered; use fsdp alone, or dp with tp or pp")  # fmt: skip
+    used = frozenset(d for d in ("dp", "fsdp", "tp", "pp") if degrees[d] > 1)
+    if len(used) > 1 and used not in OFFERED:
+        raise LayoutError(f"--parallel {text}: {' x '.join(sorted(used))} is not offered (not tested here); the 2-D "
+                          "layouts are dp,tp, dp,pp and fsdp,tp")  # fmt: skip
     if schedule not in SCHEDULES:
         raise LayoutError(f"--pipeline-schedule {schedule}: one of {', '.join(SCHEDULES)}")
     pp = degrees["pp"]

@@ -23,6 +23,8 @@ from honestscale.runners._ddp_comm import DDPCommTiming
 from honestscale.runners._lifecycle import RunRecorder
 from honestscale.runners._loop import Budget, Done, Loop, check_target
 from honestscale.runners.instrument import (
+    POSITIVE,
+    POSITIVE_INT,
     CudaClock,
     HostClock,
     StepTimer,
@@ -34,21 +36,44 @@ from honestscale.runners.instrument import (
 DTYPE_OF = {"amp-bf16": "bf16", "amp-fp16": "fp16"}
 
 
+GPT_ONLY = ("parallel", "pipeline_schedule", "microbatches", "model_size", "seq_len", "corpus_bytes", "eval_sequences",
+            "target_loss", "activation_checkpointing", "compile", "declared_peak_tflops", "declared_peak_source")  # fmt: skip
+
+
+def settle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """Keep the transformer's options to ``--model gpt``: for any other model, one given is refused (named), and
+    the rest leave the run's hyper-parameters (and config hash) as they were before the transformer existed."""
+    if args.model == "gpt":
+        return None
+    for name in GPT_ONLY:
+        if getattr(args, name) != parser.get_default(name):
+            return f"--{name.replace('_', '-')} is an option of --model gpt (the transformer), not of --model {args.model}"
+        delattr(args, name)
+    if args.dataset is None:
+        args.dataset = "digits"
+    return None
+
+
 def add_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("transformer (--model gpt)")
     g.add_argument("--parallel", default="ddp",
                    help="layout: ddp, fsdp, tp, pp, or degrees whose product is the world size: dp2,tp2, dp2,pp2, "
                         "fsdp2,tp2 (default: ddp)")  # fmt: skip
     g.add_argument("--pipeline-schedule", choices=list(_layouts.SCHEDULES), default="1f1b")
-    g.add_argument("--microbatches", type=int, help="microbatches per step under pp (default: 2 x pp)")
+    g.add_argument(
+        "--microbatches", type=POSITIVE_INT, help="microbatches per step under pp (default: 2 x pp)"
+    )
     g.add_argument("--model-size", choices=list(_gpt.PRESETS), default="gpt-tiny")
-    g.add_argument("--seq-len", type=int, default=64, help="tokens (bytes) per sequence")
-    g.add_argument("--corpus-bytes", type=int, default=2_000_000, help="bytes of the train split to read")
-    g.add_argument("--eval-sequences", type=int, default=256, help="sequences evaluated per split")
-    g.add_argument("--target-loss", type=float, help="stop when validation loss (nats/byte) reaches this")
+    g.add_argument("--seq-len", type=POSITIVE_INT, default=64, help="tokens (bytes) per sequence")
+    g.add_argument(
+        "--corpus-bytes", type=POSITIVE_INT, default=2_000_000, help="bytes of the train split to read"
+    )
+    g.add_argument("--eval-sequences", type=POSITIVE_INT, default=256,
+                   help="sequences evaluated per split (at least the sequences per replica)")  # fmt: skip
+    g.add_argument("--target-loss", type=POSITIVE, help="stop when validation loss (nats/byte) reaches this")
     g.add_argument("--activation-checkpointing", choices=["none", "full"], default="none")
     g.add_argument("--compile", action="store_true", help="torch.compile each transformer block")
-    g.add_argument("--declared-peak-tflops", type=float,
+    g.add_argument("--declared-peak-tflops", type=POSITIVE,
                    help="dense peak of this device in the compute dtype, for MFU where the catalogue has none "
                         "(a CPU): give --declared-peak-source too")  # fmt: skip
     g.add_argument(
@@ -71,6 +96,12 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
     if layout.degrees["pp"] > 1 and local_batch % layout.microbatches:
         raise _layouts.LayoutError(f"{local_batch} sequences per replica do not split into {layout.microbatches} "
                                    "microbatches: change --batch-size or --microbatches")  # fmt: skip
+    if args.eval_sequences < local_batch:
+        raise _layouts.LayoutError(f"--eval-sequences {args.eval_sequences} is fewer than the {local_batch} sequences a "
+                                   "replica evaluates at once: raise it, or lower --batch-size")  # fmt: skip
+    if args.precision == "amp-fp16":
+        raise _layouts.LayoutError("--precision amp-fp16 needs loss scaling, which the transformer does not do: use "
+                                   "amp-bf16")  # fmt: skip
     if args.declared_peak_tflops is not None and not args.declared_peak_source:
         raise _layouts.LayoutError(
             "--declared-peak-tflops needs --declared-peak-source (a datasheet or measurement)"
@@ -102,6 +133,13 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
     if cuda:
         software |= {"cuda": str(torch.version.cuda), "nccl": ".".join(map(str, torch.cuda.nccl.version()))}  # type: ignore[no-untyped-call]
     sizes = {f"{k}_size": corpus.windows(k, args.seq_len) for k in ("train", "validation", "test")}
+    # what ends training, as the loop decides it: the target first, then the sample and time budgets, else epochs
+    stop: tuple[str, float] = (
+        ("target_accuracy", args.target_loss) if args.target_loss is not None
+        else ("samples", args.max_samples) if args.max_samples is not None
+        else ("wall_time", args.max_time) if args.max_time is not None
+        else ("epochs", args.epochs)
+    )  # fmt: skip
     start = run_start_fields(
         args, world, runner="honestscale.runners.torch_ddp",
         default_name=f"gpt-{layout_name(layout)}-{world.world_size}w",
@@ -109,8 +147,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
         framework="torch", framework_version=torch.__version__, backend="nccl" if cuda else "gloo", software=software,
         model=f"gpt ({args.model_size})", model_params=counts.total, dataset=corpus.name, sizes=sizes,
         data_source="in_memory", data_path=corpus.path, input_shape=[args.seq_len], local_batch_size=local_batch,
-        stop_criterion="target_accuracy" if args.target_loss is not None else "epochs",
-        stop_value=args.target_loss if args.target_loss is not None else args.epochs,
+        stop_criterion=stop[0], stop_value=stop[1],
         threads=(torch.get_num_threads(), torch.get_num_interop_threads()),
         accelerators_per_node=world.local_world_size if cuda else 0,
         accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer="adamw",
@@ -164,12 +201,16 @@ def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _
     net = par.modules[0]
 
     def batches(epoch: int) -> Any:
+        """The epoch's batches of this replica; the order is drawn here, before the first step is timed."""
         g = torch.Generator().manual_seed(args.seed * 100_003 + epoch)  # every rank: the same order
         order = torch.randperm(len(x_train), generator=g)
-        for i in range(steps_per_epoch):
+
+        def take(i: int) -> tuple[Any, Any]:
             idx = order[i * args.batch_size : (i + 1) * args.batch_size]
             mine = idx[par.replica * local_batch : (par.replica + 1) * local_batch]
-            yield x_train[mine].to(device, non_blocking=True), y_train[mine].to(device, non_blocking=True)
+            return x_train[mine].to(device, non_blocking=True), y_train[mine].to(device, non_blocking=True)
+
+        return (take(i) for i in range(steps_per_epoch))
 
     def forward_backward(x: Any, y: Any) -> Any:
         with torch.autocast(device.type, dtype=amp, enabled=amp is not None):

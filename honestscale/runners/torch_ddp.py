@@ -129,18 +129,17 @@ def _stop_criterion(args: argparse.Namespace) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (why := settle_args(args, parser)) is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     try:
         world = _world.discover()
     except _world.WorldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.model == "gpt":
-        why = _gpt_refusal(args)
-        if why:
-            print(f"error: {why}", file=sys.stderr)
-            return 2
-    elif args.batch_size % world.world_size:
+    if args.model != "gpt" and args.batch_size % world.world_size:
         print(f"error: --batch-size {args.batch_size} (global) is not divisible by the {world.world_size} ranks; "
               f"use a multiple of {world.world_size}", file=sys.stderr)  # fmt: skip
         return 2
@@ -152,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _train(args, world, run_id, rec)
     return 0
+
+
+def settle_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """What the runner refuses once its options are parsed (the transformer's options on another model), or None;
+    ``honestscale run`` and campaign specs ask it before any rank starts."""
+    return _gpt_refusal(args) if args.model == "gpt" else _transformer.settle(args, parser)
 
 
 def _gpt_refusal(args: argparse.Namespace) -> str | None:
@@ -329,9 +334,11 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
         return bool(t.item())
 
     def batches(epoch: int) -> Any:
+        """The epoch's batches; the sampler's epoch and the loader's iterator (its workers) are set up here,
+        before the first step is timed, as they always were."""
         sampler.set_epoch(epoch)
-        for xb, yb in loader:
-            yield xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+        it = iter(loader)
+        return ((xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)) for xb, yb in it)
 
     def train_step(batch: Any) -> Done:
         xb, yb = batch

@@ -78,10 +78,12 @@ _FROM_RUN_START: tuple[tuple[str, str, str], ...] = (
 )
 
 # the ranks that share one data-parallel replica's samples (tensor x pipeline x context parallel): sums of samples
-# and tokens over ranks are divided by it; a degree that is not a positive integer counts as 1 (the contract's
-# validation leaves the object's members to the reader)
+# and tokens over ranks are divided by it; a degree that is not a positive JSON integer counts as 1, as
+# ``Run.degrees`` reads it (the contract's validation leaves the object's members to the reader; HS213 names a
+# layout that does not multiply to the world size)
 _REPLICA_RANKS = " * ".join(
-    f"coalesce(nullif(greatest(TRY_CAST(s.p -> 'parallel' ->> '{d}' AS INTEGER), 0), 0), 1)"
+    f"CASE WHEN json_type(s.p -> 'parallel' -> '{d}') = 'UBIGINT' "
+    f"THEN greatest(TRY_CAST(s.p -> 'parallel' ->> '{d}' AS INTEGER), 1) ELSE 1 END"
     for d in ("tp", "pp", "cp")
 )
 

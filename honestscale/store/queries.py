@@ -375,7 +375,7 @@ def run_step_fractions(con: duckdb.DuckDBPyConnection, campaign: str | None = No
 # run_start fields every rank of one run must agree on
 AGREED_FIELDS = (
     "campaign", "framework", "model", "dataset", "world_size", "nodes", "global_batch_size", "local_batch_size",
-    "precision", "config_hash",
+    "precision", "parallel", "config_hash",
 )  # fmt: skip
 
 

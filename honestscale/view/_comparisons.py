@@ -297,11 +297,10 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
     scaling = ("campaign", "model", "dataset", "framework", "layout_family")
     series = _group(compared, scaling, pooled)
     for values, group in list(series.items()):
-        # a layout's series starts from the data-parallel runs at the worker counts it has none of (one worker:
-        # no layout at all), never pooling two layouts at one count
+        # a layout's series starts from the one-worker runs (no layout at all) where it has none of its own
         plain = series.get((*values[:-1], None), []) if values[-1] is not None else []
         counts = {r.workers for r in group}
-        series[values] = group + [r for r in plain if r.workers not in counts]
+        series[values] = group + [r for r in plain if r.workers == 1 and 1 not in counts]
     for values, group in sorted(series.items(), key=lambda kv: repr(kv[0])):
         if len({r.workers for r in group if r.workers}) >= 2:
             key = dict(zip(scaling, values, strict=True))
@@ -312,15 +311,25 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
             key = dict(zip(framework, values, strict=True))
             like, left_out = like_for_like(group)
             out.append(Comparison("framework", _label(key), like, key, left_out=left_out))
-    layout = ("campaign", "model", "dataset", "framework", "workers")
+    # layouts of one model at one number of workers, like for like: one global batch, accelerator and precision
+    layout = (
+        "campaign",
+        "model",
+        "dataset",
+        "framework",
+        "workers",
+        "global_batch_size",
+        "hardware",
+        "precision",
+    )
     for values, group in sorted(_group(compared, layout, pooled).items(), key=lambda kv: repr(kv[0])):
-        if len({r.layout_key for r in group}) >= 2:  # layouts of one model at one number of workers
+        if len({r.layout_key for r in group}) >= 2:
             key = dict(zip(layout, values, strict=True))
             out.append(Comparison("layout", _label(key), group, key))
     for name in sorted({r.campaign for r in compared}, key=lambda c: (c is None, c or "")):
         out.append(Comparison("campaign", name or "(none)", [r for r in runs if r.campaign == name],
                               {"campaign": name}))  # fmt: skip
-    hardware = ("campaign", "model", "dataset", "framework")
+    hardware = ("campaign", "model", "dataset", "framework", "layout_key")
     for values, group in sorted(_group(compared, hardware, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.hardware for r in group}) >= 2:
             key = dict(zip(hardware, values, strict=True))

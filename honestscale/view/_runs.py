@@ -268,19 +268,36 @@ class Run:
         return layout_text(self.degrees)
 
     @property
+    def layout_name(self) -> str:
+        """The layout as its runs are grouped and named: ``tp2``, ``dp2,pp2 (1f1b, 4 microbatches)`` (a pipeline's
+        schedule, microbatches and virtual stages make another layout); ``?`` where nothing is known."""
+        return (self.layout or "?") + self._pipeline_text()
+
+    def _pipeline_text(self) -> str:
+        if self.degrees["pp"] <= 1:
+            return ""
+        v = self.attrs.get("pipeline_virtual_stages")
+        extra = [self.pipeline_schedule or "schedule?", f"{self.microbatches or '?'} microbatches"]
+        if isinstance(v, int) and v > 1:
+            extra.append(f"{v} virtual stages")
+        return f" ({', '.join(extra)})"
+
+    @property
     def layout_key(self) -> str | None:
-        """The layout where it is more than data parallel (``tp2``, ``dp2,pp2``, ``fsdp2``), else None: runs of
-        different layouts are different configurations, never pooled; plain data-parallel runs, recorded with a
-        layout or before contract 3, are one."""
+        """The layout where it is more than data parallel (``tp2``, ``fsdp2``, ``pp2 (1f1b, 4 microbatches)``),
+        else None: runs of different layouts are different configurations, never pooled; plain data-parallel runs,
+        recorded with a layout or before contract 3, are one."""
         d = self.degrees
-        return layout_text(d) if any(d[k] > 1 for k in _DIMS if k != "dp") else None
+        return self.layout_name if any(d[k] > 1 for k in _DIMS if k != "dp") else None
 
     @property
     def layout_family(self) -> str | None:
-        """The model-parallel dimensions in use (``tp``, ``fsdp+tp``), None for data parallel: a scaling series
-        keeps its family (tp2 -> dp2,tp2 -> dp4,tp2), never mixes families."""
+        """The layout a scaling series keeps while its data-parallel degree grows: the model-parallel degrees and
+        the pipeline's schedule (``tp2`` for tp2, dp2,tp2 and dp4,tp2; ``fsdp`` for fsdp2 and fsdp4, fully sharded
+        data parallel growing), None for plain data parallel."""
         d = self.degrees
-        return "+".join(k for k in _DIMS if k != "dp" and d[k] > 1) or None
+        parts = [("fsdp" if k == "fsdp" else f"{k}{d[k]}") for k in _DIMS if k != "dp" and d[k] > 1]
+        return ",".join(parts) + self._pipeline_text() if parts else None
 
     @property
     def tokens_per_s(self) -> float | None:

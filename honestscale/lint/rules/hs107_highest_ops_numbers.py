@@ -185,6 +185,18 @@ class HighestOpsNumbers(Rule):
             if min(o for o in near if o is not None) > TOLERANCE:
                 said.append(f"claimed {c.tflops_per_accelerator:,.1f} TFLOP/s per accelerator vs recomputed "
                             f"{_g(u.tflops_per_accelerator)}")  # fmt: skip
+        # a rate claimed on its own (no MFU beside it) is checked too: tokens/s, and per accelerator
+        if (o := off(c.tokens_per_s, u.tokens_per_s)) is not None and o > TOLERANCE:
+            said.append(f"claimed {_g(c.tokens_per_s)} tokens/s vs recomputed {_g(u.tokens_per_s)}")
+        total_as_per = (u.accelerators or 0) > 1 and (
+            off(c.tokens_per_s_per_accelerator, c.tokens_per_s) or 1
+        ) <= SAME
+        per = off(c.tokens_per_s_per_accelerator, u.tokens_per_s_per_accelerator)
+        if (
+            per is not None and per > TOLERANCE and not total_as_per
+        ):  # the total as per accelerator: failed above
+            said.append(f"claimed {_g(c.tokens_per_s_per_accelerator)} tokens/s per accelerator vs recomputed "
+                        f"{_g(u.tokens_per_s_per_accelerator)}")  # fmt: skip
         if not said:
             return
         causes = _causes(run, view, c, u)

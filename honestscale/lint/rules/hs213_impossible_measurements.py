@@ -32,6 +32,15 @@ def problems(run: Run) -> dict[str, Any]:
             out["missing_ranks"] = missing[:20] + (["..."] if len(missing) > 20 else [])
         if extra:
             out["ranks_beyond_world_size"] = extra[:20]
+    if run.parallel and run.world_size:  # a layout whose degrees cannot lay out the ranks it ran on
+        d = run.degrees
+        product = d["dp"] * d["fsdp"] * d["tp"] * d["pp"] * d["cp"]
+        if product != run.world_size:
+            out["layout_not_world"] = {
+                "parallel": run.parallel,
+                "product": product,
+                "world_size": run.world_size,
+            }
     if ranks.disagree:
         out["ranks_disagree"] = {f: list(v) for f, v in ranks.disagree}
     return out
@@ -55,6 +64,10 @@ def _say(found: dict[str, Any], run: Run) -> str:
     if "ranks_beyond_world_size" in found:
         parts.append(f"rank(s) {', '.join(map(str, found['ranks_beyond_world_size']))} outside world size "
                      f"{run.world_size}")  # fmt: skip
+    if "layout_not_world" in found:
+        f = found["layout_not_world"]
+        parts.append(f"its layout {f['parallel']} multiplies to {f['product']} ranks (dp x fsdp x tp x pp x cp), its "
+                     f"world size is {f['world_size']}: every rate derived from the layout would be wrong")  # fmt: skip
     if "ranks_disagree" in found:
         parts.append("its ranks disagree on " + "; ".join(f"{f} ({' / '.join(v)})"
                                                            for f, v in found["ranks_disagree"].items()))  # fmt: skip
@@ -68,7 +81,8 @@ class ImpossibleMeasurements(Rule):
     negative (run_stop before run_start) or longer than a year; a clock that went backwards on one rank (an event
     stamped earlier than the one its rank wrote before it, by more than a millisecond); ranks of ``0..world_size-1`` that wrote nothing, or ranks outside it; ranks whose run_start
     disagrees on what defines the run (campaign, framework, model, dataset, world size, nodes, batches,
-    precision, config hash). A run whose time to train is negative is no success in any number: it is left out
+    precision, parallel layout, config hash); a parallel layout whose degrees do not multiply to the world size
+    (dp x fsdp x tp x pp x cp, contract 3). A run whose time to train is negative is no success in any number: it is left out
     of every statistic, and named here.
     Why it misleads: an impossible number printed as a result ("time to train -22.00 s") or a run averaged in
     as if it were whole (a rank that never wrote, two ranks trained with different batches) makes every

@@ -19,9 +19,13 @@ ALTER TABLE runs ADD COLUMN params_active BIGINT;
 ALTER TABLE steps ADD COLUMN tokens BIGINT;
 UPDATE runs SET
     parallel = attrs -> 'parallel',
-    replica_ranks = coalesce(TRY_CAST(attrs -> 'parallel' ->> 'tp' AS INTEGER), 1)
-        * coalesce(TRY_CAST(attrs -> 'parallel' ->> 'pp' AS INTEGER), 1)
-        * coalesce(TRY_CAST(attrs -> 'parallel' ->> 'cp' AS INTEGER), 1),
+    -- a degree that is not a positive JSON integer counts as 1, as the projection reads it
+    replica_ranks = (CASE WHEN json_type(attrs -> 'parallel' -> 'tp') = 'UBIGINT'
+                          THEN greatest(TRY_CAST(attrs -> 'parallel' ->> 'tp' AS INTEGER), 1) ELSE 1 END)
+        * (CASE WHEN json_type(attrs -> 'parallel' -> 'pp') = 'UBIGINT'
+                THEN greatest(TRY_CAST(attrs -> 'parallel' ->> 'pp' AS INTEGER), 1) ELSE 1 END)
+        * (CASE WHEN json_type(attrs -> 'parallel' -> 'cp') = 'UBIGINT'
+                THEN greatest(TRY_CAST(attrs -> 'parallel' ->> 'cp' AS INTEGER), 1) ELSE 1 END),
     pipeline_schedule = attrs ->> 'pipeline_schedule',
     microbatches = TRY_CAST(attrs ->> 'microbatches' AS INTEGER),
     sequence_length = TRY_CAST(attrs ->> 'sequence_length' AS INTEGER),
