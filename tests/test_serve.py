@@ -98,7 +98,8 @@ def browser() -> Iterator[Any]:
 
 def visit(browser: Any, url: str, settle: float = 1.5) -> list[str]:
     """Load the page; the console's errors (and warnings about refused content) while it settles."""
-    browser.get_log("browser")  # what earlier pages said
+    browser.get("about:blank")  # the page before stops polling its (perhaps stopped) server ...
+    browser.get_log("browser")  # ... and what it said is read and dropped, not blamed on this page
     browser.get(url)
     time.sleep(settle)
     return [e["message"] for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
