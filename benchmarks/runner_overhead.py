@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+from benchmarks._alternate import alternate  # noqa: E402
 from honestscale.events import EventWriter  # noqa: E402
 from honestscale.runners import _torch_data as data  # noqa: E402
 from honestscale.runners.instrument import StepTimer, SystemSampler  # noqa: E402
@@ -81,12 +82,7 @@ def main() -> None:
                 step += 1
             return (time.perf_counter() - t0) / int(args.steps)
 
-        block(False)  # warm-up, not counted
-        block(True)
-        plain: list[float] = []
-        instrumented: list[float] = []
-        for i in range(2 * args.blocks):
-            (instrumented if i % 2 else plain).append(block(bool(i % 2)))
+        plain, instrumented = alternate(block, args.blocks)
         sampler.stop()
         writer.close()
         events = sum(1 for _ in (Path(tmp) / "overhead" / "events-rank0.jsonl").open())

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from honestscale.events import PARALLEL_DIMS
+
 MESH_ORDER = ("pp", "dp", "fsdp", "tp")  # outermost first
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b")
 OFFERED = {
@@ -66,7 +68,7 @@ class Layout:
 def parse(text: str, world_size: int, schedule: str = "1f1b", microbatches: int | None = None) -> Layout:
     """The layout ``--parallel TEXT`` names on ``world_size`` ranks, or a :class:`LayoutError` saying what to
     write instead."""
-    degrees = dict.fromkeys(("dp", "fsdp", "tp", "pp", "cp", "ep"), 1)
+    degrees = dict.fromkeys(PARALLEL_DIMS, 1)
     parts = [p.strip() for p in text.lower().split(",") if p.strip()]
     if not parts:
         raise LayoutError("--parallel is empty: ddp, fsdp, tp, pp, or degrees such as dp2,tp2")
@@ -250,6 +252,20 @@ def _schedule(par: Parallel, layout: Layout, loss_fn: Any) -> Any:
         return ScheduleInterleaved1F1B(stages, layout.microbatches, loss_fn=loss_fn)
     cls = ScheduleGPipe if layout.schedule == "gpipe" else Schedule1F1B
     return cls(stages[0], layout.microbatches, loss_fn=loss_fn)
+
+
+def pipeline_pass(par: Parallel, x: Any, y: Any, *, train: bool) -> list[Any]:
+    """One batch through the pipeline (forward and backward, or forward only): the first stage feeds the inputs,
+    the last the targets; the losses of its microbatches, on the rank that holds the last stage (else none)."""
+    run = par.schedule.step if train else par.schedule.eval
+    losses: list[Any] = []
+    if par.first_stage:
+        run(x)
+    elif par.last_stage:
+        run(target=y, losses=losses)
+    else:
+        run()
+    return losses
 
 
 @contextmanager

@@ -33,6 +33,24 @@ class Budget:
     target: float | None = None  # the target of the validation quality, reached per ``reached``
     target_metric: str = "accuracy"
 
+    @classmethod
+    def of(cls, args: Any, target: float | None, target_metric: str = "accuracy") -> Budget:
+        """The budget a runner's options set (``add_training_args``'s names), with the target of its quality."""
+        return cls(epochs=args.epochs, warmup_steps=args.warmup_steps, eval_every=args.eval_every,
+                   max_samples=args.max_samples, max_time=args.max_time, target=target,
+                   target_metric=target_metric)  # fmt: skip
+
+    def criterion(self) -> tuple[str, float]:
+        """run_start's stop criterion and value: what ends training as :meth:`Loop.run` decides it, the target
+        first, then the sample and time budgets, else the epochs."""
+        if self.target is not None:
+            return "target_accuracy", float(self.target)
+        if self.max_samples is not None:
+            return "samples", float(self.max_samples)
+        if self.max_time is not None:
+            return "wall_time", float(self.max_time)
+        return "epochs", float(self.epochs)
+
 
 @dataclass
 class Done:

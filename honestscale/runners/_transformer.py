@@ -133,13 +133,8 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
     if cuda:
         software |= {"cuda": str(torch.version.cuda), "nccl": ".".join(map(str, torch.cuda.nccl.version()))}  # type: ignore[no-untyped-call]
     sizes = {f"{k}_size": corpus.windows(k, args.seq_len) for k in ("train", "validation", "test")}
-    # what ends training, as the loop decides it: the target first, then the sample and time budgets, else epochs
-    stop: tuple[str, float] = (
-        ("target_accuracy", args.target_loss) if args.target_loss is not None
-        else ("samples", args.max_samples) if args.max_samples is not None
-        else ("wall_time", args.max_time) if args.max_time is not None
-        else ("epochs", args.epochs)
-    )  # fmt: skip
+    budget = Budget.of(args, args.target_loss, "loss")
+    stop = budget.criterion()
     start = run_start_fields(
         args, world, runner="honestscale.runners.torch_ddp",
         default_name=f"gpt-{layout_name(layout)}-{world.world_size}w",
@@ -172,7 +167,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
         start["declared_peak"] = {"tflops": args.declared_peak_tflops, "dtype": compute_dtype,
                                   "source": args.declared_peak_source}  # fmt: skip
     rec.start(**start)
-    _run(args, world, rec, par, corpus, layout, local_batch, device, clock)
+    _run(args, world, rec, par, corpus, layout, local_batch, device, clock, budget)
 
 
 def layout_name(layout: _layouts.Layout) -> str:
@@ -181,7 +176,7 @@ def layout_name(layout: _layouts.Layout) -> str:
 
 
 def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _layouts.Parallel, corpus: Any,
-         layout: _layouts.Layout, local_batch: int, device: Any, clock: Any) -> None:  # fmt: skip
+         layout: _layouts.Layout, local_batch: int, device: Any, clock: Any, budget: Budget) -> None:  # fmt: skip
     import torch
     import torch.distributed as dist
 
@@ -218,14 +213,8 @@ def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _
                 loss = _gpt.loss(net(x), y)
                 loss.backward()
                 return loss.detach()
-            losses: list[Any] = []
             with _layouts.pipeline_waits(par):
-                if par.first_stage:
-                    par.schedule.step(x)
-                elif par.last_stage:
-                    par.schedule.step(target=y, losses=losses)
-                else:
-                    par.schedule.step()
+                losses = _layouts.pipeline_pass(par, x, y, train=True)
             return torch.stack(losses).mean().detach() if losses else None
 
     def step(batch: Any) -> Done:
@@ -261,13 +250,7 @@ def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _
                     total += torch.tensor([float(_gpt.loss(net(x), y)) * len(x), len(x)], dtype=torch.float64,
                                           device=device)  # fmt: skip
                     continue
-                losses: list[Any] = []
-                if par.first_stage:
-                    par.schedule.eval(x)
-                elif par.last_stage:
-                    par.schedule.eval(target=y, losses=losses)
-                else:
-                    par.schedule.eval()
+                losses = _layouts.pipeline_pass(par, x, y, train=False)
                 if losses:
                     total += torch.tensor([float(torch.stack(losses).mean()) * len(x), len(x)],
                                           dtype=torch.float64, device=device)  # fmt: skip
@@ -302,9 +285,6 @@ def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _
         got = [t for t in losses if t is not None]
         return float(torch.stack(got).float().mean()) if got else None
 
-    budget = Budget(epochs=args.epochs, warmup_steps=args.warmup_steps, eval_every=args.eval_every,
-                    max_samples=args.max_samples, max_time=args.max_time, target=args.target_loss,
-                    target_metric="loss")  # fmt: skip
     loop = Loop(rec.writer, timer, budget, decide=decide, replicas=layout.replicas, is_main=world.is_main,
                 mean_loss=mean_loss)  # fmt: skip
     for m in par.modules:

@@ -118,16 +118,6 @@ def _splits(args: argparse.Namespace) -> Any:
     raise data.DataError(f"unknown dataset {args.dataset!r}: digits, synthetic, folder or memmap")
 
 
-def _stop_criterion(args: argparse.Namespace) -> tuple[str, float]:
-    if args.target_accuracy is not None:
-        return "target_accuracy", float(args.target_accuracy)
-    if args.max_samples is not None:
-        return "samples", float(args.max_samples)
-    if args.max_time is not None:
-        return "wall_time", float(args.max_time)
-    return "epochs", float(args.epochs)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -223,7 +213,8 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     else:
         model = data.build_model(args.model, splits.input_shape, splits.num_classes).to(device)
     local_batch = args.batch_size // world.world_size
-    criterion, target = _stop_criterion(args)
+    budget = Budget.of(args, args.target_accuracy)
+    criterion, target = budget.criterion()
     framework, version = ("horovod-torch", _horovod_version()) if hvd else ("torch", torch.__version__)
     software = base_software() | {"torch": torch.__version__}
     backend = ("nccl" if cuda else "gloo") if world.world_size > 1 else "none"
@@ -368,8 +359,6 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     def mean_loss(losses: list[Any]) -> float | None:
         return float(torch.stack(losses).float().mean()) if losses else None
 
-    budget = Budget(epochs=args.epochs, warmup_steps=args.warmup_steps, eval_every=args.eval_every,
-                    max_samples=args.max_samples, max_time=args.max_time, target=args.target_accuracy)  # fmt: skip
     loop = Loop(
         w, timer, budget, decide=decide, replicas=world.world_size, is_main=world.is_main, mean_loss=mean_loss
     )
