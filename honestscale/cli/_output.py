@@ -323,14 +323,15 @@ def summary_table(rows: list[Any]) -> Table:
     from honestscale.analysis.points import verdicts_text
     from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 
-    table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, samples/s (and tokens/s) the "
+    tokens = any(r.point.tokens_per_s for r in rows)  # a column only where some run counted tokens
+    rates = "samples/s and tokens/s" if tokens else "samples/s"
+    table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, {rates} the "
                   f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
     cols: tuple[str, ...] = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
             "per worker", "data", "compute", "comm", "optimizer", "accuracy", "scaling", "rules")  # fmt: skip
     energy = any(r.point.energy_j is not None for r in rows)  # a column only where some run measured it
     cols = (*cols[:-2], "energy (median)", *cols[-2:]) if energy else cols
     layouts = any(r.layout for r in rows)  # a column only where some runs are more than data parallel
-    tokens = any(r.point.tokens_per_s for r in rows)
     if tokens:
         at = cols.index("per worker") + 1
         cols = (*cols[:at], "tokens/s", *cols[at:])
