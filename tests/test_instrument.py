@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from honestscale import events as ev
-from honestscale.runners._world import discover
-from honestscale.runners.instrument import HostClock, RunRecorder, StepTimer, TargetNotReached
+from honestscale.record.world import discover
+from honestscale.runners.instrument import HostClock, Recorder, StepTimer, TargetNotReached
 from tests.conftest import REPO
 
 
@@ -75,8 +75,8 @@ def _events(path: Path) -> list[dict[str, Any]]:
 def test_every_exit_path_writes_run_stop(tmp_path: Path, exc: BaseException | None, status: str,
                                          reason: str | None) -> None:  # fmt: skip
     def body() -> None:
-        with RunRecorder(tmp_path, "r", discover({}), sample_interval=0.05) as rec:
-            rec.start(framework="torch", world_size=1)
+        with Recorder(tmp_path, "r", discover({}), sample_interval=0.05) as rec:
+            rec.run_start(framework="torch", world_size=1)
             time.sleep(0.2)
             if exc is not None:
                 raise exc
@@ -99,10 +99,10 @@ def test_every_exit_path_writes_run_stop(tmp_path: Path, exc: BaseException | No
 def test_sigterm_writes_timeout_and_keeps_earlier_events(tmp_path: Path) -> None:
     code = (
         "import sys, time\n"
-        "from honestscale.runners.instrument import RunRecorder\n"
-        "from honestscale.runners._world import discover\n"
-        f"with RunRecorder({str(tmp_path)!r}, 'r', discover({{}}), sample_interval=0) as rec:\n"
-        "    rec.start(framework='torch', world_size=1)\n"
+        "from honestscale.runners.instrument import Recorder\n"
+        "from honestscale.record.world import discover\n"
+        f"with Recorder({str(tmp_path)!r}, 'r', discover({{}}), sample_interval=0) as rec:\n"
+        "    rec.run_start(framework='torch', world_size=1)\n"
         "    for i in range(100000):\n"
         "        rec.writer.step(step=i, samples=1, t_total=0.01)\n"
         "        print(i, flush=True) if i == 5 else None\n"
@@ -127,8 +127,8 @@ def test_a_second_signal_while_stopping_does_not_replace_the_first(tmp_path: Pat
 
     from honestscale.runners.instrument import RunTerminated
 
-    with pytest.raises(RunTerminated), RunRecorder(tmp_path, "r", discover({}), sample_interval=0) as rec:
-        rec.start(framework="torch", world_size=1)
+    with pytest.raises(RunTerminated), Recorder(tmp_path, "r", discover({}), sample_interval=0) as rec:
+        rec.run_start(framework="torch", world_size=1)
         try:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)  # the handler raises here

@@ -16,8 +16,8 @@ import pytest
 
 from honestscale import events as ev
 from honestscale.campaign.launch import thread_split
+from honestscale.record.world import World
 from honestscale.runners import torch_ddp
-from honestscale.runners._world import World
 from honestscale.runners.instrument import environment, run_start_fields
 from honestscale.store import migrations, open_store
 from tests.conftest import EXAMPLE, REPO, hs, query

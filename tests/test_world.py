@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from honestscale.runners._world import WorldError, discover, expand_hostlist, slurm_port
+from honestscale.record.world import WorldError, discover, expand_hostlist, slurm_port
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.events import PURPOSES, SCALING
-from honestscale.runners._lifecycle import PeerFailed, RunTerminated, TargetNotReached
+from honestscale.record import PeerFailed, RunTerminated, TargetNotReached
 
 EXIT_CODES: dict[type[BaseException], int] = {
     RunTerminated: 143,

@@ -17,8 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from honestscale.runners._lifecycle import TargetNotReached
-from honestscale.runners._timer import StepTimer
+from honestscale.record import StepTimer, TargetNotReached
 
 
 @dataclass

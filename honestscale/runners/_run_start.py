@@ -8,19 +8,13 @@ on and the launcher's threading knobs are read here, the same way for every fram
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from typing import Any
 
+from honestscale.record import config_hash
+from honestscale.record.environment import threads as threading_fields
+from honestscale.record.world import World
 from honestscale.runners._arguments import RECORDING_KEYS
-from honestscale.runners._environment import threads as threading_fields
-from honestscale.runners._world import World
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    """A short hash over everything that defines the experiment (not the seed, not the rank)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def hyperparameters(args: Any) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _gpt, _layouts, _text, _world
+from honestscale.record import Recorder
+from honestscale.record import world as _world
+from honestscale.runners import _gpt, _layouts, _text
 from honestscale.runners._ddp_comm import DDPCommTiming
-from honestscale.runners._lifecycle import RunRecorder
 from honestscale.runners._loop import Budget, Done, Loop, check_target
 from honestscale.runners.instrument import (
     POSITIVE,
@@ -81,7 +82,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda: bool) -> None:
+def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bool) -> None:
     import torch
     import torch.distributed as dist
 
@@ -166,7 +167,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: RunRecorder, cuda:
     if args.declared_peak_tflops is not None:
         start["declared_peak"] = {"tflops": args.declared_peak_tflops, "dtype": compute_dtype,
                                   "source": args.declared_peak_source}  # fmt: skip
-    rec.start(**start)
+    rec.run_start(**start)
     _run(args, world, rec, par, corpus, layout, local_batch, device, clock, budget)
 
 
@@ -175,7 +176,7 @@ def layout_name(layout: _layouts.Layout) -> str:
     return "-".join(used) or "single"
 
 
-def _run(args: argparse.Namespace, world: _world.World, rec: RunRecorder, par: _layouts.Parallel, corpus: Any,
+def _run(args: argparse.Namespace, world: _world.World, rec: Recorder, par: _layouts.Parallel, corpus: Any,
          layout: _layouts.Layout, local_batch: int, device: Any, clock: Any, budget: Budget) -> None:  # fmt: skip
     import torch
     import torch.distributed as dist

@@ -5,6 +5,19 @@ that need them), so the Horovod and MXNet environments can use it as they are. T
 small private modules; this one is what runners import.
 """
 
+from honestscale.record import (
+    Clock,
+    CudaClock,
+    HostClock,
+    PeerFailed,
+    Recorder,
+    RunTerminated,
+    StepTimer,
+    SystemSampler,
+    TargetNotReached,
+    config_hash,
+)
+from honestscale.record.environment import base_software, cpu_model, environment, git_commit, isolation
 from honestscale.runners._arguments import (
     COUNT,
     NON_NEGATIVE,
@@ -15,12 +28,7 @@ from honestscale.runners._arguments import (
     add_training_args,
     run_entry,
 )
-from honestscale.runners._clocks import Clock, CudaClock, HostClock
-from honestscale.runners._environment import base_software, cpu_model, environment, git_commit, isolation
-from honestscale.runners._lifecycle import PeerFailed, RunRecorder, RunTerminated, TargetNotReached
-from honestscale.runners._run_start import config_hash, hyperparameters, run_start_fields
-from honestscale.runners._sampler import SystemSampler
-from honestscale.runners._timer import StepTimer
+from honestscale.runners._run_start import hyperparameters, run_start_fields
 
 __all__ = [
     "COUNT",
@@ -32,7 +40,7 @@ __all__ = [
     "CudaClock",
     "HostClock",
     "PeerFailed",
-    "RunRecorder",
+    "Recorder",
     "RunTerminated",
     "StepTimer",
     "SystemSampler",

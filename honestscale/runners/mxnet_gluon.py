@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _world
+from honestscale.record import world as _world
 from honestscale.runners.instrument import (
     POSITIVE_INT,
     HostClock,
-    RunRecorder,
+    Recorder,
     StepTimer,
     TargetNotReached,
     add_recording_args,
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     children = _parameter_server(world) if world.world_size > 1 else []
     try:
-        with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
+        with Recorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
             _train(args, world, rec)
     finally:
         # ps-lite's scheduler and servers would wait for a finalize that os._exit skips: every worker passed a
@@ -147,7 +147,7 @@ def _arrays(args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None]:
     return datasets.synthetic_arrays(args.synthetic_size), "synthetic", None
 
 
-def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
+def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None:
     import mxnet as mx
     import numpy as np
     from mxnet import autograd, gluon
@@ -179,7 +179,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
     criterion, value = (
         ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
     )
-    rec.start(**run_start_fields(
+    rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.mxnet_gluon", default_name=f"{args.model}-{args.dataset}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=path), framework="mxnet",
         framework_version=mx.__version__, backend="ps", software=base_software() | {"mxnet": mx.__version__, "numpy": np.__version__},

@@ -28,10 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _keras, _world, usermodel
+from honestscale.record import world as _world
+from honestscale.runners import _keras, usermodel
 from honestscale.runners.instrument import (
     POSITIVE_INT,
-    RunRecorder,
+    Recorder,
     TargetNotReached,
     add_recording_args,
     add_training_args,
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         _tf_config(world)
     elif args.horovod_timeline:
         os.environ["HOROVOD_TIMELINE"] = "DYNAMIC"  # started by rank 0 once its event folder exists
-    with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
+    with Recorder(args.out, run_id, world, sample_interval=args.sample_interval) as rec:
         _train(args, world, rec)
     return 0
 
@@ -137,7 +138,7 @@ def _model(keras: Any, name: str, shape: tuple[int, ...], classes: int) -> Any:
     return keras.Model(inputs, keras.layers.Dense(classes)(x))
 
 
-def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> None:
+def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None:
     import numpy as np
     import tensorflow as tf
 
@@ -221,7 +222,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: RunRecorder) -> N
         if args.horovod_timeline and world.is_main:
             # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
             hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
-    rec.start(**run_start_fields(
+    rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.tf_keras",
         default_name=f"{usermodel.label(args.model)}-{usermodel.label(args.dataset)}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=path), framework=framework,

@@ -24,7 +24,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from honestscale.runners import _transformer, _world, usermodel
+from honestscale.record import world as _world
+from honestscale.runners import _transformer, usermodel
 from honestscale.runners._ddp_comm import DDPCommTiming
 from honestscale.runners._loop import Budget, Done, Loop, check_target
 from honestscale.runners.instrument import (
@@ -34,7 +35,7 @@ from honestscale.runners.instrument import (
     POSITIVE_INT,
     CudaClock,
     HostClock,
-    RunRecorder,
+    Recorder,
     StepTimer,
     add_recording_args,
     add_training_args,
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
               f"use a multiple of {world.world_size}", file=sys.stderr)  # fmt: skip
         return 2
     run_id = _run_id(args, world)
-    with RunRecorder(args.out, run_id, world, sample_interval=args.sample_interval,
+    with Recorder(args.out, run_id, world, sample_interval=args.sample_interval,
                      device=world.local_rank if _wants_cuda(args) else None) as rec:  # fmt: skip
         if args.model == "gpt":
             _transformer.train(args, world, rec, _wants_cuda(args))
@@ -178,7 +179,7 @@ def _wants_cuda(args: argparse.Namespace) -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunRecorder) -> None:
+def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Recorder) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -239,7 +240,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: RunR
     # torch.optim imports TorchDynamo (about 1.4 s) on first use: a one-off framework cost, not training time
     import torch._dynamo
 
-    rec.start(**run_start_fields(
+    rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.torch_ddp", default_name=f"{model_name}-{splits.name}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=splits.path, device=world.local_rank if cuda else None),
         framework=framework, framework_version=version, backend=backend, software=software,

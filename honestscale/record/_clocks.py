@@ -1,6 +1,6 @@
 """Clocks for step timing: the host clock, and CUDA events that time the device's own work.
 
-Standard library only at import time (see :mod:`honestscale.runners.instrument`).
+Standard library only at import time (see :mod:`honestscale.record`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the run ran on: CPU, git commit, filesystem, isolation, CPU affinity and threading knobs, software versions.
 
-Standard library only at import time (see :mod:`honestscale.runners.instrument`).
+Standard library only at import time (see :mod:`honestscale.record`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.events import THREAD_KNOBS
-from honestscale.runners._world import World
+from honestscale.record.world import World
 
 
 def cpu_model() -> str | None:

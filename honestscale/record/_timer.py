@@ -1,13 +1,13 @@
 """The step timer: each step's wall time split into data, compute, communication and optimizer.
 
-Standard library only at import time (see :mod:`honestscale.runners.instrument`).
+Standard library only at import time (see :mod:`honestscale.record`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from honestscale.runners._clocks import Clock, HostClock
+from honestscale.record._clocks import Clock, HostClock
 
 
 class StepTimer:

@@ -1,6 +1,6 @@
 """The system sampler: accelerator utilisation, memory, power and energy (NVML), host CPU and RSS.
 
-Standard library only at import time (see :mod:`honestscale.runners.instrument`).
+Standard library only at import time (see :mod:`honestscale.record`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,169 @@
+"""One rank's run, from run_start to a run_stop on every exit path: the object the runners and users' loops call.
+
+Standard library only at import time (see :mod:`honestscale.record`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from types import TracebackType
+from typing import Any
+
+from honestscale.events import EventWriter
+from honestscale.record._clocks import Clock, HostClock
+from honestscale.record._lifecycle import PeerFailed, RunTerminated, raising_handler, stop_status
+from honestscale.record._sampler import SystemSampler
+from honestscale.record._step import RecordError, Step
+from honestscale.record.world import World
+
+
+class Recorder:
+    """One rank's run: ``run_start``, its steps, epochs and evaluations, and a ``run_stop`` on every exit path.
+
+    Every event is one complete line written before the call returns (``EventWriter``), so a killed job keeps
+    what it recorded. Used as a context manager (or through :func:`honestscale.record.start`), leaving the run
+    writes its end:
+
+    * normally: ``success`` unless :meth:`stop` wrote something else;
+    * SIGTERM (Slurm's time limit, scancel): ``timeout``, or ``cancelled`` when Slurm says so;
+    * SIGUSR1 (``honestscale run`` stopping the other ranks after one failed): ``failed``;
+    * Ctrl-C: ``cancelled``; :class:`TargetNotReached`: ``aborted``; any other exception: ``failed`` with it as
+      the reason.
+
+    The exception then propagates, so the process still exits non-zero. ``handle_signals``: install the SIGTERM and
+    SIGUSR1 handlers (main thread only; with ``"if-default"``, only where no other handler is set, so a framework's
+    own stays in charge).
+    """
+
+    def __init__(self, out: str | os.PathLike[str], run_id: str, world: World, *, sample_interval: float = 1.0,
+                 device: int | None = None, clock: Clock | None = None, warmup_steps: int = 0,
+                 handle_signals: bool | str = True) -> None:  # fmt: skip
+        self.writer = EventWriter(out, run_id, world.rank)
+        self.world = world
+        self.clock: Clock = clock or HostClock()
+        self.warmup_steps = warmup_steps
+        self.sampler = SystemSampler(self.writer, sample_interval, device) if sample_interval > 0 else None
+        self.steps = 0  # steps handed to the recorder so far
+        self.current_epoch = 0
+        self._pending: list[Step] = []
+        self._old: dict[int, Any] = {}
+        self._signals = handle_signals
+        self._entered = False
+        self._stopping = [False]  # shared with the signal handlers
+
+    @property
+    def run_id(self) -> str:
+        return self.writer.run_id
+
+    @property
+    def rank(self) -> int:
+        return self.world.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.world.world_size
+
+    @property
+    def path(self) -> os.PathLike[str]:
+        """This rank's event file."""
+        return self.writer.path
+
+    def __enter__(self) -> Recorder:
+        if self._entered:
+            return self
+        self._entered = True
+        if self._signals and threading.current_thread() is threading.main_thread():
+            for sig, exc, what in (
+                (signal.SIGTERM, RunTerminated, "SIGTERM: time limit reached or run cancelled"),
+                (signal.SIGUSR1, PeerFailed, "stopped by the launcher because another rank failed"),
+            ):
+                if self._signals == "if-default" and signal.getsignal(sig) is not signal.SIG_DFL:
+                    continue
+                self._old[sig] = signal.signal(sig, raising_handler(exc, what, self._stopping))
+        return self
+
+    def run_start(self, **fields: Any) -> None:
+        """Write run_start (the contract's fields, validated) and start sampling the system."""
+        self.writer.run_start(**fields)
+        if self.sampler is not None:
+            self.sampler.start()
+
+    # -- the training loop's calls ------------------------------------------------------------------------------
+
+    def step(self, samples: int | None = None, tokens: Any = None, *, warmup: bool | None = None,
+             epoch: int | None = None) -> Step:  # fmt: skip
+        """A training step of this rank: ``with recorder.step(samples=64) as s:`` around it, ``with
+        s.phase("data"):`` (or compute, comm, optimizer) around each part timed. ``samples``: this rank's samples
+        in the step (may be set on ``s`` once the batch is known); ``tokens``: its tokens, where the batch has
+        them (a device tensor is read a step later, without a synchronisation). ``warmup``: default, the first
+        ``warmup_steps`` steps of the run."""
+        if self.writer.stopped:
+            raise RecordError(f"run {self.run_id}: step after run_stop; start a new run for more training")
+        return Step(self, self.clock, samples=samples, tokens=tokens, warmup=warmup, epoch=epoch)
+
+    def _closed(self, step: Step) -> None:
+        self._pending.append(step)
+        keep = 1 if self.clock.lagged else 0
+        while len(self._pending) > keep:
+            self._write(self._pending.pop(0))
+
+    def _write(self, step: Step) -> None:
+        number = self.steps
+        self.steps += 1
+        warmup = number < self.warmup_steps if step.warmup is None else step.warmup
+        epoch = self.current_epoch if step.epoch is None else step.epoch
+        self.writer.step(step=number, epoch=epoch, samples=step.samples, warmup=warmup, **step.fields())
+
+    def flush(self) -> None:
+        """Write the steps whose device marks were still pending (at the end of an epoch or of training)."""
+        while self._pending:
+            self._write(self._pending.pop(0))
+
+    def epoch(self, epoch: int | None = None, *, train_loss: float | None = None,
+              train_accuracy: float | None = None, samples: int | None = None,
+              t_total: float | None = None) -> None:  # fmt: skip
+        """The end of an epoch (default: the current one), with the training loss or accuracy the loop averaged;
+        later steps belong to the next epoch."""
+        self.flush()
+        number = self.current_epoch if epoch is None else epoch
+        self.writer.epoch(epoch=number, train_loss=train_loss, train_accuracy=train_accuracy, samples=samples,
+                          t_total=t_total)  # fmt: skip
+        self.current_epoch = number + 1
+
+    def eval(self, split: str, metric: str, value: float, *, samples: int | None = None,
+             epoch: int | None = None) -> None:  # fmt: skip
+        """An evaluation: ``split`` train, validation or test; ``metric`` what it measures (accuracy, loss, ...);
+        ``samples`` how many it evaluated. Call it on the ranks that evaluated (one, unless each has a shard)."""
+        self.flush()
+        self.writer.eval(split=split, metric=metric, value=float(value), samples=samples,
+                         epoch=self.current_epoch if epoch is None else epoch)  # fmt: skip
+
+    def stop(self, status: str = "success", reason: str | None = None) -> None:
+        """End the run: write the pending steps and the run_stop (once: later calls do nothing), stop sampling."""
+        if self.writer.stopped:
+            return
+        try:
+            self.flush()
+        finally:
+            if self.sampler is not None:
+                self.sampler.stop()
+            self.writer.run_stop(status, reason)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stopping[0] = True  # first: from here no handler raises
+        main = threading.current_thread() is threading.main_thread()
+        if main:  # a second signal must not cut the run_stop in half
+            for sig in self._old:
+                signal.signal(sig, signal.SIG_IGN)
+        try:
+            if exc is not None and self._pending:
+                self._pending.clear()  # marks of a device that failed may never be readable
+            self.stop(*stop_status(exc))
+        finally:
+            self.writer.close()
+            for sig, old in self._old.items():
+                signal.signal(sig, old)

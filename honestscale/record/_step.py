@@ -1,0 +1,112 @@
+"""One training step as the user's loop (or a framework's callback) times it: its span and the phases seen inside.
+
+A phase is data (waiting for the loader, the batch's transfer), compute (forward and backward), comm (gradient
+exchange the loop waits for) or optimizer (the update). Only the phases timed are recorded: a phase nobody timed is
+left out of the step event (unknown), never written as zero, so a rule that needs it says it cannot verify. Time of the
+step outside every phase stays in ``t_total`` only.
+
+Standard library only at import time (see :mod:`honestscale.record`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from honestscale.record._clocks import Clock
+
+PHASES = ("data", "compute", "comm", "optimizer")
+
+
+class RecordError(ValueError):
+    """A call the recorder cannot record as asked; the message names the argument and the fix."""
+
+
+class Step:
+    """A step of one rank, open from :meth:`open` (or entering the ``with`` block) to :meth:`close`.
+
+    ``samples`` (this rank's samples in the step) and ``tokens`` may be set while the step is open, once the batch
+    is known. Phases are timed with :meth:`phase` (a ``with`` block) or added from marks of the recorder's clock with
+    :meth:`add`; the same phase twice in a step adds up (gradient accumulation); phases do not nest.
+    """
+
+    def __init__(self, recorder: Any, clock: Clock, *, samples: int | None, tokens: Any, warmup: bool | None,
+                 epoch: int | None) -> None:  # fmt: skip
+        self._recorder = recorder
+        self._clock = clock
+        self.samples = samples
+        self.tokens = tokens
+        self.warmup = warmup
+        self.epoch = epoch
+        self.begin: Any = None
+        self.end: Any = None
+        self.spans: dict[str, list[tuple[Any, Any]]] = {}
+        self._in: str | None = None
+
+    def open(self, begin: Any = None) -> Step:
+        """Start the step now, or at ``begin`` (a mark of the recorder's clock taken earlier)."""
+        self.begin = self._clock.now() if begin is None else begin
+        return self
+
+    def __enter__(self) -> Step:
+        return self.open()
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the block as phase ``name`` (data, compute, comm or optimizer) of this step."""
+        _check_phase(name)
+        if self._in is not None:
+            raise RecordError(f"phase {name!r} opened inside phase {self._in!r}: phases of a step do not nest; "
+                              "close one before opening the next")  # fmt: skip
+        if self.begin is None or self.end is not None:
+            raise RecordError(
+                f"phase {name!r} outside an open step: use it inside `with recorder.step(...) as s:`"
+            )
+        self._in = name
+        start = self._clock.now()
+        try:
+            yield
+        finally:
+            self._in = None
+            self.spans.setdefault(name, []).append((start, self._clock.now()))
+
+    def add(self, name: str, start: Any, end: Any) -> None:
+        """Add phase ``name`` from two marks of the recorder's clock (for callbacks that see boundaries, not blocks)."""
+        _check_phase(name)
+        self.spans.setdefault(name, []).append((start, end))
+
+    def close(self, end: Any = None) -> None:
+        """End the step now (or at the mark ``end``) and hand it to the recorder, which writes it once its clock
+        can be read (at once on the host; a step later on a device)."""
+        if self.samples is None:
+            raise RecordError("a step ended without its samples: pass recorder.step(samples=N) or set "
+                              "step.samples = N (this rank's samples in the step) before it ends")  # fmt: skip
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 0:
+            raise RecordError(
+                f"step samples={self.samples!r}: an integer >= 0 (this rank's samples in the step)"
+            )
+        self.end = self._clock.now() if end is None else end
+        self._recorder._closed(self)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            self.close()  # a step cut by an exception is not a step: the run_stop says why the run ended
+
+    def fields(self) -> dict[str, Any]:
+        """The step event's timing fields: the total, and each phase timed (seconds); comm says whether it was
+        measured. Reading a device clock waits for its marks."""
+        s = self._clock.seconds
+        out: dict[str, Any] = {"t_total": max(s(self.begin, self.end), 0.0)}
+        for name in PHASES:
+            if name in self.spans:
+                out[f"t_{name}"] = sum(max(s(a, b), 0.0) for a, b in self.spans[name])
+        out["comm_measured"] = "comm" in self.spans
+        if self.tokens is not None:
+            out["tokens"] = int(self.tokens)  # a device tensor is read now, a step after it was counted
+        return out
+
+
+def _check_phase(name: str) -> None:
+    if name not in PHASES:
+        raise RecordError(f"phase {name!r} is not one of {', '.join(PHASES)}")
