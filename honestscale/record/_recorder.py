@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from types import TracebackType
 from typing import Any
 
@@ -47,6 +48,9 @@ class Recorder:
         self.sampler = SystemSampler(self.writer, sample_interval, device) if sample_interval > 0 else None
         self.steps = 0  # steps handed to the recorder so far
         self.current_epoch = 0
+        self._closed_epoch: int | None = None
+        self._epoch_began: float | None = None
+        self._epoch_samples = 0
         self._pending: list[Step] = []
         self._old: dict[int, Any] = {}
         self._signals = handle_signals
@@ -101,6 +105,9 @@ class Recorder:
         ``warmup_steps`` steps of the run."""
         if self.writer.stopped:
             raise RecordError(f"run {self.run_id}: step after run_stop; start a new run for more training")
+        if self._epoch_began is None:
+            self._epoch_began = time.perf_counter()
+        self._closed_epoch = None
         return Step(self, self.clock, samples=samples, tokens=tokens, warmup=warmup, epoch=epoch)
 
     def _closed(self, step: Step) -> None:
@@ -115,6 +122,7 @@ class Recorder:
         warmup = number < self.warmup_steps if step.warmup is None else step.warmup
         epoch = self.current_epoch if step.epoch is None else step.epoch
         self.writer.step(step=number, epoch=epoch, samples=step.samples, warmup=warmup, **step.fields())
+        self._epoch_samples += step.samples or 0
 
     def flush(self) -> None:
         """Write the steps whose device marks were still pending (at the end of an epoch or of training)."""
@@ -125,12 +133,17 @@ class Recorder:
               train_accuracy: float | None = None, samples: int | None = None,
               t_total: float | None = None) -> None:  # fmt: skip
         """The end of an epoch (default: the current one), with the training loss or accuracy the loop averaged;
-        later steps belong to the next epoch."""
+        ``samples`` and ``t_total`` default to this rank's steps since the last epoch and the time since the first
+        of them. Later steps belong to the next epoch; an evaluation before them, to this one."""
         self.flush()
         number = self.current_epoch if epoch is None else epoch
-        self.writer.epoch(epoch=number, train_loss=train_loss, train_accuracy=train_accuracy, samples=samples,
-                          t_total=t_total)  # fmt: skip
+        if t_total is None and self._epoch_began is not None:
+            t_total = time.perf_counter() - self._epoch_began
+        self.writer.epoch(epoch=number, train_loss=train_loss, train_accuracy=train_accuracy,
+                          samples=self._epoch_samples if samples is None else samples, t_total=t_total)  # fmt: skip
         self.current_epoch = number + 1
+        self._closed_epoch = number
+        self._epoch_began, self._epoch_samples = None, 0
 
     def eval(self, split: str, metric: str, value: float, *, samples: int | None = None,
              epoch: int | None = None) -> None:  # fmt: skip
@@ -138,7 +151,11 @@ class Recorder:
         ``samples`` how many it evaluated. Call it on the ranks that evaluated (one, unless each has a shard)."""
         self.flush()
         self.writer.eval(split=split, metric=metric, value=float(value), samples=samples,
-                         epoch=self.current_epoch if epoch is None else epoch)  # fmt: skip
+                         epoch=self._eval_epoch() if epoch is None else epoch)  # fmt: skip
+
+    def _eval_epoch(self) -> int:
+        """An evaluation belongs to the epoch just ended (no step since), else to the one under way."""
+        return self.current_epoch if self._closed_epoch is None else self._closed_epoch
 
     def stop(self, status: str = "success", reason: str | None = None) -> None:
         """End the run: write the pending steps and the run_stop (once: later calls do nothing), stop sampling."""

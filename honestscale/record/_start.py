@@ -136,9 +136,12 @@ def _threads(framework: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _cuda(device: int | None) -> dict[str, Any]:
-    """The accelerator, when torch drives a CUDA device in this process."""
+def _cuda(device: int | None, framework: str) -> dict[str, Any]:
+    """The accelerator when torch drives a CUDA device in this process; none when torch computes on the host
+    (it has not initialised CUDA); unknown otherwise (the caller may say)."""
     torch = sys.modules.get("torch")
+    if framework == "torch" and torch is not None and device is None:
+        return {"accelerators_per_node": 0}
     if torch is None or device is None or not torch.cuda.is_available():
         return {}
     return {"accelerator": str(torch.cuda.get_device_name(device)),
@@ -183,6 +186,18 @@ def _at_exit() -> None:
         live.writer.close()
 
 
+def _check_arguments(**given: Any) -> None:
+    """The keywords start() computes with, checked before anything is written (the contract checks the rest)."""
+    batch, target, warmup = given["global_batch"], given["target"], given["warmup_steps"]
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        raise RecordError(f"start(global_batch={batch!r}): the global batch is an integer >= 1 (samples per step, "
+                          "all ranks together), or None when unknown")  # fmt: skip
+    if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)):
+        raise RecordError(f"start(target={target!r}): the target quality is a number (e.g. 0.759), or None")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise RecordError(f"start(warmup_steps={warmup!r}): the first steps marked warm-up, an integer >= 0")
+
+
 def start(
     *,
     campaign: str | None = None,
@@ -208,6 +223,7 @@ def start(
     **fields: Any,
 ) -> Recorder:
     """Start recording this rank's run; call it on every rank, after the process group is up. See docs/record.md."""
+    _check_arguments(global_batch=global_batch, target=target, warmup_steps=warmup_steps)
     world = world or framework_world(discover())
     framework = framework or _framework()
     out = Path(out or os.environ.get("HONESTSCALE_OUT") or DEFAULT_OUT)
@@ -217,7 +233,6 @@ def start(
     if event_path(out, run_id, world.rank).exists():
         raise RecordError(f"{event_path(out, run_id, world.rank)} exists: run id {run_id!r} was recorded already, and "
                           "a run id names one run: pass another run_id (or leave it out for a new one)")  # fmt: skip
-    _runs_started[0] += 1
     device = _cuda_device() if device is None else device
     if clock is None and device is not None:
         clock = CudaClock()
@@ -234,7 +249,7 @@ def start(
     start_fields: dict[str, Any] = {
         **environment(world, script, data_path=fields.get("data_path"), device=device),
         **threads(*_threads(framework)),
-        **_cuda(device),
+        **_cuda(device, framework),
         "campaign": campaign,
         "name": label,
         "purpose": purpose,
@@ -265,6 +280,7 @@ def start(
         rec.writer.close()
         Path(rec.path).unlink(missing_ok=True)
         raise RecordError(f"start(): {exc}; see docs/events.md for the run_start fields") from None
+    _runs_started[0] += 1
     rec.__enter__()
     _safety_net(rec)
     return rec
