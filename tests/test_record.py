@@ -197,8 +197,12 @@ def test_a_plain_torch_loop_on_two_ranks_is_ingested_linted_and_reported(tmp_pat
     lint = _cli("lint", "--campaign", "plain-torch", "--store", store, "-f", "json", "--select", "HS106")
     assert json.loads(lint.output) == [], "HS106: no failure, nothing it cannot verify"
     table = _cli("lint", "--campaign", "plain-torch", "--store", store, "--select", "HS106").output
-    (row,) = [line.split("│") for line in table.splitlines() if "HS106" in line]
-    assert [c.strip() for c in row[4:6]] == ["pass", "1"], table  # verdict pass, one comparison judged
+    (row,) = [
+        cells
+        for line in table.splitlines()
+        if (cells := [c.strip() for c in line.split("│")])[1:2] == ["HS106"]
+    ]
+    assert row[4:6] == ["pass", "1"], table  # verdict pass, one comparison judged
     shown = _cli("report", "--campaign", "plain-torch", "--store", store, "--format", "json")
     assert shown.exit_code == 0, shown.output
     assert [r["run_id"] for r in json.loads(shown.output)["runs"]] == [run_dir.name]
