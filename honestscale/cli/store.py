@@ -34,7 +34,7 @@ from honestscale.cli._app import (
     err,
     out,
 )
-from honestscale.collector import Source, discover
+from honestscale.collector import NOT_RESULTS, Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
@@ -171,6 +171,9 @@ def ingest(
     Every file found that does not land is named with its reason (MLPerf system descriptions, power logs
     and scaling.json files, read with the logs beside them, only with --verbose).
 
+    Your own training loop writes event files with honestscale.record (or its callbacks for Lightning,
+    Hugging Face's Trainer and Keras): see docs/record.md.
+
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
     description could not be read, or a file was refused (not a regular file, more than HONESTSCALE_MAX_FILE_MB,
@@ -202,7 +205,8 @@ def ingest(
     if not found.sources:
         raise HonestscaleError(
             f"no event files or MLPerf logs in {', '.join(paths)} ({len(found.skipped)} other files)",
-            "runners write <run_id>/events-rank<N>.jsonl; MLPerf logs hold ':::MLLOG' lines",
+            "runners write <run_id>/events-rank<N>.jsonl, and so does your own training loop with "
+            "honestscale.record (docs/record.md); MLPerf logs hold ':::MLLOG' lines",
         )
     with _store(store, read_only=False, wait=wait) as con:
         ingester = Ingester(con, campaign=campaign, force=force)
@@ -230,6 +234,9 @@ def _report_skipped(summary: Summary, verbose: bool) -> None:
         err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)
         for path in paths:
             err.print(f"  {escape(str(path))}", highlight=False)
+        if reason == NOT_RESULTS:
+            err.print("  (your own training writes event files with honestscale.record: see docs/record.md)",
+                      highlight=False)  # fmt: skip
     lost = summary.not_landed()
     if lost:
         err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)

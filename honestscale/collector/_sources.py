@@ -178,7 +178,8 @@ def discover(args: list[str]) -> Discovery:
                         raise InputError(
                             f"{cand} is neither a honestscale event file (*.jsonl, *.jsonl.gz) "
                             f"nor an MLPerf log (no ':::MLLOG' line in its first MiB)",
-                            "rename event files to .jsonl, or pass the folder that holds them",
+                            "rename event files to .jsonl, or pass the folder that holds them; to record your own "
+                            "training as event files, see docs/record.md (honestscale.record)",
                         )
                     skipped.append(Skipped(cand, NOT_RESULTS))
                     continue
