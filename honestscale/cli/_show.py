@@ -159,7 +159,7 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
             total = s["t_total"] or 0.0
 
             def pct(v: float | None, total: float = total) -> str:
-                return "-" if v is None or not total else f"{100 * v / total:.1f}%"
+                return "not measured" if v is None else "-" if not total else f"{100 * v / total:.1f}%"
 
             known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
             comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"

@@ -282,9 +282,10 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             total = time.perf_counter() - self.t0
             data_t = min(timing["data"], total)
+            # fit's compiled step holds forward, backward, the all-reduce and the update: compute here is all of
+            # them, and communication and the optimizer are unknown (absent), never 0
             w.step(epoch=self.epoch, step=self.step, samples=local, t_total=total, t_data=data_t,
-                   t_compute=total - data_t, t_comm=0.0, t_optimizer=0.0, comm_measured=False,
-                   warmup=self.step < args.warmup_steps)  # fmt: skip
+                   t_compute=total - data_t, comm_measured=False, warmup=self.step < args.warmup_steps)  # fmt: skip
             self.step += 1
             self.samples += args.batch_size
             if args.max_samples is not None and self.samples >= args.max_samples:
