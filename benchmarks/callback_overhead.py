@@ -113,7 +113,7 @@ def hf(args: argparse.Namespace, out: str) -> Block:
 
     class Rows(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         def __len__(self) -> int:
-            return (args.skip + args.steps) * 8
+            return int((args.skip + args.steps) * 8)
 
         def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
             ids = torch.randint(0, 256, (128,), generator=torch.Generator().manual_seed(i))
@@ -206,7 +206,7 @@ def plain(args: argparse.Namespace, out: str) -> Block:
                 with s.phase("optimizer"):
                     opt.step()
                     opt.zero_grad()
-        per = (time.perf_counter() - t0) / args.steps
+        per = (time.perf_counter() - t0) / int(args.steps)
         if rec is not None:
             rec.stop()
         return per

@@ -1,4 +1,4 @@
-"""The honestscale event contract, version 2: the one place that defines, writes and reads events.
+"""The honestscale event contract, version 3: the one place that defines, writes and reads events.
 
 Standard library only. A runner imports this module inside any framework environment
 (an NGC container, an MXNet venv pinned to an old NumPy) without the rest of honestscale.
