@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -125,10 +125,16 @@ def test_what_cannot_be_recorded_is_refused_with_the_fix(tmp_path: Path) -> None
         pass
     with pytest.raises(RecordError, match=r"samples=N"), rec.step():
         pass
+    s = rec.step(samples=1).open()
+    s.close()
+    with pytest.raises(RecordError, match="a step ended twice"):
+        s.close()
     rec.stop()
     with pytest.raises(RecordError, match="step after run_stop"):
         rec.step(samples=1)
-    assert [e["kind"] for e in _events(Path(rec.path))] == ["run_start", "run_stop"], "no half step written"
+    assert [e["kind"] for e in _events(Path(rec.path))] == ["run_start", "step", "run_stop"], (
+        "no half step written"
+    )
     with pytest.raises(RecordError, match=r"events-rank0.jsonl exists: run id 'mine' was recorded already"):
         start(out=tmp_path, run_id="mine", framework="torch", sample_interval=0, handle_signals=False)
     with pytest.raises(RecordError, match=r"start\(global_batch='64'\): the global batch is an integer"):
@@ -136,6 +142,29 @@ def test_what_cannot_be_recorded_is_refused_with_the_fix(tmp_path: Path) -> None
     with pytest.raises(RecordError, match="train_size"):  # a contract field, checked by the contract
         start(out=tmp_path, run_id="bad", framework="torch", train_size="all", sample_interval=0)
     assert not (tmp_path / "bad" / "events-rank0.jsonl").exists(), "a refused start leaves no file"
+    for key, fix in (
+        ("world_size", "pass world="),
+        ("global_batch_size", "pass global_batch="),
+        ("config_hash", "computed"),
+    ):
+        with pytest.raises(
+            RecordError, match=f"start\\({key}=...\\): {key} is not given as a field: .*{fix}"
+        ):
+            start(out=tmp_path, run_id="bad", framework="torch", sample_interval=0, **{key: cast(Any, 4)})
+
+
+def test_the_configuration_hash_follows_what_defines_the_run(tmp_path: Path) -> None:
+    def hashed(**kw: Any) -> str:
+        rec = start(out=tmp_path, framework="torch", sample_interval=0, handle_signals=False, **kw)
+        rec.stop()
+        return str(_events(Path(rec.path))[0]["config_hash"])
+
+    base = hashed(model="mlp", global_batch=64, precision="fp32", seed=1)
+    assert base == hashed(model="mlp", global_batch=64, precision="fp32", seed=2), (
+        "the seed is not the configuration"
+    )
+    assert base != hashed(model="mlp", global_batch=128, precision="fp32", seed=1)
+    assert base != hashed(model="mlp", global_batch=64, precision="amp-bf16", seed=1)
 
 
 @pytest.mark.parametrize(
@@ -157,6 +186,7 @@ def test_what_cannot_be_recorded_is_refused_with_the_fix(tmp_path: Path) -> None
             "aborted",
             "budget spent",
         ),
+        ("import sys\nwith honestscale.record.start(**kw) as rec:\n    sys.exit(0)", "success", ""),
     ],
 )
 def test_every_way_out_of_a_script_ends_its_file(
@@ -168,7 +198,7 @@ def test_every_way_out_of_a_script_ends_its_file(
     subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "HONESTSCALE_OUT": "out"},
                    capture_output=True, timeout=60, check=False)  # fmt: skip
     last = _events(tmp_path / "out" / "r" / "events-rank0.jsonl")[-1]
-    assert last["kind"] == "run_stop" and last["status"] == status and reason in last["reason"]
+    assert last["kind"] == "run_stop" and last["status"] == status and reason in (last.get("reason") or "")
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ rec = honestscale.record.start(campaign="plain-torch", model="mlp", dataset="dig
                                data_source="filesystem", data_path=str(path), train_size=len(split["train"]))  # fmt: skip
 for epoch in range(3):
     sampler.set_epoch(epoch)
-    batches = iter(loader)
+    batches, losses = iter(loader), []
     for _ in range(len(loader)):
         with rec.step() as s:
             with s.phase("data"):
@@ -39,10 +39,11 @@ for epoch in range(3):
             with s.phase("compute"):
                 loss = torch.nn.functional.cross_entropy(model(x), y)
                 loss.backward()  # DDP's all-reduce hides in here: comm is not timed, so recorded as unknown
+                losses.append(loss.detach())
             with s.phase("optimizer"):
                 opt.step()
                 opt.zero_grad()
-    rec.epoch(train_loss=loss.item())
+    rec.epoch(train_loss=torch.stack(losses).mean().item())  # the epoch's mean loss on this rank
     if dist.get_rank() == 0:
         rec.eval("validation", "accuracy", accuracy("validation"), samples=len(split["validation"]))
 if dist.get_rank() == 0:

@@ -40,10 +40,7 @@ class Boundaries:
             self.step.open(begin=self.after if self.after is not None else now)
         if self.after is not None:
             self.step.add("data", self.after, now)
-        if samples is not None:
-            self.step.samples = (self.step.samples or 0) + samples
-        if tokens is not None:
-            self.step.tokens = tokens if self.step.tokens is None else self.step.tokens + tokens
+        self._count(samples, tokens)
         self.compute_from, self.optimizer_from = now, None
 
     def before_optimizer(self) -> None:
@@ -62,10 +59,7 @@ class Boundaries:
         if self.step is None:
             return
         now = self.clock.now()
-        if samples is not None:
-            self.step.samples = (self.step.samples or 0) + samples
-        if tokens is not None:
-            self.step.tokens = tokens if self.step.tokens is None else self.step.tokens + tokens
+        self._count(samples, tokens)
         if phases and self.optimizer_from is not None:
             self.step.add("optimizer", self.optimizer_from, now)
         elif phases and self.compute_from is not None:
@@ -75,6 +69,15 @@ class Boundaries:
         if stepped:
             step, self.step = self.step, None
             step.close(end=now)
+
+    def _count(self, samples: int | None, tokens: Any) -> None:
+        """Add a batch's samples and tokens to the step (tokens as a list: counts on a device are read later)."""
+        assert self.step is not None
+        if samples is not None:
+            self.step.samples = (self.step.samples or 0) + samples
+        if tokens is not None:
+            held = self.step.tokens
+            self.step.tokens = [*(held if isinstance(held, list) else [] if held is None else [held]), tokens]
 
     def pause(self) -> None:
         """The loop did other work since the last batch (logging, evaluating, saving): the next data phase starts

@@ -46,6 +46,9 @@ def _terminated_status(what: str) -> tuple[str, str]:
     if not job and os.environ.get("HOROVOD_RANK"):
         # horovodrun terminates every rank when one fails (or when it is itself stopped)
         return "failed", "SIGTERM from horovodrun: another rank failed, or the launch was stopped"
+    if not job and os.environ.get("TORCHELASTIC_RUN_ID"):
+        # torchrun terminates the other workers when one fails (or when it is itself stopped)
+        return "failed", "SIGTERM from torchrun: another rank failed, or the launch was stopped"
     if not job:
         return "timeout", what
     array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
@@ -88,7 +91,7 @@ def stop_status(exc: BaseException | None) -> tuple[str, str | None]:
     the launcher and any other exception: ``failed`` with the exception as reason; Ctrl-C: ``cancelled``;
     :class:`TargetNotReached`: ``aborted``.
     """
-    if exc is None:
+    if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, None)):
         return "success", None
     if isinstance(exc, RunTerminated):
         return _terminated_status(str(exc))

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from types import TracebackType
 from typing import Any
 
 from honestscale.events import EventWriter
-from honestscale.record._clocks import Clock, HostClock
+from honestscale.record._clocks import Clock, CudaClock, HostClock
 from honestscale.record._lifecycle import PeerFailed, RunTerminated, raising_handler, stop_status
 from honestscale.record._sampler import SystemSampler
 from honestscale.record._step import RecordError, Step
@@ -35,15 +36,16 @@ class Recorder:
 
     The exception then propagates, so the process still exits non-zero. ``handle_signals``: install the SIGTERM and
     SIGUSR1 handlers (main thread only; with ``"if-default"``, only where no other handler is set, so a framework's
-    own stays in charge).
+    own stays in charge); ``signals``: which of the two (SIGUSR1 means "a peer failed" only under ``honestscale
+    run``). ``clock``: None picks one at the first step (CUDA events once torch has initialised CUDA, else the host).
     """
 
     def __init__(self, out: str | os.PathLike[str], run_id: str, world: World, *, sample_interval: float = 1.0,
                  device: int | None = None, clock: Clock | None = None, warmup_steps: int = 0,
-                 handle_signals: bool | str = True) -> None:  # fmt: skip
+                 handle_signals: bool | str = True, signals: tuple[str, ...] = ("SIGTERM", "SIGUSR1")) -> None:  # fmt: skip
         self.writer = EventWriter(out, run_id, world.rank)
         self.world = world
-        self.clock: Clock = clock or HostClock()
+        self._clock = clock
         self.warmup_steps = warmup_steps
         self.sampler = SystemSampler(self.writer, sample_interval, device) if sample_interval > 0 else None
         self.steps = 0  # steps handed to the recorder so far
@@ -54,8 +56,19 @@ class Recorder:
         self._pending: list[Step] = []
         self._old: dict[int, Any] = {}
         self._signals = handle_signals
+        self._which = signals
         self._entered = False
         self._stopping = [False]  # shared with the signal handlers
+
+    @property
+    def clock(self) -> Clock:
+        """The clock of the steps, chosen at the first step unless given: CUDA events once torch has initialised
+        CUDA in this process (the device's time, read a step later), else the host's."""
+        if self._clock is None:
+            torch = sys.modules.get("torch")
+            cuda = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+            self._clock = CudaClock() if cuda else HostClock()
+        return self._clock
 
     @property
     def run_id(self) -> str:
@@ -83,6 +96,8 @@ class Recorder:
                 (signal.SIGTERM, RunTerminated, "SIGTERM: time limit reached or run cancelled"),
                 (signal.SIGUSR1, PeerFailed, "stopped by the launcher because another rank failed"),
             ):
+                if sig.name not in self._which:
+                    continue
                 if self._signals == "if-default" and signal.getsignal(sig) is not signal.SIG_DFL:
                     continue
                 self._old[sig] = signal.signal(sig, raising_handler(exc, what, self._stopping))
@@ -177,9 +192,16 @@ class Recorder:
             for sig in self._old:
                 signal.signal(sig, signal.SIG_IGN)
         try:
+            status, reason = stop_status(exc)
             if exc is not None and self._pending:
-                self._pending.clear()  # marks of a device that failed may never be readable
-            self.stop(*stop_status(exc))
+                # steps whose device marks completed are written; the rest (a device that failed, work cut short)
+                # cannot be read without waiting on it, and the reason says how many
+                ready = [st for st in self._pending if st.ready()]
+                lost = len(self._pending) - len(ready)
+                self._pending = ready
+                if lost:
+                    reason = f"{reason or status}; {lost} step(s) whose device time could not be read are not recorded"
+            self.stop(status, reason)
         finally:
             self.writer.close()
             for sig, old in self._old.items():

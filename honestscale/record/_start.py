@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from honestscale.events import BACKENDS, event_path
-from honestscale.record._clocks import Clock, CudaClock
+from honestscale.record._clocks import Clock
 from honestscale.record._recorder import Recorder
 from honestscale.record._step import RecordError
 from honestscale.record.environment import base_software, environment, threads
@@ -99,7 +99,9 @@ def agreed_run_id(name: str, world: World, agree: Callable[[str], str | None] | 
     if agreed:
         return agreed
     if world.slurm_job_id:
-        return f"{_slug(name)}-slurm{world.slurm_job_id}.{world.slurm_step_id or 0}{suffix}"
+        requeued = os.environ.get("SLURM_RESTART_COUNT", "0")
+        restart = f"-r{requeued}" if requeued not in ("", "0") else ""
+        return f"{_slug(name)}-slurm{world.slurm_job_id}.{world.slurm_step_id or 0}{restart}{suffix}"
     elastic = os.environ.get("TORCHELASTIC_RUN_ID")
     if elastic and elastic != "none":
         return f"{_slug(name)}-{elastic}-r{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}{suffix}"
@@ -119,7 +121,7 @@ def software() -> dict[str, str]:
 
 
 def _framework() -> str:
-    found = next((f for f in FRAMEWORKS if f in sys.modules), None)
+    found = next((m for m in list(sys.modules) if m in FRAMEWORKS), None)  # sys.modules keeps import order
     if found is None:
         raise RecordError("framework: no torch, tensorflow, mxnet or jax is imported, so which one trains cannot be "
                           "read: pass framework= (e.g. framework='torch')")  # fmt: skip
@@ -138,9 +140,9 @@ def _threads(framework: str) -> tuple[int | None, int | None]:
 
 def _cuda(device: int | None, framework: str) -> dict[str, Any]:
     """The accelerator when torch drives a CUDA device in this process; none when torch computes on the host
-    (it has not initialised CUDA); unknown otherwise (the caller may say)."""
+    on a machine without CUDA; unknown otherwise (start() before the model is on the GPU: the caller may say)."""
     torch = sys.modules.get("torch")
-    if framework == "torch" and torch is not None and device is None:
+    if framework == "torch" and torch is not None and device is None and not torch.cuda.is_available():
         return {"accelerators_per_node": 0}
     if torch is None or device is None or not torch.cuda.is_available():
         return {}
@@ -169,9 +171,11 @@ def _safety_net(rec: Recorder) -> None:
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-        for live in list(_live):
-            live.__exit__(kind, exc, tb)
-        previous(kind, exc, tb)
+        try:
+            for live in list(_live):
+                live.__exit__(kind, exc, tb)
+        finally:
+            previous(kind, exc, tb)
 
     sys.excepthook = hook
     atexit.register(_at_exit)
@@ -198,6 +202,21 @@ def _check_arguments(**given: Any) -> None:
         raise RecordError(f"start(warmup_steps={warmup!r}): the first steps marked warm-up, an integer >= 0")
 
 
+RESERVED = {
+    "world_size": "read from the launcher and torch.distributed; pass world= to say otherwise",
+    "config_hash": "computed from the run's definition",
+    "global_batch_size": "pass global_batch=",
+    "schema": "the contract's", "run_id": "pass run_id=", "rank": "read from the launcher; pass world=",
+    "seq": "the writer's", "time": "the writer's", "kind": "the writer's",
+}  # fmt: skip
+
+
+def _check_fields(fields: dict[str, Any]) -> None:
+    for key in fields:
+        if key in RESERVED:
+            raise RecordError(f"start({key}=...): {key} is not given as a field: {RESERVED[key]}")
+
+
 def start(
     *,
     campaign: str | None = None,
@@ -219,11 +238,12 @@ def start(
     clock: Clock | None = None,
     world: World | None = None,
     agree: Callable[[str], str | None] | None = None,
-    handle_signals: bool | str = True,
+    handle_signals: bool | str = "if-default",
     **fields: Any,
 ) -> Recorder:
     """Start recording this rank's run; call it on every rank, after the process group is up. See docs/record.md."""
     _check_arguments(global_batch=global_batch, target=target, warmup_steps=warmup_steps)
+    _check_fields(fields)
     world = world or framework_world(discover())
     framework = framework or _framework()
     out = Path(out or os.environ.get("HONESTSCALE_OUT") or DEFAULT_OUT)
@@ -234,18 +254,16 @@ def start(
         raise RecordError(f"{event_path(out, run_id, world.rank)} exists: run id {run_id!r} was recorded already, and "
                           "a run id names one run: pass another run_id (or leave it out for a new one)")  # fmt: skip
     device = _cuda_device() if device is None else device
-    if clock is None and device is not None:
-        clock = CudaClock()
     hyper = dict(hyperparameters or {})
     if global_batch is not None and "local_batch_size" not in fields and global_batch % world.world_size == 0:
         fields["local_batch_size"] = global_batch // world.world_size
     version = fields.pop("framework_version", None) or getattr(
         sys.modules.get(framework), "__version__", None
     )
-    definition = {k: v for k, v in fields.items() if k not in ("seed", "data_path")} | {
+    definition = {
         "model": model, "dataset": dataset, "global_batch_size": global_batch, "hyperparameters": hyper,
         "world_size": world.world_size, "framework": framework, "framework_version": version,
-    }  # fmt: skip
+    } | {k: v for k, v in fields.items() if k not in ("seed", "data_path")}  # fmt: skip
     start_fields: dict[str, Any] = {
         **environment(world, script, data_path=fields.get("data_path"), device=device),
         **threads(*_threads(framework)),
@@ -273,7 +291,7 @@ def start(
         )
     start_fields.update(fields)
     rec = Recorder(out, run_id, world, sample_interval=sample_interval, device=device, clock=clock,
-                   warmup_steps=warmup_steps, handle_signals=handle_signals)  # fmt: skip
+                   warmup_steps=warmup_steps, handle_signals=handle_signals, signals=("SIGTERM",))  # fmt: skip
     try:
         rec.run_start(**start_fields)
     except ValueError as exc:  # a field the contract refuses: nothing is recorded, the file goes

@@ -86,12 +86,28 @@ class Step:
             raise RecordError(
                 f"step samples={self.samples!r}: an integer >= 0 (this rank's samples in the step)"
             )
+        if self.end is not None:
+            raise RecordError(
+                "a step ended twice: each step is closed once (leaving its `with` block does it)"
+            )
+        if self.tokens is not None:  # a count on the device starts its copy now, to be read a step later
+            self.tokens = (
+                [defer(v) for v in self.tokens] if isinstance(self.tokens, list) else defer(self.tokens)
+            )
         self.end = self._clock.now() if end is None else end
         self._recorder._closed(self)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if exc is None:
             self.close()  # a step cut by an exception is not a step: the run_stop says why the run ended
+
+    def ready(self) -> bool:
+        """Whether the step's marks can be read without waiting (a device's end event has completed)."""
+        query = getattr(self.end, "query", None)
+        try:
+            return self.end is not None and (query is None or bool(query()))
+        except Exception:  # a device that failed: its marks are lost
+            return False
 
     def fields(self) -> dict[str, Any]:
         """The step event's timing fields: the total, and each phase timed (seconds); comm says whether it was
@@ -103,8 +119,40 @@ class Step:
                 out[f"t_{name}"] = sum(max(s(a, b), 0.0) for a, b in self.spans[name])
         out["comm_measured"] = "comm" in self.spans
         if self.tokens is not None:
-            out["tokens"] = int(self.tokens)  # a device tensor is read now, a step after it was counted
+            out["tokens"] = count(self.tokens)
         return out
+
+
+class Deferred:
+    """A count still on the device: copied to pinned host memory behind a CUDA event when it was counted, read
+    when the step is written (a step later), so reading it never waits for the work queued since."""
+
+    def __init__(self, value: Any) -> None:
+        import torch
+
+        self._host = torch.empty(value.shape, dtype=value.dtype, pin_memory=True)
+        self._host.copy_(value.detach(), non_blocking=True)
+        self._done = torch.cuda.Event()
+        self._done.record()
+
+    def read(self) -> int:
+        self._done.synchronize()
+        return int(self._host.sum())
+
+
+def defer(value: Any) -> Any:
+    """``value`` as a count the step can hold: a CUDA tensor becomes a :class:`Deferred` (no synchronisation now),
+    anything else stays as it is."""
+    return Deferred(value) if getattr(value, "is_cuda", False) else value
+
+
+def count(value: Any) -> int:
+    """Read a count: an integer, a host tensor, a :class:`Deferred`, or a list of these (added up)."""
+    if isinstance(value, list):
+        return sum(count(v) for v in value)
+    if isinstance(value, Deferred):
+        return value.read()
+    return int(value)
 
 
 def _check_phase(name: str) -> None:

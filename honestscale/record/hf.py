@@ -12,8 +12,9 @@ Every process records its own file. What the Trainer lets the callback see:
 * steps: one per optimizer step (``gradient_accumulation_steps`` micro-batches), its samples and tokens counted by a
   forward pre-hook on the model as the batches go in (the batch dimension of ``input_ids``, or of the first tensor;
   tokens: the ``attention_mask``'s sum, else the size of ``input_ids``), so a short last batch counts as it is;
-* phases: data from the end of one step to ``on_step_begin`` of the next (``get_batch_samples`` fetches every
-  micro-batch of the step there); compute to ``on_pre_optimizer_step`` (forward, backward, its gradient all-reduce
+* phases: data from the end of one step (or its logging, evaluation, checkpoint) to ``on_step_begin`` of the next
+  (``get_batch_samples`` fetches every micro-batch of the step there, and all-gathers their token counts when
+  ``average_tokens_across_devices``: a collective inside the data time); compute to ``on_pre_optimizer_step`` (forward, backward, its gradient all-reduce
   and the gradient clipping: communication is unknown); optimizer to ``on_step_end`` (the update, the scheduler,
   ``zero_grad``). Evaluation and checkpointing between steps belong to no step;
 * evaluations: ``on_evaluate``'s metrics on rank 0, ``eval_*`` as the split ``validation``, ``test_*`` (``evaluate(...,
@@ -37,6 +38,7 @@ from transformers import TrainerCallback
 from honestscale.record._hooks import Boundaries
 from honestscale.record._recorder import Recorder
 from honestscale.record._start import start
+from honestscale.record._step import defer
 from honestscale.record.world import discover
 
 _TIMINGS = (
@@ -66,7 +68,7 @@ class _Counter:
 
     def __init__(self) -> None:
         self.samples = 0
-        self.tokens: Any = None
+        self.tokens: list[Any] = []
 
     def __call__(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not module.training:
@@ -80,14 +82,13 @@ class _Counter:
         if first is None or not getattr(first, "shape", None):
             return
         self.samples += int(first.shape[0])
-        if ids is not None:
+        if ids is not None:  # a count on a GPU is copied behind an event and read a step later
             mask = kwargs.get("attention_mask")
-            count = mask.sum() if mask is not None else int(ids.numel())
-            self.tokens = count if self.tokens is None else self.tokens + count
+            self.tokens.append(defer(mask.sum()) if mask is not None else int(ids.numel()))
 
     def take(self) -> tuple[int | None, Any]:
-        got = (self.samples or None, self.tokens)
-        self.samples, self.tokens = 0, None
+        got = (self.samples or None, self.tokens or None)
+        self.samples, self.tokens = 0, []
         return got
 
 
@@ -116,8 +117,8 @@ class HonestscaleCallback(TrainerCallback):  # type: ignore[misc]
         self._hook: Any = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        if self.recorder is not None:
-            return
+        if self.recorder is not None and not self.recorder.writer.stopped:
+            return  # a second train(): a new run
         world = dataclasses.replace(discover(), rank=int(args.process_index), world_size=int(args.world_size))
         layout = _layout(args)
         kw = dict(self.start_kwargs)
@@ -125,7 +126,7 @@ class HonestscaleCallback(TrainerCallback):  # type: ignore[misc]
             kw.setdefault("model", type(model).__name__)
             kw.setdefault("model_params", sum(int(p.numel()) for p in model.parameters()))
             self._hook = model.register_forward_pre_hook(self._counter, with_kwargs=True)
-        local = int(args.per_device_train_batch_size)
+        local = int(args.train_batch_size)  # per process: the devices of DataParallel together
         kw.setdefault("local_batch_size", local * int(args.gradient_accumulation_steps))
         kw.setdefault("global_batch", local * int(args.gradient_accumulation_steps) * world.world_size)
         if world.world_size > 1:
@@ -180,6 +181,10 @@ class HonestscaleCallback(TrainerCallback):  # type: ignore[misc]
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._bounds is not None:
             self._bounds.pause()
+
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._bounds is not None:
+            self._bounds.pause()  # logging gathers the loss over the ranks: in no step's data time
 
     def _evaluations(self, state: Any, metrics: dict[str, Any]) -> None:
         rec = self.recorder

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import warnings
 from typing import Any
 
 from honestscale.record._hooks import Boundaries
@@ -82,11 +83,13 @@ class _Recording:
         self._bounds: Boundaries | None = None
         self._training = False
         self._in_epoch = 0  # samples this worker has seen in the epoch
+        self._first_batch = 0
+        self._batches = 0  # batches of the epoch counted so far
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._training = True
-        if self.recorder is not None:
-            return
+        if self.recorder is not None and not self.recorder.writer.stopped:
+            return  # a second fit: a new run
         world, strategy = _world(self.model)
         kw = dict(self.start_kwargs)
         kw.setdefault("model", str(getattr(self.model, "name", None) or type(self.model).__name__))
@@ -96,6 +99,10 @@ class _Recording:
         kw.setdefault("global_batch", self.batch_size)
         if self.train_size is not None:
             kw.setdefault("train_size", self.train_size)
+        else:
+            warnings.warn("HonestscaleCallback without train_size=: an epoch's short last batch is counted as a full "
+                          "one (its samples are not visible to a callback)", stacklevel=2)  # fmt: skip
+            kw.setdefault("samples_counted", "every batch as full: train_size not given")
         if "target" not in kw and "stop_criterion" not in kw:
             kw.update(stop_criterion="epochs", stop_value=float(self.params.get("epochs") or 0))
         if world.world_size > 1:
@@ -111,26 +118,34 @@ class _Recording:
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         if self.recorder is not None:
             self.recorder.current_epoch = int(epoch)
-            self._in_epoch = 0
+            self._in_epoch = self._batches = 0
 
-    def _samples(self) -> int:
-        """This worker's samples in the batches one hook call spans (the epoch's short last one from train_size)."""
+    def _samples(self, batches: int) -> int:
+        """This worker's samples in ``batches`` batches (no more than the epoch's steps; the epoch's short last
+        batch from train_size)."""
         assert self.recorder is not None
+        steps = self.params.get("steps")
+        if steps:
+            batches = max(0, min(batches, int(steps) - self._batches))
+        self._batches += batches
         workers = self.recorder.world_size
-        batches = _steps_per_execution(self.model) * self.batch_size // workers
+        samples = batches * self.batch_size // workers
         if self.train_size is not None:
-            left = self.train_size // workers - self._in_epoch
-            batches = max(0, min(batches, left))
-        self._in_epoch += batches
-        return batches
+            samples = max(0, min(samples, self.train_size // workers - self._in_epoch))
+        self._in_epoch += samples
+        return samples
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self._first_batch = int(batch)
         if self._bounds is not None:
-            self._bounds.batch_start(self._samples())
+            self._bounds.batch_start(None)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        # one call spans the batches from begin's index to this one (steps_per_execution; fewer at an epoch's end)
         if self._bounds is not None:
-            self._bounds.batch_end(True, phases=False)
+            self._bounds.batch_end(
+                True, phases=False, samples=self._samples(int(batch) - self._first_batch + 1)
+            )
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         rec, logs = self.recorder, dict(logs or {})

@@ -8,12 +8,13 @@
 
 Every process records its own file (no ``rank_zero_only``). What Lightning lets the callback see:
 
-* steps: one per optimizer step (``accumulate_grad_batches`` batches), its samples from each batch
+* steps: one per optimizer step (``accumulate_grad_batches`` batches; a second ``fit`` is a new run), its samples from each batch
   (``extract_batch_size``), its tokens where the batch is a mapping with ``input_ids`` (``attention_mask`` counted
   where there is one);
 * phases: data from one batch's end to the next one's start (the loader, the transfer, the loop's own work between);
   compute to ``on_before_optimizer_step`` (backward's gradient all-reduce inside it: communication is unknown);
-  optimizer to the batch's end. Under manual optimisation the optimizer hook is the first ``optimizer.step``;
+  optimizer to the batch's end (gradient clipping, which Lightning runs after that hook, included). Under manual
+  optimisation the optimizer hook is the first ``optimizer.step``. Validation in mid-epoch belongs to no step;
 * evaluations: the metrics logged during validation (``val_``/``valid_``/``validation_`` prefix, or ``/``) on rank 0,
   as the split ``validation`` (``acc`` named ``accuracy``, as the rules name it); with ``test=True`` the run stays open for ``trainer.test`` and its ``test_`` metrics.
   Rank 0's value: log with ``sync_dist=True`` for the mean over the ranks;
@@ -27,6 +28,7 @@ callback sees the exception it raises).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from typing import Any
 
@@ -36,8 +38,10 @@ except ImportError:  # the standalone package
     import pytorch_lightning as pl  # type: ignore[no-redef]
 
 from honestscale.record._hooks import Boundaries
+from honestscale.record._lifecycle import RunTerminated
 from honestscale.record._recorder import Recorder
 from honestscale.record._start import start
+from honestscale.record._step import defer
 from honestscale.record.world import discover
 
 _SPLITS = {"val": "validation", "valid": "validation", "validation": "validation", "test": "test"}
@@ -63,8 +67,7 @@ def logged_metrics(metrics: dict[str, Any], split: str) -> dict[str, float]:
 
 
 def _batch_facts(batch: Any) -> tuple[int | None, Any]:
-    from lightning.pytorch.utilities.data import extract_batch_size
-
+    extract_batch_size = importlib.import_module(f"{pl.__name__}.utilities.data").extract_batch_size
     try:
         samples = int(extract_batch_size(batch))
     except Exception:  # Lightning cannot tell: the step's samples stay unknown and the step is refused
@@ -72,7 +75,7 @@ def _batch_facts(batch: Any) -> tuple[int | None, Any]:
     tokens = None
     if isinstance(batch, dict) and "input_ids" in batch:
         mask = batch.get("attention_mask")
-        tokens = mask.sum() if mask is not None else batch["input_ids"].numel()
+        tokens = defer(mask.sum()) if mask is not None else int(batch["input_ids"].numel())
     return samples, tokens
 
 
@@ -102,8 +105,8 @@ class HonestscaleCallback(pl.Callback):  # type: ignore[misc]
     # -- the run --------------------------------------------------------------------------------------------------
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        if self.recorder is not None:
-            return
+        if self.recorder is not None and not self.recorder.writer.stopped:
+            return  # a second fit: a new run
         world = dataclasses.replace(
             discover(), rank=int(trainer.global_rank), world_size=int(trainer.world_size)
         )
@@ -115,8 +118,8 @@ class HonestscaleCallback(pl.Callback):  # type: ignore[misc]
         layout = _LAYOUT.get(strategy["strategy"])
         if layout is not None and world.world_size > 1:
             kw.setdefault("parallel", {layout: world.world_size})
-        if local:
-            kw.setdefault("local_batch_size", int(local))
+        if local:  # per optimizer step, as the contract counts it
+            kw.setdefault("local_batch_size", int(local) * strategy["accumulate_grad_batches"])
             kw.setdefault("global_batch", int(local) * world.world_size * strategy["accumulate_grad_batches"])
         dataset = getattr(loader, "dataset", None)
         if dataset is not None and hasattr(dataset, "__len__"):
@@ -171,13 +174,15 @@ class HonestscaleCallback(pl.Callback):  # type: ignore[misc]
             return
         if self._bounds.step is not None:  # the epoch's last batches never reached an optimizer step
             self._bounds.batch_end(True, phases=False)
-        loss = trainer.callback_metrics.get("train_loss_epoch", trainer.callback_metrics.get("train_loss"))
+        loss = trainer.callback_metrics.get("train_loss_epoch")  # the epoch's mean (log with on_epoch=True)
         self.recorder.epoch(int(trainer.current_epoch), train_loss=None if loss is None else float(loss))
 
     # -- evaluations ----------------------------------------------------------------------------------------------
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self._evaluations(trainer, "validation")
+        if self._bounds is not None:
+            self._bounds.pause()  # validation in mid-epoch is in no step's data time
 
     def on_test_end(self, trainer: Any, pl_module: Any) -> None:
         self._evaluations(trainer, "test")
@@ -207,4 +212,8 @@ class HonestscaleCallback(pl.Callback):  # type: ignore[misc]
             return
         if self._bounds is not None:
             self._bounds.abandon()
+        if (
+            type(exception).__name__ == "SIGTERMException"
+        ):  # Lightning's signal connector turned SIGTERM into it
+            exception = RunTerminated("SIGTERM (raised by Lightning's signal handler)")
         self.recorder.__exit__(type(exception), exception, exception.__traceback__)
