@@ -219,6 +219,9 @@ def test_a_plain_torch_loop_on_two_ranks_is_ingested_linted_and_reported(tmp_pat
         events = _events(run_dir / name)
         steps = [e for e in events if e["kind"] == "step"]
         assert events[0]["rank"] == rank and events[0]["world_size"] == 2 and events[0]["backend"] == "gloo"
+        assert events[0]["command"][:3] == ["torchrun", "--nnodes=1", "--nproc-per-node=2"], (
+            "re-runs both ranks"
+        )
         assert len(steps) == 3 * 22 and sum(e["samples"] for e in steps) == 3 * 700
         assert all({"t_data", "t_compute", "t_optimizer"} <= e.keys() and "t_comm" not in e for e in steps)
         assert events[-1]["status"] == "success"

@@ -121,7 +121,9 @@ def test_hugging_face_trainer_under_torchrun_agrees_with_its_trainer_state(tmp_p
         ("validation", "loss", 0), ("validation", "loss", 1), ("test", "loss", 1)]  # fmt: skip
     assert [e["value"] for e in evals[:2]] == pytest.approx(val_logged, abs=1e-9)
     judged = _judged(tmp_path / "events", "hf-gpt2", tmp_path / "s.duckdb")
-    assert [r["run_id"] for r in judged["report"]["runs"]] == [run_id]
+    assert [(r["run_id"], r["split"], r["metric"]) for r in judged["report"]["runs"]] == [
+        (run_id, "test", "loss")
+    ]
 
 
 @pytest.mark.slow

@@ -158,6 +158,26 @@ def _cuda_device() -> int | None:
     return int(torch.cuda.current_device())
 
 
+def launch_command(world: World) -> list[str]:
+    """The command that starts the run again: this process's own, behind its launcher with the run's world
+    (``torchrun --nnodes=1 --nproc-per-node=2 train.py ...``), so a reader re-runs all the ranks, not one."""
+    own = [sys.executable, *sys.argv]
+    if world.world_size == 1:
+        return own
+    if world.launcher == "torchrun":
+        return [
+            "torchrun",
+            f"--nnodes={world.nodes}",
+            f"--nproc-per-node={world.local_world_size}",
+            *sys.argv,
+        ]
+    if world.launcher == "slurm":
+        return ["srun", f"--nodes={world.nodes}", f"--ntasks={world.world_size}", *own]
+    if world.launcher in ("mpirun", "horovodrun"):
+        return [world.launcher, "-np", str(world.world_size), *own]
+    return own  # a framework that starts its own processes (Lightning's ddp): the script is the command
+
+
 def config_hash(config: dict[str, Any]) -> str:
     """A short hash over everything that defines the experiment (not the seed, not the rank)."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -241,7 +261,20 @@ def start(
     handle_signals: bool | str = "if-default",
     **fields: Any,
 ) -> Recorder:
-    """Start recording this rank's run; call it on every rank, after the process group is up. See docs/record.md."""
+    """Start recording this rank's run: write its run_start and return the :class:`Recorder` its loop calls.
+
+    Call it on every rank, after ``torch.distributed.init_process_group`` (the ranks agree on the run id through
+    it) and once the model is on its GPU. ``campaign``, ``model``, ``dataset``, ``name``, ``purpose`` and ``scaling``
+    file the run; ``global_batch`` is the samples of a step over all ranks; ``target`` (with ``target_metric``) the
+    quality that ends training; ``hyperparameters`` a dict in the configuration hash; ``out`` the folder
+    (``HONESTSCALE_OUT``, else ``./honestscale-events``); ``run_id`` the same on every rank (agreed when left out);
+    ``warmup_steps`` the first steps marked warm-up; ``sample_interval`` seconds between system samples (0: off);
+    ``device``/``clock``/``world``/``agree`` override what is read from the process; ``handle_signals`` whether a
+    SIGTERM ends the run as ``timeout`` ("if-default": only where no handler is set). Any other keyword is a
+    run_start field of the contract (``data_source``, ``train_size``, ``precision``, ...: docs/events.md).
+
+    Raises :class:`RecordError` naming the argument and the fix. docs/record.md has the whole API.
+    """
     _check_arguments(global_batch=global_batch, target=target, warmup_steps=warmup_steps)
     _check_fields(fields)
     world = world or framework_world(discover())
@@ -283,7 +316,7 @@ def start(
         "scope": "end_to_end",
         "hyperparameters": hyper or None,
         "config_hash": config_hash(definition),
-        "command": [sys.executable, *sys.argv],
+        "command": launch_command(world),
     }
     if target is not None:
         start_fields.update(

@@ -96,6 +96,7 @@ class RunRow:
     energy_j: float | None = None  # energy to train, where measured
     node_hours: float | None = None  # CPU-only runs: what they spent instead of accelerator-hours
     core_hours: float | None = None
+    metric: str | None = None  # what the final quality measures (accuracy, loss, ...)
 
 
 @dataclass
@@ -342,6 +343,7 @@ def build(view: View, result: LintResult, campaign: str | None, path_root: Path 
             spent.joules if (spent := energy.to_train(r)) is not None else None,
             r.node_hours() if r.cpu_only else None,
             r.core_hours() if r.cpu_only else None,
+            r.final_metric,
         )
         for r in sorted(view.runs, key=lambda r: (r.campaign or "", r.purpose or "", r.workers or 0, r.id))
     ]
