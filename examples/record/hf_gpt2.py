@@ -4,6 +4,7 @@ built from a config, the text is this Python's own standard library, as bytes).
 torchrun --nproc-per-node 2 hf_gpt2.py OUTPUT_DIR   (the Trainer's trainer_state.json lands in OUTPUT_DIR)
 """
 
+import os
 import sys
 import sysconfig
 from pathlib import Path
@@ -42,4 +43,7 @@ trainer = Trainer(model=model, args=args, train_dataset=Bytes(data["train"]), ev
                   callbacks=[callback])  # fmt: skip
 trainer.train()
 trainer.save_state()  # trainer_state.json: the Trainer's own log of steps and evaluations
-trainer.evaluate(Bytes(data["test"]), metric_key_prefix="test")  # once, at the end
+trainer.evaluate(Bytes(data["test"]), metric_key_prefix="test")  # once, at the end: the callback ends the run
+if torch.distributed.is_initialized():
+    torch.distributed.barrier()  # every rank has recorded its run
+    os._exit(0)  # gloo's threads can abort the interpreter's teardown (SIGABRT): leave them to the OS
