@@ -1,4 +1,4 @@
-"""The honestscale event contract, version 3: the one place that defines, writes and reads events.
+"""The honestscale event contract, version 4: the one place that defines, writes and reads events.
 
 Standard library only. A runner imports this module inside any framework environment
 (an NGC container, an MXNet venv pinned to an old NumPy) without the rest of honestscale.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
 
 VERSIONS: dict[int, str] = {
@@ -42,6 +42,9 @@ VERSIONS: dict[int, str] = {
     "printed about itself (`claims`: MFU, TFLOP/s per accelerator, tokens/s, the peak it used) and a "
     "`declared_peak` with its source; step records `tokens`. All optional: older events land as they are, with "
     "the layout unknown (data parallel over every rank).",
+    4: "Runs read from other tools' logs: a step may leave `samples` out where the log does not count them "
+    "(unknown, never 0), and run_start records `imported` (the tool, whose ranks' numbers the log holds, what it "
+    "cannot tell). Every version 3 event is a valid version 4 event.",
 }
 """What each contract version added; the field reference (``docs/events.md``) lists them."""
 
@@ -246,6 +249,13 @@ _RUN_START: tuple[Field, ...] = (
     Field("command", "array", "Command line that started this rank, as a list of arguments."),
     Field("mlperf", "object", "For runs read from MLPerf logs: submission org, division, status, platform."),
     Field(
+        "imported",
+        "object",
+        "For runs read from another tool's log (honestscale ingest's importers): tool, file, ranks_in_log (whose "
+        "numbers the log holds: a rank, 'last', 'every rank'), rates_from, clock, unknown (what the log cannot "
+        "tell, recorded as unknown: the rules say cannot verify). Since contract 4.",
+    ),
+    Field(
         "parallel",
         "object",
         "The parallel layout: degree per dimension, name -> integer >= 1, of "
@@ -356,8 +366,8 @@ _STEP: tuple[Field, ...] = (
         "samples",
         "integer",
         "Samples processed by this rank in this step; every rank of a tensor, pipeline or context parallel group "
-        "counts its replica's samples (rates divide by the layout).",
-        True,
+        "counts its replica's samples (rates divide by the layout). Required up to contract 3; since contract 4 "
+        "a step read from another tool's log that does not count samples leaves it out (unknown, never 0).",
         minimum=0,
     ),
     Field(

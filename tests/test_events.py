@@ -122,9 +122,12 @@ def test_validate_names_the_field(change: dict[str, Any], message: str) -> None:
 
 def test_validate_missing_field_and_non_events() -> None:
     e = _good("step")
-    del e["samples"]
-    with pytest.raises(ev.EventError, match="required field 'samples' is missing"):
+    del e["t_total"]
+    with pytest.raises(ev.EventError, match="required field 't_total' is missing"):
         ev.validate(e)
+    e = _good("step")
+    del e["samples"]  # since contract 4: a step of another tool's log that does not count samples
+    ev.validate(e)
     with pytest.raises(ev.EventError, match="not an event: a JSON array"):
         ev.validate([1, 2])
     with pytest.raises(ev.EventError, match="not a honestscale event"):

@@ -11,14 +11,15 @@ that is not valid JSON is quarantined, never skipped.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+
 from pathlib import Path
 from typing import Any
 
 from honestscale import catalogue
 from honestscale import events as ev
 from honestscale.collector import _mlperf_evals, _mlperf_lines, _mlperf_power
-from honestscale.collector._mlperf_lines import BadLine, real
+from honestscale.collector._mlperf_lines import real
+from honestscale.collector._parsed import Parsed
 from honestscale.collector._mlperf_tree import (
     Place,
     find_system,
@@ -38,16 +39,6 @@ _STATUS = {
     "failed": "failed",
     "failure": "failed",
 }
-
-
-@dataclass
-class Parsed:
-    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (source line, event)
-    bad: list[BadLine] = field(default_factory=list)
-    other_lines: int = 0
-    repeated: int = 0
-    warnings: list[str] = field(default_factory=list)
-    unread_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
 
 
 def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:

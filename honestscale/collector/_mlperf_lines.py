@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from honestscale import events as ev
+from honestscale.collector._parsed import BadLine
 
 MARK = ":::MLLOG"
 MARK_V06 = ":::MLL "
@@ -32,13 +33,6 @@ FORMATS_READ = "it reads ':::MLLOG {json}' of v0.7 on and ':::MLL <seconds> key:
 
 # v0.6 keys that later rounds renamed: the record carries the later name
 _V06_KEYS = {"num_train_examples": "train_samples", "num_eval_examples": "eval_samples"}
-
-
-@dataclass
-class BadLine:
-    line: int
-    raw: str
-    reason: str
 
 
 @dataclass

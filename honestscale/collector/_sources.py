@@ -9,13 +9,14 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from honestscale.collector import importers
 from honestscale.collector._mlperf_lines import FORMATS_READ, UNKNOWN_FORMAT
 from honestscale.errors import HonestscaleError
 from honestscale.files import kind_of
 
-Format = Literal["native", "mlperf", "horovod-timeline"]
+# "native", "mlperf", "horovod-timeline", or an importer's format (importers.FORMATS)
+Format = str
 
 NATIVE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 # a record, not a mention (a README quoting the format): v0.7 on, and v0.6's ':::MLL <unix seconds> key: {'
@@ -23,6 +24,9 @@ MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"|:::MLL [0-9]+(?:\.[0-9]*)? [A-Za-
 # MLPerf results in a format no supported round wrote: the reader's own pattern, on bytes
 MLPERF_LIKE = re.compile(UNKNOWN_FORMAT.pattern.encode(), UNKNOWN_FORMAT.flags & re.MULTILINE)
 _SNIFF_BYTES = 1 << 20
+# the first line of a honestscale event file: an object whose first field is the contract version (events.py
+# writes "schema" first); anything else in a .jsonl file is looked at by the importers
+_NATIVE_FIRST = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:')
 
 
 class InputError(HonestscaleError):
@@ -86,18 +90,24 @@ def _head(path: Path) -> bytes:
 
 
 def classify(path: Path) -> Format | None:
-    """``native`` for .jsonl files, ``horovod-timeline`` for horovod-timeline*.json, ``mlperf`` for any file
-    with a :::MLLOG record near its start, else None."""
-    if _is_native_name(path):
-        return "native"
+    """By content: ``mlperf`` for a file with a :::MLLOG record near its start, an importer's format for another
+    tool's log (torchtitan's metrics are ``.jsonl`` too), ``native`` for other .jsonl files (their lines are
+    events, or quarantined as not events), ``horovod-timeline`` for horovod-timeline*.json, else None."""
     if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
         return "horovod-timeline"
     try:
         head = _head(path)
     except OSError:
-        return None
+        head = b""
+    if _is_native_name(path) and _NATIVE_FIRST.match(head):
+        return "native"  # the common case, decided by the first line alone
     if MLLOG_RECORD.search(head):
         return "mlperf"
+    reader = importers.sniff(path, head)
+    if reader is not None:
+        return reader.format
+    if _is_native_name(path):
+        return "native"
     return None
 
 

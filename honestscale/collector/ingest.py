@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 import honestscale
 from honestscale import events as ev
-from honestscale.collector import _mlperf, _timeline
+from honestscale.collector import _mlperf, _timeline, importers
 from honestscale.collector._content import (
     BOM,
     LINE_LIMIT,
@@ -65,6 +65,7 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
+    read_with: Path | None = None  # its lines belong to that file's run (a torchtitan system log beside its metrics)
 
 
 @dataclass
@@ -104,12 +105,13 @@ class Summary:
         out += [
             (
                 f.path,
-                "holds MLPerf or event lines but landed no event: " + ("; ".join(f.warnings) or "see above"),
+                f"holds {importers.label(f.format)} lines but landed no event: " + ("; ".join(f.warnings) or "see above"),
             )
             for f in self.files
             if f.action not in ("unchanged", "kept", "refused")
             and f.events == 0
-            and (f.quarantined or f.format == "mlperf")
+            and f.read_with is None
+            and (f.quarantined or f.format != "native")
         ]
         out += [(f.path, "; ".join(f.warnings)) for f in self.files if f.action in ("kept", "refused")]
         systems = {f.unread_system for f in self.files if f.unread_system is not None}
@@ -382,10 +384,10 @@ class Ingester:
             raise IngestError(f"cannot read {path}: {exc.strerror}", "check that it is readable") from None
         if content.note:
             plan.result.warnings.append(content.note)
-        if source.format == "mlperf":
-            self._plan_mlperf(plan, content.data, row)
-        else:
+        if source.format == "native":
             self._plan_native(plan, content.data, row)
+        else:
+            self._plan_parsed(plan, content.data, row)
         plan.chars = len(content.data)
         return plan
 
@@ -468,7 +470,8 @@ class Ingester:
             plan.bad.append((first_line + i, raw, size, why))
         return pc.if_else(long, pa.scalar(None, pa.large_string()), texts)
 
-    def _plan_mlperf(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
+    def _plan_parsed(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
+        """An MLPerf log or another tool's log: read whole (again, when it grew) into events."""
         if row is not None:
             done = int(row[3])
             if self.force:
@@ -483,14 +486,20 @@ class Ingester:
                 return
             plan.replace = True
         text = data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
-        parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
+        if plan.source.format == "mlperf":
+            parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
+        else:
+            parsed = importers.FORMATS[plan.source.format].parse(plan.source.path, text, self.campaign)
+            plan.result.notes.insert(0, f"read as {importers.label(plan.source.format)}")
         plan.arrow = numbered_batch(
             plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
         )
         plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
         plan.result.other_lines = parsed.other_lines
         plan.result.warnings.extend(parsed.warnings)
+        plan.result.notes.extend(parsed.notes)
         plan.result.unread_system = parsed.unread_system
+        plan.result.read_with = parsed.read_with
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
         plan.end = len(data)
@@ -641,7 +650,8 @@ class Ingester:
             rows.append((number, text, size, tail_why + reason if tail else reason, tail))
         for line, raw, size, reason in plan.bad:
             rows.append((line, raw, size, reason, False))
-        prefix = "mapped MLPerf event invalid: " if plan.source.format == "mlperf" else ""
+        fmt = plan.source.format
+        prefix = "" if fmt == "native" else f"mapped {importers.label(fmt)} event invalid: "
         for rej in rejected:
             tail = rej.line == plan.tail_number
             rows.append((rej.line, *_cut(rej.raw), (tail_why if tail else prefix) + rej.reason, tail))

@@ -1,0 +1,27 @@
+"""What a reader of another tool's log hands the ingest: events with the line each came from, the lines it
+could not read (quarantined, never skipped), and what the user should know about the file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class BadLine:
+    line: int
+    raw: str
+    reason: str
+
+
+@dataclass
+class Parsed:
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (source line, event)
+    bad: list[BadLine] = field(default_factory=list)
+    other_lines: int = 0
+    repeated: int = 0
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unread_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
+    read_with: Path | None = None  # the file whose run this one's lines are part of (nothing of its own lands)

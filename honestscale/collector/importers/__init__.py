@@ -1,0 +1,47 @@
+"""Readers of the logs people already have, each mapping one tool's output onto honestscale's events.
+
+Each reader is chosen by a file's content, never by its name (a torchtitan metrics file is ``.jsonl`` like an
+event file), and names itself per file ("read as torchtitan metrics"); its format is kept as the run's
+``source``. What a format cannot tell is left out of the events (unknown, never a made-up value) and said in
+``run_start.imported`` (``unknown``: the fields; ``ranks_in_log``: whose numbers the log holds), so the rules say
+*cannot verify*. Numbers a tool printed about itself (MFU, TFLOP/s, tokens/s) are kept as ``claims``, which
+HS107 checks against the counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from honestscale.collector._parsed import Parsed
+from honestscale.collector.importers import megatron, torchtitan
+
+
+@dataclass(frozen=True)
+class Reader:
+    format: str  # kept as ingested_files.format and the runs' source, e.g. "torchtitan-metrics"
+    label: str  # how ingest names it: "read as <label>"
+    sniff: Callable[[Path, bytes], bool]  # the file's first MiB (decompressed) is this format
+    parse: Callable[[Path, str, str | None], Parsed]  # path, whole text, campaign -> events
+
+
+READERS: tuple[Reader, ...] = (
+    Reader(torchtitan.EXPERIMENT, torchtitan.EXPERIMENT_LABEL, torchtitan.sniff_experiment,
+           torchtitan.parse_experiment),
+    Reader(torchtitan.SYSTEM, torchtitan.SYSTEM_LABEL, torchtitan.sniff_system, torchtitan.parse_system),
+    Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse),
+    Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
+)
+FORMATS = {r.format: r for r in READERS}
+
+
+def sniff(path: Path, head: bytes) -> Reader | None:
+    """The reader whose format the file's first MiB is in, if any."""
+    return next((r for r in READERS if r.sniff(path, head)), None)
+
+
+def label(format: str) -> str:
+    """How a format is named to the user: a reader's label, else the format itself."""
+    reader = FORMATS.get(format)
+    return reader.label if reader else {"mlperf": "MLPerf log", "native": "honestscale events"}.get(format, format)

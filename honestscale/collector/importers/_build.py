@@ -1,0 +1,69 @@
+"""Events of one rank of an imported run, built in the order of the log and numbered as the contract asks."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+from honestscale import events as ev
+
+
+def number(value: Any) -> float | None:
+    """A finite number of a log (not a bool), else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def count(value: Any, least: int = 0) -> int | None:
+    """An integer of a log usable as a count (an integral float too), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and least <= value <= ev.INT_MAX:
+        return value
+    return None
+
+
+def run_id(tool: str, identity: str) -> str:
+    """``<tool>:<hash>`` of what identifies the run in its own log (the same copy anywhere is the same run, so a
+    copy is a duplicate and a different run with the same identity a conflict)."""
+    return f"{tool}:{hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]}"
+
+
+def folder_name(path: Path) -> str:
+    return path.parent.name or path.stem
+
+
+class RankEvents:
+    """The events one rank of an imported run contributes, each with the log line it came from."""
+
+    def __init__(self, run_id: str, rank: int) -> None:
+        self.run_id = run_id
+        self.rank = rank
+        self._events: list[tuple[int, dict[str, Any]]] = []
+
+    def add(self, line: int, kind: str, time: float, **fields: Any) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "schema": ev.SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "rank": self.rank,
+            "seq": 0,
+            "time": time,
+            "kind": kind,
+        }
+        event.update({k: v for k, v in ev.finite_json(fields).items() if v is not None})
+        self._events.append((line, event))
+        return event
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        """The events in the order added, seq 0, 1, 2, ..."""
+        for i, (_, event) in enumerate(self._events):
+            event["seq"] = i
+        return list(self._events)

@@ -1,0 +1,292 @@
+"""Megatron-LM (and NeMo's Megatron) training logs: the arguments block, the per-interval iteration lines and the
+validation lines, as ``pretrain_gpt.py`` prints them.
+
+* ``------------------------ arguments ------------------------`` ... ``  name ...... value`` ...
+  ``-------------------- end of arguments ---------------------``: the layout (tensor, pipeline, context, expert
+  and data parallel sizes, ``world_size``), the batch (micro and global), the sequence length, the model's shape
+  (layers, hidden, heads, query groups, FFN, padded vocabulary), the precision and the recomputation.
+* `` [2026-11-25 23:59:01] iteration       10/     100 | consumed samples: 320 | elapsed time per iteration (ms):
+  123.4 | throughput per GPU (TFLOP/s/GPU): 45.6 | ... | global batch size: 32 | lm loss: 1.0E+01 | ...``:
+  printed by the last rank, each line the mean of the ``log_interval`` iterations since the line before. One step
+  event per line: its samples are the consumed samples since the line before (every replica's: the line is global),
+  its time the mean iteration time times the iterations it covers; the TFLOP/s per GPU it prints are a claim.
+* `` validation loss at iteration 50 | lm loss value: 5.1E+00 | lm loss PPL: 1.6E+02 |`` and ``... at the end of
+  training for val data`` / ``for test data``: evaluations.
+* ``[before the start of training step] datetime: 2026-11-25 23:58:59`` and ``[after training is done] datetime:``:
+  the run's start and end (the log's local time, read as UTC: only differences are used).
+
+The log is one rank's (the last): the run's numbers come from it alone, said in ``imported.ranks_in_log``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import harmonic_mean
+from typing import Any
+
+from honestscale.collector._parsed import Parsed
+from honestscale.collector.importers._build import RankEvents, count, number, run_id
+
+FORMAT = "megatron-log"
+LABEL = "Megatron-LM training log"
+
+_ARGS_START = re.compile(r"^-+ arguments -+\s*$")
+_ARGS_END = re.compile(r"^-+ end of arguments -+\s*$")
+_ARG = re.compile(r"^\s+(\w+) \.{2,} (.*?)\s*$")
+_ITERATION = re.compile(r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*)?iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|(?P<rest>.*)$")
+_VALIDATION = re.compile(r"validation loss (?:at iteration (?P<it>\d+)|at the end of training for (?P<which>\w+) data)\s*\|(?P<rest>.*)$")
+_DATETIME = re.compile(r"\[(?P<what>before the start of training step|after training is done)\] datetime: (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)")
+_VERSIONS = re.compile(r"^> (?P<what>PyTorch|Megatron-Core|Transformer Engine) version \.+ (?P<v>\S+)")
+_PARAMS = re.compile(r"number of parameters on \((?P<dims>[\w, ]+)\) model parallel rank \((?P<ranks>[\d, ]+)\): (?P<n>\d+)")
+_SNIFF = re.compile(rb"^-+ arguments -+\s*$|\| elapsed time per iteration \(ms\):", re.MULTILINE)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return bool(_SNIFF.search(head)) and b"iteration" in head
+
+
+def _when(text: str) -> float:
+    fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S"
+    return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+
+
+def _value(raw: str) -> Any:
+    raw = raw.strip()
+    if raw in ("True", "False"):
+        return raw == "True"
+    if raw == "None":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def _fields(rest: str) -> dict[str, Any]:
+    """``| key: value | key: value |`` -> {key: value}."""
+    out: dict[str, Any] = {}
+    for part in rest.split("|"):
+        key, sep, value = part.partition(":")
+        if sep:
+            out[key.strip()] = _value(value)
+    return out
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    out = Parsed()
+    args: dict[str, Any] = {}
+    in_args = False
+    iterations: list[tuple[int, dict[str, Any], float | None]] = []  # (line, fields, timestamp)
+    validations: list[tuple[int, str, int | None, dict[str, Any]]] = []
+    began = ended = None
+    for number_, line in enumerate(text.splitlines(), 1):
+        if in_args:
+            if _ARGS_END.match(line):
+                in_args = False
+            elif m := _ARG.match(line):
+                args[m.group(1)] = _value(m.group(2))
+            continue
+        if _ARGS_START.match(line):
+            in_args = True
+        elif m := _ITERATION.search(line):
+            fields = _fields(m.group("rest"))
+            fields["iteration"], fields["train_iters"] = int(m.group("it")), int(m.group("of"))
+            iterations.append((number_, fields, _when(m.group("ts")) if m.group("ts") else None))
+        elif m := _VALIDATION.search(line):
+            split = "validation" if m.group("it") or m.group("which") in ("val", "valid", "validation") else "test"
+            validations.append((number_, split, count(int(m.group("it"))) if m.group("it") else None,
+                                _fields(m.group("rest"))))  # fmt: skip
+        elif m := _VERSIONS.match(line):
+            args.setdefault("_versions", {})[m.group("what")] = m.group("v")
+        elif m := _PARAMS.search(line):
+            args.setdefault("_shard_params", []).append((m.group("ranks").replace(" ", ""), int(m.group("n"))))
+        elif m := _DATETIME.search(line):
+            if m.group("what").startswith("before"):
+                began = (number_, _when(m.group("ts")))
+            else:
+                ended = (number_, _when(m.group("ts")))
+        else:
+            out.other_lines += 1
+    if not iterations:
+        out.warnings.append("no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`): no run")
+        return out
+    out.events = _events(path, args, iterations, validations, began, ended, campaign, out)
+    return out
+
+
+def _layout(args: dict[str, Any]) -> dict[str, int]:
+    degrees = {
+        "tp": count(args.get("tensor_model_parallel_size"), 1),
+        "pp": count(args.get("pipeline_model_parallel_size"), 1),
+        "cp": count(args.get("context_parallel_size"), 1),
+        "ep": count(args.get("expert_model_parallel_size"), 1),
+        "dp": count(args.get("data_parallel_size"), 1),
+    }
+    return {k: v for k, v in degrees.items() if v is not None}
+
+
+def _dtype(args: dict[str, Any]) -> str | None:
+    if args.get("fp8"):
+        return "fp8"
+    if args.get("bf16"):
+        return "bf16"
+    if args.get("fp16"):
+        return "fp16"
+    return "fp32" if args else None
+
+
+def _shape(args: dict[str, Any]) -> dict[str, int]:
+    shape = {
+        "layers": count(args.get("num_layers"), 1),
+        "hidden": count(args.get("hidden_size"), 1),
+        "heads": count(args.get("num_attention_heads"), 1),
+        "kv_heads": count(args.get("num_query_groups"), 1) if args.get("group_query_attention") else None,
+        "ffn_hidden": count(args.get("ffn_hidden_size"), 1),
+        "vocab": count(args.get("padded_vocab_size"), 1),
+        "experts": count(args.get("num_experts"), 1),
+        "experts_per_token": count(args.get("moe_router_topk"), 1) if args.get("num_experts") else None,
+    }
+    return {k: v for k, v in shape.items() if v is not None}
+
+
+def _params(args: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Total and embedding parameters of a dense GPT from its printed shape (Megatron prints each model-parallel
+    rank's own count, a shard, not the model's), None where the shape is not all there or not dense."""
+    s = _shape(args)
+    need = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
+    if any(k not in s for k in need) or args.get("num_experts"):
+        return None, None
+    h, layers, ffn, vocab = s["hidden"], s["layers"], s["ffn_hidden"], s["vocab"]
+    kv = s.get("kv_heads", s["heads"])
+    head_dim = count(args.get("kv_channels"), 1) or h // s["heads"]
+    bias = 0 if args.get("disable_bias_linear") else 1
+    gated = 2 if args.get("swiglu") else 1
+    rms = args.get("normalization") == "RMSNorm"
+    norm = h if rms else 2 * h
+    qkv = h * head_dim * (s["heads"] + 2 * kv) + bias * head_dim * (s["heads"] + 2 * kv)
+    proj = s["heads"] * head_dim * h + bias * h
+    mlp = h * ffn * gated + bias * ffn * gated + ffn * h + bias * h
+    per_layer = qkv + proj + mlp + 2 * norm
+    embedding = vocab * h
+    if args.get("position_embedding_type") == "learned_absolute":
+        embedding += count(args.get("max_position_embeddings"), 1) or 0
+        embedding += (count(args.get("max_position_embeddings"), 1) or 0) * (h - 1)
+    output = 0 if not args.get("untie_embeddings_and_output_weights") else vocab * h
+    total = layers * per_layer + norm + embedding + output
+    return total, embedding
+
+
+def _events(
+    path: Path,
+    args: dict[str, Any],
+    iterations: list[tuple[int, dict[str, Any], float | None]],
+    validations: list[tuple[int, str, int | None, dict[str, Any]]],
+    began: tuple[int, float] | None,
+    ended: tuple[int, float] | None,
+    campaign: str | None,
+    out: Parsed,
+) -> list[tuple[int, dict[str, Any]]]:
+    first_line, first_fields, first_ts = iterations[0]
+    start_time = began[1] if began else (first_ts or 0.0)
+    identity = f"{path.name}|{start_time}|{sorted(args.items())}|{iterations[0][1]}"
+    rank = RankEvents(run_id("megatron", identity), 0)
+    world = count(args.get("world_size"), 1)
+    unknown = []
+    if world is None:
+        unknown.append("world_size (no arguments block)")
+        out.warnings.append("no `arguments` block: the world size and layout are unknown, recorded as 1 rank")
+    gbs = count(args.get("global_batch_size"), 1) or count(first_fields.get("global batch size"), 1)
+    seq = count(args.get("seq_length"), 1)
+    tflops = [v for _, f, _ in iterations if (v := number(f.get("throughput per GPU (TFLOP/s/GPU)"))) is not None]
+    total, embedding = _params(args)
+    claims: dict[str, Any] = {}
+    if tflops:
+        # the lines after the first: the first interval holds the warm-up (compilation, allocator)
+        claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops) if min(tflops) > 0 else None
+        claims["flops_convention"] = "megatron (num_floating_point_operations: logits and full attention)"
+        claims["from"] = f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
+    layout = _layout(args)
+    versions = args.pop("_versions", {})
+    shards = args.pop("_shard_params", [])
+    if shards and total is not None and all(r == "0,0,0" or r == "0,0" for r, _ in shards) and layout.get("tp", 1) == 1 \
+            and layout.get("pp", 1) == 1 and shards[0][1] != total:
+        out.warnings.append(f"the parameters computed from the printed shape ({total:,}) differ from the count "
+                            f"Megatron printed ({shards[0][1]:,}): the shape's count is used")
+    rank.add(
+        began[0] if began else first_line, "run_start", start_time,
+        campaign=campaign, name=path.stem, purpose="final", framework="megatron-lm",
+        framework_version=versions.get("Megatron-Core"),
+        software={k: v for k, v in {"torch": versions.get("PyTorch"),
+                                    "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
+        launcher="torchrun" if world else None, world_size=world or 1,
+        accelerator=None, model="gpt", dataset=("mock" if args.get("mock_data") else None),
+        data_source="synthetic" if args.get("mock_data") else None,
+        global_batch_size=gbs,
+        local_batch_size=(gbs // layout["dp"]) if gbs and layout.get("dp") and gbs % layout["dp"] == 0 else None,
+        optimizer=args.get("optimizer") if isinstance(args.get("optimizer"), str) else None,
+        learning_rate=number(args.get("lr")), seed=count(args.get("seed")),
+        stop_criterion="samples" if gbs and count(args.get("train_iters"), 1) else None,
+        stop_value=float(gbs * args["train_iters"]) if gbs and count(args.get("train_iters"), 1) else None,
+        scope="end_to_end",
+        parallel=layout or None, microbatches=(gbs // (count(args.get("micro_batch_size"), 1) or 1) // layout["dp"])
+        if gbs and layout.get("dp") else None,
+        sequence_length=seq, global_batch_tokens=gbs * seq if gbs and seq else None,
+        activation_checkpointing={"full": "full", "selective": "selective"}.get(str(args.get("recompute_granularity")), "none")
+        if args else None,
+        compute_dtype=_dtype(args), params_total=total, params_embedding=embedding,
+        params_active=total, model_shape=_shape(args) or None, claims=claims or None,
+        hyperparameters={k: v for k, v in args.items() if isinstance(v, int | float | str | bool)} or None,
+        imported={"tool": "Megatron-LM", "file": path.name, "ranks_in_log": "last", "accelerated": True,
+                  "params_printed": dict(shards) or None,
+                  "rates_from": "the last rank's per-interval lines (global batch, mean iteration time)",
+                  "clock": "the log's local timestamps, read as UTC (second resolution)",
+                  "unknown": unknown + ["accelerator (not printed by Megatron)", "per-iteration times inside an interval"]},
+    )  # fmt: skip
+    clock = start_time
+    previous_iteration, previous_samples = 0, 0
+    interval_lengths = set()
+    for line, fields, _ts in iterations:
+        it = fields["iteration"]
+        span = it - previous_iteration
+        elapsed = number(fields.get("elapsed time per iteration (ms)"))
+        consumed = count(fields.get("consumed samples"))
+        if span <= 0 or elapsed is None:
+            out.warnings.append(f"line {line}: iteration {it} does not follow {previous_iteration}: not a step")
+            continue
+        interval_lengths.add(span)
+        samples = (consumed - previous_samples) if consumed is not None else (gbs or 0) * span
+        seconds = elapsed / 1000.0 * span
+        clock += seconds
+        tokens = samples * seq if seq else None
+        rank.add(line, "step", clock, step=it - 1, samples=samples, tokens=tokens, t_total=seconds,
+                 iterations=span, warmup=previous_iteration == 0, lm_loss=number(fields.get("lm loss")),
+                 tflops_per_gpu=number(fields.get("throughput per GPU (TFLOP/s/GPU)")),
+                 energy_per_gpu_j=number(fields.get("energy per GPU (J/iter/GPU)")),
+                 power_per_gpu_w=number(fields.get("power per GPU (W/GPU)")),
+                 learning_rate=number(fields.get("learning rate")))  # fmt: skip
+        previous_iteration = it
+        if consumed is not None:
+            previous_samples = consumed
+    if interval_lengths - {1}:
+        out.notes.append(
+            f"each iteration line is the mean of {sorted(interval_lengths)} iterations (log_interval): one step "
+            "event per line, the variation between iterations inside it is not in the log"
+        )
+    for line, split, it, fields in validations:
+        for key, value in fields.items():
+            v = number(value)
+            if v is None or not key.endswith(" value"):
+                continue
+            metric = key.removesuffix(" value").replace(" ", "_")
+            rank.add(line, "eval", clock, split=split, metric=metric, value=v, iteration=it)
+    last = iterations[-1][1]
+    finished = last["iteration"] >= last["train_iters"]
+    stop_time = ended[1] if ended else clock
+    rank.add(ended[0] if ended else iterations[-1][0], "run_stop", max(stop_time, clock if not ended else stop_time),
+             status="success" if finished else "failed",
+             reason=None if finished else f"the log ends at iteration {last['iteration']} of {last['train_iters']}")  # fmt: skip
+    return rank.numbered()
