@@ -11,7 +11,6 @@ that is not valid JSON is quarantined, never skipped.
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from honestscale import catalogue
 from honestscale import events as ev
 from honestscale.collector import _mlperf_evals, _mlperf_lines, _mlperf_power
 from honestscale.collector._mlperf_lines import real
-from honestscale.collector._parsed import Parsed
 from honestscale.collector._mlperf_tree import (
     Place,
     find_system,
@@ -29,6 +27,7 @@ from honestscale.collector._mlperf_tree import (
     scaling_factor,
     shown,
 )
+from honestscale.collector._parsed import Parsed
 
 # How run_stop's status is spelt in the logs of every round, and what honestscale calls it.
 _STATUS = {

@@ -65,7 +65,9 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
-    read_with: Path | None = None  # its lines belong to that file's run (a torchtitan system log beside its metrics)
+    read_with: Path | None = (
+        None  # its lines belong to that file's run (a torchtitan system log beside its metrics)
+    )
 
 
 @dataclass
@@ -105,11 +107,13 @@ class Summary:
         out += [
             (
                 f.path,
-                f"holds {importers.label(f.format)} lines but landed no event: " + ("; ".join(f.warnings) or "see above"),
+                f"holds {importers.label(f.format)} lines but landed no event: "
+                + ("; ".join(f.warnings) or "see above"),
             )
             for f in self.files
             if f.action not in ("unchanged", "kept", "refused")
             and f.events == 0
+            and f.duplicates == 0  # a copy of a log landed before lands nothing new: it is not lost
             and f.read_with is None
             and (f.quarantined or f.format != "native")
         ]

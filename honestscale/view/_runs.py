@@ -215,7 +215,9 @@ class Run:
     def cpu_only(self) -> bool:
         """No accelerator: counted in nodes and cores, never in accelerator-hours."""
         imported = self.attrs.get("imported")
-        on_accelerators = isinstance(imported, dict) and bool(imported.get("accelerated"))  # a GPU, model unknown
+        on_accelerators = isinstance(imported, dict) and bool(
+            imported.get("accelerated")
+        )  # a GPU, model unknown
         return not self.accelerator and not self.accelerators_per_node and not on_accelerators
 
     @property

@@ -27,8 +27,12 @@ class Reader:
 
 
 READERS: tuple[Reader, ...] = (
-    Reader(torchtitan.EXPERIMENT, torchtitan.EXPERIMENT_LABEL, torchtitan.sniff_experiment,
-           torchtitan.parse_experiment),
+    Reader(
+        torchtitan.EXPERIMENT,
+        torchtitan.EXPERIMENT_LABEL,
+        torchtitan.sniff_experiment,
+        torchtitan.parse_experiment,
+    ),
     Reader(torchtitan.SYSTEM, torchtitan.SYSTEM_LABEL, torchtitan.sniff_system, torchtitan.parse_system),
     Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse),
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
@@ -44,4 +48,8 @@ def sniff(path: Path, head: bytes) -> Reader | None:
 def label(format: str) -> str:
     """How a format is named to the user: a reader's label, else the format itself."""
     reader = FORMATS.get(format)
-    return reader.label if reader else {"mlperf": "MLPerf log", "native": "honestscale events"}.get(format, format)
+    return (
+        reader.label
+        if reader
+        else {"mlperf": "MLPerf log", "native": "honestscale events"}.get(format, format)
+    )

@@ -35,11 +35,21 @@ LABEL = "Megatron-LM training log"
 _ARGS_START = re.compile(r"^-+ arguments -+\s*$")
 _ARGS_END = re.compile(r"^-+ end of arguments -+\s*$")
 _ARG = re.compile(r"^\s+(\w+) \.{2,} (.*?)\s*$")
-_ITERATION = re.compile(r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*)?iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|(?P<rest>.*)$")
-_VALIDATION = re.compile(r"validation loss (?:at iteration (?P<it>\d+)|at the end of training for (?P<which>\w+) data)\s*\|(?P<rest>.*)$")
-_DATETIME = re.compile(r"\[(?P<what>before the start of training step|after training is done)\] datetime: (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)")
+_ITERATION = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*)?iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|(?P<rest>.*)$"
+)
+_VALIDATION = re.compile(
+    r"validation loss (?:at iteration (?P<it>\d+)(?: on (?P<set>\w+) set)?|at the end of training for (?P<which>\w+) data)\s*\|(?P<rest>.*)$"
+)
+_PADDED = re.compile(r"> padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (?P<n>\d+)\)")
+_ENERGY = re.compile(r"^Total training energy \(GPU\): (?P<mj>[\d.]+) MJ")
+_DATETIME = re.compile(
+    r"\[(?P<what>before the start of training step|after training is done)\] datetime: (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
+)
 _VERSIONS = re.compile(r"^> (?P<what>PyTorch|Megatron-Core|Transformer Engine) version \.+ (?P<v>\S+)")
-_PARAMS = re.compile(r"number of parameters on \((?P<dims>[\w, ]+)\) model parallel rank \((?P<ranks>[\d, ]+)\): (?P<n>\d+)")
+_PARAMS = re.compile(
+    r"number of parameters on \((?P<dims>[\w, ]+)\) model parallel rank \((?P<ranks>[\d, ]+)\): (?P<n>\d+)"
+)
 _SNIFF = re.compile(rb"^-+ arguments -+\s*$|\| elapsed time per iteration \(ms\):", re.MULTILINE)
 
 
@@ -97,13 +107,19 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             fields["iteration"], fields["train_iters"] = int(m.group("it")), int(m.group("of"))
             iterations.append((number_, fields, _when(m.group("ts")) if m.group("ts") else None))
         elif m := _VALIDATION.search(line):
-            split = "validation" if m.group("it") or m.group("which") in ("val", "valid", "validation") else "test"
+            split = "test" if "test" in (m.group("set"), m.group("which")) else "validation"
             validations.append((number_, split, count(int(m.group("it"))) if m.group("it") else None,
                                 _fields(m.group("rest"))))  # fmt: skip
+        elif m := _PADDED.search(line):
+            args["padded_vocab_size"] = int(m.group("n"))
+        elif m := _ENERGY.match(line):
+            args["_energy_mj"] = float(m.group("mj"))
         elif m := _VERSIONS.match(line):
             args.setdefault("_versions", {})[m.group("what")] = m.group("v")
         elif m := _PARAMS.search(line):
-            args.setdefault("_shard_params", []).append((m.group("ranks").replace(" ", ""), int(m.group("n"))))
+            args.setdefault("_shard_params", []).append(
+                (m.group("ranks").replace(" ", ""), int(m.group("n")))
+            )
         elif m := _DATETIME.search(line):
             if m.group("what").startswith("before"):
                 began = (number_, _when(m.group("ts")))
@@ -112,7 +128,9 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         else:
             out.other_lines += 1
     if not iterations:
-        out.warnings.append("no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`): no run")
+        out.warnings.append(
+            "no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`): no run"
+        )
         return out
     out.events = _events(path, args, iterations, validations, began, ended, campaign, out)
     return out
@@ -192,7 +210,7 @@ def _events(
 ) -> list[tuple[int, dict[str, Any]]]:
     first_line, first_fields, first_ts = iterations[0]
     start_time = began[1] if began else (first_ts or 0.0)
-    identity = f"{path.name}|{start_time}|{sorted(args.items())}|{iterations[0][1]}"
+    identity = f"{start_time}|{sorted(args.items())}|{iterations[0][1]}"
     rank = RankEvents(run_id("megatron", identity), 0)
     world = count(args.get("world_size"), 1)
     unknown = []
@@ -201,24 +219,41 @@ def _events(
         out.warnings.append("no `arguments` block: the world size and layout are unknown, recorded as 1 rank")
     gbs = count(args.get("global_batch_size"), 1) or count(first_fields.get("global batch size"), 1)
     seq = count(args.get("seq_length"), 1)
-    tflops = [v for _, f, _ in iterations if (v := number(f.get("throughput per GPU (TFLOP/s/GPU)"))) is not None]
+    tflops = [
+        v for _, f, _ in iterations if (v := number(f.get("throughput per GPU (TFLOP/s/GPU)"))) is not None
+    ]
     total, embedding = _params(args)
     claims: dict[str, Any] = {}
     if tflops:
         # the lines after the first: the first interval holds the warm-up (compilation, allocator)
         claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops) if min(tflops) > 0 else None
-        claims["flops_convention"] = "megatron (num_floating_point_operations: logits and full attention)"
-        claims["from"] = f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
+        # not honestscale's "megatron" convention: Megatron-LM's own count adds the logits layer (6 V d per token)
+        claims["flops_convention"] = (
+            "num_floating_point_operations of Megatron-LM's training loop (logits included)"
+        )
+        claims["from"] = (
+            f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
+        )
     layout = _layout(args)
     versions = args.pop("_versions", {})
+    energy = args.pop("_energy_mj", None)
     shards = args.pop("_shard_params", [])
-    if shards and total is not None and all(r == "0,0,0" or r == "0,0" for r, _ in shards) and layout.get("tp", 1) == 1 \
-            and layout.get("pp", 1) == 1 and shards[0][1] != total:
-        out.warnings.append(f"the parameters computed from the printed shape ({total:,}) differ from the count "
-                            f"Megatron printed ({shards[0][1]:,}): the shape's count is used")
+    if (
+        shards
+        and total is not None
+        and all(r == "0,0,0" or r == "0,0" for r, _ in shards)
+        and layout.get("tp", 1) == 1
+        and layout.get("pp", 1) == 1
+        and shards[0][1] != total
+    ):
+        out.warnings.append(
+            f"the parameters computed from the printed shape ({total:,}) differ from the count "
+            f"Megatron printed ({shards[0][1]:,}): the shape's count is used"
+        )
     rank.add(
         began[0] if began else first_line, "run_start", start_time,
-        campaign=campaign, name=path.stem, purpose="final", framework="megatron-lm",
+        campaign=campaign, name=f"gpt {args.get('num_layers', '?')}x{args.get('hidden_size', '?')}", purpose="final",
+        framework="megatron-lm",
         framework_version=versions.get("Megatron-Core"),
         software={k: v for k, v in {"torch": versions.get("PyTorch"),
                                     "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
@@ -240,22 +275,26 @@ def _events(
         compute_dtype=_dtype(args), params_total=total, params_embedding=embedding,
         params_active=total, model_shape=_shape(args) or None, claims=claims or None,
         hyperparameters={k: v for k, v in args.items() if isinstance(v, int | float | str | bool)} or None,
-        imported={"tool": "Megatron-LM", "file": path.name, "ranks_in_log": "last", "accelerated": True,
+        imported={"tool": "Megatron-LM", "ranks_in_log": "last", "accelerated": True,
                   "params_printed": dict(shards) or None,
+                  "energy_gpu_printed_j": energy * 1e6 if energy else None,
                   "rates_from": "the last rank's per-interval lines (global batch, mean iteration time)",
                   "clock": "the log's local timestamps, read as UTC (second resolution)",
-                  "unknown": unknown + ["accelerator (not printed by Megatron)", "per-iteration times inside an interval"]},
+                  "unknown": [*unknown, "accelerator (not printed by Megatron)", "per-iteration times inside an interval"]},
     )  # fmt: skip
     clock = start_time
     previous_iteration, previous_samples = 0, 0
     interval_lengths = set()
+    step_times: list[tuple[int, float]] = []  # (iteration, time of its line)
     for line, fields, _ts in iterations:
         it = fields["iteration"]
         span = it - previous_iteration
         elapsed = number(fields.get("elapsed time per iteration (ms)"))
         consumed = count(fields.get("consumed samples"))
         if span <= 0 or elapsed is None:
-            out.warnings.append(f"line {line}: iteration {it} does not follow {previous_iteration}: not a step")
+            out.warnings.append(
+                f"line {line}: iteration {it} does not follow {previous_iteration}: not a step"
+            )
             continue
         interval_lengths.add(span)
         samples = (consumed - previous_samples) if consumed is not None else (gbs or 0) * span
@@ -268,6 +307,7 @@ def _events(
                  energy_per_gpu_j=number(fields.get("energy per GPU (J/iter/GPU)")),
                  power_per_gpu_w=number(fields.get("power per GPU (W/GPU)")),
                  learning_rate=number(fields.get("learning rate")))  # fmt: skip
+        step_times.append((it, clock))
         previous_iteration = it
         if consumed is not None:
             previous_samples = consumed
@@ -277,12 +317,16 @@ def _events(
             "event per line, the variation between iterations inside it is not in the log"
         )
     for line, split, it, fields in validations:
+        # at the time of the step line that covers its iteration; after training (at the end), at the end
+        when = next((t for i, t in step_times if it is not None and i >= it), ended[1] if ended else clock)
+        if ended is not None and line > ended[0]:
+            when = ended[1]
         for key, value in fields.items():
             v = number(value)
             if v is None or not key.endswith(" value"):
                 continue
             metric = key.removesuffix(" value").replace(" ", "_")
-            rank.add(line, "eval", clock, split=split, metric=metric, value=v, iteration=it)
+            rank.add(line, "eval", when, split=split, metric=metric, value=v, iteration=it)
     last = iterations[-1][1]
     finished = last["iteration"] >= last["train_iters"]
     stop_time = ended[1] if ended else clock

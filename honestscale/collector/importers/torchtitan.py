@@ -46,13 +46,17 @@ SYSTEM_LABEL = "torchtitan structured system log (per rank)"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)\d+\]:)+")
-_LINE = re.compile(r"\[titan\] (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$")
+_LINE = re.compile(
+    r"\[titan\] (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$"
+)
 _BUILD = re.compile(r"^Building (?P<model>\S+) (?P<flavor>\S+?)\s*with \{\s*$")
 _CAPACITY = re.compile(r"^(?P<kind>CUDA|ROCm|ROCM|XPU|NPU) capacity: (?P<name>.+?) with [\d.]+GiB memory")
 _SIZE = re.compile(r"^Model (?P<model>\S+) (?P<flavor>\S+) size: (?P<n>[\d,]+) total parameters")
 _PEAK = re.compile(r"^Peak FLOPS used for computing MFU: (?P<peak>[\d.e+]+)")
-_TRAINER = re.compile(r"^Trainer is initialized with local batch size (?P<local>\d+), global batch size (?P<global>\d+), "
-                      r"gradient accumulation steps (?P<accum>\d+), sequence length (?P<seq>\d+), total steps (?P<steps>\d+)")
+_TRAINER = re.compile(
+    r"^Trainer is initialized with local batch size (?P<local>\d+), global batch size (?P<global>\d+), "
+    r"gradient accumulation steps (?P<accum>\d+), sequence length (?P<seq>\d+), total steps (?P<steps>\d+)"
+)
 _MESH = re.compile(r"^Building device mesh with parallelism: (?P<dims>.*)$")
 _CHECKPOINTING = re.compile(r"^Applied (?P<kind>selective|full) activation checkpointing")
 _VERSION = re.compile(r"^torchtitan version: (?P<v>\S+)")
@@ -75,8 +79,10 @@ def _head_lines(head: bytes, n: int = 3) -> list[dict[str, Any]]:
 def sniff(path: Path, head: bytes) -> bool:
     """The console: [titan] lines of torchtitan's logger."""
     text = _ANSI.sub("", head[:200_000].decode("utf-8", "replace"))
-    return "[titan] " in text and (" - root - INFO - " in text or "torchtitan" in text) and bool(
-        re.search(r"torchtitan version:|Model \S+ \S+ size:|step:\s*\d+\s", text)
+    return (
+        "[titan] " in text
+        and (" - root - INFO - " in text or "torchtitan" in text)
+        and bool(re.search(r"torchtitan version:|Model \S+ \S+ size:|step:\s*\d+\s", text))
     )
 
 
@@ -87,7 +93,9 @@ def sniff_experiment(path: Path, head: bytes) -> bool:
 
 def _system_record(d: dict[str, Any]) -> dict[str, Any] | None:
     """One system-log line of either layout as {rank, step, name, event, value, t, host}."""
-    if {"int", "normal", "double"} <= set(d) and all(isinstance(d[k], dict) for k in ("int", "normal", "double")):
+    if {"int", "normal", "double"} <= set(d) and all(
+        isinstance(d[k], dict) for k in ("int", "normal", "double")
+    ):
         i, n, x = d["int"], d["normal"], d["double"]
         flat = {"rank": i.get("rank"), "step": i.get("step"), "time_us": i.get("time_us"),
                 "log_type_name": n.get("log_type_name"), "event_name": n.get("event_name"), "value": x.get("value"),
@@ -111,7 +119,11 @@ def sniff_system(path: Path, head: bytes) -> bool:
 
 def _dump_folder(path: Path) -> Path:
     """The dump folder a per-rank JSONL file belongs to (its logs' folder's parent)."""
-    return path.parent.parent if path.parent.name in ("experiment_logs", "system_logs", "structured_logs") else path.parent
+    return (
+        path.parent.parent
+        if path.parent.name in ("experiment_logs", "system_logs", "structured_logs")
+        else path.parent
+    )
 
 
 def _jsonl(text: str, out: Parsed) -> list[tuple[int, dict[str, Any]]]:
@@ -215,7 +227,9 @@ def parse_system(path: Path, text: str, campaign: str | None) -> Parsed:
         twin = folder / "experiment_logs" / path.name.replace("_system.jsonl", "_experiment.jsonl")
         if twin.is_file():
             out.read_with = twin
-            out.notes.append(f"its spans are the experiment log's ({twin.name}): read with it, not a second run")
+            out.notes.append(
+                f"its spans are the experiment log's ({twin.name}): read with it, not a second run"
+            )
             return out
     if len(ranks) != 1:
         out.warnings.append(f"{len(ranks)} ranks in one system log (torchtitan writes one per rank): no run")
@@ -318,7 +332,11 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         elif g := _CAPACITY.match(msg):
             info["accelerator"] = g.group("name")
         elif g := _SIZE.match(msg):
-            info["model"], info["flavor"], info["params"] = g.group("model"), g.group("flavor"), int(g.group("n").replace(",", ""))
+            info["model"], info["flavor"], info["params"] = (
+                g.group("model"),
+                g.group("flavor"),
+                int(g.group("n").replace(",", "")),
+            )
         elif g := _PEAK.match(msg):
             info["peak"] = _number(g.group("peak"))
         elif g := _TRAINER.match(msg):
@@ -351,9 +369,12 @@ def _layout(mesh: dict[str, int]) -> dict[str, int]:
 
 
 def _shape(config: dict[str, Any]) -> dict[str, int]:
-    layer = config.get("layer") if isinstance(config.get("layer"), dict) else {}
-    attention = layer.get("attention") if isinstance(layer.get("attention"), dict) else {}
-    ffn = layer.get("feed_forward") if isinstance(layer.get("feed_forward"), dict) else {}
+    def part(d: dict[str, Any], key: str) -> dict[str, Any]:
+        got = d.get(key)
+        return got if isinstance(got, dict) else {}
+
+    layer = part(config, "layer")
+    attention, ffn = part(layer, "attention"), part(layer, "feed_forward")
     shape = {"layers": count(config.get("n_layers"), 1), "hidden": count(config.get("dim"), 1),
              "heads": count(attention.get("n_heads") or config.get("n_heads"), 1),
              "kv_heads": count(attention.get("n_kv_heads") or config.get("n_kv_heads"), 1),
@@ -385,7 +406,7 @@ def _console_events(
     if not shape:
         unknown.append("model shape (this version does not print the model's configuration)")
     aggregated = bool(info.get("aggregated"))
-    identity = f"{path.name}|{start[1]}|{info.get('params')}|{steps[0][:3]}"
+    identity = f"{start[1]}|{info.get('params')}|{steps[0][:3]}"
     rank = RankEvents(run_id("torchtitan", identity), 0)
     tps = [s[3].get("tps_mean", s[3].get("tps")) for s in steps]
     claims = _claims(tps, [s[3].get("tflops_mean", s[3].get("tflops")) for s in steps],
@@ -395,7 +416,9 @@ def _console_events(
                   "trainer, so its timestamps are no step times; the tokens/s claim cannot be checked from this log"
                   if aggregated else "the console's timestamps between step lines (ms resolution), rank 0's")  # fmt: skip
     if replica > 1:
-        rates_from += "; samples and tokens per step left out (model parallel: one rank's line cannot split them)"
+        rates_from += (
+            "; samples and tokens per step left out (model parallel: one rank's line cannot split them)"
+        )
     rank.add(
         info.get("trainer_line", start[0]), "run_start", start[1],
         campaign=campaign, name=f"{info.get('model', 'model')} {info.get('flavor', '')}".strip(), purpose="final",
@@ -408,11 +431,11 @@ def _console_events(
         params_total=params, params_embedding=embedding if params else None, params_active=params,
         model_shape=shape or None, claims=claims or None,
         stop_criterion="samples", stop_value=float(gbs * info["steps"]) if gbs and info.get("steps") else None,
-        imported={"tool": "torchtitan", "file": path.name, "layout": "console" + (" (aggregator)" if aggregated else ""),
+        imported={"tool": "torchtitan", "layout": "console" + (" (aggregator)" if aggregated else ""),
                   "accelerated": bool(info.get("accelerator")) or None,
                   "ranks_in_log": "rank 0", "rates_from": rates_from,
                   "compute_dtype_from": "torchtitan's default mixed precision (bfloat16)",
-                  "unknown": unknown + ["the other ranks' step times"]},
+                  "unknown": [*unknown, "the other ranks' step times"]},
     )  # fmt: skip
     previous_step, previous_t = 0, start[1]
     for line, t, step, values in steps:

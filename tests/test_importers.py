@@ -1,0 +1,233 @@
+"""The importers on logs written by the real tools (tests/data/imported: torchtitan and Megatron-LM on a GPU).
+
+In process (typer's CliRunner). Expected numbers are read from the logs themselves with a plain regular expression
+here, never copied from the importer's output; a log that must be wrong (another card, more ranks) is a real log
+changed in memory, and the test says what it changed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from honestscale.cli import app
+from honestscale.collector._sources import classify
+from tests.conftest import REPO
+
+DATA = REPO / "tests" / "data" / "imported"
+CONSOLE_R022 = DATA / "torchtitan-console-r022.log.gz"
+CONSOLE_OBS = DATA / "torchtitan-console-obs.log.gz"
+CONSOLE_SL = DATA / "torchtitan-console-sl.log.gz"
+OBS = DATA / "torchtitan-obs"
+SL = DATA / "torchtitan-sl"
+MEGATRON = DATA / "megatron" / "megatron.log.gz"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "300"})
+    return result.exit_code, result.output
+
+
+def _text(path: Path, plain: bool = False) -> str:
+    """The log's text; ``plain``: without the colours torchtitan's console prints."""
+    text = gzip.decompress(path.read_bytes()).decode()
+    return re.sub(r"\x1b\[[0-9;]*m", "", text) if plain else text
+
+
+def _ingest(store: Path, *paths: Path) -> str:
+    code, out = _cli("ingest", *map(str, paths), "--store", str(store), "-v")
+    assert code == 0, out
+    return out
+
+
+def _runs(store: Path) -> list[dict[str, Any]]:
+    code, out = _cli("runs", "-f", "json", "--store", str(store))
+    assert code == 0, out
+    runs: list[dict[str, Any]] = json.loads(out)
+    return runs
+
+
+def _lint(store: Path, codes: str) -> list[dict[str, Any]]:
+    code, out = _cli("lint", "--select", codes, "-f", "json", "--store", str(store))
+    assert code in (0, 1), out
+    return [f for f in json.loads(out) if isinstance(f, dict) and f.get("outcome")]
+
+
+def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_chosen_by_content_not_by_name(tmp_path: Path) -> None:
+    """A torchtitan metrics file is .jsonl like an event file; a console log is named anything."""
+    assert classify(OBS / "experiment_logs" / "trainer_rank_0_experiment.jsonl.gz") == "torchtitan-experiment"
+    renamed = tmp_path / "events-rank0.jsonl"
+    renamed.write_bytes(
+        gzip.decompress((OBS / "experiment_logs" / "trainer_rank_0_experiment.jsonl.gz").read_bytes())
+    )
+    assert classify(renamed) == "torchtitan-experiment"
+    assert classify(next((SL / "structured_logs").iterdir())) == "torchtitan-system"
+    assert classify(CONSOLE_R022) == "torchtitan-console"
+    assert classify(MEGATRON) == "megatron-log"
+    slurm_out = tmp_path / "slurm-4242.out"
+    slurm_out.write_text(_text(MEGATRON))
+    assert classify(slurm_out) == "megatron-log"
+    assert classify(REPO / "examples" / "digits-ddp" / next(iter(["README.md"]))) is None
+
+
+def test_torchtitan_console_lands_with_its_claims_checked(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, CONSOLE_R022)
+    assert "read as torchtitan console log" in out
+    text = _text(CONSOLE_R022, plain=True)
+    params = int(re.search(r"size: ([\d,]+) total parameters", text).group(1).replace(",", ""))  # type: ignore[union-attr]
+    steps = re.findall(r"step:\s+(\d+)\s+loss", text)
+    (run,) = _runs(store)
+    assert run["source"] == "torchtitan-console" and run["status"] == "success"
+    assert run["accelerator"] == re.search(r"CUDA capacity: (.+?) with", text).group(1)  # type: ignore[union-attr]
+    row = _query(
+        store,
+        f"SELECT params_total, sequence_length, attrs->>'claims' FROM runs WHERE run_id = '{run['run_id']}'",
+    )
+    assert row[0][0] == params and row[0][1] == 2048
+    claims = json.loads(row[0][2])
+    assert claims["peak_tflops"] == pytest.approx(989.0) and "palm" in claims["flops_convention"]
+    counted = _query(store, "SELECT count(*), sum(tokens), count(*) FILTER (WHERE warmup) FROM steps")[0]
+    assert counted == (len(steps), len(steps) * 8 * 2048, 1)
+    # the tool's MFU, TFLOP/s and tokens/s agree with what its counts give (within HS107's 5 %): no such finding
+    findings = _lint(store, "HS107")
+    assert not [f for f in findings if "claimed" in f["message"] and f["outcome"] == "fail"], findings
+    # HS215: a one-GPU run, its rank 0 is every rank
+    assert not _lint(store, "HS215")
+
+
+def test_a_wrong_peak_claim_fails_hs107(tmp_path: Path) -> None:
+    """The same real console, its GPU renamed in memory to an A100 (peak 312 TFLOP/s bf16): torchtitan's MFU, divided
+    by the H200's 989, is now far from what the A100's peak gives, and HS107 says so."""
+    changed = tmp_path / "console-a100.log"
+    changed.write_text(_text(CONSOLE_R022).replace("NVIDIA H200 with", "NVIDIA A100-SXM4-80GB with"))
+    store = tmp_path / "s.duckdb"
+    _ingest(store, changed)
+    failed = [f for f in _lint(store, "HS107") if f["outcome"] == "fail" and "claimed MFU" in f["message"]]
+    assert failed, _lint(store, "HS107")
+    assert "vs recomputed" in failed[0]["message"]
+
+
+def test_torchtitan_per_rank_jsonl_both_layouts(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, OBS, SL)
+    assert "read as torchtitan experiment metrics (per rank)" in out
+    assert "read as torchtitan structured system log (per rank)" in out
+    assert (
+        "its spans are the experiment log's" in out
+    )  # layout 1's system log is the same run, not a second one
+    runs = {r["source"]: r for r in _runs(store)}
+    assert set(runs) == {"torchtitan-experiment", "torchtitan-system"}
+    exp = _text(OBS / "experiment_logs" / "trainer_rank_0_experiment.jsonl.gz").splitlines()
+    step_s = [json.loads(x) for x in exp if '"trainer_time/step_s"' in x]
+    got = _query(store, f"SELECT count(*), sum(t_total), count(t_data), count(t_compute), count(samples) FROM steps "
+                        f"WHERE run_id = '{runs['torchtitan-experiment']['run_id']}'")[0]  # fmt: skip
+    assert got[0] == len(step_s) and got[1] == pytest.approx(sum(x["sum"] / x["weight"] for x in step_s))
+    assert got[2] == got[3] == len(step_s) and got[4] == 0  # phases timed; samples unknown, never 0
+    layout2 = [json.loads(x) for x in _text(next((SL / "structured_logs").iterdir())).splitlines()]
+    tokens = [x["value"] for x in layout2 if x.get("event_name") == "local_valid_tokens"]
+    got = _query(store, f"SELECT count(*), sum(tokens), count(samples) FROM steps "
+                        f"WHERE run_id = '{runs['torchtitan-system']['run_id']}'")[0]  # fmt: skip
+    assert got == (len(tokens), sum(tokens), 0)
+    assert runs["torchtitan-system"]["tokens_per_s"] and runs["torchtitan-system"]["samples_per_s"] is None
+    # the JSONL files do not say how many ranks ran: HS215 cannot verify, and says what to record
+    assert {f["outcome"] for f in _lint(store, "HS215")} == {"cannot_verify"}
+    # ingesting again adds nothing
+    code, again = _cli("ingest", str(OBS), str(SL), "--store", str(store))
+    assert code == 0 and "0 events landed" in again
+
+
+def test_megatron_log(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, MEGATRON)
+    assert "read as Megatron-LM training log" in out and "mean of [1, 4, 5] iterations" in out
+    text = _text(MEGATRON)
+    (run,) = _runs(store)
+    assert (
+        run["source"] == "megatron-log" and run["status"] == "success" and run["framework"] == "megatron-lm"
+    )
+    printed = int(re.search(r"model parallel rank \(0, 0, 0\): (\d+)", text).group(1))  # type: ignore[union-attr]
+    consumed = [int(x) for x in re.findall(r"consumed samples:\s+(\d+)", text)]
+    row = _query(store, "SELECT params_total, parallel, global_batch_size, sequence_length FROM runs")[0]
+    assert row[0] == printed  # computed from the printed shape: equal to Megatron's own count at tp = pp = 1
+    assert json.loads(row[1]) == {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "dp": 1} and row[2:] == (32, 1024)
+    assert _query(store, "SELECT sum(samples), sum(tokens) FROM steps")[0] == (
+        consumed[-1],
+        consumed[-1] * 1024,
+    )
+    test_loss = float(re.search(r"on test set \| lm loss value: ([\d.E+-]+)", text).group(1))  # type: ignore[union-attr]
+    assert run["final_accuracy"] == {"split": "test", "metric": "lm_loss", "value": pytest.approx(test_loss)}
+    evals = _query(store, "SELECT split, count(*) FROM evals GROUP BY split ORDER BY split")
+    assert evals == [
+        ("test", 1),
+        ("validation", len(re.findall(r"validation loss at iteration \d+ (?:on validation set )?\|", text))),
+    ]
+    # the accelerator is not in Megatron's log: no MFU (never another card's peak); its TFLOP/s count the logits
+    # layer, which honestscale's conventions leave out: a claim of another convention, named as a likely cause
+    hs107 = _lint(store, "HS107")
+    assert [f["outcome"] for f in hs107 if "no peak" in f["message"] and "MFU" in f["message"]] == [
+        "cannot_verify"
+    ]
+    (tflops,) = [f for f in hs107 if "TFLOP/s per accelerator" in f["message"]]
+    assert tflops["outcome"] == "fail" and "another FLOPs convention" in tflops["message"]
+
+
+def test_megatron_of_eight_ranks_read_from_one_rank_fails_hs215(tmp_path: Path) -> None:
+    """The real log with its arguments block changed in memory to 8 data-parallel ranks (the printed lines are
+    the last rank's either way)."""
+    text = _text(MEGATRON)
+    for arg in ("world_size", "data_parallel_size"):
+        text = re.sub(rf"^(  {arg} \.+ )1$", r"\g<1>8", text, flags=re.MULTILINE)
+    changed = tmp_path / "slurm-8ranks.out"
+    changed.write_text(text)
+    store = tmp_path / "s.duckdb"
+    _ingest(store, changed)
+    (finding,) = _lint(store, "HS215")
+    assert (
+        finding["outcome"] == "fail"
+        and "8 ranks" in finding["message"]
+        and "Megatron-LM: last" in finding["message"]
+    )
+
+
+def test_a_log_cut_short_is_a_run_without_a_stop(tmp_path: Path) -> None:
+    """A killed job: the real Megatron log up to its 50th iteration; the run is incomplete, never a success."""
+    text = _text(MEGATRON)
+    cut = text[: text.index("iteration       55/")]
+    log = tmp_path / "killed.log"
+    log.write_text(cut.rsplit("\n", 1)[0] + "\n")
+    store = tmp_path / "s.duckdb"
+    _ingest(store, log)
+    (run,) = _runs(store)
+    assert run["status"] == "failed" and run["reason"].startswith("the log ends at iteration 50 of 100")
+
+
+def test_console_and_copies(tmp_path: Path) -> None:
+    """Every console layout lands; a copy of a log elsewhere is the same run (duplicates), not a second one."""
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, CONSOLE_R022, CONSOLE_OBS, CONSOLE_SL)
+    assert out.count("read as torchtitan console log") == 3
+    assert len(_runs(store)) == 3
+    copy = tmp_path / "elsewhere" / "job.log"
+    copy.parent.mkdir()
+    shutil.copy(MEGATRON, copy.with_suffix(".log.gz"))
+    _ingest(store, MEGATRON)
+    code, again = _cli("ingest", str(copy.with_suffix(".log.gz")), "--store", str(store))
+    assert code == 0 and "duplicate events skipped" in again
+    assert len(_runs(store)) == 4
