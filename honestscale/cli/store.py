@@ -172,7 +172,9 @@ def ingest(
     and scaling.json files, read with the logs beside them, only with --verbose).
 
     Your own training loop writes event files with honestscale.record (or its callbacks for Lightning,
-    Hugging Face's Trainer and Keras): see docs/record.md.
+    Hugging Face's Trainer and Keras): see docs/record.md. The logs of other tools are read by content, each file
+    named with -v ("read as torchtitan console log"): torchtitan's console, per-rank experiment metrics and
+    structured system logs, Megatron-LM's training log (README: "Logs you already have").
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
@@ -187,6 +189,8 @@ def ingest(
       honestscale ingest results/*/resnet/result_*.txt --campaign mlperf-v0.7
 
       honestscale ingest --watch /scratch/$USER/campaign   # while the jobs run
+
+      honestscale ingest slurm-4242.out outputs/structured_logs/ -v   # Megatron's or torchtitan's logs
     """
     if watch is not None:
         if paths:

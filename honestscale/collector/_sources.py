@@ -43,7 +43,7 @@ SYSTEM_FILE = "MLPerf system description: read with the result logs of its syste
 POWER_FILE = "MLPerf power log: read with its result log"
 SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
 NOT_REGULAR = "only regular files are read"
-NOT_RESULTS = "neither a honestscale event file nor an MLPerf log"
+NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
     f"MLPerf lines in a format this reader does not know ({FORMATS_READ}): its results did not land"
 )
@@ -187,7 +187,8 @@ def discover(args: list[str]) -> Discovery:
                     if strict:
                         raise InputError(
                             f"{cand} is neither a honestscale event file (*.jsonl, *.jsonl.gz) "
-                            f"nor an MLPerf log (no ':::MLLOG' line in its first MiB)",
+                            f"nor an MLPerf log (no ':::MLLOG' line in its first MiB) nor a log an importer reads "
+                            f"({importers.KNOWN})",
                             "rename event files to .jsonl, or pass the folder that holds them; to record your own "
                             "training as event files, see docs/record.md (honestscale.record)",
                         )

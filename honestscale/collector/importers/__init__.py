@@ -38,6 +38,7 @@ READERS: tuple[Reader, ...] = (
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
 )
 FORMATS = {r.format: r for r in READERS}
+KNOWN = "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log"
 
 
 def sniff(path: Path, head: bytes) -> Reader | None:

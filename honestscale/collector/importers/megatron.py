@@ -227,9 +227,9 @@ def _events(
     if tflops:
         # the lines after the first: the first interval holds the warm-up (compilation, allocator)
         claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops) if min(tflops) > 0 else None
-        # not honestscale's "megatron" convention: Megatron-LM's own count adds the logits layer (6 V d per token)
+        # not honestscale's "megatron" convention (no name of one here): Megatron-LM's count adds the logits (6 V d)
         claims["flops_convention"] = (
-            "num_floating_point_operations of Megatron-LM's training loop (logits included)"
+            "num_floating_point_operations of pretrain_gpt (the logits layer counted)"
         )
         claims["from"] = (
             f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
