@@ -43,8 +43,9 @@ VERSIONS: dict[int, str] = {
     "`declared_peak` with its source; step records `tokens`. All optional: older events land as they are, with "
     "the layout unknown (data parallel over every rank).",
     4: "Runs read from other tools' logs: a step may leave `samples` out where the log does not count them "
-    "(unknown, never 0), and run_start records `imported` (the tool, whose ranks' numbers the log holds, what it "
-    "cannot tell). Every version 3 event is a valid version 4 event.",
+    "(unknown, never 0), so may run_start `world_size` where the log does not say it, and run_start records "
+    "`imported` (the tool, whose ranks' numbers the log holds, what it cannot tell). Every version 3 event is a "
+    "valid version 4 event.",
 }
 """What each contract version added; the field reference (``docs/events.md``) lists them."""
 
@@ -150,7 +151,13 @@ _RUN_START: tuple[Field, ...] = (
     Field("framework_version", "string", "Version string of the framework as it reports it."),
     Field("launcher", "string", "What started the ranks.", enum=LAUNCHERS),
     Field("backend", "string", "Collective communication backend.", enum=BACKENDS),
-    Field("world_size", "integer", "Number of ranks (workers) in the run.", True, minimum=1),
+    Field(
+        "world_size",
+        "integer",
+        "Number of ranks (workers) in the run. Required up to contract 3; since contract 4 a run read from a log "
+        "that does not say it (Hugging Face's trainer_state.json) leaves it out: unknown, never 1.",
+        minimum=1,
+    ),
     Field("nodes", "integer", "Number of nodes the ranks ran on.", minimum=1),
     Field(
         "accelerators_per_node", "integer", "Accelerators (GPUs) used per node; 0 for CPU-only.", minimum=0

@@ -231,3 +231,34 @@ def test_console_and_copies(tmp_path: Path) -> None:
     code, again = _cli("ingest", str(copy.with_suffix(".log.gz")), "--store", str(store))
     assert code == 0 and "duplicate events skipped" in again
     assert len(_runs(store)) == 4
+
+
+HF = DATA / "hf-gpt2"
+
+
+def test_hugging_face_trainer_state_against_the_recorder_of_the_same_training(tmp_path: Path) -> None:
+    """trainer_state.json (process 0's) beside what honestscale's recorder wrote on both ranks of that training:
+    the importer's global batch and evaluations agree with the recorder's; what the file lacks stays unknown."""
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, HF)
+    assert "read as Hugging Face trainer_state.json" in out
+    runs = {r["source"]: r for r in _runs(store)}
+    imported, recorded = runs["hf-trainer-state"], runs["native"]
+    assert (
+        imported["status"] == "success"
+        and imported["global_batch_size"] == recorded["global_batch_size"] == 16
+    )
+    assert recorded["n_accelerators"] == 0 and imported["n_accelerators"] is None  # unknown, not a CPU run
+    row = _query(store, f"SELECT world_size, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) FROM runs r "
+                        f"WHERE run_id = '{imported['run_id']}'")  # fmt: skip
+    assert row == [(None, 0)]  # no world size, no step times in the file: unknown, never 1 or 0
+    state = json.loads((HF / "trainer_state.json").read_text())
+    runtime = next(e["train_runtime"] for e in state["log_history"] if "train_runtime" in e)
+    assert imported["time_to_train_s"] == pytest.approx(runtime, abs=1e-3)
+    evals = _query(
+        store, f"SELECT metric, value FROM evals WHERE run_id = '{imported['run_id']}' ORDER BY time, seq"
+    )
+    recorded_evals = _query(store, f"SELECT metric, value FROM evals WHERE run_id = '{recorded['run_id']}' "
+                                   "AND split = 'validation' AND rank = 0 ORDER BY time, seq")  # fmt: skip
+    assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
+    assert {f["outcome"] for f in _lint(store, "HS215")} == {"cannot_verify"}

@@ -60,7 +60,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = hs("ingest", ROOT, "--store", path, timeout=600)
     assert result.returncode == 0, result.stderr
     # every file found is named: the folder's README, MANIFEST and licences are not results, nothing is lost
-    assert "not landed, neither a honestscale event file nor an MLPerf log nor a log an importer reads (5)" in result.stderr
+    assert (
+        "not landed, neither a honestscale event file nor an MLPerf log nor a log an importer reads (5)"
+        in result.stderr
+    )
     assert "hold results that did not land" not in result.stderr
     return path
 

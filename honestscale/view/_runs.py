@@ -214,11 +214,9 @@ class Run:
     @property
     def cpu_only(self) -> bool:
         """No accelerator: counted in nodes and cores, never in accelerator-hours."""
-        imported = self.attrs.get("imported")
-        on_accelerators = isinstance(imported, dict) and bool(
-            imported.get("accelerated")
-        )  # a GPU, model unknown
-        return not self.accelerator and not self.accelerators_per_node and not on_accelerators
+        # a run read from another tool's log that names no accelerator is not known to be a CPU run: unknown
+        imported = isinstance(self.attrs.get("imported"), dict)
+        return not self.accelerator and not self.accelerators_per_node and not imported
 
     @property
     def accelerator_model(self) -> str | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers import megatron, torchtitan
+from honestscale.collector.importers import hf, megatron, torchtitan
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,13 @@ READERS: tuple[Reader, ...] = (
     Reader(torchtitan.SYSTEM, torchtitan.SYSTEM_LABEL, torchtitan.sniff_system, torchtitan.parse_system),
     Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse),
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
+    Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse),
 )
 FORMATS = {r.format: r for r in READERS}
-KNOWN = "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log"
+KNOWN = (
+    "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
+    "trainer_state.json"
+)
 
 
 def sniff(path: Path, head: bytes) -> Reader | None:

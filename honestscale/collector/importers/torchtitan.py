@@ -147,7 +147,7 @@ def _jsonl_start(rank: RankEvents, line: int, t: float, path: Path, ranks_file: 
                  kind: str, host: Any, unknown: list[str], claims: dict[str, Any] | None = None) -> None:  # fmt: skip
     folder = _dump_folder(path)
     rank.add(line, "run_start", t, campaign=campaign, name=folder.name, purpose="final", framework="torchtitan",
-             world_size=(ranks_file or 0) + 1, host=str(host) if host else None, scope="end_to_end",
+             host=str(host) if host else None, scope="end_to_end",
              claims=claims or None,
              imported={"tool": "torchtitan", "file": path.name, "layout": kind, "accelerated": True, "ranks_in_log": "every rank "
                        "(one file each): ingest them all", "dump_folder": folder.name,

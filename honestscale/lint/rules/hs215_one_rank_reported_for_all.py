@@ -67,6 +67,7 @@ class OneRankReportedForAll(Rule):
             yield self.cannot_verify(
                 target, unknown,
                 "the log does not say how many ranks the run had, so whether its rates are one rank's is unknown",
-                "keep the tool's startup output (Megatron's arguments block, torchtitan's config) with the log, or "
-                "record the run with honestscale.record on every rank",
+                "keep the tool's startup output with the log (Megatron's arguments block, torchtitan's console with "
+                "its device mesh), or record the run on every rank with honestscale.record or its callbacks "
+                "(Lightning, Transformers' Trainer, Keras: docs/record.md)",
             )  # fmt: skip

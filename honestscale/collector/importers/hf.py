@@ -1,0 +1,103 @@
+"""Hugging Face ``Trainer``'s ``trainer_state.json`` (written by process 0 at every save and at the end).
+
+It holds ``log_history`` (the training loss every ``logging_steps``, ``eval_*`` metrics, and at the end
+``train_runtime``, ``train_samples_per_second``, ``train_steps_per_second``, ``train_loss``), ``global_step``,
+``max_steps``, ``num_train_epochs`` and ``train_batch_size`` (per device). It does not hold the world size, any
+step's time, any other process's numbers, or a wall clock: the run has no world size (unknown), no step events,
+and its times are placed from the file's modification time (the end of training) back by ``train_runtime``, the
+evaluations at their step's share of it (said in ``imported.clock``). The global batch is
+``train_samples_per_second / train_steps_per_second`` (the Trainer divides the same planned samples and steps by
+the same runtime); its samples/s are a claim, process 0's. A state saved before the end (a checkpoint's, or a
+killed run's) has no ``train_runtime``: the run is left without a stop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from honestscale.collector._parsed import Parsed
+from honestscale.collector.importers._build import RankEvents, count, number, run_id
+
+FORMAT = "hf-trainer-state"
+LABEL = "Hugging Face trainer_state.json"
+_TIMINGS = ("_runtime", "_samples_per_second", "_steps_per_second")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return head.lstrip().startswith(b"{") and b'"log_history"' in head and b'"global_step"' in head
+
+
+def _entry_lines(text: str) -> list[int]:
+    """The line of each log_history entry (its "step" key: one per entry), in order."""
+    start = text.find('"log_history"')
+    lines = []
+    for m in re.finditer(r'^\s*"step": ', text, re.MULTILINE):
+        if m.start() > start:
+            lines.append(text.count("\n", 0, m.start()) + 1)
+    return lines
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    out = Parsed()
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        out.warnings.append(f"not JSON ({exc}): a trainer_state.json cut short? no run")
+        return out
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        out.warnings.append("no log_history list: no run")
+        return out
+    entries = [e for e in history if isinstance(e, dict)]
+    lines = _entry_lines(text)
+    line_of = {i: lines[i] if i < len(lines) else 1 for i in range(len(entries))}
+    end = next((e for e in entries if "train_runtime" in e), None)
+    runtime = number(end.get("train_runtime")) if end else None
+    sps, steps_ps = (
+        (number(end.get("train_samples_per_second")), number(end.get("train_steps_per_second")))
+        if end
+        else (None, None)
+    )
+    gbs = round(sps / steps_ps) if sps and steps_ps else None
+    global_step, max_steps = count(state.get("global_step")), count(state.get("max_steps"))
+    t_end = path.stat().st_mtime
+    t0 = t_end - (runtime or 0.0)
+    rank = RankEvents(run_id("hf", json.dumps(entries, sort_keys=True) + str(global_step)), 0)
+    local = count(state.get("train_batch_size"), 1)
+    claims = {"samples_per_s": sps, "from": "train_samples_per_second: the planned samples over train_runtime, "
+              "process 0's"} if sps else None  # fmt: skip
+    rank.add(
+        1, "run_start", t0, campaign=campaign, name=path.parent.name or "trainer", purpose="final",
+        framework="transformers", local_batch_size=local, global_batch_size=gbs,
+        stop_criterion="samples" if max_steps and gbs else None,
+        stop_value=float(max_steps * gbs) if max_steps and gbs else None, scope="end_to_end", claims=claims,
+        hyperparameters={k: state[k] for k in ("logging_steps", "max_steps", "num_train_epochs", "eval_steps",
+                                                "save_steps", "total_flos") if isinstance(state.get(k), int | float)},
+        imported={"tool": "Hugging Face Trainer", "ranks_in_log": "process 0",
+                  "clock": "no wall clock in trainer_state.json: the end is the file's modification time, the start "
+                           "train_runtime before it, each evaluation at its step's share of train_runtime",
+                  "global_batch_from": "train_samples_per_second / train_steps_per_second" if gbs else None,
+                  "unknown": ["world_size (not in trainer_state.json)", "step times", "the other processes' numbers",
+                              "accelerator", "model shape"]},
+    )  # fmt: skip
+    for i, e in enumerate(entries):
+        step = count(e.get("step"))
+        when = t0 + (runtime or 0.0) * (step / global_step if step is not None and global_step else 1.0)
+        for key, value in e.items():
+            for prefix, split in (("eval_", "validation"), ("test_", "test")):
+                if key.startswith(prefix) and not key.endswith(_TIMINGS) and (v := number(value)) is not None:
+                    epoch = number(e.get("epoch"))
+                    rank.add(line_of[i], "eval", when, split=split, metric=key.removeprefix(prefix), value=v,
+                             epoch=int(epoch) if epoch is not None else None, step=step)  # fmt: skip
+    if end is not None:
+        rank.add(line_of[entries.index(end)], "run_stop", t_end, status="success",
+                 train_loss=number(end.get("train_loss")))  # fmt: skip
+    else:
+        out.notes.append(
+            f"no train_runtime in log_history: a state saved at step {global_step} of {max_steps} (a checkpoint's, "
+            "or a run killed before its end): the run is left without a stop"
+        )
+    out.events = rank.numbered()
+    return out
