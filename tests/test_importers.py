@@ -262,3 +262,27 @@ def test_hugging_face_trainer_state_against_the_recorder_of_the_same_training(tm
                                    "AND split = 'validation' AND rank = 0 ORDER BY time, seq")  # fmt: skip
     assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
     assert {f["outcome"] for f in _lint(store, "HS215")} == {"cannot_verify"}
+
+
+def test_dllogger_log_and_its_summary_with_warmup(tmp_path: Path) -> None:
+    """A DLLogger log written by the real dllogger package (tests/data/imported/dllogger/make_dllogger_log.py)."""
+    log = DATA / "dllogger" / "dllogger.json"
+    store = tmp_path / "s.duckdb"
+    assert "read as NVIDIA DLLogger log" in _ingest(store, log)
+    rows = [json.loads(line.removeprefix("DLLL ")) for line in log.read_text().splitlines()]
+    params = next(r["data"] for r in rows if r.get("step") == "PARAMETER")
+    train = [
+        r for r in rows if r.get("type") == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 2
+    ]
+    val = [r for r in rows if r.get("type") == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 1]
+    (run,) = _runs(store)
+    assert run["status"] == "success" and run["local_batch_size"] == params["batch_size"]
+    got = _query(
+        store, "SELECT count(*), sum(samples), count(*) FILTER (WHERE warmup), sum(t_compute) FROM steps"
+    )[0]
+    assert got[:3] == (len(train), len(train) * params["batch_size"], 1)
+    assert got[3] == pytest.approx(sum(r["data"]["train.compute_time"] for r in train))
+    assert run["final_accuracy"]["value"] == pytest.approx(val[-1]["data"]["val.top1"] / 100)
+    # the [] summary averages every iteration, the first included: HS205 names it beside the steady rate
+    (finding,) = [f for f in _lint(store, "HS205") if "summary" in f["message"]]
+    assert finding["outcome"] == "fail" and "train.total_ips" in finding["message"]

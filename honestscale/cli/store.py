@@ -174,8 +174,8 @@ def ingest(
     Your own training loop writes event files with honestscale.record (or its callbacks for Lightning,
     Hugging Face's Trainer and Keras): see docs/record.md. The logs of other tools are read by content, each file
     named with -v ("read as torchtitan console log"): torchtitan's console, per-rank experiment metrics and
-    structured system logs, Megatron-LM's training log, Hugging Face's trainer_state.json (README: "Logs you
-    already have").
+    structured system logs, Megatron-LM's training log, NVIDIA DLLogger logs, Hugging Face's trainer_state.json
+    (README: "Logs you already have").
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
