@@ -63,6 +63,7 @@ class Field:
     enum: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    required_before: int | None = None  # required in the contract versions below this one (then optional)
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -157,6 +158,7 @@ _RUN_START: tuple[Field, ...] = (
         "Number of ranks (workers) in the run. Required up to contract 3; since contract 4 a run read from a log "
         "that does not say it (Hugging Face's trainer_state.json) leaves it out: unknown, never 1.",
         minimum=1,
+        required_before=4,
     ),
     Field("nodes", "integer", "Number of nodes the ranks ran on.", minimum=1),
     Field(
@@ -376,6 +378,7 @@ _STEP: tuple[Field, ...] = (
         "counts its replica's samples (rates divide by the layout). Required up to contract 3; since contract 4 "
         "a step read from another tool's log that does not count samples leaves it out (unknown, never 0).",
         minimum=0,
+        required_before=4,
     ),
     Field(
         "tokens",
@@ -390,6 +393,14 @@ _STEP: tuple[Field, ...] = (
     Field("t_optimizer", "number", "Optimizer update, seconds.", minimum=0),
     Field("comm_measured", "boolean", "False when t_comm could not be measured (it is then 0 or absent)."),
     Field("warmup", "boolean", "True for warm-up steps that must not count in throughput."),
+    Field(
+        "iterations",
+        "integer",
+        "Optimizer steps this event covers (absent: 1): a log that prints one line per N steps (Megatron's "
+        "log_interval, torchtitan's log_freq) gives one event per line, its times and counts the N steps' "
+        "together. Since contract 4.",
+        minimum=1,
+    ),
 )
 
 _EPOCH: tuple[Field, ...] = (
@@ -530,9 +541,11 @@ def validate(event: Any) -> dict[str, Any]:
     for f in fields_of(kind):
         value = event.get(f.name)
         if value is None:
-            if f.required:
+            older = f.required_before is not None and isinstance(schema, int) and schema < f.required_before
+            if f.required or older:
                 what = "missing" if f.name not in event else "null"
-                raise EventError(f"{kind}: required field '{f.name}' is {what} ({f.doc})", f.name)
+                since = f" in contract version {schema}" if older else ""
+                raise EventError(f"{kind}: required field '{f.name}' is {what}{since} ({f.doc})", f.name)
             continue
         if not _type_ok(value, f.type):
             raise EventError(
@@ -719,6 +732,11 @@ class EventWriter:
                 else:
                     event[key] = value
             validate(event)
+            for f in fields_of(
+                kind
+            ):  # optional since contract 4 for imported logs only: a writer measures them
+                if f.required_before is not None and event.get(f.name) is None:
+                    raise EventError(f"{kind}: required field '{f.name}' is missing ({f.doc})", f.name)
             data = (json.dumps(event, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
             # The seq is taken before the write: a signal handler that raises (SIGTERM -> RunTerminated) between
             # the write and the increment would otherwise hand the same seq to the run_stop written next. An

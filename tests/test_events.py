@@ -126,8 +126,12 @@ def test_validate_missing_field_and_non_events() -> None:
     with pytest.raises(ev.EventError, match="required field 't_total' is missing"):
         ev.validate(e)
     e = _good("step")
-    del e["samples"]  # since contract 4: a step of another tool's log that does not count samples
-    ev.validate(e)
+    del e["samples"]
+    with pytest.raises(ev.EventError, match="required field 'samples' is missing in contract version 1"):
+        ev.validate(e)
+    ev.validate(
+        e | {"schema": 4}
+    )  # since contract 4: a step of another tool's log that does not count samples
     with pytest.raises(ev.EventError, match="not an event: a JSON array"):
         ev.validate([1, 2])
     with pytest.raises(ev.EventError, match="not a honestscale event"):

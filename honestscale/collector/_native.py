@@ -112,6 +112,8 @@ def _kind_sql(kind: str) -> tuple[str, str]:
             conds.append(f"({col} IS NULL OR {col} <= {ev.INT_MAX})")
         if f.type == "number":
             conds.append(f"({col} IS NULL OR isfinite({col}))")
+        if f.required_before is not None:  # required in the older versions of the contract
+            conds.append(f"({col} IS NOT NULL OR j.schema >= {f.required_before})")
     return sql_string(structure), " AND ".join(conds)
 
 

@@ -77,16 +77,16 @@ def _is_native_name(path: Path) -> bool:
     return path.name.endswith(NATIVE_SUFFIXES)
 
 
-def _head(path: Path) -> bytes:
-    """The first MiB (decompressed); the caller has checked that ``path`` is a regular file."""
+def _head(path: Path, size: int = _SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes (decompressed); the caller has checked that ``path`` is a regular file."""
     if path.name.endswith(".gz"):
         try:
             with gzip.open(path, "rb") as fh:
-                return fh.read(_SNIFF_BYTES)
+                return fh.read(size)
         except (OSError, EOFError, zlib.error):
             return b""
     with path.open("rb") as fh:
-        return fh.read(_SNIFF_BYTES)
+        return fh.read(size)
 
 
 def classify(path: Path) -> Format | None:
@@ -96,11 +96,11 @@ def classify(path: Path) -> Format | None:
     if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
         return "horovod-timeline"
     try:
+        if _is_native_name(path) and _NATIVE_FIRST.match(_head(path, 4096)):
+            return "native"  # the common case, decided by its first line (every poll of --watch asks)
         head = _head(path)
     except OSError:
         head = b""
-    if _is_native_name(path) and _NATIVE_FIRST.match(head):
-        return "native"  # the common case, decided by the first line alone
     if MLLOG_RECORD.search(head):
         return "mlperf"
     reader = importers.sniff(path, head)

@@ -493,8 +493,17 @@ class Ingester:
         if plan.source.format == "mlperf":
             parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
         else:
-            parsed = importers.FORMATS[plan.source.format].parse(plan.source.path, text, self.campaign)
-            plan.result.notes.insert(0, f"read as {importers.label(plan.source.format)}")
+            reader = importers.FORMATS[plan.source.format]
+            try:
+                parsed = reader.parse(plan.source.path, text, self.campaign)
+            except Exception as exc:  # a log no reader foresaw: this file is refused, the others land
+                plan.result.action, plan.replace = "refused", False
+                plan.result.warnings.append(
+                    f"read as {reader.label}, but the reader failed on it ({type(exc).__name__}: {exc}): nothing "
+                    "of it landed (what it held before is kept); report it with the file"
+                )
+                return
+            plan.result.notes.insert(0, f"read as {reader.label}")
         plan.arrow = numbered_batch(
             plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,17 @@ def count(value: Any, least: int = 0) -> int | None:
         value = int(value)
     if isinstance(value, int) and least <= value <= ev.INT_MAX:
         return value
+    return None
+
+
+def stamp(text: str, *formats: str) -> float | None:
+    """Epoch seconds of a log's timestamp, read as UTC (the logs print local time without a zone: only differences
+    are used); None when it is no date in any of ``formats`` (2026-02-30)."""
+    for fmt in formats:
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
     return None
 
 

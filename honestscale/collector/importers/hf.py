@@ -14,6 +14,7 @@ killed run's) has no ``train_runtime``: the run is left without a stop.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         if end
         else (None, None)
     )
-    gbs = round(sps / steps_ps) if sps and steps_ps else None
+    gbs = _global_batch(sps, steps_ps, count(state.get("train_batch_size"), 1))
     global_step, max_steps = count(state.get("global_step")), count(state.get("max_steps"))
     t_end = path.stat().st_mtime
     t0 = t_end - (runtime or 0.0)
@@ -101,3 +102,17 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         )
     out.events = rank.numbered()
     return out
+
+
+def _global_batch(sps: float | None, steps_ps: float | None, local: int | None) -> int | None:
+    """``train_samples_per_second / train_steps_per_second``, where it can be told: the Trainer rounds both to 3
+    decimals, so the ratio is kept only when that rounding cannot move it by half a sample and it is a whole
+    multiple of the per-device batch (else unknown)."""
+    if not sps or not steps_ps or not local or sps <= 0 or steps_ps <= 0:
+        return None
+    ratio = sps / steps_ps
+    if not math.isfinite(ratio):
+        return None
+    gbs = round(ratio)
+    error = ratio * (0.0005 / sps + 0.0005 / steps_ps)  # the largest change the rounding can make
+    return gbs if gbs >= local and gbs % local == 0 and error + abs(ratio - gbs) < 0.5 else None

@@ -21,13 +21,12 @@ The log is one rank's (the last): the run's numbers come from it alone, said in 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id
+from honestscale.collector.importers._build import RankEvents, count, number, run_id, stamp
 
 FORMAT = "megatron-log"
 LABEL = "Megatron-LM training log"
@@ -57,9 +56,8 @@ def sniff(path: Path, head: bytes) -> bool:
     return bool(_SNIFF.search(head)) and b"iteration" in head
 
 
-def _when(text: str) -> float:
-    fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S"
-    return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
+def _when(text: str) -> float | None:
+    return stamp(text, "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
 
 
 def _value(raw: str) -> Any:
@@ -120,16 +118,16 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             args.setdefault("_shard_params", []).append(
                 (m.group("ranks").replace(" ", ""), int(m.group("n")))
             )
-        elif m := _DATETIME.search(line):
+        elif (m := _DATETIME.search(line)) and (t := _when(m.group("ts"))) is not None:
             if m.group("what").startswith("before"):
-                began = (number_, _when(m.group("ts")))
+                began = (number_, t)
             else:
-                ended = (number_, _when(m.group("ts")))
+                ended = (number_, t)
         else:
             out.other_lines += 1
-    if not iterations:
+    if not iterations and not args:
         out.warnings.append(
-            "no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`): no run"
+            "no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`) and no arguments block: no run"
         )
         return out
     out.events = _events(path, args, iterations, validations, began, ended, campaign, out)
@@ -208,15 +206,23 @@ def _events(
     campaign: str | None,
     out: Parsed,
 ) -> list[tuple[int, dict[str, Any]]]:
-    first_line, first_fields, first_ts = iterations[0]
-    start_time = began[1] if began else (first_ts or 0.0)
-    identity = f"{start_time}|{sorted(args.items())}|{iterations[0][1]}"
+    first_fields = iterations[0][1] if iterations else {}
+    stamps = [t for _, _, t in iterations if t is not None]
+    start_time = began[1] if began else (stamps[0] if stamps else None)
+    clock_note = "the log's local timestamps, read as UTC"
+    if start_time is None:
+        start_time, clock_note = (
+            0.0,
+            "no timestamp in the log: times count from 0 (the run's date is unknown)",
+        )
+        out.warnings.append("no timestamp in the log: the run's times count from 0, its date is unknown")
+    identity = f"{start_time}|{sorted((k, str(v)) for k, v in args.items())}|{first_fields}"
     rank = RankEvents(run_id("megatron", identity), 0)
     world = count(args.get("world_size"), 1)
     unknown = []
     if world is None:
         unknown.append("world_size (no arguments block)")
-        out.warnings.append("no `arguments` block: the world size and layout are unknown, recorded as 1 rank")
+        out.warnings.append("no `arguments` block: the world size and layout are unknown")
     gbs = count(args.get("global_batch_size"), 1) or count(first_fields.get("global batch size"), 1)
     seq = count(args.get("seq_length"), 1)
     tflops = [
@@ -224,10 +230,10 @@ def _events(
     ]
     total, embedding = _params(args)
     claims: dict[str, Any] = {}
-    if tflops:
-        # the lines after the first: the first interval holds the warm-up (compilation, allocator)
-        claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops) if min(tflops) > 0 else None
-        # not honestscale's "megatron" convention (no name of one here): Megatron-LM's count adds the logits (6 V d)
+    if tflops and min(tflops) > 0:
+        # the lines after the first: the first interval holds the warm-up (compilation, allocator). Not one of
+        # honestscale's conventions (no name of one here): Megatron-LM's count adds the logits layer (6 V d)
+        claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops)
         claims["flops_convention"] = (
             "num_floating_point_operations of pretrain_gpt (the logits layer counted)"
         )
@@ -235,40 +241,33 @@ def _events(
             f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
         )
     layout = _layout(args)
+    replica = layout.get("tp", 1) * layout.get("pp", 1) * layout.get("cp", 1)
     versions = args.pop("_versions", {})
     energy = args.pop("_energy_mj", None)
     shards = args.pop("_shard_params", [])
-    if (
-        shards
-        and total is not None
-        and all(r == "0,0,0" or r == "0,0" for r, _ in shards)
-        and layout.get("tp", 1) == 1
-        and layout.get("pp", 1) == 1
-        and shards[0][1] != total
-    ):
-        out.warnings.append(
-            f"the parameters computed from the printed shape ({total:,}) differ from the count "
-            f"Megatron printed ({shards[0][1]:,}): the shape's count is used"
+    if shards and total is not None and replica == 1 and shards[0][1] != total:
+        out.warnings.append(f"the parameters computed from the printed shape ({total:,}) differ from the count "
+                            f"Megatron printed ({shards[0][1]:,}): the shape's count is used")  # fmt: skip
+    rates_from = "the last rank's per-interval lines (global batch, mean iteration time)"
+    if replica > 1:
+        rates_from += (
+            "; samples and tokens per step left out: tensor/pipeline/context parallel, one rank's line"
         )
+    iters = count(args.get("train_iters"), 1)
     rank.add(
-        began[0] if began else first_line, "run_start", start_time,
+        began[0] if began else iterations[0][0] if iterations else 1, "run_start", start_time,
         campaign=campaign, name=f"gpt {args.get('num_layers', '?')}x{args.get('hidden_size', '?')}", purpose="final",
-        framework="megatron-lm",
-        framework_version=versions.get("Megatron-Core"),
+        framework="megatron-lm", framework_version=versions.get("Megatron-Core"),
         software={k: v for k, v in {"torch": versions.get("PyTorch"),
                                     "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
-        launcher="torchrun" if world else None, world_size=world or 1,
-        accelerator=None, model="gpt", dataset=("mock" if args.get("mock_data") else None),
-        data_source="synthetic" if args.get("mock_data") else None,
-        global_batch_size=gbs,
+        world_size=world, model="gpt", dataset="mock" if args.get("mock_data") else None,
+        data_source="synthetic" if args.get("mock_data") else None, global_batch_size=gbs,
         local_batch_size=(gbs // layout["dp"]) if gbs and layout.get("dp") and gbs % layout["dp"] == 0 else None,
         optimizer=args.get("optimizer") if isinstance(args.get("optimizer"), str) else None,
         learning_rate=number(args.get("lr")), seed=count(args.get("seed")),
-        stop_criterion="samples" if gbs and count(args.get("train_iters"), 1) else None,
-        stop_value=float(gbs * args["train_iters"]) if gbs and count(args.get("train_iters"), 1) else None,
-        scope="end_to_end",
-        parallel=layout or None, microbatches=(gbs // (count(args.get("micro_batch_size"), 1) or 1) // layout["dp"])
-        if gbs and layout.get("dp") else None,
+        stop_criterion="samples" if gbs and iters else None, stop_value=float(gbs * iters) if gbs and iters else None,
+        scope="end_to_end", parallel=layout or None,
+        microbatches=(gbs // (count(args.get("micro_batch_size"), 1) or 1) // layout["dp"]) if gbs and layout.get("dp") else None,
         sequence_length=seq, global_batch_tokens=gbs * seq if gbs and seq else None,
         activation_checkpointing={"full": "full", "selective": "selective"}.get(str(args.get("recompute_granularity")), "none")
         if args else None,
@@ -278,43 +277,48 @@ def _events(
         imported={"tool": "Megatron-LM", "ranks_in_log": "last", "accelerated": True,
                   "params_printed": dict(shards) or None,
                   "energy_gpu_printed_j": energy * 1e6 if energy else None,
-                  "rates_from": "the last rank's per-interval lines (global batch, mean iteration time)",
-                  "clock": "the log's local timestamps, read as UTC (second resolution)",
+                  "rates_from": rates_from, "clock": clock_note,
                   "unknown": [*unknown, "accelerator (not printed by Megatron)", "per-iteration times inside an interval"]},
     )  # fmt: skip
     clock = start_time
-    previous_iteration, previous_samples = 0, 0
-    interval_lengths = set()
+    interval = count(args.get("log_interval"), 1)
+    previous: tuple[int, int | None] | None = None  # (iteration, consumed samples) of the line before
+    spans = set()
     step_times: list[tuple[int, float]] = []  # (iteration, time of its line)
     for line, fields, _ts in iterations:
         it = fields["iteration"]
-        span = it - previous_iteration
         elapsed = number(fields.get("elapsed time per iteration (ms)"))
         consumed = count(fields.get("consumed samples"))
+        # the first line covers the iterations since the last line the log would have printed (a resumed run
+        # starts past 0: iteration 55 of a log_interval of 5 covers 51-55, not 1-55)
+        span = it - previous[0] if previous else (min(it, interval) if interval else (1 if it > 1 else it))
         if span <= 0 or elapsed is None:
             out.warnings.append(
-                f"line {line}: iteration {it} does not follow {previous_iteration}: not a step"
+                f"line {line}: iteration {it} does not follow {previous[0] if previous else 0}: not a step"
             )
             continue
-        interval_lengths.add(span)
-        samples = (consumed - previous_samples) if consumed is not None else (gbs or 0) * span
+        spans.add(span)
+        if replica > 1:
+            samples = None  # one rank's line of a model-parallel run: every rank's share cannot be told
+        elif previous and previous[1] is not None and consumed is not None:
+            samples = consumed - previous[1]
+        else:
+            samples = gbs * span if gbs else None
         seconds = elapsed / 1000.0 * span
         clock += seconds
-        tokens = samples * seq if seq else None
-        rank.add(line, "step", clock, step=it - 1, samples=samples, tokens=tokens, t_total=seconds,
-                 iterations=span, warmup=previous_iteration == 0, lm_loss=number(fields.get("lm loss")),
+        rank.add(line, "step", clock, step=it - 1, samples=samples,
+                 tokens=samples * seq if samples is not None and seq else None, t_total=seconds,
+                 iterations=span, warmup=previous is None, lm_loss=number(fields.get("lm loss")),
                  tflops_per_gpu=number(fields.get("throughput per GPU (TFLOP/s/GPU)")),
                  energy_per_gpu_j=number(fields.get("energy per GPU (J/iter/GPU)")),
                  power_per_gpu_w=number(fields.get("power per GPU (W/GPU)")),
                  learning_rate=number(fields.get("learning rate")))  # fmt: skip
         step_times.append((it, clock))
-        previous_iteration = it
-        if consumed is not None:
-            previous_samples = consumed
-    if interval_lengths - {1}:
+        previous = (it, consumed)
+    if spans - {1}:
         out.notes.append(
-            f"each iteration line is the mean of {sorted(interval_lengths)} iterations (log_interval): one step "
-            "event per line, the variation between iterations inside it is not in the log"
+            f"each iteration line is the mean of {sorted(spans)} iterations (log_interval): one step event per "
+            "line, with `iterations` saying how many; the variation between iterations inside it is not in the log"
         )
     for line, split, it, fields in validations:
         # at the time of the step line that covers its iteration; after training (at the end), at the end
@@ -325,12 +329,16 @@ def _events(
             v = number(value)
             if v is None or not key.endswith(" value"):
                 continue
-            metric = key.removesuffix(" value").replace(" ", "_")
-            rank.add(line, "eval", when, split=split, metric=metric, value=v, iteration=it)
+            rank.add(line, "eval", when, split=split, metric=key.removesuffix(" value").replace(" ", "_"), value=v,
+                     iteration=it)  # fmt: skip
+    if not iterations:
+        rank.add(began[0] if began else 1, "run_stop", start_time, status="failed",
+                 reason="the log ends before its first iteration line (a crash at start-up, or killed)")  # fmt: skip
+        return rank.numbered()
     last = iterations[-1][1]
     finished = last["iteration"] >= last["train_iters"]
-    stop_time = ended[1] if ended else clock
-    rank.add(ended[0] if ended else iterations[-1][0], "run_stop", max(stop_time, clock if not ended else stop_time),
+    stop_time = ended[1] if ended and ended[1] >= clock else clock
+    rank.add(ended[0] if ended else iterations[-1][0], "run_stop", stop_time,
              status="success" if finished else "failed",
              reason=None if finished else f"the log ends at iteration {last['iteration']} of {last['train_iters']}")  # fmt: skip
     return rank.numbered()

@@ -29,13 +29,12 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id
+from honestscale.collector.importers._build import RankEvents, count, number, run_id, stamp
 
 FORMAT = "torchtitan-console"
 LABEL = "torchtitan console log"
@@ -45,7 +44,9 @@ SYSTEM = "torchtitan-system"
 SYSTEM_LABEL = "torchtitan structured system log (per rank)"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_PREFIX = re.compile(r"^(?:\[(?:rank|default)\d+\]:)+")
+_PREFIX = re.compile(r"^(?:\[(?:rank|default)(?P<rank>\d+)\]:)+")
+_STARTS = re.compile(r"^Training starts at step (?P<step>\d+)")
+_DATASET = re.compile(r"^Preparing (?P<name>\S+) dataset")
 _LINE = re.compile(
     r"\[titan\] (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$"
 )
@@ -252,7 +253,11 @@ def parse_system(path: Path, text: str, campaign: str | None) -> Parsed:
         elif name == "metric_value" and rec["event"] == "local_valid_tokens" and rec["value"] is not None:
             spans[step]["tokens"] = rec["value"]
     rank = RankEvents(run_id("torchtitan", str(folder.resolve())), r)
-    t0 = min(rec["t"] for _, rec in records if rec["t"] is not None)
+    times = [rec["t"] for _, rec in records if rec["t"] is not None]
+    if not times:
+        out.warnings.append("no record with a time (time_us): no run")
+        return out
+    t0 = min(times)
     _jsonl_start(rank, records[0][0], t0, path, r, campaign, "system log, layout 1" if layout1 else
                  "structured log, layout 2", records[0][1]["host"],
                  ["samples per step (tokens only)" if not layout1 else "samples and tokens per step",
@@ -289,8 +294,8 @@ def _claims(tps: list[float | None], tflops: list[float | None], mfu_pct: list[f
     return out
 
 
-def _ts(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp()
+def _ts(text: str) -> float | None:
+    return stamp(text, "%Y-%m-%d %H:%M:%S,%f")
 
 
 def _number(text: str) -> float | None:
@@ -308,8 +313,20 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     steps: list[tuple[int, float, int, dict[str, float]]] = []  # (line, time, step, values)
     start: tuple[int, float] | None = None
     completed: tuple[int, float] | None = None
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = _PREFIX.sub("", _ANSI.sub("", raw))
+    lines = [_ANSI.sub("", raw) for raw in text.splitlines()]
+    # a console of several ranks (torchrun without --local-ranks-filter) interleaves them: read the lowest
+    ranks = {int(m.group("rank")) for line in lines if (m := _PREFIX.match(line))}
+    keep = min(ranks) if ranks else None
+    info["rank"] = keep if keep is not None else 0
+    info["prefixed"] = bool(ranks)
+    if len(ranks) > 1:
+        out.notes.append(f"ranks {sorted(ranks)} print into this console: rank {keep}'s lines are read")
+    for n, prefixed in enumerate(lines, 1):
+        m0 = _PREFIX.match(prefixed)
+        if len(ranks) > 1 and (m0 is None or int(m0.group("rank")) != keep):
+            out.other_lines += 1
+            continue
+        line = _PREFIX.sub("", prefixed)
         if config_lines is not None:
             config_lines.append(line)
             if line.startswith("}"):
@@ -323,7 +340,11 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         if m is None:
             out.other_lines += 1
             continue
-        msg, t = m.group("msg").rstrip(), _ts(m.group("ts"))
+        msg, stamped = m.group("msg").rstrip(), _ts(m.group("ts"))
+        if stamped is None:
+            out.other_lines += 1  # no date (2026-02-30): not read
+            continue
+        t = stamped
         if start is None:
             start = (n, t)
         if g := _BUILD.match(msg):
@@ -353,9 +374,13 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
                       if (v := _number(p.group("value"))) is not None}  # fmt: skip
             steps.append((n, t, int(g.group("step")), values))
             info.setdefault("aggregated", "torchtitan.observability" in m.group("logger"))
+        elif g := _STARTS.match(msg):
+            info["first_step"] = int(g.group("step"))
+        elif g := _DATASET.match(msg):
+            info["dataset"] = g.group("name")
         elif msg.startswith("Training completed"):
             completed = (n, t)
-    if not steps or start is None:
+    if start is None or (not steps and "first_step" not in info):
         out.warnings.append("no step line (`step: N  loss: ...`): no run")
         return out
     out.events = _console_events(path, info, steps, start, completed, campaign, out)
@@ -392,9 +417,11 @@ def _console_events(
     out: Parsed,
 ) -> list[tuple[int, dict[str, Any]]]:
     mesh = info.get("mesh") or {}
-    world = 1
+    world: int | None = 1
     for k in ("pp", "dp_replicate", "dp_shard", "cp", "tp"):
-        world *= max(mesh.get(k, 1), 1)
+        world = (world or 1) * max(mesh.get(k, 1), 1)
+    if not mesh:
+        world = None
     layout = _layout(mesh)
     shape = _shape(info.get("config") or {})
     seq, gbs, local = info.get("seq"), info.get("global"), info.get("local")
@@ -406,15 +433,16 @@ def _console_events(
     if not shape:
         unknown.append("model shape (this version does not print the model's configuration)")
     aggregated = bool(info.get("aggregated"))
-    identity = f"{start[1]}|{info.get('params')}|{steps[0][:3]}"
-    rank = RankEvents(run_id("torchtitan", identity), 0)
+    identity = f"{start[1]}|{info.get('params')}|{[s[1:3] for s in steps[:1]]}|{info['rank']}"
+    rank = RankEvents(run_id("torchtitan", identity), int(info["rank"]))
     tps = [s[3].get("tps_mean", s[3].get("tps")) for s in steps]
     claims = _claims(tps, [s[3].get("tflops_mean", s[3].get("tflops")) for s in steps],
                      [s[3].get("mfu_pct_mean", s[3].get("mfu")) for s in steps], info.get("peak"))  # fmt: skip
     replica = layout.get("tp", 1) * layout.get("pp", 1) * layout.get("cp", 1)
-    rates_from = ("the tool's own tps (tokens of the global batch over tps): its printing process is not the "
-                  "trainer, so its timestamps are no step times; the tokens/s claim cannot be checked from this log"
-                  if aggregated else "the console's timestamps between step lines (ms resolution), rank 0's")  # fmt: skip
+    rates_from = ("none: the aggregator process prints these lines, so their timestamps are no step times, and "
+                  "the rates it prints are the claims themselves (no step events: the claims cannot be checked)"
+                  if aggregated else f"the console's timestamps between step lines (ms resolution), "
+                  f"rank {info['rank']}'s")  # fmt: skip
     if replica > 1:
         rates_from += (
             "; samples and tokens per step left out (model parallel: one rank's line cannot split them)"
@@ -422,7 +450,8 @@ def _console_events(
     rank.add(
         info.get("trainer_line", start[0]), "run_start", start[1],
         campaign=campaign, name=f"{info.get('model', 'model')} {info.get('flavor', '')}".strip(), purpose="final",
-        framework="torchtitan", framework_version=info.get("version"), launcher="torchrun", world_size=world,
+        framework="torchtitan", framework_version=info.get("version"),
+        launcher="torchrun" if info["prefixed"] else None, world_size=world, dataset=info.get("dataset"),
         accelerator=info.get("accelerator"), accelerators_per_node=None, model=info.get("model"),
         global_batch_size=gbs, local_batch_size=local, sequence_length=seq,
         global_batch_tokens=gbs * seq if gbs and seq else None, scope="end_to_end",
@@ -433,33 +462,33 @@ def _console_events(
         stop_criterion="samples", stop_value=float(gbs * info["steps"]) if gbs and info.get("steps") else None,
         imported={"tool": "torchtitan", "layout": "console" + (" (aggregator)" if aggregated else ""),
                   "accelerated": bool(info.get("accelerator")) or None,
-                  "ranks_in_log": "rank 0", "rates_from": rates_from,
+                  "ranks_in_log": f"rank {info['rank']}", "rates_from": rates_from,
                   "compute_dtype_from": "torchtitan's default mixed precision (bfloat16)",
                   "unknown": [*unknown, "the other ranks' step times"]},
     )  # fmt: skip
-    previous_step, previous_t = 0, start[1]
-    for line, t, step, values in steps:
+    previous_step, previous_t = int(info.get("first_step", 1)) - 1, start[1]
+    first = previous_step
+    for line, t, step, values in [] if aggregated else steps:
         span = step - previous_step
         if span <= 0:
             out.warnings.append(f"line {line}: step {step} does not follow step {previous_step}: not a step")
             continue
         samples = gbs * span if gbs and replica == 1 else None
         tokens = samples * seq if samples is not None and seq else None
-        if aggregated:
-            rate = values.get("tps_mean")
-            total = (local * seq * span / rate) if rate and local and seq else None
-        else:
-            total = t - previous_t
-        if total is None or total < 0:
+        total = t - previous_t
+        if total < 0:
             out.warnings.append(f"line {line}: no time for step {step}: not a step")
             previous_step = step
             continue
         rank.add(line, "step", t, step=step - 1, samples=samples, tokens=tokens, t_total=total, iterations=span,
                  train_loss=values.get("loss", values.get("loss_mean")), comm_measured=False,
-                 warmup=previous_step == 0)  # fmt: skip
+                 warmup=previous_step == first)  # fmt: skip
         previous_step, previous_t = step, t
     if completed is not None:
         rank.add(completed[0], "run_stop", completed[1], status="success")
+    elif not steps:
+        rank.add(start[0], "run_stop", previous_t, status="failed",
+                 reason="the console ends before its first step line (a crash at start-up, or killed)")  # fmt: skip
     else:
         out.notes.append("no `Training completed` line: the run is left without a stop (incomplete)")
     return rank.numbered()

@@ -49,7 +49,8 @@ class HighestOpsNumbers(Rule):
     presented as MFU (activations recomputed and the claim matches the hardware FLOPs); MFUs of different
     conventions in one comparison; a per-accelerator rate that equals the total. An accelerator without a peak in
     the table and without a declared one (a CPU run), or a run without the counts, is *cannot verify*, with what to
-    record; never another card's peak.
+    record; never another card's peak. A claim counted by a convention honestscale does not compute (Megatron-LM's,
+    which adds the logits layer) is *cannot verify* too, never failed for the convention alone.
     Why it misleads: the highest FLOP/s often come from settings (huge batches, low precision, no I/O) that train
     slower to the same accuracy; rates without time to solution reward the wrong thing (Hoefler 2018, "report
     highest ops numbers"). And MFU is the number most often wrong in public: an unknown GPU falling back to the
@@ -166,7 +167,15 @@ class HighestOpsNumbers(Rule):
         under = [u] if c.convention else [u, *[flops.utilisation(run, k) for k in flops.CONVENTIONS
                                                if k != u.convention]]  # fmt: skip
         said: list[str] = []
-        if (c.mfu is not None and not skip_mfu and u.mfu is not None
+        foreign = bool(c.flops_convention) and c.convention is None  # a FLOPs count honestscale does not make
+        if foreign and (c.mfu is not None or c.tflops_per_accelerator is not None):
+            yield self.cannot_verify(
+                target, [run], f"{run.id}: the claimed FLOPs ({c.flops_convention}) are counted by a convention "
+                f"honestscale does not compute ({', '.join(flops.CONVENTIONS)}): its MFU or TFLOP/s cannot be "
+                f"compared with the recomputed {_g(u.tflops_per_accelerator)} TFLOP/s ({u.convention})",
+                "compare MFUs of one named convention only (honestscale's recomputed MFU), or record the tool's "
+                "FLOPs per token (`flops_per_token`) beside its name", **ev)  # fmt: skip
+        if (not foreign and c.mfu is not None and not skip_mfu and u.mfu is not None
                 and min(off(c.mfu, x.mfu) or 0.0 for x in under) > TOLERANCE):  # fmt: skip
             if (
                 run.activation_checkpointing in ("full", "selective")
@@ -179,7 +188,7 @@ class HighestOpsNumbers(Rule):
                                 "work) and HFU beside it, named", **ev)  # fmt: skip
             else:
                 said.append(f"claimed MFU {_pct(c.mfu)} vs recomputed {_pct(u.mfu)}")
-        if c.tflops_per_accelerator is not None and u.tflops_per_accelerator is not None:
+        if not foreign and c.tflops_per_accelerator is not None and u.tflops_per_accelerator is not None:
             near = [off(c.tflops_per_accelerator, t) for x in under
                     for t in (x.tflops_per_accelerator, x.hardware_tflops_per_accelerator)]  # fmt: skip
             if min(o for o in near if o is not None) > TOLERANCE:
