@@ -352,3 +352,23 @@ def test_megatron_resumed_and_model_parallel_and_crashed(tmp_path: Path) -> None
     assert rows["2/2/success"][1:] == (0, 21)
     # crashed before its first iteration: a failed run, counted by HS206, never silently absent
     assert rows["1/1/failed"] == (None, 0, 0)
+
+
+def test_a_trainer_checkpoint_state_is_left_to_the_later_state(tmp_path: Path) -> None:
+    """An output folder with checkpoint-16/ (the real state cut at step 16, as the Trainer saves it mid-run) and
+    checkpoint-32/ (the real final state): one run, the later state's; the earlier is named, not a second run."""
+    state = json.loads((HF / "trainer_state.json").read_text())
+    early = state | {
+        "global_step": 16,
+        "log_history": [e for e in state["log_history"] if e["step"] <= 16 and "train_runtime" not in e],
+    }
+    for step, body in ((16, early), (32, state)):
+        (tmp_path / "out" / f"checkpoint-{step}").mkdir(parents=True)
+        (tmp_path / "out" / f"checkpoint-{step}" / "trainer_state.json").write_text(
+            json.dumps(body, indent=2)
+        )
+    store = tmp_path / "s.duckdb"
+    code, out = _cli("ingest", str(tmp_path / "out"), "--store", str(store))
+    assert code == 0 and "1 earlier Trainer checkpoint states left to the later state" in out
+    (run,) = _runs(store)
+    assert run["status"] == "success"

@@ -42,6 +42,10 @@ class Source:
 SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
 POWER_FILE = "MLPerf power log: read with its result log"
 SCALING_FILE = "MLPerf review scaling factor (scaling.json): read with the result logs beside it"
+HF_CHECKPOINT = (
+    "a Trainer checkpoint's trainer_state.json: the training's later state (the final one, or a later checkpoint's) "
+    "holds all of it"
+)
 NOT_REGULAR = "only regular files are read"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
@@ -64,7 +68,7 @@ class Skipped:
     @property
     def beside(self) -> bool:
         """It is read with the MLPerf result logs beside it (system description, power log, scaling factor)."""
-        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE)
+        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE, HF_CHECKPOINT)
 
 
 @dataclass
@@ -167,6 +171,9 @@ def discover(args: list[str]) -> Discovery:
                 if cand.parent.name == "systems" and cand.suffix == ".json":
                     skipped.append(Skipped(cand, SYSTEM_FILE))
                     continue
+                if _superseded_checkpoint(cand):
+                    skipped.append(Skipped(cand, HF_CHECKPOINT))
+                    continue
                 if cand.name == "scaling.json":
                     skipped.append(Skipped(cand, SCALING_FILE))
                     continue
@@ -197,3 +204,21 @@ def discover(args: list[str]) -> Discovery:
                 resolved = cand.resolve()
                 sources.setdefault(resolved, Source(resolved, fmt))
     return Discovery(list(sources.values()), skipped)
+
+
+def _step_of(folder: Path) -> int:
+    tail = folder.name.removeprefix("checkpoint-")
+    return int(tail) if tail.isdigit() else -1
+
+
+def _superseded_checkpoint(path: Path) -> bool:
+    """A ``checkpoint-N/trainer_state.json`` beside the output folder's own (final) state or a later checkpoint's:
+    the same training's state at an earlier step, which the later one contains."""
+    folder = path.parent
+    if path.name != "trainer_state.json" or not folder.name.startswith("checkpoint-"):
+        return False
+    output = folder.parent
+    if (output / "trainer_state.json").is_file():
+        return True
+    later = [d for d in output.glob("checkpoint-*") if _step_of(d) > _step_of(folder)]
+    return any((d / "trainer_state.json").is_file() for d in later)

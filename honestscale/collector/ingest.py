@@ -40,7 +40,7 @@ from honestscale.collector._content import (
     split_lines,
 )
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch, shaped
-from honestscale.collector._sources import Skipped, Source
+from honestscale.collector._sources import HF_CHECKPOINT, Skipped, Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import StoreUnwritable, as_store_error, refresh_runs, sql_in_list
 
@@ -137,10 +137,15 @@ class Summary:
                 "(a run id claimed by two different runs)"
             )
         if self.skipped:
-            used = sum(1 for k in self.skipped if k.beside)
-            other = len(self.skipped) - used
+            used = sum(1 for k in self.skipped if k.beside and k.reason != HF_CHECKPOINT)
+            earlier = sum(1 for k in self.skipped if k.reason == HF_CHECKPOINT)
+            other = len(self.skipped) - used - earlier
             if used:
                 text += f", {used} MLPerf system/power/scaling files read with their logs"
+            if earlier:
+                text += (
+                    f", {earlier} earlier Trainer checkpoint states left to the later state that holds them"
+                )
             if other:
                 text += f", {other} other files not landed (each named above with its reason)"
         if self.timeline_steps:
