@@ -158,27 +158,22 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print notes per file.")] = False,
 ) -> None:
-    """Land event files and MLPerf logs in the store: idempotent, incremental, atomic per file, lossless.
-
-    Ingesting the same files again adds nothing; a file that grew adds only its new events; a
-    file lands whole or not at all, so after a crash or kill the next ingest completes the job;
-    every line that cannot be parsed goes to the quarantine with its file, line number and reason.
+    """Land event files, MLPerf logs and other tools' logs in the store: idempotent, incremental, atomic per file,
+    lossless. Ingesting the same files again adds nothing; a file that grew adds only its new events; a file lands
+    whole or not at all, so after a crash or kill the next ingest completes the job; every line that cannot be
+    parsed goes to the quarantine with its file, line number and reason.
 
     An event whose run id, rank and seq are already stored is skipped when it is the same line (a
     copy of a file) and is a conflict when it differs (two runs claiming one id): nothing stored is
     replaced, and that run's events from the conflicting file go to the quarantine, naming the other file.
-
     Every file found that does not land is named with its reason (MLPerf system descriptions, power logs
     and scaling.json files, read with the logs beside them, only with --verbose).
 
-    Your own training loop writes event files with honestscale.record (or its callbacks for Lightning,
-    Hugging Face's Trainer and Keras): see docs/record.md. The logs of other tools are read by content, each file
-    named with -v ("read as torchtitan console log"): torchtitan's console, per-rank experiment metrics and
-    structured system logs, Megatron-LM's training log, NVIDIA DLLogger logs, Hugging Face's trainer_state.json
-    (README: "Logs you already have").
+    Your own loop writes event files with honestscale.record (docs/record.md); other tools' logs are chosen by
+    content, named with -v: torchtitan, Megatron-LM, DLLogger, trainer_state.json (README: "Logs you already have").
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
-    holding MLPerf or event lines landed nothing (a format this reader does not know), or an MLPerf system
+    holding MLPerf or event lines landed nothing (a format or a log its reader does not know), or an MLPerf system
     description could not be read, or a file was refused (not a regular file, more than HONESTSCALE_MAX_FILE_MB,
     or a .gz decompressing past HONESTSCALE_MAX_GZIP_RATIO times its size: a gzip bomb); 2 bad usage,
     unreadable input, or the store is held by another process past --wait.
@@ -191,7 +186,7 @@ def ingest(
 
       honestscale ingest --watch /scratch/$USER/campaign   # while the jobs run
 
-      honestscale ingest slurm-4242.out outputs/structured_logs/ -v   # Megatron's or torchtitan's logs
+      honestscale ingest slurm-4242.out outputs/ -v   # Megatron's, torchtitan's ... logs
     """
     if watch is not None:
         if paths:
