@@ -224,6 +224,10 @@ def test_console_and_copies(tmp_path: Path) -> None:
     out = _ingest(store, CONSOLE_R022, CONSOLE_OBS, CONSOLE_SL)
     assert out.count("read as torchtitan console log") == 3
     assert len(_runs(store)) == 3
+    # three builds of torchtitan (0.2.2, the observability branch, main): what each log prints of its setup differs,
+    # so one point of the three is a mix of configurations, and HS108 says so
+    assert len({h for (h,) in _query(store, "SELECT config_hash FROM runs")}) == 3
+    assert any(f["outcome"] == "fail" and "mixes 3 configurations" in f["message"] for f in _lint(store, "HS108"))
     copy = tmp_path / "elsewhere" / "job.log"
     copy.parent.mkdir()
     shutil.copy(MEGATRON, copy.with_suffix(".log.gz"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,13 @@ def run_id(tool: str, identity: str) -> str:
     """``<tool>:<hash>`` of what identifies the run in its own log (the same copy anywhere is the same run, so a
     copy is a duplicate and a different run with the same identity a conflict)."""
     return f"{tool}:{hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]}"
+
+
+def config_hash(what: dict[str, Any]) -> str:
+    """A hash over what the log says defines the experiment (its seed left out by the caller): runs whose logs
+    say the same get the same hash; what a log does not print cannot tell runs apart (HS108 then sees them alike)."""
+    text = json.dumps(what, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def folder_name(path: Path) -> str:

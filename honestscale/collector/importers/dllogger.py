@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id
+from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id
 
 FORMAT = "dllogger"
 LABEL = "NVIDIA DLLogger log"
@@ -98,6 +98,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     rank.add(
         first_line, "run_start", t0, campaign=campaign, name=str(params.get("arch") or path.stem), purpose="final",
         framework=str(params.get("framework") or "unknown"), world_size=world, model=_str(params.get("arch")),
+        config_hash=config_hash({k: v for k, v in params.items() if k != "seed"}),
         dataset=_str(params.get("dataset")), local_batch_size=batch,
         global_batch_size=batch * world if batch and world else None, learning_rate=number(params.get("lr")),
         optimizer=_str(params.get("optimizer")), scope="end_to_end",

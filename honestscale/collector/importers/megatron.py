@@ -26,7 +26,7 @@ from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id, stamp
+from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id, stamp
 
 FORMAT = "megatron-log"
 LABEL = "Megatron-LM training log"
@@ -49,6 +49,9 @@ _VERSIONS = re.compile(r"^> (?P<what>PyTorch|Megatron-Core|Transformer Engine) v
 _PARAMS = re.compile(
     r"number of parameters on \((?P<dims>[\w, ]+)\) model parallel rank \((?P<ranks>[\d, ]+)\): (?P<n>\d+)"
 )
+# arguments that do not change the experiment: the seed, where things are written, how much is logged
+_NOT_CONFIG = {"seed", "save", "load", "tensorboard_dir", "wandb_save_dir", "log_interval", "data_cache_path",
+               "rank", "local_rank", "distributed_timeout_minutes", "app_tag_run_name"}  # fmt: skip
 _SNIFF = re.compile(rb"^-+ arguments -+\s*$|\| elapsed time per iteration \(ms\):", re.MULTILINE)
 
 
@@ -258,6 +261,7 @@ def _events(
         began[0] if began else iterations[0][0] if iterations else 1, "run_start", start_time,
         campaign=campaign, name=f"gpt {args.get('num_layers', '?')}x{args.get('hidden_size', '?')}", purpose="final",
         framework="megatron-lm", framework_version=versions.get("Megatron-Core"),
+        config_hash=config_hash({k: v for k, v in args.items() if k not in _NOT_CONFIG} | {"versions": versions}),
         software={k: v for k, v in {"torch": versions.get("PyTorch"),
                                     "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
         world_size=world, model="gpt", dataset="mock" if args.get("mock_data") else None,

@@ -34,7 +34,7 @@ from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id, stamp
+from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id, stamp
 
 FORMAT = "torchtitan-console"
 LABEL = "torchtitan console log"
@@ -450,6 +450,7 @@ def _console_events(
     rank.add(
         info.get("trainer_line", start[0]), "run_start", start[1],
         campaign=campaign, name=f"{info.get('model', 'model')} {info.get('flavor', '')}".strip(), purpose="final",
+        config_hash=config_hash({k: v for k, v in info.items() if k not in ("trainer_line", "rank", "prefixed")}),
         framework="torchtitan", framework_version=info.get("version"),
         launcher="torchrun" if info["prefixed"] else None, world_size=world, dataset=info.get("dataset"),
         accelerator=info.get("accelerator"), accelerators_per_node=None, model=info.get("model"),
