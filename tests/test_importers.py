@@ -227,7 +227,9 @@ def test_console_and_copies(tmp_path: Path) -> None:
     # three builds of torchtitan (0.2.2, the observability branch, main): what each log prints of its setup differs,
     # so one point of the three is a mix of configurations, and HS108 says so
     assert len({h for (h,) in _query(store, "SELECT config_hash FROM runs")}) == 3
-    assert any(f["outcome"] == "fail" and "mixes 3 configurations" in f["message"] for f in _lint(store, "HS108"))
+    assert any(
+        f["outcome"] == "fail" and "mixes 3 configurations" in f["message"] for f in _lint(store, "HS108")
+    )
     copy = tmp_path / "elsewhere" / "job.log"
     copy.parent.mkdir()
     shutil.copy(MEGATRON, copy.with_suffix(".log.gz"))
@@ -376,3 +378,30 @@ def test_a_trainer_checkpoint_state_is_left_to_the_later_state(tmp_path: Path) -
     assert code == 0 and "1 earlier Trainer checkpoint states left to the later state" in out
     (run,) = _runs(store)
     assert run["status"] == "success"
+
+
+def test_steady_state_found_in_the_step_times(tmp_path: Path) -> None:
+    """MSER-5 on the real structured log's 80 steps: the warm-up it finds covers at least the step the run marks,
+    and the steady mean step lies in its batch-means interval; the same step times sorted (a run that never
+    settles) have no steady state."""
+    from honestscale.analysis import steady
+
+    store = tmp_path / "s.duckdb"
+    _ingest(store, SL)
+    (run,) = _runs(store)
+    code, out = _cli("show", run["run_id"], "-f", "json", "--store", str(store))
+    assert code == 0, out
+    ss = json.loads(out)["steady_state"]
+    assert (
+        ss["detected_warmup_steps"] is not None
+        and ss["detected_warmup_steps"] >= ss["marked_warmup_steps"] == 1
+    )
+    assert ss["low_s"] < ss["steady_step_s"] < ss["high_s"] and ss["method"].startswith("MSER-5")
+    times = [t for (t,) in _query(store, "SELECT t_total FROM steps ORDER BY time, seq")]
+    assert steady.of_steps(times, 1).warmup_steps == ss["detected_warmup_steps"]
+    drifting = steady.of_steps(sorted(times[5:]), 0)
+    assert drifting.warmup_steps is None and drifting.verdict.startswith("no steady state")
+    code, text = _cli("show", run["run_id"], "--store", str(store))
+    assert (
+        "warm-up ends after step" in text and "not counted" in text
+    )  # tokens only: samples never shown as 0

@@ -10,6 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from honestscale.analysis import steady
 from honestscale.cli._output import _fmt_seconds, _name, iso
 from honestscale.display import shown, shown_text
 
@@ -29,8 +30,9 @@ _SHOW_FIELDS = (
 
 
 def show_record(
-    run: dict[str, Any], evals: pl.DataFrame, steps: pl.DataFrame, counts: pl.DataFrame
-) -> dict[str, Any]:
+    run: dict[str, Any], evals: pl.DataFrame, steps: pl.DataFrame, counts: pl.DataFrame,
+    series: pl.DataFrame | None = None,
+) -> dict[str, Any]:  # fmt: skip
     rec: dict[str, Any] = {k: run.get(k) for k in _SHOW_FIELDS}
     rec["started_at"], rec["stopped_at"] = iso(run["started_at"]), iso(run["stopped_at"])
     for key in ("software", "input_shape"):
@@ -43,6 +45,11 @@ def show_record(
     rec["evals"] = evals.to_dicts()
     rec["step_breakdown"] = steps.to_dicts()
     rec["events_per_rank"] = counts.to_dicts()
+    rec["steady_state"] = (
+        steady.of_steps(series["t_total"].to_list(), int(series["warmup"].sum())).as_json()
+        if series is not None and len(series)
+        else None
+    )
     return rec
 
 
@@ -163,14 +170,19 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
 
             known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
             comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
+            counted = s["samples"] is not None  # a log that counts no samples (tokens only): unknown, never 0
             st.add_row(
-                str(s["rank"]), str(s["steps"]), str(s["samples"] or 0),
-                f"{(s['samples'] or 0) / total:.1f}" if total else "-",
+                str(s["rank"]), str(s["steps"]), str(s["samples"]) if counted else "not counted",
+                f"{s['samples'] / total:.1f}" if total and counted else "-",
                 pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
             )  # fmt: skip
         parts.append(st)
         if note is not None:
             parts.append(note)
+        if (ss := rec.get("steady_state")) is not None:
+            parts.append(
+                Text(_steady_text(ss), style="" if ss["detected_warmup_steps"] is not None else "yellow")
+            )
     else:
         parts.append(Text("no step events: no step-time breakdown", style="yellow"))
 
@@ -187,3 +199,15 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
                  style="yellow")
         )  # fmt: skip
     return Group(*parts)
+
+
+def _steady_text(ss: dict[str, Any]) -> str:
+    marked = f"the run marks {ss['marked_warmup_steps']} warm-up step(s)"
+    if ss["detected_warmup_steps"] is None:
+        return f"steady state (first rank's {ss['steps']} steps): {ss['verdict']}; {marked}"
+    interval = (f" [{ss['low_s']:.4g}, {ss['high_s']:.4g}] (95 %, {ss['batches']} batch means)"
+                if ss["low_s"] is not None else " (too few steps for an interval)")  # fmt: skip
+    return (
+        f"steady state (first rank's {ss['steps']} steps, MSER-5): warm-up ends after step "
+        f"{ss['detected_warmup_steps']}, {marked}; mean step after it {ss['steady_step_s']:.4g} s{interval}"
+    )

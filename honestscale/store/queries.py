@@ -125,6 +125,16 @@ def step_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     )
 
 
+def step_series(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """The lowest rank's steps in order: seconds each and whether the run marked it warm-up."""
+    return _frame(
+        con,
+        "SELECT t_total, coalesce(warmup, false) AS warmup FROM steps WHERE run_id = ? "
+        "AND rank = (SELECT min(rank) FROM steps WHERE run_id = ?) ORDER BY time, seq",
+        [run_id, run_id],
+    )
+
+
 def event_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """Per rank: events by kind, and seq gaps (events lost or not yet ingested)."""
     return _frame(

@@ -1,0 +1,96 @@
+"""Where a run's steps reach their steady state, found in the step times rather than assumed.
+
+* **Warm-up end**: MSER-5 (White 1997; Franklin & White 2008, "Stationarity tests and MSER-5"): the step times in
+  batch means of 5; the truncation d (in batches) that minimises the marginal standard error of what remains,
+  ``sum((x_j - mean)^2) / (k - d)^2``, over d up to half the batches. A minimum at that bound means the series is
+  still settling: **no steady state**. So does a trend in what remains (Spearman's rho of the batch means against
+  their order, two-sided p < 1 %).
+* **Steady step time**: the mean of what remains, with a 95 % interval from non-overlapping batch means (steps are
+  autocorrelated: a stall spans several steps, so single steps are not independent samples); the batches are as
+  long as makes 10 to 30 of them, and a t-interval over their means.
+
+The runners mark warm-up steps themselves (a fixed count); :func:`of_steps` reports both, so a reader sees whether
+the marked warm-up covers the warm-up the data show.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+METHOD = "MSER-5 truncation; 95 % t-interval over non-overlapping batch means"
+BATCH = 5
+MIN_STEPS = 50  # fewer steps cannot tell a warm-up from noise with batches of 5 (10 batches)
+TREND_P = 0.01
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    steps: int
+    warmup_steps: (
+        int | None
+    )  # detected: the steps before the steady state; None where there is none (or too few)
+    marked_warmup: int  # what the run itself marked
+    mean_step_s: float | None = None
+    low_s: float | None = None
+    high_s: float | None = None
+    batches: int | None = None
+    verdict: str = ""
+    method: str = METHOD
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps, "detected_warmup_steps": self.warmup_steps, "marked_warmup_steps": self.marked_warmup,
+            "steady_step_s": self.mean_step_s, "low_s": self.low_s, "high_s": self.high_s, "batches": self.batches,
+            "verdict": self.verdict, "method": self.method,
+        }  # fmt: skip
+
+
+def mser5(times: Sequence[float]) -> tuple[int | None, str]:
+    """The MSER-5 truncation point in steps, or None and why there is no steady state."""
+    k = len(times) // BATCH
+    if len(times) < MIN_STEPS:
+        return None, f"too few steps ({len(times)}, {MIN_STEPS} at least) to find a steady state"
+    means = np.asarray(times[: k * BATCH], dtype=float).reshape(k, BATCH).mean(axis=1)
+    limit = k // 2
+    errors = [float(np.sum((means[d:] - means[d:].mean()) ** 2)) / (k - d) ** 2 for d in range(limit + 1)]
+    d = int(np.argmin(errors))
+    if d == limit:
+        return None, "no steady state: the step times still settle past half the run (MSER-5 at its bound)"
+    rest = means[d:]
+    if len(rest) >= 10 and np.ptp(rest) > 0:
+        rho, p = stats.spearmanr(np.arange(len(rest)), rest)
+        if p < TREND_P:
+            way = "rising" if rho > 0 else "falling"
+            return (
+                None,
+                f"no steady state: the step times keep {way} after the warm-up (Spearman rho {rho:.2f})",
+            )
+    return d * BATCH, "steady"
+
+
+def batch_means_interval(times: Sequence[float]) -> tuple[float, float | None, float | None, int]:
+    """Mean of ``times`` and the 95 % t-interval over non-overlapping batch means (10 to 30 batches)."""
+    n = len(times)
+    batches = min(30, max(10, n // 20)) if n >= 10 else 0
+    mean = float(np.mean(times))
+    if batches < 10 or n < batches:
+        return mean, None, None, batches
+    size = n // batches
+    means = np.asarray(times[: batches * size], dtype=float).reshape(batches, size).mean(axis=1)
+    half = float(stats.t.ppf(0.975, batches - 1) * means.std(ddof=1) / math.sqrt(batches))
+    return mean, mean - half, mean + half, batches
+
+
+def of_steps(times: Sequence[float], marked: int) -> SteadyState:
+    """The steady state of one rank's step times in order, beside the warm-up steps the run marked."""
+    start, verdict = mser5(times)
+    if start is None:
+        return SteadyState(len(times), None, marked, verdict=verdict)
+    mean, low, high, batches = batch_means_interval(times[start:])
+    return SteadyState(len(times), start, marked, mean, low, high, batches, verdict)
