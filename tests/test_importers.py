@@ -405,3 +405,36 @@ def test_steady_state_found_in_the_step_times(tmp_path: Path) -> None:
     assert (
         "warm-up ends after step" in text and "not counted" in text
     )  # tokens only: samples never shown as 0
+
+
+def test_profiler_traces_land_as_evidence_beside_their_run(tmp_path: Path) -> None:
+    """The torchtitan run's own Kineto trace (GPU, in its dump folder) lands beside the run of that folder's
+    experiment log; a 2-rank gloo run's CPU traces (tests/data/imported/kineto-cpu) land unlinked, named."""
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, OBS, DATA / "kineto-cpu")
+    assert "read as PyTorch profiler (Kineto) trace" in out and "stored as evidence, linked to no run" in out
+    (run,) = _runs(store)  # a trace is never a run of its own
+    code, shown = _cli("show", run["run_id"], "-f", "json", "--store", str(store))
+    (step,) = json.loads(shown)["profiled_steps"]
+    trace = json.loads(_text(OBS / "profile_traces" / "iteration_80" / "rank0_trace.json.gz"))
+    window = next(e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"
+                  and e["name"] == f"ProfilerStep#{step['step']}")  # fmt: skip
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+               and window["ts"] <= e["ts"] and e["ts"] + e["dur"] <= window["ts"] + window["dur"]]  # fmt: skip
+    assert step["t_step"] == pytest.approx(window["dur"] / 1e6)
+    assert (
+        max(k["dur"] for k in kernels) / 1e6 <= step["t_busy"] <= sum(k["dur"] for k in kernels) / 1e6 + 1e-9
+    )
+    assert step["t_busy"] + step["t_idle"] == pytest.approx(step["t_step"])
+    cpu = _query(store, "SELECT rank, step, t_comm, comm_by_kind, t_busy FROM profile_steps WHERE run_id IS NULL "
+                        "ORDER BY rank, step")  # fmt: skip
+    assert [(r, s) for r, s, *_ in cpu] == [(r, s) for r in (0, 1) for s in (2, 3, 4)]
+    for rank, s, t_comm, kinds, busy in cpu:
+        events = json.loads(_text(DATA / "kineto-cpu" / f"rank{rank}_trace.json.gz"))["traceEvents"]
+        w = next(e for e in events if e.get("name") == f"ProfilerStep#{s}")
+        inside = sum(min(e["ts"] + e["dur"], w["ts"] + w["dur"]) - max(e["ts"], w["ts"]) for e in events
+                     if e.get("name") == "gloo:all_reduce" and e["ts"] < w["ts"] + w["dur"] and e["ts"] + e["dur"] > w["ts"])  # fmt: skip
+        assert t_comm == pytest.approx(inside / 1e6) and json.loads(kinds) == {
+            "all_reduce": pytest.approx(inside / 1e6)
+        }
+        assert busy is None  # a CPU trace has no device to be busy: unknown, never 0

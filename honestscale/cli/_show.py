@@ -31,7 +31,7 @@ _SHOW_FIELDS = (
 
 def show_record(
     run: dict[str, Any], evals: pl.DataFrame, steps: pl.DataFrame, counts: pl.DataFrame,
-    series: pl.DataFrame | None = None,
+    series: pl.DataFrame | None = None, profiled: pl.DataFrame | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     rec: dict[str, Any] = {k: run.get(k) for k in _SHOW_FIELDS}
     rec["started_at"], rec["stopped_at"] = iso(run["started_at"]), iso(run["stopped_at"])
@@ -50,6 +50,7 @@ def show_record(
         if series is not None and len(series)
         else None
     )
+    rec["profiled_steps"] = profiled.to_dicts() if profiled is not None else []
     return rec
 
 
@@ -186,6 +187,9 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     else:
         parts.append(Text("no step events: no step-time breakdown", style="yellow"))
 
+    if rec.get("profiled_steps"):
+        parts.append(_profile_table(rec["profiled_steps"]))
+
     gaps = [c for c in rec["events_per_rank"] if c["missing"]]
     if len(gaps) > MANY_RANKS and not all_ranks:
         lost = sum(c["missing"] for c in gaps)
@@ -211,3 +215,22 @@ def _steady_text(ss: dict[str, Any]) -> str:
         f"steady state (first rank's {ss['steps']} steps, MSER-5): warm-up ends after step "
         f"{ss['detected_warmup_steps']}, {marked}; mean step after it {ss['steady_step_s']:.4g} s{interval}"
     )
+
+
+def _profile_table(rows: list[dict[str, Any]]) -> Table:
+    """The run's profiled steps (PyTorch profiler traces): evidence beside its step split."""
+    t = Table(title="profiler evidence (PyTorch profiler traces)", title_justify="left",
+              caption="device busy/idle: kernels, copies and sets in the step's window; collectives: in flight "
+                      "(overlapping compute), exposed: no other kernel beside them", caption_justify="left")  # fmt: skip
+    for col in ("rank", "step", "step s", "device busy", "idle", "collectives", "exposed", "by kind"):
+        t.add_column(col, justify="right" if col not in ("by kind",) else "left")
+    for r in rows:
+        step = r["t_step"] or 0.0
+
+        def pct(v: float | None, step: float = step) -> str:
+            return "-" if v is None or not step else f"{100 * v / step:.1f}%"
+
+        kinds = json.loads(r["comm_by_kind"]) if r.get("comm_by_kind") else {}
+        t.add_row(str(r["rank"]), str(r["step"]), f"{step:.4g}", pct(r["t_busy"]), pct(r["t_idle"]), pct(r["t_comm"]),
+                  pct(r["t_comm_exposed"]), ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in sorted(kinds.items())) or "none")  # fmt: skip
+    return t

@@ -324,7 +324,8 @@ def show(
         rid = queries.resolve_run_id(con, run_id)
         run = queries.run(con, rid).row(0, named=True)
         rec = _show.show_record(run, queries.evals(con, rid), queries.step_breakdown(con, rid),
-                                queries.event_counts(con, rid), queries.step_series(con, rid))  # fmt: skip
+                                queries.event_counts(con, rid), queries.step_series(con, rid),
+                                queries.profile_steps(con, rid))  # fmt: skip
         rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []))
         # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
         view = build(con, run.get("campaign"))

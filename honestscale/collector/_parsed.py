@@ -24,6 +24,6 @@ class Parsed:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unread_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
-    read_with: Path | None = (
-        None  # the file whose run this one's lines are part of (nothing of its own lands)
-    )
+    # the file whose run this one's lines are part of (nothing of its own lands)
+    read_with: Path | None = None
+    profile: dict[str, Any] | None = None  # a profiler trace's steps: evidence beside a run (profile_steps)

@@ -65,9 +65,9 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
-    read_with: Path | None = (
-        None  # its lines belong to that file's run (a torchtitan system log beside its metrics)
-    )
+    # its lines belong to that file's run (a torchtitan system log beside its metrics)
+    read_with: Path | None = None
+    profile_steps: int = 0  # profiled steps landed as evidence (a profiler trace)
 
 
 @dataclass
@@ -115,6 +115,7 @@ class Summary:
             and f.events == 0
             and f.duplicates == 0  # a copy of a log landed before lands nothing new: it is not lost
             and f.read_with is None
+            and not f.profile_steps
             and (f.quarantined or f.format != "native")
         ]
         out += [(f.path, "; ".join(f.warnings)) for f in self.files if f.action in ("kept", "refused")]
@@ -148,6 +149,9 @@ class Summary:
                 )
             if other:
                 text += f", {other} other files not landed (each named above with its reason)"
+        profiled = sum(f.profile_steps for f in self.files)
+        if profiled:
+            text += f", {profiled:,} profiled steps as evidence"
         if self.timeline_steps:
             text += f", communication of {self.timeline_steps:,} steps from Horovod timelines"
         return text
@@ -229,6 +233,7 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     con.execute("DELETE FROM events WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM markers WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])
     if runs:
         # Rare path (a file rewritten in place, or --force): recount those runs from their events.
         literal = sql_in_list(sorted(runs))
@@ -238,6 +243,17 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
             f"any_value(file_id) FROM events WHERE run_id IN {literal} GROUP BY run_id, rank"
         )
     return runs
+
+
+def _land_profile(con: duckdb.DuckDBPyConnection, file_id: int, profile: dict[str, Any]) -> None:
+    """A profiler trace's steps, as evidence beside a run (replacing what the file gave before)."""
+    con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])
+    con.executemany(
+        "INSERT INTO profile_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [[file_id, profile["run_id"], profile["rank"], profile["world_size"], profile["backend"], profile["device"],
+          s["step"], s["t_step"], s["t_busy"], s["t_idle"], s["t_comm"], s["t_comm_exposed"],
+          json.dumps(s["comm_by_kind"])] for s in profile["steps"]],
+    )  # fmt: skip
 
 
 @dataclass
@@ -261,6 +277,7 @@ class _Plan:
     lines_total: int = 0
     content_hash: str = ""
     chars: int = 0
+    profile: dict[str, Any] | None = None  # a profiler trace's steps (evidence, profile_steps)
 
     @property
     def touch_only(self) -> bool:
@@ -518,6 +535,8 @@ class Ingester:
         plan.result.notes.extend(parsed.notes)
         plan.result.unread_system = parsed.unread_system
         plan.result.read_with = parsed.read_with
+        plan.profile = parsed.profile
+        plan.result.profile_steps = len(parsed.profile["steps"]) if parsed.profile else 0
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
         plan.end = len(data)
@@ -581,6 +600,9 @@ class Ingester:
                 "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::BOOLEAN[]), current_timestamp",
                 [columns[0], columns[1], columns[2], columns[3], columns[5], columns[4], columns[6]],
             )
+        for plan in active:
+            if plan.profile and plan.profile["steps"]:
+                _land_profile(con, plan.file_id, plan.profile)
         refresh_runs(con, set().union(*(p.result.run_ids for p in active)))
         counts = dict(
             con.execute(

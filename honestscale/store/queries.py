@@ -135,6 +135,17 @@ def step_series(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     )
 
 
+def profile_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """The profiled steps of the run's profiler traces (evidence beside its step events), by rank and step."""
+    return _frame(
+        con,
+        "SELECT p.rank, p.step, p.device, p.backend, p.t_step, p.t_busy, p.t_idle, p.t_comm, p.t_comm_exposed, "
+        "p.comm_by_kind, f.path FROM profile_steps p JOIN ingested_files f USING (file_id) WHERE p.run_id = ? "
+        "ORDER BY p.rank, p.step",
+        [run_id],
+    )
+
+
 def event_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """Per rank: events by kind, and seq gaps (events lost or not yet ingested)."""
     return _frame(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers import dllogger, hf, megatron, torchtitan
+from honestscale.collector.importers import dllogger, hf, kineto, megatron, torchtitan
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,12 @@ READERS: tuple[Reader, ...] = (
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse),
+    Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse),
 )
 FORMATS = {r.format: r for r in READERS}
 KNOWN = (
     "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
-    "trainer_state.json; NVIDIA DLLogger's DLLL lines"
+    "trainer_state.json; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence)"
 )
 
 

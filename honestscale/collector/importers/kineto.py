@@ -1,0 +1,148 @@
+"""PyTorch profiler (Kineto) traces (``torch.profiler``'s ``export_chrome_trace``; torchtitan's
+``profile_trace(s)/iteration_N/rank<R>_trace.json``): evidence beside a run's step split, never a run of its own.
+
+For every ``ProfilerStep#N`` the trace holds: the step's window (the CPU annotation; on a GPU the device's
+``gpu_user_annotation`` of that step), the device's busy time (the union of its kernels, copies and sets in the
+window), the time collectives were in flight (NCCL kernels on a GPU, ``gloo:*`` / ``nccl:*`` annotations on a CPU
+run) by kind (all_reduce, all_gather, reduce_scatter, ...), on a GPU the part of it no other kernel overlapped
+(exposed), and the idle time (window - busy). ``distributedInfo`` gives the backend, rank and world size.
+
+A trace in a torchtitan dump folder belongs to the run of that folder's per-rank logs (the same run id as the
+experiment and structured logs'); any other is stored unlinked, said at ingest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from honestscale.collector._parsed import Parsed
+from honestscale.collector.importers._build import count, number, run_id
+
+FORMAT = "kineto-trace"
+LABEL = "PyTorch profiler (Kineto) trace, evidence beside a run"
+_DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+_KINDS = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"), ("allgather", "all_gather"),
+          ("all_gather", "all_gather"), ("reducescatter", "reduce_scatter"), ("reduce_scatter", "reduce_scatter"),
+          ("broadcast", "broadcast"), ("sendrecv", "send_recv"), ("send", "send_recv"), ("recv", "send_recv"),
+          ("alltoall", "all_to_all"), ("all_to_all", "all_to_all"), ("barrier", "barrier"))  # fmt: skip
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_TORCHTITAN_LOGS = ("experiment_logs", "system_logs", "structured_logs")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return (
+        head.lstrip().startswith(b"{")
+        and b'"traceEvents"' in head
+        and (b'"schemaVersion"' in head or b'"distributedInfo"' in head or b'"deviceProperties"' in head)
+    )
+
+
+def _kind(name: str) -> str | None:
+    low = name.lower().replace("ncclkernel_", "").replace("nccldevkernel_", "")
+    return next((kind for key, kind in _KINDS if key in low), None)
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _length(spans: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in spans)
+
+
+def _clip(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi]
+
+
+def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(hi - lo, 0.0)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _dump_run(path: Path) -> str | None:
+    """The run id of the torchtitan dump folder the trace sits in (``<dump>/<traces>/iteration_N/rankR_trace``)."""
+    for dump in path.parents[1:4]:
+        if any((dump / d).is_dir() for d in _TORCHTITAN_LOGS):
+            return run_id("torchtitan", str(dump.resolve()))
+    return None
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    out = Parsed()
+    trace = json.loads(text)
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        out.warnings.append("no traceEvents list: not a profiler trace")
+        return out
+    got = trace.get("distributedInfo")
+    info: dict[str, Any] = got if isinstance(got, dict) else {}
+    events = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
+    spans: dict[str, list[tuple[float, float, str]]] = {
+        "cpu_step": [],
+        "gpu_step": [],
+        "device": [],
+        "comm": [],
+    }
+    for e in events:
+        ts, dur, name, cat = number(e.get("ts")), number(e.get("dur")), str(e.get("name", "")), e.get("cat")
+        if ts is None or dur is None:
+            continue
+        if _STEP.match(name):
+            spans["gpu_step" if cat == "gpu_user_annotation" else "cpu_step"].append((ts, ts + dur, name))
+        elif cat in _DEVICE:
+            spans["device"].append((ts, ts + dur, name))
+            if "nccl" in name.lower():
+                spans["comm"].append((ts, ts + dur, name))
+        elif (
+            cat == "user_annotation" and name.split(":")[0] in ("gloo", "nccl", "mpi", "ucc") and _kind(name)
+        ):
+            spans["comm"].append((ts, ts + dur, name))
+    gpu_windows = {name: (a, b) for a, b, name in spans["gpu_step"]}
+    on_device = bool(spans["device"])
+    rows = []
+    for a, b, name in sorted(spans["cpu_step"]):
+        lo, hi = gpu_windows.get(name, (a, b)) if on_device else (a, b)
+        busy = _union(_clip([(x, y) for x, y, _ in spans["device"]], lo, hi))
+        comm = _union(_clip([(x, y) for x, y, _ in spans["comm"]], lo, hi))
+        other = _union(_clip([(x, y) for x, y, n in spans["device"] if "nccl" not in n.lower()], lo, hi))
+        by_kind: dict[str, float] = {}
+        for x, y, n in spans["comm"]:
+            if (k := _kind(n)) is not None:
+                by_kind[k] = by_kind.get(k, 0.0) + _length(_clip([(x, y)], lo, hi)) / 1e6
+        rows.append({
+            "step": int(_STEP.match(name).group(1)),  # type: ignore[union-attr]
+            "t_step": (hi - lo) / 1e6,
+            "t_busy": _length(busy) / 1e6 if on_device else None,
+            "t_idle": (hi - lo - _length(busy)) / 1e6 if on_device else None,
+            "t_comm": _length(comm) / 1e6,
+            "t_comm_exposed": (_length(comm) - _intersection(comm, other)) / 1e6 if on_device else None,
+            "comm_by_kind": {k: round(v, 9) for k, v in by_kind.items()},
+        })  # fmt: skip
+    if not rows:
+        out.warnings.append(
+            "no ProfilerStep#N annotation (profile with a schedule and call prof.step()): no step"
+        )
+    out.profile = {
+        "run_id": _dump_run(path), "rank": count(info.get("rank")), "world_size": count(info.get("world_size"), 1),
+        "backend": info.get("backend") if isinstance(info.get("backend"), str) else None,
+        "device": "gpu" if on_device else "cpu", "steps": rows,
+    }  # fmt: skip
+    if out.profile["run_id"] is None:
+        out.notes.append("not in a torchtitan dump folder: stored as evidence, linked to no run")
+    out.notes.append(f"{len(rows)} profiled step(s) as evidence ({'device' if on_device else 'CPU'} trace)")
+    return out
