@@ -415,6 +415,7 @@ def test_profiler_traces_land_as_evidence_beside_their_run(tmp_path: Path) -> No
     assert "read as PyTorch profiler (Kineto) trace" in out and "stored as evidence, linked to no run" in out
     (run,) = _runs(store)  # a trace is never a run of its own
     code, shown = _cli("show", run["run_id"], "-f", "json", "--store", str(store))
+    assert code == 0, shown
     (step,) = json.loads(shown)["profiled_steps"]
     trace = json.loads(_text(OBS / "profile_traces" / "iteration_80" / "rank0_trace.json.gz"))
     window = next(e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"
