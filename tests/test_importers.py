@@ -207,15 +207,26 @@ def test_megatron_of_eight_ranks_read_from_one_rank_fails_hs215(tmp_path: Path) 
 
 
 def test_a_log_cut_short_is_a_run_without_a_stop(tmp_path: Path) -> None:
-    """A killed job: the real Megatron log up to its 50th iteration; the run is incomplete, never a success."""
+    """A killed (or still running) job: the real Megatron log up to its 50th iteration is a run without a stop
+    (incomplete), never a success; the same log ending in a traceback is a failed run naming the exception."""
     text = _text(MEGATRON)
     cut = text[: text.index("iteration       55/")]
     log = tmp_path / "killed.log"
     log.write_text(cut.rsplit("\n", 1)[0] + "\n")
     store = tmp_path / "s.duckdb"
-    _ingest(store, log)
+    out = _ingest(store, log)
     (run,) = _runs(store)
-    assert run["status"] == "failed" and run["reason"].startswith("the log ends at iteration 50 of 100")
+    assert run["status"] == "incomplete"
+    assert "the log ends at iteration 50 of 100: the run is left without a stop" in out
+    # the same log ending in the traceback of a crash (an exception line as Python prints it): a failed run
+    log.write_text(cut.rsplit("\n", 1)[0] + "\nTraceback (most recent call last):\n  File \"pretrain_gpt.py\", "
+                   "line 1, in <module>\ntorch.OutOfMemoryError: CUDA out of memory.\n")  # fmt: skip
+    code, again = _cli("ingest", str(log), "--store", str(store))
+    assert code == 0, again
+    (run,) = _runs(store)
+    assert run["status"] == "failed" and run["reason"] == (
+        "the log ends in a traceback: OutOfMemoryError: CUDA out of memory."
+    )
 
 
 def test_console_and_copies(tmp_path: Path) -> None:
@@ -356,8 +367,8 @@ def test_megatron_resumed_and_model_parallel_and_crashed(tmp_path: Path) -> None
     assert rows["1/1/success"] == (5, 10, 10)
     # tensor parallel 2: one rank's line cannot split the samples among the ranks: left out, never a wrong rate
     assert rows["2/2/success"][1:] == (0, 21)
-    # crashed before its first iteration: a failed run, counted by HS206, never silently absent
-    assert rows["1/1/failed"] == (None, 0, 0)
+    # cut before its first iteration: a run without a stop (incomplete: still starting, or killed), never absent
+    assert rows["1/1/incomplete"] == (None, 0, 0)
 
 
 def test_a_trainer_checkpoint_state_is_left_to_the_later_state(tmp_path: Path) -> None:

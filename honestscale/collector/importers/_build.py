@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,21 @@ def stamp(text: str, *formats: str) -> float | None:
         except ValueError:
             continue
     return None
+
+
+_RAISED = re.compile(
+    r"^(?:\[\w+\]:)?\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt)): ?(.*)$", re.MULTILINE
+)
+
+
+def crash(text: str) -> str | None:
+    """The exception a log ends with, where it holds a Python traceback (``Traceback (most recent call last)``): its
+    last ``SomeError: message`` line; None when the log holds no traceback."""
+    at = text.rfind("Traceback (most recent call last)")
+    if at < 0:
+        return None
+    raised = list(_RAISED.finditer(text, at))
+    return f"{raised[-1].group(1)}: {raised[-1].group(2)}".strip()[:300] if raised else "a Python traceback"
 
 
 def run_id(tool: str, identity: str) -> str:

@@ -26,7 +26,15 @@ from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id, stamp
+from honestscale.collector.importers._build import (
+    RankEvents,
+    config_hash,
+    count,
+    crash,
+    number,
+    run_id,
+    stamp,
+)
 
 FORMAT = "megatron-log"
 LABEL = "Megatron-LM training log"
@@ -133,7 +141,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             "no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`) and no arguments block: no run"
         )
         return out
-    out.events = _events(path, args, iterations, validations, began, ended, campaign, out)
+    out.events = _events(path, text, args, iterations, validations, began, ended, campaign, out)
     return out
 
 
@@ -201,6 +209,7 @@ def _params(args: dict[str, Any]) -> tuple[int | None, int | None]:
 
 def _events(
     path: Path,
+    text: str,
     args: dict[str, Any],
     iterations: list[tuple[int, dict[str, Any], float | None]],
     validations: list[tuple[int, str, int | None, dict[str, Any]]],
@@ -335,10 +344,21 @@ def _events(
                 continue
             rank.add(line, "eval", when, split=split, metric=key.removesuffix(" value").replace(" ", "_"), value=v,
                      iteration=it)  # fmt: skip
-    if not iterations:
-        rank.add(began[0] if began else 1, "run_stop", start_time, status="failed",
-                 reason="the log ends before its first iteration line (a crash at start-up, or killed)")  # fmt: skip
-        return rank.numbered()
+    last = iterations[-1][1] if iterations else None
+    if last is not None and last["iteration"] >= last["train_iters"]:
+        stop_time = ended[1] if ended and ended[1] >= clock else clock
+        rank.add(ended[0] if ended else iterations[-1][0], "run_stop", stop_time, status="success")
+    elif (raised := crash(text)) is not None:
+        rank.add(ended[0] if ended else (iterations[-1][0] if iterations else 1), "run_stop", clock, status="failed",
+                 reason=f"the log ends in a traceback: {raised}")  # fmt: skip
+    else:  # still running (a log being written), or killed: no stop, as an MLPerf log without run_stop
+        out.notes.append(
+            f"the log ends at iteration {last['iteration']} of {last['train_iters']}"
+            if last is not None
+            else "the log ends before its first iteration line"
+        )
+        out.notes[-1] += ": the run is left without a stop (incomplete: still running, or killed)"
+    return rank.numbered()
     last = iterations[-1][1]
     finished = last["iteration"] >= last["train_iters"]
     stop_time = ended[1] if ended and ended[1] >= clock else clock

@@ -34,7 +34,15 @@ from statistics import harmonic_mean
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
-from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id, stamp
+from honestscale.collector.importers._build import (
+    RankEvents,
+    config_hash,
+    count,
+    crash,
+    number,
+    run_id,
+    stamp,
+)
 
 FORMAT = "torchtitan-console"
 LABEL = "torchtitan console log"
@@ -383,6 +391,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if start is None or (not steps and "first_step" not in info):
         out.warnings.append("no step line (`step: N  loss: ...`): no run")
         return out
+    info["crash"], info["lines"] = crash("\n".join(lines)), lines
     out.events = _console_events(path, info, steps, start, completed, campaign, out)
     return out
 
@@ -450,7 +459,8 @@ def _console_events(
     rank.add(
         info.get("trainer_line", start[0]), "run_start", start[1],
         campaign=campaign, name=f"{info.get('model', 'model')} {info.get('flavor', '')}".strip(), purpose="final",
-        config_hash=config_hash({k: v for k, v in info.items() if k not in ("trainer_line", "rank", "prefixed")}),
+        config_hash=config_hash({k: v for k, v in info.items()
+                                 if k not in ("trainer_line", "rank", "prefixed", "crash", "lines")}),
         framework="torchtitan", framework_version=info.get("version"),
         launcher="torchrun" if info["prefixed"] else None, world_size=world, dataset=info.get("dataset"),
         accelerator=info.get("accelerator"), accelerators_per_node=None, model=info.get("model"),
@@ -487,9 +497,9 @@ def _console_events(
         previous_step, previous_t = step, t
     if completed is not None:
         rank.add(completed[0], "run_stop", completed[1], status="success")
-    elif not steps:
-        rank.add(start[0], "run_stop", previous_t, status="failed",
-                 reason="the console ends before its first step line (a crash at start-up, or killed)")  # fmt: skip
+    elif info.get("crash") is not None:
+        rank.add(len(info["lines"]), "run_stop", previous_t, status="failed",
+                 reason=f"the console ends in a traceback: {info['crash']}")  # fmt: skip
     else:
         out.notes.append("no `Training completed` line: the run is left without a stop (incomplete)")
     return rank.numbered()
