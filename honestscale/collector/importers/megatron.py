@@ -359,10 +359,3 @@ def _events(
         )
         out.notes[-1] += ": the run is left without a stop (incomplete: still running, or killed)"
     return rank.numbered()
-    last = iterations[-1][1]
-    finished = last["iteration"] >= last["train_iters"]
-    stop_time = ended[1] if ended and ended[1] >= clock else clock
-    rank.add(ended[0] if ended else iterations[-1][0], "run_stop", stop_time,
-             status="success" if finished else "failed",
-             reason=None if finished else f"the log ends at iteration {last['iteration']} of {last['train_iters']}")  # fmt: skip
-    return rank.numbered()
