@@ -227,6 +227,14 @@ def test_a_log_cut_short_is_a_run_without_a_stop(tmp_path: Path) -> None:
     assert run["status"] == "failed" and run["reason"] == (
         "the log ends in a traceback: OutOfMemoryError: CUDA out of memory."
     )
+    # a traceback the run went on past (a logger's connection error before iteration 20) is not its end
+    at = cut.index(" iteration       20/")
+    recovered = tmp_path / "recovered.log"
+    recovered.write_text(cut[: cut.rindex("\n", 0, at) + 1] + "Traceback (most recent call last):\n"
+                         "ConnectionError: wandb unreachable\n" + cut[cut.rindex("\n", 0, at) + 1 :])  # fmt: skip
+    other = tmp_path / "other.duckdb"
+    _ingest(other, recovered)
+    assert [r["status"] for r in _runs(other)] == ["incomplete"]
 
 
 def test_console_and_copies(tmp_path: Path) -> None:
@@ -429,8 +437,11 @@ def test_profiler_traces_land_as_evidence_beside_their_run(tmp_path: Path) -> No
     assert code == 0, shown
     (step,) = json.loads(shown)["profiled_steps"]
     trace = json.loads(_text(OBS / "profile_traces" / "iteration_80" / "rank0_trace.json.gz"))
-    window = next(e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"
-                  and e["name"] == f"ProfilerStep#{step['step']}")  # fmt: skip
+    # the step's window: its CPU annotation and its device annotations (every stream), first to last
+    marks = [e for e in trace["traceEvents"] if e.get("cat") in ("user_annotation", "gpu_user_annotation")
+             and e["name"] == f"ProfilerStep#{step['step']}"]  # fmt: skip
+    lo, hi = min(e["ts"] for e in marks), max(e["ts"] + e["dur"] for e in marks)
+    window = {"ts": lo, "dur": hi - lo}
     kernels = [e for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
                and window["ts"] <= e["ts"] and e["ts"] + e["dur"] <= window["ts"] + window["dur"]]  # fmt: skip
     assert step["t_step"] == pytest.approx(window["dur"] / 1e6)

@@ -4,7 +4,8 @@
   batch means of 5; the truncation d (in batches) that minimises the marginal standard error of what remains,
   ``sum((x_j - mean)^2) / (k - d)^2``, over d up to half the batches. A minimum at that bound means the series is
   still settling: **no steady state**. So does a trend in what remains (Spearman's rho of the batch means against
-  their order, two-sided p < 1 %).
+  their order, two-sided p < 1 %, and a fitted drift of more than 5 % over what remains: autocorrelated steps make
+  the p-value alone too eager).
 * **Steady step time**: the mean of what remains, with a 95 % interval from non-overlapping batch means (steps are
   autocorrelated: a stall spans several steps, so single steps are not independent samples); the batches are as
   long as makes 10 to 30 of them, and a t-interval over their means.
@@ -27,6 +28,7 @@ METHOD = "MSER-5 truncation; 95 % t-interval over non-overlapping batch means"
 BATCH = 5
 MIN_STEPS = 50  # fewer steps cannot tell a warm-up from noise with batches of 5 (10 batches)
 TREND_P = 0.01
+DRIFT = 0.05  # a trend is one that also moves the step time by more than this (relative) over what remains
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,14 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     rest = means[d:]
     if len(rest) >= 10 and np.ptp(rest) > 0:
         rho, p = stats.spearmanr(np.arange(len(rest)), rest)
-        if p < TREND_P:
+        slope = float(np.polyfit(np.arange(len(rest)), rest, 1)[0])
+        drift = abs(slope) * len(rest) / float(np.mean(rest))  # the fitted change over what remains, relative
+        if p < TREND_P and drift > DRIFT:
             way = "rising" if rho > 0 else "falling"
-            return (
-                None,
-                f"no steady state: the step times keep {way} after the warm-up (Spearman rho {rho:.2f})",
-            )
+            return None, (f"no steady state: the step times keep {way} after the warm-up (Spearman rho {rho:.2f}, "
+                          f"{100 * drift:.0f} % over the rest)")  # fmt: skip
+    if len(rest) < 10:
+        return d * BATCH, "steady (fewer than 10 batches after the warm-up: no trend test)"
     return d * BATCH, "steady"
 
 
@@ -83,12 +87,19 @@ def batch_means_interval(times: Sequence[float]) -> tuple[float, float | None, f
         return mean, None, None, batches
     size = n // batches
     means = np.asarray(times[: batches * size], dtype=float).reshape(batches, size).mean(axis=1)
+    mean = float(
+        means.mean()
+    )  # of the steps the batches hold (the remainder past the last batch is left out)
     half = float(stats.t.ppf(0.975, batches - 1) * means.std(ddof=1) / math.sqrt(batches))
     return mean, mean - half, mean + half, batches
 
 
-def of_steps(times: Sequence[float], marked: int) -> SteadyState:
-    """The steady state of one rank's step times in order, beside the warm-up steps the run marked."""
+def of_steps(times: Sequence[float], marked: int, iterations: int = 1) -> SteadyState:
+    """The steady state of one rank's step times in order, beside the warm-up steps the run marked; none where an
+    event covers several steps (``iterations``: a log's line per log_interval holds no single step's time)."""
+    if iterations > 1:
+        why = f"not found: the log gives one line per up to {iterations} steps, no single step's time"
+        return SteadyState(len(times), None, marked, verdict=why)
     start, verdict = mser5(times)
     if start is None:
         return SteadyState(len(times), None, marked, verdict=verdict)

@@ -46,10 +46,11 @@ def show_record(
     rec["step_breakdown"] = steps.to_dicts()
     rec["events_per_rank"] = counts.to_dicts()
     rec["steady_state"] = (
-        steady.of_steps(series["t_total"].to_list(), int(series["warmup"].sum())).as_json()
+        steady.of_steps(series["t_total"].to_list(), int(series["warmup"].sum()),
+                        max(series["iterations"].to_list())).as_json()
         if series is not None and len(series)
         else None
-    )
+    )  # fmt: skip
     rec["profiled_steps"] = profiled.to_dicts() if profiled is not None else []
     return rec
 

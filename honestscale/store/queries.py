@@ -129,7 +129,7 @@ def step_series(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The lowest rank's steps in order: seconds each and whether the run marked it warm-up."""
     return _frame(
         con,
-        "SELECT t_total, coalesce(warmup, false) AS warmup FROM steps WHERE run_id = ? "
+        "SELECT t_total, coalesce(warmup, false) AS warmup, coalesce(iterations, 1) AS iterations FROM steps WHERE run_id = ? "
         "AND rank = (SELECT min(rank) FROM steps WHERE run_id = ?) ORDER BY time, seq",
         [run_id, run_id],
     )

@@ -47,10 +47,16 @@ _RAISED = re.compile(
 )
 
 
-def crash(text: str) -> str | None:
-    """The exception a log ends with, where it holds a Python traceback (``Traceback (most recent call last)``): its
-    last ``SomeError: message`` line; None when the log holds no traceback."""
-    at = text.rfind("Traceback (most recent call last)")
+def crash(text: str, after: int = 0) -> str | None:
+    """The exception a log ends with: a Python traceback (``Traceback (most recent call last)``) after the log's
+    last progress line (its line number ``after``: one the run went on past is not its end), its last ``SomeError:
+    message`` line; None when there is none."""
+    start = 0
+    for _ in range(after):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    at = text.rfind("Traceback (most recent call last)", start)
     if at < 0:
         return None
     raised = list(_RAISED.finditer(text, at))

@@ -31,6 +31,7 @@ LABEL = "NVIDIA DLLogger log"
 _LINE = re.compile(r"DLLL (\{.*)$")
 _RATE = re.compile(r"(ips|throughput|samples_per_s|per_second|items_per_sec|tokens_per_s)", re.IGNORECASE)
 _PERCENT = ("top1", "top5", "acc", "accuracy")
+_NOT_CONFIG = re.compile(r"seed|_dir$|_path$|output|log|rank|^data$", re.IGNORECASE)
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -98,7 +99,9 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     rank.add(
         first_line, "run_start", t0, campaign=campaign, name=str(params.get("arch") or path.stem), purpose="final",
         framework=str(params.get("framework") or "unknown"), world_size=world, model=_str(params.get("arch")),
-        config_hash=config_hash({k: v for k, v in params.items() if k != "seed"}),
+        # what defines the experiment, not the seed or where it wrote; a whole argparse dump as one string: left out
+        config_hash=config_hash({k: v for k, v in params.items() if not _NOT_CONFIG.search(k)
+                                 and not (isinstance(v, str) and len(v) > 200)}),
         dataset=_str(params.get("dataset")), local_batch_size=batch,
         global_batch_size=batch * world if batch and world else None, learning_rate=number(params.get("lr")),
         optimizer=_str(params.get("optimizer")), scope="end_to_end",

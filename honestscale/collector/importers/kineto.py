@@ -1,8 +1,8 @@
 """PyTorch profiler (Kineto) traces (``torch.profiler``'s ``export_chrome_trace``; torchtitan's
 ``profile_trace(s)/iteration_N/rank<R>_trace.json``): evidence beside a run's step split, never a run of its own.
 
-For every ``ProfilerStep#N`` the trace holds: the step's window (the CPU annotation; on a GPU the device's
-``gpu_user_annotation`` of that step), the device's busy time (the union of its kernels, copies and sets in the
+For every ``ProfilerStep#N`` the trace holds: the step's window (its CPU annotation together with the device's
+``gpu_user_annotation`` of that step on every stream, first to last), the device's busy time (the union of its kernels, copies and sets in the
 window), the time collectives were in flight (NCCL kernels on a GPU, ``gloo:*`` / ``nccl:*`` annotations on a CPU
 run) by kind (all_reduce, all_gather, reduce_scatter, ...), on a GPU the part of it no other kernel overlapped
 (exposed), and the idle time (window - busy). ``distributedInfo`` gives the backend, rank and world size.
@@ -30,6 +30,7 @@ _KINDS = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"), ("allgather
           ("alltoall", "all_to_all"), ("all_to_all", "all_to_all"), ("barrier", "barrier"))  # fmt: skip
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _TORCHTITAN_LOGS = ("experiment_logs", "system_logs", "structured_logs")
+MAX_CHARS = 256 << 20
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -85,6 +86,12 @@ def _dump_run(path: Path) -> str | None:
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     out = Parsed()
+    if (
+        len(text) > MAX_CHARS
+    ):  # json.loads holds about 7 times the text: a trace of a whole run is profiled too long
+        out.warnings.append(f"a trace of {len(text) / 2**20:,.0f} MiB, over {MAX_CHARS / 2**20:,.0f} MiB: not read "
+                            "(profile a few steps: torch.profiler.schedule(active=...))")  # fmt: skip
+        return out
     trace = json.loads(text)
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         out.warnings.append("no traceEvents list: not a profiler trace")
@@ -97,6 +104,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         "gpu_step": [],
         "device": [],
         "comm": [],
+        "cpu_comm": [],
     }
     for e in events:
         ts, dur, name, cat = number(e.get("ts")), number(e.get("dur")), str(e.get("name", "")), e.get("cat")
@@ -111,12 +119,19 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         elif (
             cat == "user_annotation" and name.split(":")[0] in ("gloo", "nccl", "mpi", "ucc") and _kind(name)
         ):
-            spans["comm"].append((ts, ts + dur, name))
-    gpu_windows = {name: (a, b) for a, b, name in spans["gpu_step"]}
+            spans["cpu_comm"].append((ts, ts + dur, name))
     on_device = bool(spans["device"])
+    if not on_device:  # a CPU run: its collectives are the backend's annotations (on a GPU, the NCCL kernels)
+        spans["comm"] = spans["cpu_comm"]
+    # a step's window: its CPU annotation and every device annotation of it (one per device and stream), together
+    gpu_windows: dict[str, tuple[float, float]] = {}
+    for a, b, name in spans["gpu_step"]:
+        lo, hi = gpu_windows.get(name, (a, b))
+        gpu_windows[name] = (min(lo, a), max(hi, b))
     rows = []
     for a, b, name in sorted(spans["cpu_step"]):
-        lo, hi = gpu_windows.get(name, (a, b)) if on_device else (a, b)
+        g = gpu_windows.get(name, (a, b))
+        lo, hi = (min(a, g[0]), max(b, g[1])) if on_device else (a, b)
         busy = _union(_clip([(x, y) for x, y, _ in spans["device"]], lo, hi))
         comm = _union(_clip([(x, y) for x, y, _ in spans["comm"]], lo, hi))
         other = _union(_clip([(x, y) for x, y, n in spans["device"] if "nccl" not in n.lower()], lo, hi))

@@ -58,8 +58,9 @@ _PARAMS = re.compile(
     r"number of parameters on \((?P<dims>[\w, ]+)\) model parallel rank \((?P<ranks>[\d, ]+)\): (?P<n>\d+)"
 )
 # arguments that do not change the experiment: the seed, where things are written, how much is logged
-_NOT_CONFIG = {"seed", "save", "load", "tensorboard_dir", "wandb_save_dir", "log_interval", "data_cache_path",
-               "rank", "local_rank", "distributed_timeout_minutes", "app_tag_run_name"}  # fmt: skip
+_NOT_CONFIG = {"save", "load", "rank", "local_rank", "distributed_timeout_minutes"}
+_NOT_CONFIG_PARTS = re.compile(r"seed|_dir$|_path$|_name$|_port$|^log_|^profile|^wandb|^tensorboard|timing_|"
+                               r"logger|snapshot|flight_recorder|^save_|^load_|_interval$|^exit_")  # fmt: skip
 _SNIFF = re.compile(rb"^-+ arguments -+\s*$|\| elapsed time per iteration \(ms\):", re.MULTILINE)
 
 
@@ -270,7 +271,8 @@ def _events(
         began[0] if began else iterations[0][0] if iterations else 1, "run_start", start_time,
         campaign=campaign, name=f"gpt {args.get('num_layers', '?')}x{args.get('hidden_size', '?')}", purpose="final",
         framework="megatron-lm", framework_version=versions.get("Megatron-Core"),
-        config_hash=config_hash({k: v for k, v in args.items() if k not in _NOT_CONFIG} | {"versions": versions}),
+        config_hash=config_hash({k: v for k, v in args.items() if k not in _NOT_CONFIG
+                                 and not _NOT_CONFIG_PARTS.search(k)} | {"versions": versions}),
         software={k: v for k, v in {"torch": versions.get("PyTorch"),
                                     "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
         world_size=world, model="gpt", dataset="mock" if args.get("mock_data") else None,
@@ -348,7 +350,7 @@ def _events(
     if last is not None and last["iteration"] >= last["train_iters"]:
         stop_time = ended[1] if ended and ended[1] >= clock else clock
         rank.add(ended[0] if ended else iterations[-1][0], "run_stop", stop_time, status="success")
-    elif (raised := crash(text)) is not None:
+    elif (raised := crash(text, iterations[-1][0] if iterations else 0)) is not None:
         rank.add(ended[0] if ended else (iterations[-1][0] if iterations else 1), "run_stop", clock, status="failed",
                  reason=f"the log ends in a traceback: {raised}")  # fmt: skip
     else:  # still running (a log being written), or killed: no stop, as an MLPerf log without run_stop

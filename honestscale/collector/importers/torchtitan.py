@@ -391,7 +391,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if start is None or (not steps and "first_step" not in info):
         out.warnings.append("no step line (`step: N  loss: ...`): no run")
         return out
-    info["crash"], info["lines"] = crash("\n".join(lines)), lines
+    info["crash"], info["lines"] = crash("\n".join(lines), steps[-1][0] if steps else 0), lines
     out.events = _console_events(path, info, steps, start, completed, campaign, out)
     return out
 
@@ -460,7 +460,7 @@ def _console_events(
         info.get("trainer_line", start[0]), "run_start", start[1],
         campaign=campaign, name=f"{info.get('model', 'model')} {info.get('flavor', '')}".strip(), purpose="final",
         config_hash=config_hash({k: v for k, v in info.items()
-                                 if k not in ("trainer_line", "rank", "prefixed", "crash", "lines")}),
+                                 if k not in ("trainer_line", "rank", "prefixed", "crash", "lines", "first_step")}),
         framework="torchtitan", framework_version=info.get("version"),
         launcher="torchrun" if info["prefixed"] else None, world_size=world, dataset=info.get("dataset"),
         accelerator=info.get("accelerator"), accelerators_per_node=None, model=info.get("model"),
