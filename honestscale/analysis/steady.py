@@ -4,8 +4,8 @@
   batch means of 5; the truncation d (in batches) that minimises the marginal standard error of what remains,
   ``sum((x_j - mean)^2) / (k - d)^2``, over d up to half the batches. A minimum at that bound means the series is
   still settling: **no steady state**. So does a trend in what remains (Spearman's rho of the batch means against
-  their order, two-sided p < 1 %, and a fitted drift of more than 5 % over what remains: autocorrelated steps make
-  the p-value alone too eager).
+  their order, two-sided p < 1 %, and a change of more than 5 % between the first and the last third of what
+  remains: autocorrelated steps make the p-value alone too eager).
 * **Steady step time**: the mean of what remains, with a 95 % interval from non-overlapping batch means (steps are
   autocorrelated: a stall spans several steps, so single steps are not independent samples); the batches are as
   long as makes 10 to 30 of them, and a t-interval over their means.
@@ -28,7 +28,9 @@ METHOD = "MSER-5 truncation; 95 % t-interval over non-overlapping batch means"
 BATCH = 5
 MIN_STEPS = 50  # fewer steps cannot tell a warm-up from noise with batches of 5 (10 batches)
 TREND_P = 0.01
-DRIFT = 0.05  # a trend is one that also moves the step time by more than this (relative) over what remains
+DRIFT = (
+    0.05  # a trend also moves the step time this much (relative) from the first to the last third of the rest
+)
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,8 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     rest = means[d:]
     if len(rest) >= 10 and np.ptp(rest) > 0:
         rho, p = stats.spearmanr(np.arange(len(rest)), rest)
-        slope = float(np.polyfit(np.arange(len(rest)), rest, 1)[0])
-        drift = abs(slope) * len(rest) / float(np.mean(rest))  # the fitted change over what remains, relative
+        third = max(len(rest) // 3, 1)  # the change between the first and the last third of what remains
+        drift = abs(float(rest[-third:].mean() - rest[:third].mean())) / float(np.mean(rest))
         if p < TREND_P and drift > DRIFT:
             way = "rising" if rho > 0 else "falling"
             return None, (f"no steady state: the step times keep {way} after the warm-up (Spearman rho {rho:.2f}, "
