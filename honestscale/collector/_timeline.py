@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from honestscale.collector._spans import union
 from honestscale.errors import HonestscaleError
 
 TIMELINE_NAME = "horovod-timeline.json"
@@ -75,13 +76,7 @@ def comm_intervals(path: Path) -> list[tuple[float, float]]:
             f"{path}: no start_time_since_epoch_in_micros record",
             "it was not written by Horovod 0.28's timeline; delete it and ingest again",
         )
-    merged: list[tuple[float, float]] = []
-    for begin, end in sorted(spans):
-        if merged and begin <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((begin, end))
-    return [(start + begin / 1e6, start + end / 1e6) for begin, end in merged]
+    return [(start + begin / 1e6, start + end / 1e6) for begin, end in union(spans)]
 
 
 def _run_id(folder: Path) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import Parsed
+from honestscale.collector._spans import clip, intersection, length, union
 from honestscale.collector.importers._build import count, number, run_id
 
 FORMAT = "kineto-trace"
@@ -44,36 +45,6 @@ def sniff(path: Path, head: bytes) -> bool:
 def _kind(name: str) -> str | None:
     low = name.lower().replace("ncclkernel_", "").replace("nccldevkernel_", "")
     return next((kind for key, kind in _KINDS if key in low), None)
-
-
-def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[tuple[float, float]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
-def _length(spans: list[tuple[float, float]]) -> float:
-    return sum(b - a for a, b in spans)
-
-
-def _clip(spans: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
-    return [(max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi]
-
-
-def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    total, i, j = 0.0, 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(hi - lo, 0.0)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
 
 
 def _dump_run(path: Path) -> str | None:
@@ -132,20 +103,20 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     for a, b, name in sorted(spans["cpu_step"]):
         g = gpu_windows.get(name, (a, b))
         lo, hi = (min(a, g[0]), max(b, g[1])) if on_device else (a, b)
-        busy = _union(_clip([(x, y) for x, y, _ in spans["device"]], lo, hi))
-        comm = _union(_clip([(x, y) for x, y, _ in spans["comm"]], lo, hi))
-        other = _union(_clip([(x, y) for x, y, n in spans["device"] if "nccl" not in n.lower()], lo, hi))
+        busy = union(clip([(x, y) for x, y, _ in spans["device"]], lo, hi))
+        comm = union(clip([(x, y) for x, y, _ in spans["comm"]], lo, hi))
+        other = union(clip([(x, y) for x, y, n in spans["device"] if "nccl" not in n.lower()], lo, hi))
         by_kind: dict[str, float] = {}
         for x, y, n in spans["comm"]:
             if (k := _kind(n)) is not None:
-                by_kind[k] = by_kind.get(k, 0.0) + _length(_clip([(x, y)], lo, hi)) / 1e6
+                by_kind[k] = by_kind.get(k, 0.0) + length(clip([(x, y)], lo, hi)) / 1e6
         rows.append({
             "step": int(_STEP.match(name).group(1)),  # type: ignore[union-attr]
             "t_step": (hi - lo) / 1e6,
-            "t_busy": _length(busy) / 1e6 if on_device else None,
-            "t_idle": (hi - lo - _length(busy)) / 1e6 if on_device else None,
-            "t_comm": _length(comm) / 1e6,
-            "t_comm_exposed": (_length(comm) - _intersection(comm, other)) / 1e6 if on_device else None,
+            "t_busy": length(busy) / 1e6 if on_device else None,
+            "t_idle": (hi - lo - length(busy)) / 1e6 if on_device else None,
+            "t_comm": length(comm) / 1e6,
+            "t_comm_exposed": (length(comm) - intersection(comm, other)) / 1e6 if on_device else None,
             "comm_by_kind": {k: round(v, 9) for k, v in by_kind.items()},
         })  # fmt: skip
     if not rows:
