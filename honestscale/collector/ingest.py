@@ -246,8 +246,7 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
 
 
 def _land_profile(con: duckdb.DuckDBPyConnection, file_id: int, profile: dict[str, Any]) -> None:
-    """A profiler trace's steps, as evidence beside a run (replacing what the file gave before)."""
-    con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])
+    """A profiler trace's steps, as evidence beside a run (what the file gave before: gone with _forget_file)."""
     con.executemany(
         "INSERT INTO profile_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [[file_id, profile["run_id"], profile["rank"], profile["world_size"], profile["backend"], profile["device"],
