@@ -7,6 +7,7 @@ changed in memory, and the test says what it changed.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import re
@@ -287,6 +288,43 @@ def test_hugging_face_trainer_state_against_the_recorder_of_the_same_training(tm
                                    "AND split = 'validation' AND rank = 0 ORDER BY time, seq")  # fmt: skip
     assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
     assert {f["outcome"] for f in _lint(store, "HS215")} == {"cannot_verify"}
+
+
+LIGHTNING = DATA / "lightning-digits"
+
+
+def test_lightning_metrics_csv_against_the_recorder_of_the_same_training(tmp_path: Path) -> None:
+    """Lightning's metrics.csv (rank 0's, no clock) beside the recorder's events of that training: the evaluations
+    agree with the recorder's; no time to train, no world size, and the rules say they cannot tell (not 0 s, not
+    killed)."""
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, LIGHTNING)
+    assert (
+        "read as Lightning CSVLogger metrics.csv" in out and "hparams.yaml: read with the metrics.csv" in out
+    )
+    runs = {r["source"]: r for r in _runs(store)}
+    imported, recorded = runs["lightning-metrics"], runs["native"]
+    assert imported["time_to_train_s"] is None and imported["n_accelerators"] is None
+    assert imported["status"] == "incomplete" and "does not say how or when" in imported["reason"]
+    with (LIGHTNING / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    from_csv = [(k.removeprefix("val_").removeprefix("test_"), float(v)) for r in rows for k, v in r.items()
+                if k.startswith(("val_", "test_")) and v]  # fmt: skip
+    evals = _query(
+        store, f"SELECT metric, value FROM evals WHERE run_id = '{imported['run_id']}' ORDER BY seq"
+    )
+    assert evals == from_csv and len(evals) == 3
+    recorded_evals = _query(store, f"SELECT value FROM evals WHERE run_id = '{recorded['run_id']}' AND rank = 0 "
+                                   "ORDER BY time, seq")  # fmt: skip
+    assert [v for _, v in evals] == [pytest.approx(v) for (v,) in recorded_evals]
+    hyper = _query(
+        store, f"SELECT attrs -> 'hyperparameters' FROM runs WHERE run_id = '{imported['run_id']}'"
+    )
+    assert json.loads(hyper[0][0]) == {"hidden": 128, "lr": 0.1}  # hparams.yaml beside it
+    outcomes = {
+        f["code"]: f["outcome"] for f in _lint(store, "HS206,HS215") if imported["run_id"] in f["runs"]
+    }
+    assert outcomes == {"HS206": "cannot_verify", "HS215": "cannot_verify"}
 
 
 def test_dllogger_log_and_its_summary_with_warmup(tmp_path: Path) -> None:

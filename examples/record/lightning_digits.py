@@ -15,9 +15,10 @@ from honestscale.record.lightning import HonestscaleCallback
 
 
 class MLP(pl.LightningModule):
-    def __init__(self) -> None:
+    def __init__(self, lr: float = 0.1, hidden: int = 128) -> None:
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        self.save_hyperparameters()  # Lightning's hparams.yaml beside metrics.csv
+        self.net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         x, y = batch
@@ -34,7 +35,7 @@ class MLP(pl.LightningModule):
         self.log("test_acc", (self.net(x).argmax(1) == y).float().mean(), sync_dist=True)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.1, momentum=0.9)
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
 
 
 arrays = np.load(sys.argv[1])

@@ -46,6 +46,7 @@ HF_CHECKPOINT = (
     "a Trainer checkpoint's trainer_state.json: the training's later state (the final one, or a later checkpoint's) "
     "holds all of it"
 )
+LIGHTNING_HPARAMS = "Lightning's hparams.yaml: read with the metrics.csv beside it"
 NOT_REGULAR = "only regular files are read"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
@@ -68,7 +69,7 @@ class Skipped:
     @property
     def beside(self) -> bool:
         """It is read with the MLPerf result logs beside it (system description, power log, scaling factor)."""
-        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE, HF_CHECKPOINT)
+        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE, HF_CHECKPOINT, LIGHTNING_HPARAMS)
 
 
 @dataclass
@@ -173,6 +174,9 @@ def discover(args: list[str]) -> Discovery:
                     continue
                 if _superseded_checkpoint(cand):
                     skipped.append(Skipped(cand, HF_CHECKPOINT))
+                    continue
+                if cand.name == "hparams.yaml" and (cand.parent / "metrics.csv").is_file():
+                    skipped.append(Skipped(cand, LIGHTNING_HPARAMS))
                     continue
                 if cand.name == "scaling.json":
                     skipped.append(Skipped(cand, SCALING_FILE))

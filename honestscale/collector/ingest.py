@@ -142,7 +142,7 @@ class Summary:
             earlier = sum(1 for k in self.skipped if k.reason == HF_CHECKPOINT)
             other = len(self.skipped) - used - earlier
             if used:
-                text += f", {used} MLPerf system/power/scaling files read with their logs"
+                text += f", {used} files read with the logs beside them (MLPerf system/power/scaling, Lightning hparams.yaml)"
             if earlier:
                 text += (
                     f", {earlier} earlier Trainer checkpoint states left to the later state that holds them"

@@ -164,6 +164,7 @@ SELECT
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason
         WHEN s.p IS NULL THEN 'no run_start and no run_stop event yet (rank 0 file not ingested?)'
+        WHEN s.p -> 'imported' ->> 'stop' IS NOT NULL THEN s.p -> 'imported' ->> 'stop'
         ELSE 'no run_stop event: the run is still going, or was killed before it could write one'
     END AS reason,
     seen.ranks_seen,

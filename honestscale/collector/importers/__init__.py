@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers import dllogger, hf, kineto, megatron, torchtitan
+from honestscale.collector.importers import dllogger, hf, kineto, lightning, megatron, torchtitan
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,14 @@ READERS: tuple[Reader, ...] = (
     Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse),
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse),
+    Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse),
 )
 FORMATS = {r.format: r for r in READERS}
 KNOWN = (
     "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
-    "trainer_state.json; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence)"
+    "trainer_state.json; Lightning's metrics.csv; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence)"
 )
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule
-from honestscale.view import Comparison, View
+from honestscale.view import Comparison, Run, View
 
 
 class FailedRunsDropped(Rule):
@@ -31,7 +31,12 @@ class FailedRunsDropped(Rule):
         return view.of_kind("campaign")
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
-        incomplete = [r for r in target.runs if r.status == "incomplete"]
+        incomplete = [r for r in target.runs if r.status == "incomplete" and not _end_untold(r)]
+        untold = [r for r in target.runs if r.status == "incomplete" and _end_untold(r)]
+        if untold:
+            yield self.cannot_verify(target, untold, f"{len(untold)} run(s) come from a log that does not say how they "
+                                     "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
+                                     "record the run with honestscale.record or its callbacks (docs/record.md)")  # fmt: skip
         if incomplete:
             yield self.fail(target, incomplete, f"{len(incomplete)} run(s) have no run_stop (killed, never collected)",
                             "collect the jobs: their status (timeout, cancelled, failed) must be recorded")  # fmt: skip
@@ -47,3 +52,9 @@ class FailedRunsDropped(Rule):
             yield self.fail(target, target.runs, f"{len(missing)} planned run(s) are not in the store",
                             "run or collect them; a failed run is recorded as failed, not left out",
                             missing=missing[:20], planned=len(planned))  # fmt: skip
+
+
+def _end_untold(run: Run) -> str:
+    """Why an imported run's log cannot tell how it ended (``imported.stop``), else ''."""
+    imported = run.attrs.get("imported")
+    return str(imported.get("stop") or "") if isinstance(imported, dict) else ""
