@@ -327,6 +327,50 @@ def test_lightning_metrics_csv_against_the_recorder_of_the_same_training(tmp_pat
     assert outcomes == {"HS206": "cannot_verify", "HS215": "cannot_verify"}
 
 
+CODECARBON = DATA / "codecarbon"
+
+
+def _energy(store: Path, run_id: str) -> dict[str, Any]:
+    code, out = _cli("show", run_id, "-f", "json", "--store", str(store))
+    assert code == 0, out
+    energy: dict[str, Any] = json.loads(out)["energy_to_train"]
+    return energy
+
+
+def test_codecarbon_tracker_joined_by_time_window_where_the_run_fills_it(tmp_path: Path) -> None:
+    """Three trackers of one emissions.csv: the one around a 3-minute runner training is that run's energy to train
+    (by time window, said, partly estimated); the one around a 0.2 s training is mostly start-up, so not that run's
+    (said why); a 0 kWh row is not measured, never 0 J."""
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, CODECARBON)
+    assert "read as CodeCarbon emissions.csv" in out and "3 energy records" in out
+    with (CODECARBON / "emissions.csv").open() as f:
+        rows = {r["project_name"]: r for r in csv.DictReader(f)}
+    runs = {r["run_id"].split("-")[0]: r for r in _runs(store)}
+    long, short = runs["resnet18"], runs["mlp"]
+    got = _energy(store, long["run_id"])
+    assert got["joules"] == pytest.approx(float(rows["resnet18-runner"]["energy_consumed"]) * 3.6e6)
+    assert got["source"] == "CodeCarbon (partly estimated)" and "time window alone" in got["joined"]
+    assert got["mean_power_w"] == pytest.approx(got["joules"] / long["time_to_train_s"])
+    assert (
+        float(rows["resnet18-runner"]["duration"])
+        > long["time_to_train_s"]
+        > 0.9 * float(rows["resnet18-runner"]["duration"])
+    )
+    none = _energy(store, short["run_id"])
+    assert none["source"] == "not recorded" and "fills less than 90%" in none["why"]
+    # the same trackers, the long one's energy read as 0 (in memory): not measured, never 0 J
+    zero = tmp_path / "zero"
+    zero.mkdir()
+    text = (CODECARBON / "emissions.csv").read_text()
+    kwh = rows["resnet18-runner"]["energy_consumed"]
+    (zero / "emissions.csv").write_text(text.replace(f",{kwh},", ",0.0,", 1))
+    store2 = tmp_path / "s2.duckdb"
+    _ingest(store2, zero, *(CODECARBON / "runner").iterdir())
+    none = _energy(store2, long["run_id"])
+    assert none["source"] == "not recorded" and "not measured (energy_consumed is 0" in none["why"]
+
+
 def test_dllogger_log_and_its_summary_with_warmup(tmp_path: Path) -> None:
     """A DLLogger log written by the real dllogger package (tests/data/imported/dllogger/make_dllogger_log.py)."""
     log = DATA / "dllogger" / "dllogger.json"

@@ -9,7 +9,15 @@ Where the energy comes from, in order:
   the power read at that end, else with the counter's own slope), summed over devices;
 * the accelerators' **power** readings alone: integrated over the window by the trapezoid rule, the end
   readings held to the window's ends;
+* **Slurm accounting** (``sacct``'s ``ConsumedEnergyRaw``, every node of the allocation), joined by the run's
+  Slurm job id (its step's line where the run was one step): the job's energy from its start to its end;
+* a **CodeCarbon** tracker (``emissions.csv``), joined by time window alone (the CSV names no host or job): one
+  tracker whose window holds the run, on a run of one node (several trackers over one run: one machine counted
+  twice cannot be told from two machines, so none is taken); partly an estimate whatever the machine;
 * otherwise none: the report says "not recorded" (a CPU run, a GPU without NVML), never 0.
+
+A job's or a tracker's energy is the run's energy to train only where the run fills 90 % of its window (else it
+holds what ran before and after: named, not used); a counter of 0 is *not measured*, never 0 J.
 
 A counter that goes backwards (a driver reset) is not trusted: that device falls back to its power readings.
 A run some of whose ranks read no energy at all has none (a sum over the others would understate it).
@@ -28,11 +36,14 @@ import numpy as np
 from scipy import integrate
 
 from honestscale.analysis.scaling import reached_at
-from honestscale.view import PowerSample, Run
+from honestscale.view import EnergyRecord, PowerSample, Run
 
 COUNTER = "NVML energy counter"
 POWER = "NVML power x time"
 MLPERF = "MLPerf power logs"
+SLURM = "Slurm accounting"
+CODECARBON = "CodeCarbon (partly estimated)"
+FILLS = 0.9  # the share of a job's or a tracker's window the run must fill for its energy to be the run's
 NOT_RECORDED = "not recorded"
 
 
@@ -42,6 +53,7 @@ class Energy:
     source: str  # COUNTER | POWER | MLPERF, or "COUNTER + POWER" when devices differ
     devices: int  # accelerators summed (0: measured for the whole system, MLPerf)
     per_rank: tuple[tuple[int, float], ...] = ()  # (rank, joules) where measured per rank
+    joined: str = ""  # a record's: how it was joined to the run and what it covers
 
 
 def _at(times: Sequence[float], values: Sequence[float], powers: Sequence[float | None], t: float) -> float:
@@ -110,12 +122,61 @@ def between(run: Run, a: float, b: float) -> Energy | None:
 
 
 def to_train(run: Run) -> Energy | None:
-    """Energy from run_start to run_stop: the MLPerf power logs' where the run has them, else NVML's."""
+    """Energy from run_start to run_stop: the MLPerf power logs' where the run has them, else NVML's, else the
+    Slurm accounting's or a CodeCarbon tracker's (``accounted``)."""
     if run.energy_to_train_j is not None:
         return Energy(float(run.energy_to_train_j), MLPERF, 0)
     if run.started_at is None or run.stopped_at is None:
         return None
-    return between(run, float(run.started_at), float(run.stopped_at))
+    return between(run, float(run.started_at), float(run.stopped_at)) or accounted(run)[0]
+
+
+def _window(r: EnergyRecord) -> float | None:
+    return r.stopped_at - r.started_at if r.started_at is not None and r.stopped_at is not None else None
+
+
+def _used(run: Run, r: EnergyRecord, source: str, how: str) -> tuple[Energy | None, str]:
+    """A record's energy as the run's, where the run fills its window; else none, and why."""
+    label = f"{source}, {r.source}"
+    if r.energy_j is None:
+        return None, f"{label}: {r.method}"
+    window, ttt = _window(r), run.time_to_train_s
+    if not window or ttt is None or float(ttt) < FILLS * window:
+        held = f"{r.energy_j:,.0f} J over {window:,.1f} s" if window else f"{r.energy_j:,.0f} J"
+        return None, (f"{label}: {held}, {how}; the run ({'?' if ttt is None else f'{float(ttt):,.1f}'} s) fills "
+                      f"less than {FILLS:.0%} of it, so that energy is not the run's")  # fmt: skip
+    return Energy(r.energy_j, source, 0, joined=f"{how}: {r.method}; {window:,.1f} s, the run {float(ttt) / window:.0%} "
+                  f"of it ({r.source})"), ""  # fmt: skip
+
+
+def accounted(run: Run) -> tuple[Energy | None, str]:
+    """The run's energy from Slurm accounting (by job id) or a CodeCarbon tracker (by time window), or why none
+    ('' when no record concerns the run)."""
+    job, step = run.slurm_job_id, run.slurm_step_id
+    lines = [r for r in run.energy_records if r.format == "slurm-sacct" and job and r.job_id == job]
+    chosen = [r for r in lines if step and r.step_id == step] or [r for r in lines if r.step_id is None]
+    if chosen:
+        which = f"job {job}.{step}" if chosen[0].step_id else f"job {job}"
+        return _used(
+            run, chosen[0], SLURM, f"joined by Slurm job id ({which}'s line: from its start to its end)"
+        )
+    if run.started_at is None or run.stopped_at is None:
+        return None, ""
+    a, b = float(run.started_at), float(run.stopped_at)
+    trackers = {(r.started_at, r.stopped_at, r.energy_j): r for r in run.energy_records if r.format == "codecarbon"
+                and r.started_at is not None and r.stopped_at is not None and r.started_at <= a and r.stopped_at >= b}  # fmt: skip
+    if not trackers:
+        return None, ""
+    if len(trackers) > 1:
+        return None, (f"{len(trackers)} CodeCarbon trackers cover the run and emissions.csv names no host: one "
+                      "machine counted twice cannot be told from two machines, so none is taken")  # fmt: skip
+    (r,) = trackers.values()
+    if run.n_nodes and run.n_nodes > 1:
+        return (
+            None,
+            f"one CodeCarbon tracker ({r.source}) covers a run on {run.n_nodes} nodes: one node's at most",
+        )
+    return _used(run, r, CODECARBON, "joined by time window alone (emissions.csv names no host or job)")
 
 
 def to_accuracy(run: Run) -> Energy | None:
@@ -147,12 +208,17 @@ def source(runs: Sequence[Run]) -> str:
     return " / ".join(sorted(got)) if got else NOT_RECORDED
 
 
-def of_run(row: Mapping[str, Any], power: Sequence[PowerSample]) -> dict[str, Any]:
-    """For ``show``: one run's energy to train, its source, mean power and every rank's share, or why there is none."""
-    got = to_train(Run.from_row(row, power=tuple(power)))
+def of_run(
+    row: Mapping[str, Any], power: Sequence[PowerSample], records: Sequence[EnergyRecord] = ()
+) -> dict[str, Any]:
+    """For ``show``: one run's energy to train, its source, mean power and every rank's share, or why there is none
+    (an accounting record that concerns the run but is not its energy is named)."""
+    run = Run.from_row(row, power=tuple(power), energy_records=tuple(records))
+    got = to_train(run)
     if got is None:
-        return {"source": NOT_RECORDED}
+        why = accounted(run)[1]
+        return {"source": NOT_RECORDED, "why": why} if why else {"source": NOT_RECORDED}
     t = row.get("time_to_train_s")
-    return {"joules": got.joules, "source": got.source, "accelerators": got.devices or None,
-            "mean_power_w": got.joules / float(t) if t else None,
+    return {"joules": got.joules, "source": got.source, "joined": got.joined or None,
+            "accelerators": got.devices or None, "mean_power_w": got.joules / float(t) if t else None,
             "per_rank_joules": {str(rank): j for rank, j in got.per_rank} or None}  # fmt: skip

@@ -133,8 +133,10 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
         facts.add_row("energy_to_train", f"{spent['joules'] / 1e3:,.2f} kJ ({spent['source']}"
                       + (f"; mean power {spent['mean_power_w']:,.0f} W" if spent.get("mean_power_w") else "")
                       + (f"; per rank: {', '.join(f'{r}: {j / 1e3:,.2f} kJ' for r, j in ranks.items())}" if ranks else "") + ")")  # fmt: skip
+        if spent.get("joined"):
+            facts.add_row("energy_joined", _name(spent["joined"]))
     elif spent:
-        facts.add_row("energy_to_train", spent["source"])
+        facts.add_row("energy_to_train", spent["source"] + (f" ({spent['why']})" if spent.get("why") else ""))
     if rec.get("software"):
         facts.add_row("software", _name(", ".join(f"{k} {v}" for k, v in rec["software"].items())))
     parts: list[Any] = [*show_verdicts(rec), facts]

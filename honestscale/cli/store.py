@@ -317,7 +317,7 @@ def show(
     from honestscale.analysis import energy
     from honestscale.cli import _output, _show
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import build, power_samples
+    from honestscale.view import build, concerning, energy_records, power_samples
 
     suppressions = linter.load_config(config)
     with _store(store, read_only=True, wait=wait) as con:
@@ -326,7 +326,8 @@ def show(
         rec = _show.show_record(run, queries.evals(con, rid), queries.step_breakdown(con, rid),
                                 queries.event_counts(con, rid), queries.step_series(con, rid),
                                 queries.profile_steps(con, rid))  # fmt: skip
-        rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []))
+        records = concerning(run, energy_records(con))
+        rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []), records)
         # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
         view = build(con, run.get("campaign"))
     rec["verdicts"] = _verdicts(rid, run.get("campaign"), view, suppressions)

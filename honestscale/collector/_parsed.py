@@ -27,3 +27,6 @@ class Parsed:
     # the file whose run this one's lines are part of (nothing of its own lands)
     read_with: Path | None = None
     profile: dict[str, Any] | None = None  # a profiler trace's steps: evidence beside a run (profile_steps)
+    energy: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # energy records (CodeCarbon, sacct): energy_records

@@ -68,6 +68,7 @@ class FileResult:
     # its lines belong to that file's run (a torchtitan system log beside its metrics)
     read_with: Path | None = None
     profile_steps: int = 0  # profiled steps landed as evidence (a profiler trace)
+    energy_records: int = 0  # energy records landed (CodeCarbon, Slurm accounting)
 
 
 @dataclass
@@ -116,6 +117,7 @@ class Summary:
             and f.duplicates == 0  # a copy of a log landed before lands nothing new: it is not lost
             and f.read_with is None
             and not f.profile_steps
+            and not f.energy_records
             and (f.quarantined or f.format != "native")
         ]
         out += [(f.path, "; ".join(f.warnings)) for f in self.files if f.action in ("kept", "refused")]
@@ -152,6 +154,9 @@ class Summary:
         profiled = sum(f.profile_steps for f in self.files)
         if profiled:
             text += f", {profiled:,} profiled steps as evidence"
+        energy = sum(f.energy_records for f in self.files)
+        if energy:
+            text += f", {energy:,} energy records (joined to runs when read)"
         if self.timeline_steps:
             text += f", communication of {self.timeline_steps:,} steps from Horovod timelines"
         return text
@@ -234,6 +239,7 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
     con.execute("DELETE FROM markers WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM energy_records WHERE file_id = ?", [file_id])
     if runs:
         # Rare path (a file rewritten in place, or --force): recount those runs from their events.
         literal = sql_in_list(sorted(runs))
@@ -252,6 +258,15 @@ def _land_profile(con: duckdb.DuckDBPyConnection, file_id: int, profile: dict[st
         [[file_id, profile["run_id"], profile["rank"], profile["world_size"], profile["backend"], profile["device"],
           s["step"], s["t_step"], s["t_busy"], s["t_idle"], s["t_comm"], s["t_comm_exposed"],
           json.dumps(s["comm_by_kind"])] for s in profile["steps"]],
+    )  # fmt: skip
+
+
+def _land_energy(con: duckdb.DuckDBPyConnection, file_id: int, records: list[dict[str, Any]]) -> None:
+    """Energy records (CodeCarbon rows, sacct lines): what the file gave before is gone with _forget_file."""
+    con.executemany(
+        "INSERT INTO energy_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [[file_id, r["line"], r["format"], r["job_id"], r["step_id"], r["host"], r["nodes"], r["started_at"],
+          r["stopped_at"], r["energy_j"], r["method"], r["state"], json.dumps(r["details"])] for r in records],
     )  # fmt: skip
 
 
@@ -277,6 +292,7 @@ class _Plan:
     content_hash: str = ""
     chars: int = 0
     profile: dict[str, Any] | None = None  # a profiler trace's steps (evidence, profile_steps)
+    energy: list[dict[str, Any]] = field(default_factory=list)  # energy records (energy_records)
 
     @property
     def touch_only(self) -> bool:
@@ -536,6 +552,8 @@ class Ingester:
         plan.result.read_with = parsed.read_with
         plan.profile = parsed.profile
         plan.result.profile_steps = len(parsed.profile["steps"]) if parsed.profile else 0
+        plan.energy = parsed.energy
+        plan.result.energy_records = len(parsed.energy)
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
         plan.end = len(data)
@@ -602,6 +620,8 @@ class Ingester:
         for plan in active:
             if plan.profile and plan.profile["steps"]:
                 _land_profile(con, plan.file_id, plan.profile)
+            if plan.energy:
+                _land_energy(con, plan.file_id, plan.energy)
         refresh_runs(con, set().union(*(p.result.run_ids for p in active)))
         counts = dict(
             con.execute(

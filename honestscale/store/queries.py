@@ -286,6 +286,20 @@ def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
     )
 
 
+def energy_records(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Energy measured outside the runs' events (CodeCarbon rows, sacct lines), one row per distinct record (the
+    same sacct line in two files is one), with the file and line of its first copy."""
+    return _frame(
+        con,
+        """
+        SELECT r.format, r.job_id, r.step_id, r.host, r.nodes, r.started_at, r.stopped_at, r.energy_j, r.method,
+               r.state, min(f.path || ':' || r.line) AS source
+        FROM energy_records r JOIN ingested_files f ON f.file_id = r.file_id
+        GROUP BY ALL ORDER BY r.started_at NULLS LAST, r.job_id, r.step_id
+        """,
+    )
+
+
 def lint_power(
     con: duckdb.DuckDBPyConnection, campaign: str | None = None, run_id: str | None = None
 ) -> pl.DataFrame:

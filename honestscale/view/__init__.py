@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from statistics import median
 
-from honestscale.view._build import build, listed_runs, listing, power_samples
+from honestscale.view._build import build, concerning, energy_records, listed_runs, listing, power_samples
 from honestscale.view._comparisons import (
     COMPARED,
     LIKE,
@@ -26,7 +26,16 @@ from honestscale.view._comparisons import (
     classify,
     comparisons,
 )
-from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps, accelerator_model, layout_text
+from honestscale.view._runs import (
+    EnergyRecord,
+    Eval,
+    PowerSample,
+    Ranks,
+    Run,
+    Steps,
+    accelerator_model,
+    layout_text,
+)
 
 
 def med(values: Iterable[float | None]) -> float | None:
@@ -42,6 +51,7 @@ __all__ = [
     "POOLED",
     "PROBLEM",
     "Comparison",
+    "EnergyRecord",
     "Eval",
     "Mode",
     "PowerSample",
@@ -56,6 +66,8 @@ __all__ = [
     "build",
     "classify",
     "comparisons",
+    "concerning",
+    "energy_records",
     "layout_text",
     "listed_runs",
     "listing",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 from honestscale.store import Connection, queries
 from honestscale.view._comparisons import View, comparisons
-from honestscale.view._runs import Eval, PowerSample, Ranks, Run, Steps
+from honestscale.view._runs import EnergyRecord, Eval, PowerSample, Ranks, Run, Steps
 
 
 def power_samples(
@@ -18,6 +20,27 @@ def power_samples(
     for p in queries.lint_power(con, campaign, run_id).iter_rows(named=True):
         power[p["run_id"]].append(PowerSample(p["rank"], p["device"], p["time"], p["power_w"], p["energy_j"]))
     return power
+
+
+def energy_records(con: Connection) -> list[EnergyRecord]:
+    """Every energy record of the store (CodeCarbon rows, Slurm accounting lines)."""
+    return [EnergyRecord(**r) for r in queries.energy_records(con).iter_rows(named=True)]
+
+
+def concerning(row: Mapping[str, Any], records: list[EnergyRecord]) -> tuple[EnergyRecord, ...]:
+    """The records that may concern a run: its Slurm job's lines; a record of no job whose window overlaps the
+    run's (analysis/energy.py decides which, if any, is the run's energy, and says why)."""
+    job, start, stop = row.get("slurm_job_id"), row.get("started_at"), row.get("stopped_at")
+    out = []
+    for r in records:
+        if r.job_id is not None:
+            if job and r.job_id == job:
+                out.append(r)
+        elif start is not None and r.started_at is not None and r.stopped_at is not None:
+            end = stop if stop is not None else start
+            if r.started_at <= end and r.stopped_at >= start:
+                out.append(r)
+    return tuple(out)
 
 
 def _ranks(con: Connection, campaign: str | None) -> dict[str, Ranks]:
@@ -71,11 +94,13 @@ def build(con: Connection, campaign: str | None = None) -> View:
     power = power_samples(con, campaign)
     steps = _steps(con, campaign)
     ranks = _ranks(con, campaign)
+    records = energy_records(con)
     runs = []
     for row in queries.lint_runs(con, campaign).iter_rows(named=True):
         rid = row["run_id"]
         runs.append(Run.from_row(row, evals=tuple(evals.get(rid, ())), steps=steps.get(rid),
-                                 power=tuple(power.get(rid, ())), ranks=ranks.get(rid, Ranks())))  # fmt: skip
+                                 power=tuple(power.get(rid, ())), ranks=ranks.get(rid, Ranks()),
+                                 energy_records=concerning(row, records)))  # fmt: skip
     specs = {}
     for c in queries.campaign_specs(con).iter_rows(named=True):
         specs[c["name"]] = json.loads(c["spec"]) if c["spec"] else {}

@@ -37,6 +37,23 @@ class PowerSample:
 
 
 @dataclass(frozen=True)
+class EnergyRecord:
+    """Energy measured outside the run's events: a CodeCarbon tracker's row or a Slurm accounting line."""
+
+    format: str  # "codecarbon" | "slurm-sacct"
+    job_id: str | None
+    step_id: str | None
+    host: str | None
+    nodes: int | None
+    started_at: float | None
+    stopped_at: float | None
+    energy_j: float | None  # None: not measured
+    method: str  # "measured ...", "estimated ...", "not measured ..."
+    state: str | None
+    source: str  # file:line
+
+
+@dataclass(frozen=True)
 class Steps:
     steps: int
     warmup_steps: int
@@ -186,11 +203,20 @@ class Run:
     steps: Steps | None = None
     power: tuple[PowerSample, ...] = ()  # in time order per rank and device
     ranks: Ranks = Ranks()
+    # energy records that may concern the run: its Slurm job's accounting, trackers whose window overlaps it
+    energy_records: tuple[EnergyRecord, ...] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **parts: Any) -> Run:
         """A run from a ``runs`` row (columns it does not know are ignored) and its parts (evals, steps, ...)."""
-        known = {f.name for f in fields(cls)} - {"attrs", "evals", "steps", "power", "ranks"}
+        known = {f.name for f in fields(cls)} - {
+            "attrs",
+            "evals",
+            "steps",
+            "power",
+            "ranks",
+            "energy_records",
+        }
         values = {k: v for k, v in row.items() if k in known}
         attrs = row.get("attrs")
         if isinstance(attrs, str):

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers import dllogger, hf, kineto, lightning, megatron, torchtitan
+from honestscale.collector.importers import (
+    codecarbon,
+    dllogger,
+    hf,
+    kineto,
+    lightning,
+    megatron,
+    sacct,
+    torchtitan,
+)
 
 
 @dataclass(frozen=True)
@@ -40,11 +49,14 @@ READERS: tuple[Reader, ...] = (
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse),
+    Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse),
+    Reader(sacct.FORMAT, sacct.LABEL, sacct.sniff, sacct.parse),
 )
 FORMATS = {r.format: r for r in READERS}
 KNOWN = (
     "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
-    "trainer_state.json; Lightning's metrics.csv; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence)"
+    "trainer_state.json; Lightning's metrics.csv; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence); CodeCarbon's "
+    "emissions.csv and Slurm accounting (sacct -P) (energy records)"
 )
 
 
