@@ -69,7 +69,7 @@ BASE: dict[str, Any] = {
 SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
-    "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep", "step_ranks", "rank_step_s",
+    "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep", "step_ranks", "rank_step_s", "settle", "drift",
 }  # fmt: skip
 
 
@@ -115,6 +115,11 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             )
             mine = float((spec.get("rank_step_s") or {}).get(rank, step_s))
             t = float(spec.get("first_step_s", mine)) if i == 0 else mine
+            if spec.get("settle"):  # [N, f]: the first N steps f times slower at first, settling linearly
+                n, f = spec["settle"]
+                t = t * (1 + (f - 1) * max(0.0, 1 - i / n))
+            if spec.get("drift"):  # the step time rises by this share over the run: no steady state
+                t = t * (1 + float(spec["drift"]) * i / n_steps)
             if i in stalled:
                 t = float(spec.get("stall_s", 50 * step_s))
             fields: dict[str, Any] = {"epoch": 0, "step": i, "samples": int(start.get("global_batch_size") or 128), "t_total": t, "t_compute": t * 0.8,

@@ -371,6 +371,42 @@ def test_codecarbon_tracker_joined_by_time_window_where_the_run_fills_it(tmp_pat
     assert none["source"] == "not recorded" and "not measured (energy_consumed is 0" in none["why"]
 
 
+SACCT = DATA / "sacct"
+
+
+def test_slurm_accounting_joined_by_job_id_never_zero_joules(tmp_path: Path) -> None:
+    """sacct's lines of a real Slurm (slurmdbd) land as energy records; the recorded training of job 5 is joined by
+    its job id: its energy is "not measured" (this VM's plugin read nothing), and once the line holds a counter
+    (in memory) that is the run's energy, counted once though the jobs-only and the steps file both hold it."""
+    store = tmp_path / "s.duckdb"
+    _ingest(store, SACCT)
+    lines = [
+        ln for f in ("sacct-jobs.txt", "sacct-steps.txt") for ln in (SACCT / f).read_text().splitlines()[1:]
+    ]
+    assert _query(store, "SELECT count(*) FROM energy_records") == [(len(lines),)]
+    states = dict(
+        _query(store, "SELECT DISTINCT job_id || coalesce('.' || step_id, ''), state FROM energy_records")
+    )
+    assert states == {ln.split("|")[0]: ln.split("|")[10] for ln in lines}  # CANCELLED by 0, FAILED, ...
+    (run,) = _runs(store)
+    assert run["slurm_job_id"] == "5"
+    none = _energy(store, run["run_id"])
+    assert none["source"] == "not recorded" and "not measured (ConsumedEnergyRaw empty" in none["why"]
+    # the same files with job 5's counter read (in memory): 51,000 J, once
+    measured = tmp_path / "measured"
+    shutil.copytree(SACCT, measured)
+    for name in ("sacct-jobs.txt", "sacct-steps.txt"):
+        text = (measured / name).read_text()
+        (measured / name).write_text(
+            re.sub(r"^(5\|train\|(?:[^|]*\|){7})\|", r"\g<1>51000|", text, flags=re.M)
+        )
+    store2 = tmp_path / "s2.duckdb"
+    _ingest(store2, measured)
+    got = _energy(store2, run["run_id"])
+    assert got["joules"] == 51000 and got["source"] == "Slurm accounting"
+    assert "joined by Slurm job id (job 5's line" in got["joined"]
+
+
 def test_dllogger_log_and_its_summary_with_warmup(tmp_path: Path) -> None:
     """A DLLogger log written by the real dllogger package (tests/data/imported/dllogger/make_dllogger_log.py)."""
     log = DATA / "dllogger" / "dllogger.json"

@@ -18,7 +18,9 @@ class MLP(pl.LightningModule):
     def __init__(self, lr: float = 0.1, hidden: int = 128) -> None:
         super().__init__()
         self.save_hyperparameters()  # Lightning's hparams.yaml beside metrics.csv
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         x, y = batch
@@ -35,7 +37,7 @@ class MLP(pl.LightningModule):
         self.log("test_acc", (self.net(x).argmax(1) == y).float().mean(), sync_dist=True)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+        return torch.optim.SGD(self.parameters(), lr=self.hparams["lr"], momentum=0.9)
 
 
 arrays = np.load(sys.argv[1])

@@ -33,6 +33,7 @@ from honestscale.view._runs import (
     Ranks,
     Run,
     Steps,
+    StepSeries,
     accelerator_model,
     layout_text,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "PowerSample",
     "Ranks",
     "Run",
+    "StepSeries",
     "Steps",
     "View",
     "accelerator_model",

@@ -9,7 +9,7 @@ from typing import Any
 
 from honestscale.store import Connection, queries
 from honestscale.view._comparisons import View, comparisons
-from honestscale.view._runs import EnergyRecord, Eval, PowerSample, Ranks, Run, Steps
+from honestscale.view._runs import EnergyRecord, Eval, PowerSample, Ranks, Run, Steps, StepSeries
 
 
 def power_samples(
@@ -95,12 +95,14 @@ def build(con: Connection, campaign: str | None = None) -> View:
     steps = _steps(con, campaign)
     ranks = _ranks(con, campaign)
     records = energy_records(con)
+    series = {r["run_id"]: StepSeries(tuple(float(t) for t in r["times"]), int(r["marked"]), int(r["iterations"]))
+              for r in queries.lint_step_series(con, campaign).iter_rows(named=True)}  # fmt: skip
     runs = []
     for row in queries.lint_runs(con, campaign).iter_rows(named=True):
         rid = row["run_id"]
         runs.append(Run.from_row(row, evals=tuple(evals.get(rid, ())), steps=steps.get(rid),
                                  power=tuple(power.get(rid, ())), ranks=ranks.get(rid, Ranks()),
-                                 energy_records=concerning(row, records)))  # fmt: skip
+                                 energy_records=concerning(row, records), series=series.get(rid)))  # fmt: skip
     specs = {}
     for c in queries.campaign_specs(con).iter_rows(named=True):
         specs[c["name"]] = json.loads(c["spec"]) if c["spec"] else {}

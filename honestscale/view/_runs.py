@@ -37,6 +37,15 @@ class PowerSample:
 
 
 @dataclass(frozen=True)
+class StepSeries:
+    """The lowest rank's step times in order, warm-up included: where the steady state is found in the data."""
+
+    times: tuple[float, ...]
+    marked: int  # steps the run marked warm-up
+    iterations: int  # the most iterations one step event covers (a log's line per interval: > 1)
+
+
+@dataclass(frozen=True)
 class EnergyRecord:
     """Energy measured outside the run's events: a CodeCarbon tracker's row or a Slurm accounting line."""
 
@@ -205,6 +214,7 @@ class Run:
     ranks: Ranks = Ranks()
     # energy records that may concern the run: its Slurm job's accounting, trackers whose window overlaps it
     energy_records: tuple[EnergyRecord, ...] = ()
+    series: StepSeries | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **parts: Any) -> Run:

@@ -2,17 +2,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from honestscale.analysis import steady
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, Run, View
 
 SLOW = 3.0  # a first step this many times slower than the median step is warm-up
+COUNTED = 0.05  # the mean step after the marked warm-up this much above the steady one: warm-up is counted
 
 
 class WarmupIncluded(Rule):
     """Warm-up steps (compilation, cache filling, allocator growth) must be marked and kept out of throughput.
 
     What it checks: runs with step events mark their warm-up steps (``warmup``), and none of the first
-    three steps left unmarked is more than 3x slower than the run's median step. And a summary a tool printed
+    three steps left unmarked is more than 3x slower than the run's median step. Where a run has 50 steps or
+    more, the warm-up is also found in its step times (MSER-5, ``analysis/steady.py``, on its lowest rank): the
+    marked warm-up fails when the steps it leaves in are, on average, more than 5 % slower than the steady state
+    the data show (its rate counts warm-up); a run whose step times reach no steady state (still settling, or
+    drifting) cannot be verified: its rate is of a moving target. Not on a run whose stalls are more than 5 % of
+    its time to train (outliers, or steps beyond the median pace): stalls can fake or hide a warm-up that size
+    (HS210 names them). And a summary a tool printed
     over every iteration, warm-up included (DLLogger's ``[]`` rows in NVIDIA's DeepLearningExamples, kept by the
     importer in ``imported.summaries``), is named as such beside the steady rate of the same run's steps.
     Why it misleads: the first steps pay for graph compilation, cuDNN autotuning and memory allocation;
@@ -47,6 +55,7 @@ class WarmupIncluded(Rule):
                             f"the tool's summary rates average every iteration, warm-up included: {said}",
                             "report the rate of the steps after warm-up (honestscale's), not the tool's summary",
                             summaries={r.id: got for r, got in summarised})  # fmt: skip
+        yield from self._against_the_data(target)
         with_steps = [r for r in target.runs if r.steps is not None and r.steps.steps]
         slow = []
         for r in with_steps:
@@ -65,6 +74,39 @@ class WarmupIncluded(Rule):
         if unmarked:
             yield self.cannot_verify(target, unmarked, "the steps do not say which are warm-up",
                                      "record warmup true/false in step events")  # fmt: skip
+
+    def _against_the_data(self, target: Comparison) -> Iterator[Finding]:
+        """The marked warm-up against the one MSER-5 finds in the step times (runs of 50 steps or more)."""
+        counted, unsteady = [], []
+        for r in target.runs:
+            if r.series is None or len(r.series.times) < steady.MIN_STEPS or (r.lost_share or 0.0) > COUNTED:
+                continue  # stalls of more than 5 % of the run could make or hide that much (HS210 names them)
+            got = steady.of_steps(r.series.times, r.series.marked, r.series.iterations)
+            if got.warmup_steps is None:
+                if r.series.iterations <= 1:
+                    unsteady.append((r, got.verdict))
+                continue
+            after, rest = r.series.times[r.series.marked :], r.series.times[got.warmup_steps :]
+            if got.warmup_steps > r.series.marked and after and rest and sum(rest) > 0:
+                excess = (sum(after) / len(after)) / (sum(rest) / len(rest)) - 1
+                if excess > COUNTED:
+                    counted.append((r, got, excess))
+        if counted:
+            said = "; ".join(f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
+                             f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found"
+                             for r, g, x in counted)  # fmt: skip
+            yield self.fail(target, [r for r, _, _ in counted],
+                            f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
+                            "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
+                            "or train longer before measuring", found={r.id: g.as_json() for r, g, _ in counted})  # fmt: skip
+        if unsteady:
+            yield self.cannot_verify(target, [r for r, _ in unsteady],
+                                     "; ".join(f"{r.id}: {why}" for r, why in unsteady),
+                                     "train until the step times settle, and find out why they drift (a busy host, "
+                                     "thermal throttling, a growing cache)")  # fmt: skip
+
+
+METHOD = "MSER-5"
 
 
 def _summaries(run: Run) -> dict[str, float]:

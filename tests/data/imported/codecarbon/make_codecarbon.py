@@ -3,7 +3,7 @@ codecarbon; the training runs as a child process with honestscale's environment,
 
 Three trackers write rows to OUT_DIR/emissions.csv: one around a 2-rank plain-PyTorch training recorded by
 honestscale that lasts a second (OUT_DIR/recorded/: its tracker's window is mostly start-up), one around
-honestscale's torch runner training a ResNet-18 for 45 s (OUT_DIR/runner/), one around a short NumPy
+honestscale's torch runner training a ResNet-18 (45 s of training, then its evaluations: 3 minutes; OUT_DIR/runner/), one around a short NumPy
 matrix-multiplication loop (no run of its own).
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from codecarbon import OfflineEmissionsTracker
+from codecarbon import OfflineEmissionsTracker  # type: ignore[import-not-found]
 
 out = Path(sys.argv[1])
 repo = Path(__file__).resolve().parents[4]
