@@ -369,6 +369,17 @@ def test_codecarbon_tracker_joined_by_time_window_where_the_run_fills_it(tmp_pat
     _ingest(store2, zero, *(CODECARBON / "runner").iterdir())
     none = _energy(store2, long["run_id"])
     assert none["source"] == "not recorded" and "not measured (energy_consumed is 0" in none["why"]
+    # a tracker per rank (in memory: the long row again, started a second earlier): both cover the run, and the
+    # CSV cannot say whether they counted one machine twice, so neither is taken
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    row = next(line for line in text.splitlines() if ",resnet18-runner," in line)
+    duration = rows["resnet18-runner"]["duration"]
+    (twice / "emissions.csv").write_text(text + row.replace(duration, str(float(duration) + 1)) + "\n")
+    store3 = tmp_path / "s3.duckdb"
+    _ingest(store3, twice, *(CODECARBON / "runner").iterdir())
+    none = _energy(store3, long["run_id"])
+    assert none["source"] == "not recorded" and "2 CodeCarbon trackers cover the run" in none["why"]
 
 
 SACCT = DATA / "sacct"
