@@ -15,10 +15,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from honestscale.errors import HonestscaleError
-from honestscale.view import Run, accelerator_model
+from honestscale.view import PARTS, Run, accelerator_model
 
-_PARTS = {"attrs", "evals", "steps", "power", "ranks"}
-COLUMNS = tuple(f.name for f in fields(Run) if f.name not in _PARTS)
+COLUMNS = tuple(f.name for f in fields(Run) if f.name not in PARTS)
 DERIVED = (
     "workers",
     "hardware",

@@ -130,7 +130,7 @@ fin AS (
         PARTITION BY v.run_id
         ORDER BY CASE v.split WHEN 'test' THEN 3 WHEN 'validation' THEN 2 ELSE 1 END DESC,
                  coalesce(v.time <= stops.stopped_at, true) DESC,
-                 coalesce(v.metric = s.p ->> 'target_metric', false) DESC,
+                 coalesce(v.metric = (s.p ->> 'target_metric'), false) DESC,
                  (lower(v.metric) LIKE '%loss%' OR lower(v.metric) IN ('perplexity', 'wer')) ASC,
                  v.time DESC, v.rank ASC, v.seq DESC
     ) = 1
@@ -164,7 +164,7 @@ SELECT
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason
         WHEN s.p IS NULL THEN 'no run_start and no run_stop event yet (rank 0 file not ingested?)'
-        WHEN s.p -> 'imported' ->> 'stop' IS NOT NULL THEN s.p -> 'imported' ->> 'stop'
+        WHEN (s.p -> 'imported' ->> 'stop') IS NOT NULL THEN s.p -> 'imported' ->> 'stop'
         ELSE 'no run_stop event: the run is still going, or was killed before it could write one'
     END AS reason,
     seen.ranks_seen,

@@ -442,7 +442,7 @@ def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
     )
     fields = " UNION ALL ".join(
         f"SELECT run_id, '{f}' AS field, list(DISTINCT payload ->> '{f}' ORDER BY payload ->> '{f}') "
-        f"FILTER (WHERE payload ->> '{f}' IS NOT NULL) AS vals FROM markers WHERE kind = 'run_start' {'AND' if where else ''} {where.removeprefix('WHERE ')} GROUP BY run_id"
+        f"FILTER (WHERE (payload ->> '{f}') IS NOT NULL) AS vals FROM markers WHERE kind = 'run_start' {'AND' if where else ''} {where.removeprefix('WHERE ')} GROUP BY run_id"
         for f in AGREED_FIELDS
     )
     params: list[object] = [campaign] if campaign else []

@@ -27,6 +27,7 @@ from honestscale.view._comparisons import (
     comparisons,
 )
 from honestscale.view._runs import (
+    PARTS,
     EnergyRecord,
     Eval,
     PowerSample,
@@ -49,6 +50,7 @@ __all__ = [
     "COMPARED",
     "LIKE",
     "LIKE_NAMES",
+    "PARTS",
     "POOLED",
     "PROBLEM",
     "Comparison",

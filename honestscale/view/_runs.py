@@ -36,6 +36,10 @@ class PowerSample:
     energy_j: float | None
 
 
+# a run's fields that are not columns of its ``runs`` row: what else was read about it
+PARTS = frozenset({"attrs", "evals", "steps", "power", "ranks", "energy_records", "series"})
+
+
 @dataclass(frozen=True)
 class StepSeries:
     """The lowest rank's step times in order, warm-up included: where the steady state is found in the data."""
@@ -219,14 +223,7 @@ class Run:
     @classmethod
     def from_row(cls, row: Mapping[str, Any], **parts: Any) -> Run:
         """A run from a ``runs`` row (columns it does not know are ignored) and its parts (evals, steps, ...)."""
-        known = {f.name for f in fields(cls)} - {
-            "attrs",
-            "evals",
-            "steps",
-            "power",
-            "ranks",
-            "energy_records",
-        }
+        known = {f.name for f in fields(cls)} - PARTS
         values = {k: v for k, v in row.items() if k in known}
         attrs = row.get("attrs")
         if isinstance(attrs, str):
