@@ -155,7 +155,12 @@ def test_history_flags_only_significant_changes_with_what_changed(compare_store:
     assert {c["field"] for c in confounded["changed"]} == {"lr_schedule", "hyperparameters.loader_workers"}
     # one run of compare-loaders leaves 6 slow steps (its loader workers starting) after its 3 marked warm-up steps:
     # MSER-5 finds them in the step times, and HS205 fails that point
-    assert [p["verdicts"]["fail"] for p in series["points"]] == [["HS106"], ["HS106", "HS205"], ["HS106"], ["HS106"]]
+    assert [p["verdicts"]["fail"] for p in series["points"]] == [
+        ["HS106"],
+        ["HS106", "HS205"],
+        ["HS106"],
+        ["HS106"],
+    ]
     # the text names the rules that cannot be verified too, as compare does
     rc, text = _in_process(compare_store, "--history", "model=mlp")
     assert rc == 0 and text.count("cannot verify: HS103") == 4 and text.count("HS206") == 4
