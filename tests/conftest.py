@@ -6,12 +6,14 @@ import importlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+
+from tests.postgres import Postgres, cluster
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "digits-ddp"
@@ -39,6 +41,12 @@ def store(tmp_path: Path) -> Path:
 
 
 COMPARE_RUNS = REPO / "examples" / "compare" / "runs"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL on loopback (tests/postgres.py), for the DuckLake store's catalog."""
+    yield from cluster()
 
 
 @pytest.fixture(scope="session")

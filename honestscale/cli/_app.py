@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from honestscale import __version__
 from honestscale import events as ev
-from honestscale.store import STORE_ENV, Connection, open_store
+from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
 
 app = typer.Typer(
     name="honestscale",
@@ -42,7 +42,8 @@ StoreOpt = Annotated[
     typer.Option(
         "--store",
         envvar=STORE_ENV,
-        help="DuckDB store to use (default: ./honestscale.duckdb in the current folder).",
+        help="The store: a DuckDB file (default: ./honestscale.duckdb in the current folder), or a centre's "
+        "DuckLake, ducklake:postgres:'dbname=hs host=db user=hs' (password from PGPASSWORD or ~/.pgpass).",
         show_default=False,
     ),
 ]
@@ -117,10 +118,22 @@ def _main(
             show_default=False,
         ),
     ] = None,
+    data_path: Annotated[
+        str | None,
+        typer.Option(
+            "--data-path",
+            envvar=DATA_PATH_ENV,
+            help="A new DuckLake store's data folder (its Parquet files; every node must reach it): given when the "
+            "store is created (migrate, or the first ingest), kept in its catalog after that.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """honestscale: honest numbers for distributed deep-learning training."""
     if store is not None:  # read by the command's own --store (its environment variable) unless it gives one
         os.environ[STORE_ENV] = str(store)
+    if data_path is not None:
+        os.environ[DATA_PATH_ENV] = data_path
 
 
 @contextlib.contextmanager

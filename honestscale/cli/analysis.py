@@ -23,7 +23,7 @@ from honestscale.cli._app import (
     out,
 )
 from honestscale.errors import HonestscaleError, from_os_error
-from honestscale.store import Connection, resolve_store_path
+from honestscale.store import Connection, is_lake, resolve_store_path
 
 
 @app.command()
@@ -227,7 +227,10 @@ PathRootOpt = Annotated[
 
 
 def path_root_of(store: str | Path | None, path_root: Path | None) -> Path:
-    """The folder published paths are shown relative to: ``--path-root``, else the store's folder."""
+    """The folder published paths are shown relative to: ``--path-root``, else the store's folder (a DuckLake
+    store has none: the current folder)."""
+    if path_root is None and is_lake(str(resolve_store_path(store))):
+        return Path.cwd()
     return (path_root or resolve_store_path(store).parent).absolute()
 
 

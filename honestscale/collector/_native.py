@@ -377,14 +377,15 @@ class Stage:
             f"INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM {source} "
             "WHERE kind IN ('run_start', 'run_stop')"
         )
-        con.execute(
-            "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
-            f"any_value(file_id) FROM {source} GROUP BY run_id, rank "
-            "ON CONFLICT (run_id, rank) DO UPDATE SET events = run_ranks.events + excluded.events, "
-            "first_seq = least(run_ranks.first_seq, excluded.first_seq), "
-            "last_seq = greatest(run_ranks.last_seq, excluded.last_seq), "
-            "first_time = least(run_ranks.first_time, excluded.first_time), "
-            "last_time = greatest(run_ranks.last_time, excluded.last_time)"
+        con.execute(  # MERGE, not ON CONFLICT: a DuckLake store has no keys
+            "MERGE INTO run_ranks USING (SELECT run_id, rank, count(*) AS events, min(seq) AS first_seq, "
+            "max(seq) AS last_seq, min(time) AS first_time, max(time) AS last_time, any_value(file_id) AS file_id "
+            f"FROM {source} GROUP BY run_id, rank) s ON run_ranks.run_id = s.run_id AND run_ranks.rank = s.rank "
+            "WHEN MATCHED THEN UPDATE SET events = run_ranks.events + s.events, "
+            "first_seq = least(run_ranks.first_seq, s.first_seq), last_seq = greatest(run_ranks.last_seq, s.last_seq), "
+            "first_time = least(run_ranks.first_time, s.first_time), last_time = greatest(run_ranks.last_time, s.last_time) "
+            "WHEN NOT MATCHED THEN INSERT VALUES (s.run_id, s.rank, s.events, s.first_seq, s.last_seq, s.first_time, "
+            "s.last_time, s.file_id)"
         )
         for kind in self.kinds:
             table = TYPED_TABLES.get(kind)

@@ -42,7 +42,7 @@ from honestscale.collector._content import (
 from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch, shaped
 from honestscale.collector._sources import HF_CHECKPOINT, Skipped, Source
 from honestscale.errors import HonestscaleError
-from honestscale.store import StoreUnwritable, as_store_error, refresh_runs, sql_in_list
+from honestscale.store import StoreUnwritable, as_store_error, cursor, refresh_runs, sql_in_list
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
@@ -317,7 +317,11 @@ class Ingester:
         # insert out of order parallelises the inserts.
         con.execute("SET preserve_insertion_order = false")
         if campaign:
-            con.execute("INSERT INTO campaigns (name) VALUES (?) ON CONFLICT DO NOTHING", [campaign])
+            con.execute(  # no ON CONFLICT: a DuckLake store has no keys
+                "INSERT INTO campaigns (name, created_at) SELECT ?, current_timestamp "
+                "WHERE NOT EXISTS (SELECT 1 FROM campaigns WHERE name = ?)",
+                [campaign, campaign],
+            )
         self._next_id = int(
             con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0][0]
         )
@@ -330,7 +334,7 @@ class Ingester:
         sources = list(sources)
         timelines = [s.path for s in sources if s.format == "horovod-timeline"]
         pending = iter([s for s in sources if s.format != "horovod-timeline"])
-        reader = self.con.cursor()  # the planner's own connection: it only reads committed bookkeeping
+        reader = cursor(self.con)  # the planner's own connection: it only reads committed bookkeeping
 
         def next_batch() -> tuple[list[_Plan], pa.Table | None]:
             plans: list[_Plan] = []

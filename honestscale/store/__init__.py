@@ -15,18 +15,21 @@ from honestscale.store._database import (
     StoreTooNew,
     StoreUnwritable,
     as_store_error,
+    cursor,
     interrupted,
     latest_version,
     migrations,
     open_store,
     resolve_store_path,
 )
+from honestscale.store._lake import DATA_PATH_ENV, is_lake, shown
 from honestscale.store._projection import refresh_runs
 from honestscale.store._sql import sql_in_list, sql_string
 
 DUCKDB_VERSION: str = duckdb.__version__
 
 __all__ = [
+    "DATA_PATH_ENV",
     "DEFAULT_STORE",
     "DUCKDB_VERSION",
     "STORE_ENV",
@@ -37,12 +40,15 @@ __all__ = [
     "StoreUnwritable",
     "as_store_error",
     "campaigns",
+    "cursor",
     "interrupted",
+    "is_lake",
     "latest_version",
     "migrations",
     "open_store",
     "refresh_runs",
     "resolve_store_path",
+    "shown",
     "sql_in_list",
     "sql_string",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from honestscale.errors import HonestscaleError
+from honestscale.store import _lake
 
 # The store's connection type, for every module that reads or writes the store through store/.
 Connection = duckdb.DuckDBPyConnection
@@ -170,6 +171,15 @@ def _connect(
             ) from None
 
 
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Another connection to the same store (a reader thread's): in the store's catalog, as ``con`` is (a DuckLake
+    store is attached to an in-memory session, and ``USE`` is per connection)."""
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
+    other = con.cursor()
+    other.execute(f'USE "{catalog}"')
+    return other
+
+
 def _empty(path: Path) -> bool:
     try:
         return path.stat().st_size == 0
@@ -178,11 +188,15 @@ def _empty(path: Path) -> bool:
 
 
 def _current_version(con: duckdb.DuckDBPyConnection) -> int:
+    # the store's own catalog only: a DuckLake session also sees its catalog's metadata tables
     exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' "
+        "AND table_catalog = current_database()"
     ).fetchall()[0]
     if not exists or exists[0] == 0:
-        tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchall()[0]
+        tables = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database()"
+        ).fetchall()[0]
         return 0 if not tables or tables[0] == 0 else -1
     row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     return int(row[0]) if row and row[0] is not None else 0
@@ -201,6 +215,11 @@ def open_store(
     migration, is refused with the command that fixes it. A store whose schema version is
     newer than this honestscale knows is always refused, and left untouched.
     """
+    address = (
+        str(path) if path is not None and str(path) != "" else os.environ.get(STORE_ENV) or DEFAULT_STORE
+    )
+    if _lake.is_lake(address):
+        return _open_lake(address, read_only)
     store = resolve_store_path(path)
     if read_only and not store.exists():
         raise StoreError(
@@ -248,13 +267,59 @@ def open_store(
     return con
 
 
+def _open_lake(address: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A DuckLake store: attached in an in-memory session; created or migrated when opened to write."""
+    try:
+        con = _lake.connect(
+            address, read_only=read_only, data_path=None if read_only else os.environ.get(_lake.DATA_PATH_ENV)
+        )
+    except _lake.LakeError as exc:
+        raise StoreError(exc.message, exc.fix) from None
+    where = _lake.shown(address)
+    try:
+        current, latest = _current_version(con), latest_version()
+        if current == -1:
+            raise StoreError(f"the DuckLake store {where} holds tables but no schema_version: not a honestscale store",
+                             "pass --store with a honestscale store, or a new catalog database")  # fmt: skip
+        if current > latest:
+            raise StoreTooNew(f"store {where} has schema version {current}, newer than this honestscale knows ({latest})",
+                              "upgrade honestscale (pip install -U honestscale); the store was not changed")  # fmt: skip
+        if current < latest:
+            if read_only:
+                raise StoreError(
+                    f"the DuckLake store {where} has schema version {current}; this honestscale needs {latest}",
+                    f"run `honestscale migrate --store '{where}'` once (--data-path FOLDER when it is new)",
+                )
+            _migrate_lake(con, current)
+    except BaseException:
+        with suppress(duckdb.Error):
+            con.close()
+        raise
+    return con
+
+
+_SCHEMA_VERSION = (
+    "CREATE TABLE IF NOT EXISTS schema_version ("
+    "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+)
+
+
+def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
+    """A DuckLake store's migrations, statement by statement (DuckLake 1.4.4 aborts a transaction that adds a
+    column and then updates it), each migration's version recorded after its last statement."""
+    con.execute(_lake.lake_sql(_SCHEMA_VERSION))
+    for mig in migrations():
+        if mig.version <= current:
+            continue
+        for statement in con.extract_statements(_lake.lake_sql(mig.sql)):
+            con.execute(statement)
+        con.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name])
+
+
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
     con.execute("BEGIN")
     try:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version ("
-            "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
-        )
+        con.execute(_SCHEMA_VERSION)
         for mig in migrations():
             if mig.version <= current:
                 continue

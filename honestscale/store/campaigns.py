@@ -23,21 +23,27 @@ def record_campaign(con: Connection, name: str, spec_json: str, series: list[str
             "(SELECT unnest(?::VARCHAR[]))",
             [name, series],
         )
+        # no ON CONFLICT, no RETURNING: a DuckLake store has no keys
         marked = con.execute(
             """
-            INSERT INTO superseded_runs
-            SELECT r.run_id, r.campaign, ?, current_timestamp FROM runs r
+            SELECT r.run_id FROM runs r
             WHERE r.campaign = ? AND regexp_replace(r.run_id, '-r[0-9]+$', '') NOT IN (SELECT unnest(?::VARCHAR[]))
               AND regexp_replace(r.run_id, '-r[0-9]+$', '') IN (
                   SELECT regexp_replace(unnest(CAST(spec -> '$.planned_runs' AS VARCHAR[])), '-r[0-9]+$', '')
                   FROM campaigns WHERE name = ?)
-            ON CONFLICT DO NOTHING
-            RETURNING run_id
+              AND r.run_id NOT IN (SELECT run_id FROM superseded_runs)
             """,
-            [reason, name, series, name],
+            [name, series, name],
         ).fetchall()
+        if marked:
+            con.execute(
+                "INSERT INTO superseded_runs SELECT unnest(?::VARCHAR[]), ?, ?, current_timestamp",
+                [[str(r[0]) for r in marked], name, reason],
+            )
         con.execute(
-            "INSERT INTO campaigns (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec",
+            "MERGE INTO campaigns USING (SELECT ? AS name, ?::JSON AS spec) s ON campaigns.name = s.name "
+            "WHEN MATCHED THEN UPDATE SET spec = s.spec "
+            "WHEN NOT MATCHED THEN INSERT (name, created_at, spec) VALUES (s.name, current_timestamp, s.spec)",
             [name, spec_json],
         )
         con.execute("COMMIT")
@@ -74,9 +80,9 @@ def submitted_runs(con: Connection, campaign: str) -> set[str]:
 def record_job(con: Connection, campaign: str, run_id: str, job_id: str, point: str, script: str) -> None:
     """A run just submitted: its job id and the exact script, state PENDING."""
     con.execute(
-        "INSERT INTO slurm_jobs VALUES (?, ?, ?, ?, ?, current_timestamp, 'PENDING', NULL, NULL, current_timestamp) "
-        "ON CONFLICT DO NOTHING",
-        [campaign, run_id, job_id, point, script],
+        "INSERT INTO slurm_jobs SELECT ?, ?, ?, ?, ?, current_timestamp, 'PENDING', NULL, NULL, current_timestamp "
+        "WHERE NOT EXISTS (SELECT 1 FROM slurm_jobs WHERE campaign = ? AND run_id = ? AND job_id = ?)",
+        [campaign, run_id, job_id, point, script, campaign, run_id, job_id],
     )
 
 
