@@ -4,6 +4,9 @@ same results (issue 41). In process (typer's CliRunner) against a throwaway Post
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 
 from honestscale.cli import app
 from honestscale.errors import HonestscaleError
+from honestscale.store import open_store
 from tests.conftest import COMPARE_RUNS
 from tests.postgres import Postgres
 
@@ -81,3 +85,47 @@ def test_a_lake_without_its_extensions_or_server_or_data_path_says_what_to_do(
     for command in ("runs", "ingest"):
         code, out = _cli(empty, command, *([str(COMPARE_RUNS)] if command == "ingest" else []))
         assert code != 0 and "--data-path FOLDER migrate" in out, out
+
+
+def test_eight_writers_at_once_and_two_of_the_same_files_land_everything_once(
+    tmp_path: Path, postgres: Postgres, mlperf: Path
+) -> None:
+    """8 ``ingest`` processes of different campaigns and 2 more of the same files, at once, into one DuckLake store:
+    the runs equal those of the same files ingested one after another into a DuckDB file; no event twice."""
+    lake = postgres.create_database("writers")
+    code, out = _cli(lake, "--data-path", str(tmp_path / "lake-data"), "migrate")
+    assert code == 0, out
+    runs = sorted(COMPARE_RUNS.iterdir())
+    by_campaign = [[str(r) for r in runs if r.name.startswith(f"compare-{c}-")]
+                   for c in ("base", "loaders", "again", "confounded")]  # fmt: skip
+    vendors = [[str(p)] for p in sorted((mlperf / "DellEMC" / "results").iterdir())] + [
+        [str(mlperf / "Google")]
+    ]
+    writers = [*by_campaign, *vendors]
+    assert len(writers) == 8 and all(writers)
+    writers += [by_campaign[0], by_campaign[0]]  # the same files twice more
+    env = {**os.environ, "COLUMNS": "200", "HONESTSCALE_STORE": lake}
+    procs = [subprocess.Popen([sys.executable, "-m", "honestscale", "ingest", *paths], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for paths in writers]  # fmt: skip
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), outs
+    file = str(tmp_path / "s.duckdb")
+    for paths in writers:
+        code, out = _cli(file, "ingest", *paths)
+        assert code == 0, out
+    assert _same(_json(lake, "runs")) == _same(_json(file, "runs"))
+    for store in (lake, file):
+        got = open_store(store, read_only=True)
+        try:
+            events, distinct = got.execute(
+                "SELECT count(*), count(DISTINCT (run_id, rank, seq)) FROM events"
+            ).fetchall()[0]
+            files, ids = got.execute(
+                "SELECT count(DISTINCT path), count(DISTINCT file_id) FROM ingested_files"
+            ).fetchall()[0]
+            assert (
+                events == distinct
+                and files == ids == got.execute("SELECT count(*) FROM ingested_files").fetchall()[0][0]
+            )
+        finally:
+            got.close()

@@ -196,6 +196,8 @@ class Stage:
         # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
         if batches is None:
             return {}
+        # a view dropped inside a transaction that was then rolled back (a shared store's commit conflict) is back
+        con.execute("DROP VIEW IF EXISTS temp.main._stage")
         con.register("_stage", batches)
         self.registered = True
         # One representative line per distinct (kind, shape), judged in Python against the kind's field table.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -199,6 +200,19 @@ def _undecodable_reason(raw: bytes) -> str:
     return "not UTF-8 text: binary data, not an event line"
 
 
+class _Conflict(Exception):
+    """Another writer of a shared (DuckLake) store committed first: this batch was rolled back, to be planned again."""
+
+
+MAX_ATTEMPTS = 30  # a batch planned again this many times because other writers committed first: then named
+
+
+def _conflicted(exc: BaseException) -> bool:
+    return isinstance(exc, _Conflict) or (
+        isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
+    )
+
+
 @contextmanager
 def _transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
     """One transaction; a store that cannot be written (full disk, I/O error) ends in an IngestError naming ``what``.
@@ -213,6 +227,8 @@ def _transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
     except BaseException as exc:
         with suppress(duckdb.Error):
             con.execute("ROLLBACK")
+        if _conflicted(exc):
+            raise _Conflict(str(exc)) from None
         failed = as_store_error(exc)
         if not isinstance(failed, StoreUnwritable):
             raise
@@ -270,6 +286,29 @@ def _land_energy(con: duckdb.DuckDBPyConnection, file_id: int, records: list[dic
     )  # fmt: skip
 
 
+def _next_file_id(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0][0])
+
+
+def _claim(con: duckdb.DuckDBPyConnection, plans: list[_Plan]) -> None:
+    """The batch's claim on the store, first in its transaction: the one row every ingest updates (two writers
+    whose transactions overlap conflict at commit), and the bookkeeping the plans were made from, unchanged
+    (a writer that committed before this transaction began may have landed one of these files, or taken a new
+    file id); else ``_Conflict``, and the batch is planned again."""
+    con.execute("UPDATE store_writes SET n = n + 1")
+    rows = con.execute(
+        "SELECT path, file_id, bytes_ingested, content_hash FROM ingested_files "
+        "WHERE path IN (SELECT unnest(?::VARCHAR[])) OR file_id IN (SELECT unnest(?::INTEGER[]))",
+        [[str(p.source.path) for p in plans], [p.file_id for p in plans if p.is_new]],
+    ).fetchall()
+    now = {str(r[0]): (int(r[1]), r[2], r[3]) for r in rows}
+    for plan in plans:
+        if now.get(str(plan.source.path)) != plan.seen:
+            raise _Conflict(f"{plan.source.path} was landed by another writer meanwhile")
+    if len(now) > sum(1 for p in plans if not p.is_new):
+        raise _Conflict("a new file id was taken by another writer meanwhile")
+
+
 @dataclass
 class _Plan:
     """What to do with one file, decided before its transaction: the lines to validate and land."""
@@ -293,6 +332,9 @@ class _Plan:
     chars: int = 0
     profile: dict[str, Any] | None = None  # a profiler trace's steps (evidence, profile_steps)
     energy: list[dict[str, Any]] = field(default_factory=list)  # energy records (energy_records)
+    # the bookkeeping the plan was made from (file_id, bytes, content hash), None for a new file: checked again
+    # inside the transaction, where another writer may have landed the file meanwhile
+    seen: tuple[Any, ...] | None = None
 
     @property
     def touch_only(self) -> bool:
@@ -322,9 +364,7 @@ class Ingester:
                 "WHERE NOT EXISTS (SELECT 1 FROM campaigns WHERE name = ?)",
                 [campaign, campaign],
             )
-        self._next_id = int(
-            con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0][0]
-        )
+        self._next_id = _next_file_id(con)
 
     def ingest(
         self, sources: Iterable[Source], *, advance: Callable[[Source, FileResult], None] | None = None
@@ -333,7 +373,32 @@ class Ingester:
         summary = Summary()
         sources = list(sources)
         timelines = [s.path for s in sources if s.format == "horovod-timeline"]
-        pending = iter([s for s in sources if s.format != "horovod-timeline"])
+        todo = [s for s in sources if s.format != "horovod-timeline"]
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                self._pipeline(todo, summary, advance)
+                break
+            except _Conflict as exc:  # another writer of a shared store committed first: plan the rest again
+                done = {f.path for f in summary.files}
+                todo = [s for s in todo if s.path not in done]
+                if attempt == MAX_ATTEMPTS:
+                    raise IngestError(
+                        f"other writers of the store committed first {MAX_ATTEMPTS} times running ({exc}): "
+                        f"{len(todo)} files did not land",
+                        "run the same ingest again: every file that landed is kept, the rest lands then",
+                    ) from None
+                time.sleep(random.uniform(0.05, 0.2) * min(attempt, 10))  # a back-off, not a secret
+                self._next_id = _next_file_id(self.con)
+        for path in timelines:  # after the events: they annotate steps that must already be there
+            with _transaction(self.con, f"the Horovod timeline {path}"):
+                summary.timeline_steps += _timeline.apply(self.con, path)
+        return summary
+
+    def _pipeline(
+        self, todo: list[Source], summary: Summary, advance: Callable[[Source, FileResult], None] | None
+    ) -> None:
+        """Plan and land ``todo`` in batches; while one batch lands, a thread reads and splits the next."""
+        pending = iter(todo)
         reader = cursor(self.con)  # the planner's own connection: it only reads committed bookkeeping
 
         def next_batch() -> tuple[list[_Plan], pa.Table | None]:
@@ -353,15 +418,15 @@ class Ingester:
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="honestscale-read") as pool:
                 ahead = pool.submit(next_batch)
-                while (got := ahead.result())[0]:
-                    ahead = pool.submit(next_batch)
-                    self._run(*got, summary, advance)
+                try:
+                    while (got := ahead.result())[0]:
+                        ahead = pool.submit(next_batch)
+                        self._run(*got, summary, advance)
+                except _Conflict:
+                    ahead.cancel()
+                    raise
         finally:
             reader.close()
-        for path in timelines:  # after the events: they annotate steps that must already be there
-            with _transaction(self.con, f"the Horovod timeline {path}"):
-                summary.timeline_steps += _timeline.apply(self.con, path)
-        return summary
 
     def _run(
         self,
@@ -415,6 +480,7 @@ class Ingester:
             FileResult(path, source.format, "new"),
         )
         if row is not None:
+            plan.seen = (int(row[0]), row[3], row[5])
             plan.result.quarantined = int(row[6])
             if not self.force and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
                 plan.result.action = "unchanged"
@@ -569,6 +635,7 @@ class Ingester:
     ) -> None:
         """Everything a batch of files changes in the store, inside the batch's transaction."""
         con = self.con
+        _claim(con, plans)
         touch = [p for p in plans if p.touch_only]
         active = [p for p in plans if p.lands]
         if touch:
