@@ -32,6 +32,14 @@ class Postgres:
         )  # fmt: skip
         return f"ducklake:postgres:dbname={name} host={self.host} port={self.port} user=postgres"
 
+    def sql(self, database: str, *statements: str) -> None:
+        """Statements run as the postgres superuser in ``database`` (roles, grants)."""
+        for statement in statements:
+            subprocess.run(
+                ["runuser", "-u", "postgres", "--", str(self.bin / "psql"), "-h", self.host, "-p", str(self.port), "-d",
+                 database, "-v", "ON_ERROR_STOP=1", "-qAtc", statement], check=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+
 
 def _bin() -> Path | None:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,47 @@ def test_eight_writers_at_once_and_two_of_the_same_files_land_everything_once(
             )
         finally:
             got.close()
+
+
+READER = (
+    "CREATE ROLE hs_reader LOGIN PASSWORD 'reader-s3cret'",
+    "GRANT CONNECT ON DATABASE live TO hs_reader",
+    "GRANT USAGE ON SCHEMA public TO hs_reader",
+    "GRANT SELECT ON ALL TABLES IN SCHEMA public TO hs_reader",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO hs_reader",
+)
+
+
+def test_serve_reads_a_lake_as_a_read_only_role_while_campaigns_land(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    """The dashboard on a DuckLake store, logged in as a role that may only SELECT (its password from PGPASSWORD,
+    never shown): a campaign ingested by the writer while it serves appears; the reader role cannot write."""
+    from tests.test_serve import start, stop
+
+    lake = postgres.create_database("live")
+    runs = sorted(COMPARE_RUNS.iterdir())
+    code, out = _cli(lake, "--data-path", str(tmp_path / "lake-data"), "ingest",
+                     *[str(r) for r in runs if r.name.startswith("compare-base-")])  # fmt: skip
+    assert code == 0, out
+    postgres.sql("live", *READER)
+    reader = lake.replace("user=postgres", "user=hs_reader")
+    server = start(Path(reader), env={"PGPASSWORD": "reader-s3cret"})
+    try:
+        names = lambda: {c["campaign"] for c in json.loads(server.get("/api/campaigns")[1])["campaigns"]}  # noqa: E731
+        assert names() == {"compare-base"}
+        code, out = _cli(lake, "ingest", *[str(r) for r in runs if r.name.startswith("compare-loaders-")])
+        assert code == 0, out
+        deadline = time.monotonic() + 60
+        while "compare-loaders" not in names() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert names() == {"compare-base", "compare-loaders"}
+        status, page, _ = server.get("/campaigns/compare-loaders")
+        assert status == 200 and "reader-s3cret" not in page
+    finally:
+        err = stop(server)
+    assert "reader-s3cret" not in err
+    denied = subprocess.run([sys.executable, "-m", "honestscale", "ingest", str(runs[-1])], capture_output=True,
+                            text=True, env={**os.environ, "HONESTSCALE_STORE": reader, "PGPASSWORD": "reader-s3cret"},
+                            timeout=120)  # fmt: skip
+    assert denied.returncode != 0 and "refused the write: permission denied" in denied.stderr, denied.stderr

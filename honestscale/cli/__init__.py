@@ -20,6 +20,7 @@ from honestscale.cli._app import app, err
 from honestscale.display import shown_text
 from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.store import as_store_error, interrupted
+from honestscale.store import shown as masked
 
 __all__ = ["app", "main"]
 
@@ -42,7 +43,8 @@ def main() -> None:
             exc = as_store_error(raised)
         if exc is None:
             raise
-        err.print(f"[red]error[/]: {escape(shown_text(exc.message))}", highlight=False)
+        # masked: a password in a DuckLake store's address never reaches the terminal
+        err.print(f"[red]error[/]: {escape(shown_text(masked(exc.message)))}", highlight=False)
         if exc.fix:
-            err.print(f"  [bold]fix[/]: {escape(shown_text(exc.fix))}", highlight=False)
+            err.print(f"  [bold]fix[/]: {escape(shown_text(masked(exc.fix)))}", highlight=False)
         sys.exit(exc.exit_code)

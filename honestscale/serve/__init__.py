@@ -35,6 +35,7 @@ from honestscale.serve._access import (
 from honestscale.serve._app import Dashboard
 from honestscale.serve._state import Busy, State
 from honestscale.store import open_store
+from honestscale.store import shown as masked
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -136,7 +137,7 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
     bound = sock.getsockname()
     scheme = "https" if certfile else "http"
     url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound[1]}/"
-    print(f"honestscale serve: {url} (store {store}" + (f", watching {watch}" if watch else "")
+    print(f"honestscale serve: {url} (store {masked(str(store))}" + (f", watching {watch}" if watch else "")
           + "); Ctrl-C to stop", file=sys.stderr, flush=True)  # fmt: skip
     if made:
         if is_loopback(host):  # through the proxy named by --allow-host: its address, as the browser sees it

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from honestscale import report as reporting
 from honestscale.lint import LintResult, Suppression
 from honestscale.report import Model, Outputs
-from honestscale.store import Connection, StoreBusy, StoreError, open_store, queries
+from honestscale.store import Connection, StoreBusy, StoreError, is_lake, open_store, queries
 from honestscale.store import dashboard as reads
 from honestscale.view import build
 
@@ -88,8 +88,12 @@ class State:
     def __init__(self, store: Path, workdir: Path, suppressions: list[Suppression] | None = None,
                  path_root: Path | None = None) -> None:  # fmt: skip
         self.store = store
+        # a DuckLake store: many writers commit while the pages read; one read-only session, kept open, sees each
+        # commit in its next query (no file lock to share), and its latest snapshot id is the stamp
+        self.lake = is_lake(str(store))
+        self._lake_con: Connection | None = None
         # what the pages show event files and command lines relative to: --path-root, else the store's folder
-        self.path_root = (path_root or store.parent).absolute()
+        self.path_root = (path_root or (Path.cwd() if is_lake(str(store)) else store.parent)).absolute()
         self.workdir = workdir
         self.suppressions = suppressions or []
         # DuckDB refuses a read-only and a read-write connection to one file in one process: the watcher's writes
@@ -105,7 +109,10 @@ class State:
 
     # -- reading the store ------------------------------------------------------------------------------------
     def stamp(self) -> tuple[Any, ...]:
-        """Changes whenever a writer commits: the store file and its write-ahead log, size and time."""
+        """Changes whenever a writer commits: the store file and its write-ahead log, size and time (a DuckLake
+        store: its latest snapshot)."""
+        if self.lake:
+            return (self.read(queries.lake_snapshot),)
         out: list[Any] = []
         for path in (self.store, self.store.with_name(self.store.name + ".wal")):
             try:
@@ -120,6 +127,8 @@ class State:
         if not self.open_lock.acquire(timeout=wait_s):
             raise Busy("this server's --watch is landing files in the store")
         try:
+            if self.lake:
+                return self._read_lake(fn)
             try:
                 con = open_store(self.store, read_only=True, wait_s=wait_s)
             except StoreBusy as exc:
@@ -130,6 +139,18 @@ class State:
                 con.close()
         finally:
             self.open_lock.release()
+
+    def _read_lake(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` on the kept read-only session of a DuckLake store (opened again after a failure)."""
+        if self._lake_con is None:
+            self._lake_con = open_store(self.store, read_only=True)
+        try:
+            return fn(self._lake_con)
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._lake_con.close()
+            self._lake_con = None
+            raise
 
     @contextlib.contextmanager
     def write(self, wait_s: float) -> Iterator[Connection]:

@@ -101,6 +101,11 @@ def as_store_error(exc: BaseException) -> StoreError | None:
         return StoreUnwritable(f"the store could not be written: {text}",
                           "free space on the store's disk and run the same command again: what landed before "
                           "stays (every file lands in one transaction), the rest lands then")  # fmt: skip
+    denied = re.search(r"permission denied[^\n\"]*", str(exc))
+    if denied:
+        return StoreError(f"the store's catalog refused the write: {denied.group(0)} (a read-only role?)",
+                          "ingest, migrate and campaigns need the writer's role; a read-only role serves serve, runs, "
+                          "lint, report and compare; nothing was written")  # fmt: skip
     if _DAMAGED.search(str(exc)):
         return StoreError(f"the store is damaged: DuckDB cannot read it ({text})",
                           "move the store file aside and ingest the event files again into a new store: the "

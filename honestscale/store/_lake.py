@@ -115,6 +115,14 @@ def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
     if "connection refused" in low or "could not connect" in low or "could not translate host" in low:
         return (f"cannot reach the PostgreSQL of {where}: {first}",
                 "check host, port and dbname in the address, and that the server is up (pg_isready)")  # fmt: skip
+    if re.search(r'database "[^"]*" does not exist', text):
+        return (f"the catalog database of {where} does not exist: {first}",
+                "create it first (createdb NAME, as a PostgreSQL user allowed to), then: honestscale --store ADDRESS "
+                "--data-path FOLDER migrate")  # fmt: skip
+    if "permission denied" in low:
+        return (f"PostgreSQL refused {where} what it asked: {first}",
+                "a read-only role serves `serve`, `runs`, `lint` and `report` (GRANT SELECT on the catalog's "
+                "tables); ingest and migrate need the writer's role")  # fmt: skip
     if "authentication failed" in low or "no password supplied" in low:
         return (f"PostgreSQL refused the login to {where}: {first}",
                 "give the password in PGPASSWORD, ~/.pgpass or a service file (PGSERVICE), never in --store")  # fmt: skip

@@ -286,6 +286,12 @@ def lint_evals(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
     )
 
 
+def lake_snapshot(con: duckdb.DuckDBPyConnection) -> int:
+    """A DuckLake store's latest snapshot id: it changes with every commit."""
+    row = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots(current_database())").fetchall()[0]
+    return int(row[0]) if row and row[0] is not None else 0
+
+
 def energy_records(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Energy measured outside the runs' events (CodeCarbon rows, sacct lines), one row per distinct record (the
     same sacct line in two files is one), with the file and line of its first copy."""
