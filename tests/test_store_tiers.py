@@ -157,7 +157,10 @@ def test_serve_reads_a_lake_as_a_read_only_role_while_campaigns_land(
     reader = lake.replace("user=postgres", "user=hs_reader")
     server = start(Path(reader), env={"PGPASSWORD": "reader-s3cret"})
     try:
-        names = lambda: {c["campaign"] for c in json.loads(server.get("/api/campaigns")[1])["campaigns"]}  # noqa: E731
+
+        def names() -> set[str]:
+            return {c["campaign"] for c in json.loads(server.get("/api/campaigns")[1])["campaigns"]}
+
         assert names() == {"compare-base"}
         code, out = _cli(lake, "ingest", *[str(r) for r in runs if r.name.startswith("compare-loaders-")])
         assert code == 0, out
