@@ -62,29 +62,37 @@ def lake_sql(sql: str) -> str:
     return re.sub(r"\s+DEFAULT\s+current_timestamp\b", "", sql, flags=re.IGNORECASE)
 
 
-def connect(address: str, *, read_only: bool, data_path: str | None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB session with the lake attached as the default catalog. Raises ``LakeError`` with what
-    to do (the address shown without its password)."""
+def load(con: duckdb.DuckDBPyConnection) -> None:
+    """The ducklake and postgres extensions, from the wheels' folder, never downloaded."""
     ext = extension_directory()
     if ext is None:
         raise LakeError(
             "the DuckLake store needs the ducklake and postgres extensions, which are not installed",
             "pip install 'honestscale[centre]' (the duckdb-ext-ducklake and duckdb-ext-postgres wheels of DuckDB 1.4.4)",
         )
+    con.execute(f"SET extension_directory = '{quoted(str(ext))}'")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("LOAD ducklake")
+    con.execute("LOAD postgres")
+
+
+def connect(address: str, *, read_only: bool, data_path: str | None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB session with the lake attached as the default catalog. Raises ``LakeError`` with what
+    to do (the address shown without its password)."""
     con = duckdb.connect()
     try:
-        con.execute(f"SET extension_directory = '{_quoted(str(ext))}'")
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("LOAD ducklake")
-        con.execute("LOAD postgres")
+        load(con)
         options = ["READ_ONLY"] if read_only else []
         if data_path:
-            options.append(f"DATA_PATH '{_quoted(data_path)}'")
+            options.append(f"DATA_PATH '{quoted(data_path)}'")
         else:  # a new lake is made only with its data path: DuckLake would pick one of its own
             options.append("CREATE_IF_NOT_EXISTS false")
-        attach = f"ATTACH '{_quoted(address)}' AS {CATALOG}" + (f" ({', '.join(options)})" if options else "")
+        attach = f"ATTACH '{quoted(address)}' AS {CATALOG}" + (f" ({', '.join(options)})" if options else "")
         con.execute(attach)
         con.execute(f"USE {CATALOG}")
+    except LakeError:
+        con.close()
+        raise
     except duckdb.Error as exc:
         con.close()
         raise LakeError(*_explain(address, str(exc), data_path)) from None
@@ -97,7 +105,7 @@ class LakeError(Exception):
         self.message, self.fix = message, fix
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
     return text.replace("'", "''")
 
 
