@@ -266,7 +266,11 @@ def open_store(
                 f"store {store} could not be {'created' if created else 'upgraded'}: "
                 + failed.message.removeprefix("the store could not be written: "),
                 "free space on its disk and run the same command again"
-                + ("" if created else "; the store is unchanged"),
+                + (
+                    ""
+                    if created
+                    else "; every migration that finished is kept (each is whole or not at all), the rest runs then"
+                ),
             ) from None
         raise
     return con
@@ -322,18 +326,20 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
-    con.execute("BEGIN")
-    try:
-        con.execute(_SCHEMA_VERSION)
-        for mig in migrations():
-            if mig.version <= current:
-                continue
+    """Each migration in a transaction of its own, with its version row: a failure leaves the store at the last
+    whole migration (DuckDB 1.4 refuses one transaction that alters a table, updates it, alters it again)."""
+    con.execute(_SCHEMA_VERSION)
+    for mig in migrations():
+        if mig.version <= current:
+            continue
+        con.execute("BEGIN")
+        try:
             con.execute(mig.sql)
             con.execute(
                 "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
             )
-        con.execute("COMMIT")
-    except BaseException:
-        with suppress(duckdb.Error):  # DuckDB may have aborted it already (a failed write)
-            con.execute("ROLLBACK")
-        raise
+            con.execute("COMMIT")
+        except BaseException:
+            with suppress(duckdb.Error):  # DuckDB may have aborted it already (a failed write)
+                con.execute("ROLLBACK")
+            raise
