@@ -7,28 +7,20 @@ migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, 
 
 from __future__ import annotations
 
-import signal
 import sys
 
-# The native threads that importing DuckDB, Arrow and Polars starts inherit this thread's signal mask: made with SIGINT
-# blocked, they never take a Ctrl-C meant for a query (DuckDB 1.4 drops one taken during a query: see
-# store/_interrupt.py); the main thread unblocks it again below, and blocks it while it holds the store.
-_MASK = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-from rich.markup import escape  # noqa: E402
+from rich.markup import escape
 
 # isort: off
 # Importing a module registers its commands; --help lists them in this order.
-from honestscale.cli import store, campaign, analysis, compare, serve, probe, slurm, centre  # noqa: F401, E402
+from honestscale.cli import store, campaign, analysis, compare, serve, probe, slurm, centre  # noqa: F401
 
 # isort: on
-from honestscale.cli._app import app, err  # noqa: E402
-from honestscale.display import shown_text  # noqa: E402
-from honestscale.errors import HonestscaleError, from_os_error  # noqa: E402
-from honestscale.store import as_store_error, interrupted  # noqa: E402
-from honestscale.store import shown as masked  # noqa: E402
-
-signal.pthread_sigmask(signal.SIG_SETMASK, _MASK)
+from honestscale.cli._app import app, err
+from honestscale.display import shown_text
+from honestscale.errors import HonestscaleError, from_os_error
+from honestscale.store import as_store_error, interrupted
+from honestscale.store import shown as masked
 
 __all__ = ["app", "main"]
 

@@ -16,7 +16,6 @@ from rich.markup import escape
 from honestscale import __version__
 from honestscale import events as ev
 from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
-from honestscale.store._interrupt import ctrl_c_interrupts
 
 app = typer.Typer(
     name="honestscale",
@@ -139,16 +138,13 @@ def _main(
 
 @contextlib.contextmanager
 def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[Connection]:
-    with ctrl_c_interrupts() as ctrl_c:  # DuckDB 1.4 drops a SIGINT that arrives during a query: see there
-        con = open_store(
-            store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
-        )
-        ctrl_c.con = con
-        try:
-            yield con
-        finally:
-            ctrl_c.con = None
-            con.close()
+    con = open_store(
+        store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
+    )
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 campaign_app = typer.Typer(help="Campaigns: grids of runs described in a TOML spec.", no_args_is_help=True)

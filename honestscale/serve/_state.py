@@ -113,7 +113,10 @@ class State:
         """Changes whenever a writer commits: the store file and its write-ahead log, size and time (a DuckLake
         store: its latest snapshot)."""
         if self.lake:
-            return (self.read(queries.lake_snapshot),)
+            try:
+                return (self.read(queries.lake_snapshot),)
+            except Busy:  # a long read holds the session: what was read last stands until it ends
+                return self._overview.stamp if self._overview is not None else ("busy",)
         out: list[Any] = []
         for path in (self.store, self.store.with_name(self.store.name + ".wal")):
             try:
@@ -126,9 +129,11 @@ class State:
     def read(self, fn: Callable[[Connection], T], wait_s: float = READ_WAIT_S) -> T:
         """``fn`` on a read-only connection held only for it; Busy when a writer holds the store past ``wait_s``."""
         if not self.open_lock.acquire(timeout=wait_s):
-            raise Busy("this server's --watch is landing files in the store")
+            raise Busy("this server's --watch is landing files in the store, or a campaign is being read")
         try:
-            if self.lake:
+            if (
+                self.lake
+            ):  # one read at a time on the kept session: DuckLake 1.4.4 crashes on concurrent cursors
                 return self._read_lake(fn)
             try:
                 con = open_store(self.store, read_only=True, wait_s=wait_s)
