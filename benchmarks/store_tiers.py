@@ -1,0 +1,159 @@
+"""The two tiers of the store side by side, measured in one run: a DuckDB file and a DuckLake with a PostgreSQL catalog
+(a throwaway cluster on loopback, started here as tests/postgres.py does; run as root with Debian's PostgreSQL).
+
+  * **ingest**: ``--events`` native events (benchmarks/ingest.py's set, 1,000,000 by default) into a new store of each
+    tier, each in a fresh process, beside the reference, DuckDB's ``read_json`` of the same files into a table;
+    printed as ratios to the reference;
+  * **concurrent writers** on DuckLake: the same runs split among 1, 4 and 8 ``ingest`` processes started at once
+    into a new lake each; events per second, as a ratio to the single writer (2 cores here: more writers cannot be
+    faster, and conflicts make them redo work; what is checked is that each lands everything once);
+  * **a dashboard page**: ``--campaigns`` x 48 runs (benchmarks/centre.py's store, 4,032 runs by default) in each tier,
+    ``honestscale serve`` on it, the first (uncached) view of a campaign page and of the campaigns page once the
+    server has judged every campaign, and the median of ``--requests`` views after; the file tier is the reference.
+
+    python benchmarks/store_tiers.py [--events 1000000] [--campaigns 84] [--requests 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_work" / "store_tiers"
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks.centre import write_store  # noqa: E402
+from benchmarks.ingest import write_events  # noqa: E402
+from benchmarks.serve import server_ms  # noqa: E402
+from tests.postgres import cluster  # noqa: E402
+
+HS = [sys.executable, "-m", "honestscale"]
+
+
+def _seconds(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t
+
+
+def _events(store: str) -> tuple[int, int]:
+    from honestscale.store import open_store
+
+    con = open_store(store, read_only=True)
+    try:
+        row = con.execute("SELECT count(*), count(DISTINCT (run_id, rank, seq)) FROM events").fetchall()[0]
+        return int(row[0]), int(row[1])
+    finally:
+        con.close()
+
+
+def ingest(pg: object, n: int) -> None:
+    folder = WORK / "events"
+    folder.mkdir(parents=True)
+    written = write_events(folder, n, 64)
+    files = sorted(str(p) for p in folder.rglob("*.jsonl"))
+    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
+    code = (
+        f"import duckdb; c = duckdb.connect({str(WORK / 'ref.duckdb')!r}); c.execute({ref_sql!r}); c.close()"
+    )
+    ref = _seconds([sys.executable, "-c", code])
+    file_store = str(WORK / "file.duckdb")
+    t_file = _seconds([*HS, "--store", file_store, "ingest", str(folder), "-q"])
+    lake = pg.create_database("bench_ingest")  # type: ignore[attr-defined]
+    t_lake = _seconds(
+        [*HS, "--store", lake, "--data-path", str(WORK / "lake-ingest"), "ingest", str(folder), "-q"]
+    )
+    assert _events(file_store) == _events(lake) == (written, written)
+    print(f"ingest of {written:,} events (64 files): read_json {ref:.1f} s; file {t_file:.1f} s "
+          f"({t_file / ref:.2f}x read_json); DuckLake {t_lake:.1f} s ({t_lake / ref:.2f}x read_json, "
+          f"{t_lake / t_file:.2f}x the file)", flush=True)  # fmt: skip
+    runs = sorted(p for p in folder.iterdir() if p.is_dir())
+    single = None
+    for writers in (1, 4, 8):
+        lake = pg.create_database(f"bench_writers{writers}")  # type: ignore[attr-defined]
+        subprocess.run([*HS, "--store", lake, "--data-path", str(WORK / f"lake-w{writers}"), "migrate"], check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+        shares = [runs[i::writers] for i in range(writers)]
+        t = time.perf_counter()
+        procs = [
+            subprocess.Popen([*HS, "--store", lake, "ingest", *map(str, share), "-q"]) for share in shares
+        ]
+        assert all(p.wait() == 0 for p in procs)
+        dt = time.perf_counter() - t
+        assert _events(lake) == (written, written), "every event once"
+        rate = written / dt
+        single = single or rate
+        print(f"  {writers} concurrent writer(s) into DuckLake: {dt:.1f} s, {rate:,.0f} events/s "
+              f"({rate / single:.2f}x one writer)", flush=True)  # fmt: skip
+
+
+def dashboard(pg: object, campaigns: int, requests: int) -> None:
+    events = WORK / "centre"
+    events.mkdir(parents=True)
+    runs = write_store(events, campaigns)
+    stores = {"file": str(WORK / "centre.duckdb"), "DuckLake": pg.create_database("bench_centre")}  # type: ignore[attr-defined]
+    print(f"\ndashboard on {runs:,} runs in {campaigns} campaigns", flush=True)
+    first: dict[str, float] = {}
+    for tier, store in stores.items():
+        t = _seconds(
+            [*HS, "--store", store, "--data-path", str(WORK / "lake-centre"), "ingest", str(events), "-q"]
+        )
+        server = subprocess.Popen(
+            [*HS, "--store", store, "serve", "--port", "0"], stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert server.stderr is not None
+            found = re.search(r"(http://\S+/)", server.stderr.readline())
+            assert found
+            url = found.group(1)
+            t_judged = time.perf_counter()
+            while True:
+                with urllib.request.urlopen(url + "api/campaigns", timeout=600) as response:
+                    rows = json.loads(response.read())["campaigns"]
+                if all(r["verdicts"] is not None for r in rows):
+                    break
+                time.sleep(2)
+            t_judged = time.perf_counter() - t_judged
+            campaign = f"centre-{campaigns // 2:03d}"
+            first[tier] = server_ms(url + f"campaigns/{campaign}")
+            median = statistics.median(server_ms(url + f"campaigns/{campaign}") for _ in range(requests))
+            overview = statistics.median(server_ms(url) for _ in range(requests))
+            print(f"  {tier:8s}: ingested in {t:.0f} s, judged in {t_judged:.0f} s; campaign page first view "
+                  f"{first[tier]:,.0f} ms (goal < 1,000 ms: {'met' if first[tier] < 1000 else 'NOT met'}), then "
+                  f"median {median:,.1f} ms; campaigns page median {overview:,.1f} ms"
+                  + (f"; first view {first[tier] / first['file']:.2f}x the file's" if tier != "file" else ""),
+                  flush=True)  # fmt: skip
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--campaigns", type=int, default=84)
+    parser.add_argument("--requests", type=int, default=10)
+    args = parser.parse_args()
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    try:
+        for pg in cluster():
+            ingest(pg, args.events)
+            dashboard(pg, args.campaigns, args.requests)
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
