@@ -36,8 +36,7 @@ def copy(
 
     and back, for a laptop: honestscale store copy 'ducklake:postgres:...' mine.duckdb
     """
-    from honestscale.store._copy import copy as copy_store
-    from honestscale.store._lake import shown
+    from honestscale.store import copy_store, shown
 
     copied = copy_store(source, target)
     for c in copied:

@@ -6,6 +6,7 @@
 import duckdb
 
 from honestscale.store import campaigns
+from honestscale.store._copy import copy as copy_store
 from honestscale.store._database import (
     DEFAULT_STORE,
     STORE_ENV,
@@ -40,6 +41,7 @@ __all__ = [
     "StoreUnwritable",
     "as_store_error",
     "campaigns",
+    "copy_store",
     "cursor",
     "interrupted",
     "is_lake",
