@@ -118,13 +118,11 @@ class Dashboard:
 
     def campaign(self, request: Request) -> Response:
         entry = self._campaign(request)
-        outputs = self.state.drawn(entry)  # None: being drawn in the background; the page says so
-        files = sorted(p.name for p in outputs.exports) if outputs else []
+        outputs = self.state.page(entry)
+        files = sorted(p.name for p in outputs.exports)
         base = f"/campaigns/{quote(entry.name, safe='')}"
-        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model,
-                         scaling=outputs.scaling if outputs else [], frameworks=outputs.frameworks if outputs else [],
-                         layouts=outputs.layouts if outputs else [], drawing=outputs is None,
-                         assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
+        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=outputs.scaling,
+                         frameworks=outputs.frameworks, layouts=outputs.layouts, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
                          fresh=entry.fingerprint == self.state.fingerprint(entry.name))  # fmt: skip
 
     def campaign_file(self, request: Request) -> Response:

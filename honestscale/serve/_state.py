@@ -58,8 +58,7 @@ class Campaign:
     result: LintResult
     read_s: float  # store queries (the view)
     build_s: float  # lint + model
-    page: Outputs | None = None  # figures and paper exports, drawn in the background once judged
-    drawing: threading.Thread | None = None  # the background drawing of the page, while it runs
+    page: Outputs | None = None  # figures and paper exports, drawn on first view
     draw_s: float = 0.0
     pdf: Path | None = None
     folder: Path = field(default_factory=Path)
@@ -131,9 +130,7 @@ class State:
         if not self.open_lock.acquire(timeout=wait_s):
             raise Busy("this server's --watch is landing files in the store, or a campaign is being read")
         try:
-            if (
-                self.lake
-            ):  # one read at a time on the kept session: DuckLake 1.4.4 crashes on concurrent cursors
+            if self.lake:  # one read at a time on the kept session (concurrent cursors crash DuckLake 1.4.4)
                 return self._read_lake(fn)
             try:
                 con = open_store(self.store, read_only=True, wait_s=wait_s)
@@ -240,17 +237,6 @@ class State:
                 entry.draw_s = time.perf_counter() - t0
             return entry.page
 
-    def drawn(self, entry: Campaign) -> Outputs | None:
-        """The campaign's page if drawn; else None, and its drawing started in the background (never on a
-        request's critical path: the page is shown without its figures, saying so, until they are there)."""
-        if entry.page is not None:
-            return entry.page
-        with self._lock:  # not the entry's lock: a drawing holds that one as long as it draws
-            if entry.drawing is None or not entry.drawing.is_alive():
-                entry.drawing = threading.Thread(target=self.page, args=(entry,), name="draw", daemon=True)
-                entry.drawing.start()
-        return None
-
     def pdf(self, entry: Campaign) -> Path:
         """The campaign's PDF report, printed on first request (WeasyPrint takes seconds)."""
         with entry.lock:
@@ -274,13 +260,7 @@ class State:
                 return
             if row["campaign"] and row["landed"] and not self.fresh(row):
                 with contextlib.suppress(Busy, StoreError):
-                    self.campaign(row["campaign"])
-        for row in rows:  # then their pages (figures, exports), so that a first view finds them drawn
-            if self.stop.is_set():
-                return
-            entry = self._campaigns.get(row["campaign"]) if row["campaign"] else None
-            if entry is not None and entry.page is None and self.fresh(row):
-                self.page(entry)
+                    self.campaign(row["campaign"])  # its figures are drawn when its page is first opened
 
 
 __all__ = ["Busy", "Campaign", "Overview", "State"]
