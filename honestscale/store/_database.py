@@ -326,18 +326,20 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
-    """Each migration in a transaction of its own, with its version row: a failure leaves the store at the last
-    whole migration (DuckDB 1.4 refuses one transaction that alters a table, updates it, alters it again)."""
-    con.execute(_SCHEMA_VERSION)
-    for mig in migrations():
-        if mig.version <= current:
-            continue
+    """A new store in one transaction (made whole or not at all); an existing one a migration per transaction, each
+    with its version row (DuckDB 1.4 refuses one transaction that alters a table holding rows, updates it and alters
+    it again), so a failure leaves it at the last whole migration."""
+    pending = [mig for mig in migrations() if mig.version > current]
+    steps = [pending] if current == 0 else [[mig] for mig in pending]
+    for step in steps:
         con.execute("BEGIN")
         try:
-            con.execute(mig.sql)
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
-            )
+            con.execute(_SCHEMA_VERSION)
+            for mig in step:
+                con.execute(mig.sql)
+                con.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
+                )
             con.execute("COMMIT")
         except BaseException:
             with suppress(duckdb.Error):  # DuckDB may have aborted it already (a failed write)
