@@ -46,6 +46,23 @@ def server_ms(url: str) -> float:
     return float(found.group(1))
 
 
+def served_and_judged(store: str) -> tuple[subprocess.Popen[str], str, int]:
+    """``honestscale serve`` on ``store`` in its own process, once it has judged every campaign: (process, url,
+    campaigns)."""
+    server = subprocess.Popen([sys.executable, "-m", "honestscale", "serve", "--store", store, "--port", "0"],
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert server.stderr is not None
+    found = re.search(r"(http://\S+/)", server.stderr.readline())
+    assert found
+    url = found.group(1)
+    while True:
+        with urllib.request.urlopen(url + "api/campaigns", timeout=600) as response:
+            rows = json.loads(response.read())["campaigns"]
+        if all(r["verdicts"] is not None for r in rows):
+            return server, url, len(rows)
+        time.sleep(2)
+
+
 def times(url: str, n: int) -> tuple[float, float]:
     ms = sorted(server_ms(url) for _ in range(n))
     return statistics.median(ms), ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
@@ -94,23 +111,10 @@ def main() -> None:
     t = time.perf_counter()
     subprocess.run([*hs, "ingest", str(events), "--store", str(store), "--quiet"], check=True)
     print(f"ingested in {time.perf_counter() - t:.0f} s", flush=True)
-    server = subprocess.Popen(
-        [*hs, "serve", "--store", str(store), "--port", "0"], stderr=subprocess.PIPE, text=True
-    )
+    t = time.perf_counter()
+    server, url, judged = served_and_judged(str(store))
     try:
-        assert server.stderr is not None
-        found = re.search(r"(http://\S+/)", server.stderr.readline())
-        assert found
-        url = found.group(1)
-        t = time.perf_counter()
-        while True:
-            with urllib.request.urlopen(url + "api/campaigns", timeout=600) as response:
-                rows = json.loads(response.read())["campaigns"]
-            judged = sum(r["verdicts"] is not None for r in rows)
-            if judged == len(rows):
-                break
-            time.sleep(2)
-        print(f"the server judged {len(rows)} campaigns in {time.perf_counter() - t:.0f} s (background, once per "
+        print(f"the server judged {judged} campaigns in {time.perf_counter() - t:.0f} s (background, once per "
               "change)", flush=True)  # fmt: skip
         campaign = "centre-041"
         run_id = "c041-resnet50-torch-4w-r2"

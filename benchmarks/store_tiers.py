@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.centre import write_store  # noqa: E402
 from benchmarks.ingest import write_events  # noqa: E402
-from benchmarks.serve import server_ms  # noqa: E402
+from benchmarks.serve import served_and_judged, server_ms  # noqa: E402
 from tests.postgres import cluster  # noqa: E402
 
 HS = [sys.executable, "-m", "honestscale"]
@@ -107,21 +105,9 @@ def dashboard(pg: object, campaigns: int, requests: int) -> None:
         t = _seconds(
             [*HS, "--store", store, "--data-path", str(WORK / "lake-centre"), "ingest", str(events), "-q"]
         )
-        server = subprocess.Popen(
-            [*HS, "--store", store, "serve", "--port", "0"], stderr=subprocess.PIPE, text=True
-        )
+        t_judged = time.perf_counter()
+        server, url, _ = served_and_judged(store)
         try:
-            assert server.stderr is not None
-            found = re.search(r"(http://\S+/)", server.stderr.readline())
-            assert found
-            url = found.group(1)
-            t_judged = time.perf_counter()
-            while True:
-                with urllib.request.urlopen(url + "api/campaigns", timeout=600) as response:
-                    rows = json.loads(response.read())["campaigns"]
-                if all(r["verdicts"] is not None for r in rows):
-                    break
-                time.sleep(2)
             t_judged = time.perf_counter() - t_judged
             campaign = f"centre-{campaigns // 2:03d}"
             first[tier] = server_ms(url + f"campaigns/{campaign}")
