@@ -92,6 +92,15 @@ def interrupts_held() -> Iterator[None]:
         signal.raise_signal(signal.SIGINT)  # as if pressed now
 
 
+def interrupt_answered() -> None:
+    """Ctrl-C has been answered (the command says what it kept and ends): later presses are ignored until the process
+    ends, so that none cuts the store's close or the exit short (a press inside DuckDB's close aborts the process,
+    "terminate called without an active exception", and one in Python's exit prints a traceback instead of the
+    answer's exit code)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def swap_in(staged: Path, final: Path, files: list[tuple[Path, Path]]) -> None:
     """Replace the folder ``final`` by ``staged``, and each file by its partial copy (same file system), all in one
     step Ctrl-C cannot cut: the result and its files always agree, and files of an older result are gone."""

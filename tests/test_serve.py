@@ -132,6 +132,7 @@ def test_every_page_loads_in_a_browser_without_a_console_error(
     served: Server, browser: Any, real_store: Path
 ) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     runs = json.loads(served.get("/api/runs")[1])
     two_workers = next(
@@ -143,10 +144,11 @@ def test_every_page_loads_in_a_browser_without_a_console_error(
         errors = visit(browser, served.url.rstrip("/") + path, settle=3.0 if "campaigns/" in path else 1.0)
         assert errors == [], (path, errors)
         assert "internal error" not in browser.page_source and browser.find_elements(By.TAG_NAME, "h1"), path
-    # the campaign page: the report's figures drawn inline, each marked point with its hover text
-    visit(browser, served.url + "campaigns/digits-ddp-example", settle=3.0)
-    svgs = browser.find_elements(By.CSS_SELECTOR, "figure svg.hs-inline")
-    assert len(svgs) >= 3, "the report's figures are not drawn inline"
+    # the campaign page: the report's figures drawn inline (after the page: waited for, not slept on), each marked
+    # point with its hover text
+    visit(browser, served.url + "campaigns/digits-ddp-example", settle=0.0)
+    WebDriverWait(browser, 120).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "figure svg.hs-inline")) >= 3,
+                                      "the report's figures are not drawn inline")  # fmt: skip
     tips = browser.execute_script(
         "return Array.from(document.querySelectorAll('g.hs-point > title')).map(t => t.textContent)"
     )

@@ -19,6 +19,7 @@ from honestscale.cli import store, campaign, analysis, compare, serve, probe, sl
 from honestscale.cli._app import app, err
 from honestscale.display import shown_text
 from honestscale.errors import HonestscaleError, from_os_error
+from honestscale.files import interrupt_answered
 from honestscale.store import as_store_error, interrupted
 from honestscale.store import shown as masked
 
@@ -31,6 +32,7 @@ def main() -> None:
     except Exception as raised:
         # Ctrl-C that DuckDB turned into an error: every command writes whole or not at all
         if interrupted(raised):
+            interrupt_answered()
             err.print(
                 "[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False
             )

@@ -23,6 +23,7 @@ from honestscale.cli._app import (
     out,
 )
 from honestscale.errors import HonestscaleError, from_os_error
+from honestscale.files import interrupt_answered
 from honestscale.store import Connection, is_lake, resolve_store_path
 
 
@@ -187,6 +188,7 @@ def _writing(output: Path) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
+        interrupt_answered()
         err.print(f"[red]interrupted[/]: nothing was written; the last complete report at {output} is whole")
         raise typer.Exit(130) from None
     except OSError as exc:

@@ -38,6 +38,7 @@ from honestscale.collector import NOT_RESULTS, Source, discover
 from honestscale.collector.ingest import FileResult, Ingester, Summary
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
+from honestscale.files import interrupt_answered
 from honestscale.store import campaigns, interrupted
 
 
@@ -64,16 +65,8 @@ def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None
 
 
 def _progress(total: int) -> Progress:
-    return Progress(
-        TextColumn("[bold]ingest[/]"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[file]}"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
+    return Progress(TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[file]}"), console=err, transient=True, disable=not err.is_terminal)  # fmt: skip
 
 
 def _run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: bool) -> Summary:
@@ -121,7 +114,7 @@ def _watch(
                 err.print(f"{time.strftime('%H:%M:%S')} {poll.summary.line()}")
             time.sleep(interval)
     except (KeyboardInterrupt, _Stop):
-        pass
+        interrupt_answered()
     print(f"watch stopped: {total.line()}")
     return EXIT_QUARANTINED if total.quarantined else EXIT_OK
 
@@ -215,6 +208,7 @@ def ingest(
         except (KeyboardInterrupt, Exception) as exc:  # DuckDB reports Ctrl-C as its own error
             if not interrupted(exc):
                 raise
+            interrupt_answered()  # the store's close (after this) keeps what landed: a second press waits for it
             err.print("[red]interrupted[/]: finished files landed, the rest rolled back: ingest again")
             raise typer.Exit(130) from None
     summary.skipped = found.skipped

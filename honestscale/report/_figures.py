@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
@@ -377,26 +378,36 @@ def save(
     return Rendered(stem, caption, svg)
 
 
+Planned = tuple[str, str, Callable[[], Figure]]  # file stem, caption, the drawing
+
+
+def planned(c: ComparisonModel, index: int) -> list[Planned]:
+    """The figures one scaling comparison has (what each shows decides whether it is drawn), not drawn yet."""
+    return [(f"fig{index}-{name}", caption(c), functools.partial(draw, c))
+            for name, caption, draw, applies in FIGURES if applies(c)]  # fmt: skip
+
+
+def planned_frameworks(c: ComparisonModel, index: int) -> list[Planned]:
+    """The figures of one framework comparison (one worker count), not drawn yet."""
+    return [(f"fw{index}-{name}", caption, functools.partial(draw, c))
+            for name, caption, draw, applies in FRAMEWORK_FIGURES if applies(c)]  # fmt: skip
+
+
+def draw(figures: list[Planned], out_dir: Path | None, copies: PaperCopies | None = None) -> list[Rendered]:
+    """The planned figures drawn: SVG text, and PDF + SVG files in ``out_dir`` for papers."""
+    with plt.rc_context(STYLE):
+        return [save(make(), stem, caption, out_dir, copies) for stem, caption, make in figures]
+
+
 def render_frameworks(
     c: ComparisonModel, index: int, out_dir: Path | None, copies: PaperCopies | None = None
 ) -> list[Rendered]:
     """The figures of one framework comparison (one worker count)."""
-    with plt.rc_context(STYLE):
-        return [
-            save(draw(c), f"fw{index}-{name}", caption, out_dir, copies)
-            for name, caption, draw, applies in FRAMEWORK_FIGURES
-            if applies(c)
-        ]
+    return draw(planned_frameworks(c, index), out_dir, copies)
 
 
 def render(
     c: ComparisonModel, index: int, out_dir: Path | None, copies: PaperCopies | None = None
 ) -> list[Rendered]:
     """Every figure of one scaling comparison: SVG text, and PDF + SVG files in ``out_dir`` for papers."""
-    out: list[Rendered] = []
-    with plt.rc_context(STYLE):
-        for name, caption, draw, applies in FIGURES:
-            if not applies(c):
-                continue
-            out.append(save(draw(c), f"fig{index}-{name}", caption(c), out_dir, copies))
-    return out
+    return draw(planned(c, index), out_dir, copies)

@@ -118,21 +118,21 @@ class Dashboard:
 
     def campaign(self, request: Request) -> Response:
         entry = self._campaign(request)
-        outputs = self.state.page(entry)
-        files = sorted(p.name for p in outputs.exports)
+        # shown from the plan: the figures are drawn after the page, when the browser asks for their files
+        contents = self.state.contents(entry)
         base = f"/campaigns/{quote(entry.name, safe='')}"
-        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=outputs.scaling,
-                         frameworks=outputs.frameworks, layouts=outputs.layouts, assets_url=f"{base}/files/", base=base, run_url="/runs/", files=files,
+        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=contents.scaling,
+                         frameworks=contents.frameworks, layouts=contents.layouts, assets_url=f"{base}/files/",
+                         base=base, run_url="/runs/", files=sorted(contents.exports),
                          fresh=entry.fingerprint == self.state.fingerprint(entry.name))  # fmt: skip
 
     def campaign_file(self, request: Request) -> Response:
         entry = self._campaign(request)
-        outputs = self.state.page(entry)
         name = request.path_params["file"]
-        # only what the server wrote, by the names it wrote: no path reaches elsewhere
-        if name not in {p.name for p in outputs.exports} | {"report.css"}:
+        # only what the server writes, by the names it writes: no path reaches elsewhere
+        if name not in {*self.state.contents(entry).exports, "report.css"}:
             raise HTTPException(404, f"campaign {entry.name} has no file {name!r}")
-        return FileResponse(outputs.assets / name)
+        return FileResponse(self.state.page(entry).assets / name)
 
     def campaign_pdf(self, request: Request) -> Response:
         entry = self._campaign(request)

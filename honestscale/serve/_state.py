@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from honestscale import report as reporting
 from honestscale.lint import LintResult, Suppression
-from honestscale.report import Model, Outputs
+from honestscale.report import Model, Outputs, Plan
 from honestscale.store import Connection, StoreBusy, StoreError, is_lake, open_store, queries
 from honestscale.store import dashboard as reads
 from honestscale.view import build
@@ -58,7 +58,8 @@ class Campaign:
     result: LintResult
     read_s: float  # store queries (the view)
     build_s: float  # lint + model
-    page: Outputs | None = None  # figures and paper exports, drawn on first view
+    page: Outputs | None = None  # figures and paper exports, drawn when the browser first asks for one
+    contents: Plan | None = None  # what the page holds, by name (no figure drawn): the page is shown from it
     draw_s: float = 0.0
     pdf: Path | None = None
     folder: Path = field(default_factory=Path)
@@ -225,8 +226,16 @@ class State:
             self._campaigns[name] = entry
             return entry
 
+    def contents(self, entry: Campaign) -> Plan:
+        """What the campaign's page holds (its comparisons, figures and exports by name), decided without drawing:
+        the page is shown from it at once and its figures are drawn after it (``page``), never on its request."""
+        if entry.contents is None:
+            entry.contents = reporting.plan(entry.model)
+        return entry.contents
+
     def page(self, entry: Campaign) -> Outputs:
-        """The campaign's figures and paper exports (CSV, LaTeX, SVG, PDF figures), drawn once per model."""
+        """The campaign's figures and paper exports (CSV, LaTeX, SVG, PDF figures), drawn once per model, when the
+        browser first asks for one of them."""
         with entry.lock:
             if entry.page is None:
                 t0 = time.perf_counter()

@@ -1,0 +1,63 @@
+"""The dashboard's campaign page in process (no browser, no server process): it is shown from the report's plan at
+once, its figures are drawn after it when their files are asked for, and what the plan names is what is drawn."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from typer.testing import CliRunner
+
+from honestscale.cli import app
+from honestscale.serve._access import Access
+from honestscale.serve._app import Dashboard
+from honestscale.serve._state import State
+from tests.conftest import EXAMPLE
+
+CAMPAIGN = "digits-ddp-example"
+
+
+def _request(path: str, **params: str) -> Request:
+    return Request({"type": "http", "method": "GET", "path": path, "path_params": params, "query_string": b"",
+                    "headers": [], "scheme": "http", "server": ("127.0.0.1", 80)})  # fmt: skip
+
+
+def _dashboard(tmp_path: Path) -> Dashboard:
+    store = tmp_path / "s.duckdb"
+    landed = CliRunner().invoke(app, ["--store", str(store), "ingest", str(EXAMPLE), "-q"])
+    assert landed.exit_code == 0, landed.output
+    work = tmp_path / "work"
+    work.mkdir()
+    return Dashboard(State(store, work), Access(None, ["127.0.0.1"]), None)
+
+
+def test_the_campaign_page_is_shown_before_its_figures_are_drawn(tmp_path: Path) -> None:
+    dashboard = _dashboard(tmp_path)
+    page: Any = dashboard.campaign(_request(f"/campaigns/{CAMPAIGN}", name=CAMPAIGN))
+    html = page.body.decode()
+    entry = dashboard.state.cached(CAMPAIGN)
+    assert page.status_code == 200 and entry is not None
+    assert entry.page is None, "the page request drew the figures: they belong after the page"
+    assert "the figures are drawn after this page" in html
+    shown = re.findall(rf'src="/campaigns/{CAMPAIGN}/files/([^"]+\.svg)"', html)
+    assert len(shown) >= 3, html[:2000]
+
+    # the first figure asked for draws them all; every file the page names is then there, and nothing else is
+    figure: Any = dashboard.campaign_file(_request("/files", name=CAMPAIGN, file=shown[0]))
+    after = dashboard.state.cached(CAMPAIGN)
+    assert after is entry
+    outputs = after.page
+    assert figure.status_code == 200 and outputs is not None
+    drawn = sorted(p.name for p in outputs.exports)
+    assert drawn == sorted(dashboard.state.contents(entry).exports)
+    assert all((outputs.assets / name).is_file() for name in drawn)
+    assert {f"{f['name']}.svg" for v in outputs.scaling for f in v.figures} == set(shown)
+    linked = re.findall(rf'href="/campaigns/{CAMPAIGN}/files/([^"]+)"', html)
+    assert linked and set(linked) <= set(drawn)
+
+    # the page shown after the drawing is the same page, with the time the drawing took
+    again = bytes(dashboard.campaign(_request(f"/campaigns/{CAMPAIGN}", name=CAMPAIGN)).body).decode()
+    assert "the figures are drawn after this page" not in again and "(figures and exports)" in again
+    assert re.findall(rf'src="/campaigns/{CAMPAIGN}/files/([^"]+\.svg)"', again) == shown
