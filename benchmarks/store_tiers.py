@@ -101,7 +101,7 @@ def ingest(pg: object, n: int) -> None:
 def _first_figure(url: str, campaign: str) -> str:
     """The address of the first figure on a campaign page (drawn when first asked for)."""
     with urllib.request.urlopen(url + f"campaigns/{campaign}", timeout=600) as response:
-        found = re.search(r'src="(/campaigns/[^"]+\\.svg)"', response.read().decode())
+        found = re.search(r'src="(/campaigns/[^"]+\.svg)"', response.read().decode())
     assert found, campaign
     return found.group(1)
 
