@@ -18,11 +18,11 @@ from statistics import median
 from typing import Any
 
 from honestscale.analysis import laws
-from honestscale.analysis.points import Findings, Point, lint_codes, point, verdicts_text
+from honestscale.analysis.points import FindingRecord, Findings, Point, lint_codes, point, verdicts_text
 from honestscale.analysis.scaling import TTA, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, differ, ratio
 from honestscale.lint import LintResult
-from honestscale.view import Run, View
+from honestscale.view import Run, StepFractions, View
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -124,7 +124,7 @@ def _hyper(runs: list[Run], key: str) -> Any:
     return values.pop() if len(values) == 1 else None
 
 
-def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, dict[str, Any]]) -> list[Setup]:
+def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, StepFractions]) -> list[Setup]:
     groups: dict[tuple[str, str, str, int, str], list[Run]] = defaultdict(list)
     for r in runs_of:  # a layout is a setup of its own: never pooled with another
         groups[
@@ -136,7 +136,7 @@ def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, dict[str,
         ok = [r for r in runs if r.ok and r.id in steps]
         shares = {k: v for k, v in p.breakdown.items() if v is not None}
         dominant = max(shares, key=lambda k: shares[k]) if shares else None
-        spreads = [steps[r.id]["imbalance"] for r in ok if steps[r.id].get("imbalance") is not None]
+        spreads = [v for r in ok if (v := steps[r.id].get("imbalance")) is not None]
         out.append(
             Setup(
                 campaign=campaign, model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
@@ -222,7 +222,7 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
 
 
 def _advice_of(
-    campaign: str | None, runs: list[Run], kept: View, kept_ids: set[str], findings: list[dict[str, Any]]
+    campaign: str | None, runs: list[Run], kept: View, kept_ids: set[str], findings: list[FindingRecord]
 ) -> CampaignAdvice:
     setups = _setups(campaign, runs, kept.fractions)
     problems: dict[tuple[str, str], list[Setup]] = defaultdict(list)

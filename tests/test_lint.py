@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from honestscale.cli import app
+from honestscale.errors import HonestscaleError
 from tests.conftest import hs, query
 from tests.lint_campaigns import GOOD, build, case_runs
 
@@ -119,11 +122,53 @@ def test_sarif_and_exit_codes(tmp_path: Path) -> None:
 
 
 def test_explain_prints_the_docstring_sections() -> None:
-    out = hs("lint", "--explain", "hs106").stdout
-    assert out.startswith("HS106 do-not-consider-io (warning)")
+    runner = CliRunner()
+    out = runner.invoke(app, ["lint", "--explain", "hs106"]).output
+    assert out.startswith("HS106 io-not-considered (warning)")
     for section in ("What it checks:", "Why it misleads:", "Example:", "Fix:", "Reference:"):
         assert section in out
-    assert hs("lint", "--explain", "HS000").returncode == 2
+    assert runner.invoke(app, ["lint", "--explain", "io-not-considered"]).output == out
+    unknown = runner.invoke(app, ["lint", "--explain", "HS000"]).exception  # the CLI's main prints it, exit 2
+    assert isinstance(unknown, HonestscaleError) and unknown.message == "no rule 'HS000'"
+
+
+def test_rules_are_named_after_the_bad_practice_and_old_names_still_work(tmp_path: Path) -> None:
+    from honestscale.lint import registry
+
+    imperative = re.compile(r"^(do|don't|do-not|ignore|hide|only|train|compare|use|report|never|always)-")
+    rules = registry()
+    assert not [cls.name for cls in rules.values() if imperative.match(cls.name)]
+    renamed = {old: cls for cls in rules.values() for old in cls.old_names}
+    assert len(renamed) == 7 and all(imperative.match(old) for old in renamed)
+    runner = CliRunner()
+    for old, cls in renamed.items():  # --explain by an old name: the new one, and the note saying so
+        out = runner.invoke(app, ["lint", "--explain", old]).output
+        assert out.startswith(f"note: rule name {old!r} is deprecated: {cls.code} is now {cls.name!r}"), out
+        assert f"{cls.code} {cls.name} ({cls.severity})" in out
+    reason = "synthetic inputs on purpose: this campaign measures the interconnect, not the pipeline"
+    case = {"change": {"finals": {"data_source": "synthetic"}},
+            "spec": {"tool": {"honestscale": {"lint": {"ignore": [{"code": "do-not-consider-io", "reason": reason}]}}}}}  # fmt: skip
+    store = build(tmp_path, case | {"runs": case_runs(case)})
+    by_name = runner.invoke(
+        app, ["lint", "--store", str(store), "-f", "json", "--select", "io-not-considered"]
+    )
+    findings = json.loads(by_name.stdout)
+    assert findings and {f["code"] for f in findings} == {"HS106"}
+    assert all(f["suppressed"] == {"reason": reason} for f in findings), (
+        "the old name in a suppression still works"
+    )
+    assert "'do-not-consider-io' is deprecated: HS106 is now 'io-not-considered'" in by_name.stderr
+    hidden = runner.invoke(
+        app, ["lint", "--store", str(store), "-f", "json", "--select", "hide-the-tuning-runs"]
+    )
+    assert {f["code"] for f in json.loads(hidden.stdout)} <= {"HS103"}
+    assert "'hide-the-tuning-runs' is deprecated: HS103 is now 'tuning-runs-hidden'" in hidden.stderr
+    wrong = runner.invoke(app, ["lint", "--store", str(store), "--select", "no-such-practice"])
+    assert (
+        isinstance(wrong.exception, HonestscaleError)
+        and wrong.exception.message == "no rule 'no-such-practice'"
+    )
+    assert "--rules-doc" in (wrong.exception.fix or "")
 
 
 def test_suppression_needs_a_reason_and_applies_to_its_campaign_only(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ may name the severity its findings must have (``severity``) and words their mess
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.conftest import REPO
 from tests.lint_campaigns import build, case_runs, open_ro
 
 CASES_DIR = Path(__file__).parent / "lint_cases"
+SNAPSHOTS = CASES_DIR / "snapshots"
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
@@ -67,6 +70,30 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     else:
         assert outcomes == {"cannot_verify"}, detail
         assert all(f.message.startswith("cannot verify:") and f.fix for f in mine)
+    if mine:
+        _snapshot(code, case["name"], mine)
+
+
+def _snapshot(code: str, case: str, findings: list[Any]) -> None:
+    """The case's findings as a reader sees them (rule, severity, outcome, target, message, fix) equal the stored
+    snapshot (ruff's message snapshots): a changed wording is a reviewed change. ``HONESTSCALE_UPDATE_SNAPSHOTS=1``
+    writes them anew; ``git diff tests/lint_cases/snapshots`` then shows what changed."""
+    rules = registry()
+    lines = []
+    for f in sorted(findings, key=lambda f: (f.outcome, f.target, f.message)):
+        lines += [f"{f.code} {rules[f.code].name} ({f.severity}) {f.outcome}: {f.target}", f"  {f.message}",
+                  f"  fix: {f.fix}", ""]  # fmt: skip
+    text = "\n".join(lines)
+    path = SNAPSHOTS / code / f"{re.sub(r'[^a-z0-9]+', '-', case.lower()).strip('-')[:80]}.txt"
+    if os.environ.get("HONESTSCALE_UPDATE_SNAPSHOTS") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), (
+        f"no snapshot {path}: run HONESTSCALE_UPDATE_SNAPSHOTS=1 pytest {__file__} and review it"
+    )
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path} changed: review, then HONESTSCALE_UPDATE_SNAPSHOTS=1"
+    )
 
 
 def test_every_rule_is_documented_and_has_failing_and_passing_cases() -> None:

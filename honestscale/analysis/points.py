@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from honestscale import catalogue
 from honestscale.analysis import energy, flops
@@ -19,9 +19,10 @@ from honestscale.analysis.flops import MfuSummary
 from honestscale.analysis.mlperf import drop_for, scaling_factor
 from honestscale.analysis.scaling import time_to_accuracy
 from honestscale.analysis.stats import centre_of_rates, centre_of_times, median_ci, mlperf_score
-from honestscale.view import Run, View, med
+from honestscale.view import Run, StepFractions, View, med
 
-PARTS = ("data", "compute", "comm", "optimizer")
+Part = Literal["data", "compute", "comm", "optimizer"]
+PARTS: tuple[Part, ...] = ("data", "compute", "comm", "optimizer")
 
 
 @dataclass
@@ -80,7 +81,22 @@ class Point:
     mfu: MfuSummary | None = None  # MFU recomputed from the counts, median of runs with its interval
 
 
-class Findings(list[dict[str, Any]]):
+class FindingRecord(TypedDict):
+    """A lint finding as JSON (``lint --format json``): what the numbers' verdicts are read from (the lint sits above
+    the numbers and hands its findings down in this shape)."""
+
+    code: str
+    severity: str  # error, warning, info
+    outcome: str  # fail, cannot_verify
+    runs: list[str]
+    comparison: str  # the comparison's id
+    message: str
+    evidence: dict[str, Any]
+    fix: str
+    suppressed: dict[str, str] | None  # {"reason": ...}
+
+
+class Findings(list[FindingRecord]):
     """The lint's findings (each as JSON), indexed by the runs and the comparison each is about.
 
     A report or an advice asks for the rules about a few runs once per point, series and campaign: with a plain
@@ -88,25 +104,25 @@ class Findings(list[dict[str, Any]]):
     findings, and grew faster than the store). Built once from the findings; not to be appended to.
     """
 
-    def __init__(self, findings: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(self, findings: Iterable[FindingRecord] = ()) -> None:
         super().__init__(findings)
         self._by_run: dict[str, list[int]] = defaultdict(list)
-        self._by_comparison: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_comparison: dict[str, list[FindingRecord]] = defaultdict(list)
         for i, f in enumerate(self):
             for run in f["runs"]:
                 self._by_run[run].append(i)
             self._by_comparison[f["comparison"]].append(f)
 
-    def about_runs(self, run_ids: set[str]) -> list[dict[str, Any]]:
+    def about_runs(self, run_ids: set[str]) -> list[FindingRecord]:
         """The findings about any of these runs, in the lint's order."""
         return [self[i] for i in sorted({i for r in run_ids for i in self._by_run.get(r, ())})]
 
-    def about_comparison(self, comparison: str) -> list[dict[str, Any]]:
+    def about_comparison(self, comparison: str) -> list[FindingRecord]:
         """The findings about this comparison (its id), in the lint's order."""
         return list(self._by_comparison.get(comparison, ()))
 
 
-def lint_codes(findings: list[dict[str, Any]], run_ids: set[str]) -> dict[str, list[str]]:
+def lint_codes(findings: list[FindingRecord], run_ids: set[str]) -> dict[str, list[str]]:
     """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out).
 
     ``findings`` as :class:`Findings` reads only those about the runs; a plain list is read whole."""
@@ -167,52 +183,80 @@ def energies(runs: list[Run]) -> tuple[str, list[float]]:
     return "energy to train", [e.joules for e in map(energy.to_train, ok) if e is not None]
 
 
-def point(workers: int, runs: list[Run], fractions: dict[str, dict[str, Any]], mlperf: bool) -> Point:
+def _shares(ok: list[Run], fractions: dict[str, StepFractions]) -> dict[str, float | None]:
+    """Each part's median share of the step time over the runs that timed it."""
+    shares: dict[str, float | None] = {}
+    for part in PARTS:
+        vals = [v for r in ok if r.id in fractions and (v := fractions[r.id][part]) is not None]
+        shares[part] = median(vals) if vals else None
+    return shares
+
+
+def _comm(workers: int, ok: list[Run], fractions: dict[str, StepFractions]) -> str:
+    """Whether the runs' gradient exchange was measured, hidden by the framework, or not there at all."""
+    timed = [r for r in ok if r.id in fractions]
+    if not timed:
+        return "not recorded"
+    if all(fractions[r.id].get("comm_measured") for r in timed):
+        return "measured"
+    return (
+        "none (1 worker)" if workers == 1 else "not exposed"
+    )  # 1 worker: nothing to exchange, nothing hidden
+
+
+def _mlperf_scores(runs: list[Run]) -> tuple[float | None, float | None, float | None]:
+    """MLPerf's olympic score of the runs, its scaling factor and the official score (their product)."""
+    score = mlperf_score([r.time_to_train_s if r.ok else None for r in runs], drop_for(runs))
+    factor = scaling_factor(runs)
+    return score, factor, score * factor if score is not None and factor is not None else None
+
+
+def _quality(ok: list[Run]) -> tuple[float | None, str | None, str | None, str]:
+    """The runs' median final quality, its split(s), its metric (one, or none) and which way is better."""
+    accs = [r.final_value for r in ok if r.final_value is not None]
+    metrics = {r.final_metric for r in ok if r.final_value is not None}
+    metric = metrics.pop() if len(metrics) == 1 else None
+    return (median(accs) if accs else None, "/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
+            metric, catalogue.direction(metric, ok[0].attrs.get("mlperf") if ok else None))  # fmt: skip
+
+
+def _rates(workers: int, ok: list[Run]) -> tuple[float | None, float | None, float | None, float | None]:
+    """Samples/s (harmonic mean of the runs) and per worker; tokens/s and per worker."""
+    throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
+    tokens = centre_of_rates([r.tokens_per_s for r in ok if r.tokens_per_s])
+    return (throughput, throughput / workers if throughput else None, tokens,
+            tokens / workers if tokens else None)  # fmt: skip
+
+
+def _steady(ok: list[Run]) -> tuple[float | None, float | None]:
+    """Samples per second over the median step (harmonic mean of the runs), and the median share lost to stalls."""
+    stalls = [r.lost_share for r in ok if r.lost_share is not None]
+    return centre_of_rates([r.steady_rate for r in ok if r.steady_rate]), median(stalls) if stalls else None
+
+
+def point(workers: int, runs: list[Run], fractions: dict[str, StepFractions], mlperf: bool) -> Point:
+    """The runs at one worker count summarised: each number with the statistic it is and its interval."""
     ok = [r for r in runs if r.ok]
     times = [float(r.time_to_train_s) for r in ok if r.time_to_train_s is not None]
     ttas = [t for t in (time_to_accuracy(r) for r in ok) if t is not None]
-    accs = [r.final_value for r in ok if r.final_value is not None]
-    stalls = [r.lost_share for r in ok if r.lost_share is not None]
-    shares: dict[str, float | None] = {}
-    for part in PARTS:
-        vals = [fractions[r.id][part] for r in ok if r.id in fractions and fractions[r.id][part] is not None]
-        shares[part] = median(vals) if vals else None
-    timed = [r for r in ok if r.id in fractions]
-    if not timed:
-        comm = "not recorded"
-    elif all(fractions[r.id].get("comm_measured") for r in timed):
-        comm = "measured"
-    elif workers == 1:
-        comm = "none (1 worker)"  # nothing to exchange: not a framework hiding its all-reduce
-    else:
-        comm = "not exposed"
-    throughput = centre_of_rates([r.throughput for r in ok if r.throughput])
-    tokens = centre_of_rates([r.tokens_per_s for r in ok if r.tokens_per_s])
+    score, factor, official = _mlperf_scores(runs) if mlperf else (None, None, None)
+    accuracy, split, metric, better = _quality(ok)
+    throughput, per_worker, tokens, tokens_per_worker = _rates(workers, ok)
+    steady, stall = _steady(ok)
     energy_metric, joules = energies(runs)
-    metrics = {r.final_metric for r in ok if r.final_value is not None}
-    metric = metrics.pop() if len(metrics) == 1 else None
-    score = (
-        mlperf_score([r.time_to_train_s if r.ok else None for r in runs], drop_for(runs)) if mlperf else None
-    )
-    factor = scaling_factor(runs) if mlperf else None
     return Point(
         workers=workers, runs=len(runs), succeeded=len(ok),
         global_batch=sorted({int(r.global_batch_size) for r in runs if r.global_batch_size}),
-        time_s=centre_of_times(times), time_ci=median_ci(times),
-        tta_s=centre_of_times(ttas), tta_ci=median_ci(ttas),
-        mlperf_score_s=score, mlperf_scaling_factor=factor,
-        mlperf_official_s=score * factor if score is not None and factor is not None else None,
-        throughput=throughput, per_worker=throughput / workers if throughput else None,
-        steady_throughput=centre_of_rates([r.steady_rate for r in ok if r.steady_rate]),
-        stall_share=median(stalls) if stalls else None,
-        accuracy=median(accs) if accs else None,
-        accuracy_split="/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
-        breakdown=shares, comm=comm, run_ids=sorted(r.id for r in runs),
-        accuracy_metric=metric, accuracy_better=catalogue.direction(metric, ok[0].attrs.get("mlperf") if ok else None),
+        time_s=centre_of_times(times), time_ci=median_ci(times), tta_s=centre_of_times(ttas), tta_ci=median_ci(ttas),
+        mlperf_score_s=score, mlperf_scaling_factor=factor, mlperf_official_s=official,
+        throughput=throughput, per_worker=per_worker,
+        steady_throughput=steady, stall_share=stall,
+        accuracy=accuracy, accuracy_split=split, accuracy_metric=metric, accuracy_better=better,
+        breakdown=_shares(ok, fractions), comm=_comm(workers, ok, fractions), run_ids=sorted(r.id for r in runs),
         energy_j=centre_of_times(joules), energy_ci=median_ci(joules), energy_metric=energy_metric,
         energy_source=energy.source(ok), mean_power_w=med(energy.mean_power_w(r) for r in ok),
         energy_per_sample_j=med(energy.per_sample_j(r) for r in ok),
-        tokens_per_s=tokens, tokens_per_worker=tokens / workers if tokens else None,
+        tokens_per_s=tokens, tokens_per_worker=tokens_per_worker,
         mfu=flops.mfu_over(ok) if any(flops.audited(r) for r in ok) else None,
     )  # fmt: skip
 
@@ -231,7 +275,7 @@ class SummaryRow:
     layout: str | None = None  # the parallel layout where it is more than data parallel (``Run.layout_key``)
 
 
-def summary(view: View, findings: list[dict[str, Any]]) -> list[SummaryRow]:
+def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
     """Final runs grouped by campaign (``POOLED`` in a pooling view), model, dataset, framework and workers, each
     summarised by :func:`point`, with the rules' verdicts on its runs (``findings``: the lint result about this
     view, as JSON) and its series' mode."""

@@ -117,6 +117,23 @@ def _rejected_mark(rec: dict[str, Any]) -> str:
 
 
 def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
+    """``show``'s page of one run: its verdicts, its facts, evaluations, step split, profiler evidence and gaps."""
+    parts: list[Any] = [*show_verdicts(rec), _facts(rec)]
+    parts.append(
+        _evaluations(rec, all_ranks) if rec["evals"] else Text("no evaluations recorded", style="yellow")
+    )
+    if rec["step_breakdown"]:
+        parts += _step_split(rec, all_ranks)
+    else:
+        parts.append(Text("no step events: no step-time breakdown", style="yellow"))
+    if rec.get("profiled_steps"):
+        parts.append(_profile_table(rec["profiled_steps"]))
+    parts += _gaps(rec, all_ranks)
+    return Group(*parts)
+
+
+def _facts(rec: dict[str, Any]) -> Table:
+    """The run's fields, its energy to train (or why none) and its software."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
@@ -139,73 +156,69 @@ def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
         facts.add_row("energy_to_train", spent["source"] + (f" ({spent['why']})" if spent.get("why") else ""))
     if rec.get("software"):
         facts.add_row("software", _name(", ".join(f"{k} {v}" for k, v in rec["software"].items())))
-    parts: list[Any] = [*show_verdicts(rec), facts]
+    return facts
 
-    if rec["evals"]:
-        ev_table = Table(title="evaluations", title_justify="left")
-        for col in ("epoch", "rank", "split", "metric", "value", "samples"):
-            ev_table.add_column(col)
-        evals = rec["evals"]
-        if not all_ranks and len({e["rank"] for e in evals}) > MANY_RANKS:
-            first = min(e["rank"] for e in evals)
-            evals = [e for e in evals if e["rank"] == first]
-            ev_table.caption = (
-                f"rank {first} only, of {len({e['rank'] for e in rec['evals']}):,}; --ranks lists all"
-            )
-        for e in evals:
-            ev_table.add_row(
-                str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), e["split"], e["metric"],
-                f"{e['value']:.5g}", str(e["samples"] or "-"),
-            )  # fmt: skip
-        parts.append(ev_table)
-    else:
-        parts.append(Text("no evaluations recorded", style="yellow"))
 
-    if rec["step_breakdown"]:
-        st = Table(title="step time breakdown (warm-up excluded)", title_justify="left")
-        for col in ("rank", "steps", "samples", "samples/s", "data", "compute", "comm", "optimizer", "other"):
-            st.add_column(col, justify="right")
-        shown, note = _few_ranks(rec["step_breakdown"], all_ranks)
-        for s in shown:
-            total = s["t_total"] or 0.0
+def _evaluations(rec: dict[str, Any], all_ranks: bool) -> Table:
+    """The run's evaluations (the first rank's only when there are many ranks, unless --ranks)."""
+    ev_table = Table(title="evaluations", title_justify="left")
+    for col in ("epoch", "rank", "split", "metric", "value", "samples"):
+        ev_table.add_column(col)
+    evals = rec["evals"]
+    if not all_ranks and len({e["rank"] for e in evals}) > MANY_RANKS:
+        first = min(e["rank"] for e in evals)
+        evals = [e for e in evals if e["rank"] == first]
+        ev_table.caption = (
+            f"rank {first} only, of {len({e['rank'] for e in rec['evals']}):,}; --ranks lists all"
+        )
+    for e in evals:
+        ev_table.add_row(
+            str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), e["split"], e["metric"],
+            f"{e['value']:.5g}", str(e["samples"] or "-"),
+        )  # fmt: skip
+    return ev_table
 
-            def pct(v: float | None, total: float = total) -> str:
-                return "not measured" if v is None else "-" if not total else f"{100 * v / total:.1f}%"
 
-            known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
-            comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
-            counted = s["samples"] is not None  # a log that counts no samples (tokens only): unknown, never 0
-            st.add_row(
-                str(s["rank"]), str(s["steps"]), str(s["samples"]) if counted else "not counted",
-                f"{s['samples'] / total:.1f}" if total and counted else "-",
-                pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
-            )  # fmt: skip
-        parts.append(st)
-        if note is not None:
-            parts.append(note)
-        if (ss := rec.get("steady_state")) is not None:
-            parts.append(
-                Text(_steady_text(ss), style="" if ss["detected_warmup_steps"] is not None else "yellow")
-            )
-    else:
-        parts.append(Text("no step events: no step-time breakdown", style="yellow"))
+def _step_split(rec: dict[str, Any], all_ranks: bool) -> list[Any]:
+    """Where each rank's step time goes (warm-up excluded), with the steady state the steps reach."""
+    st = Table(title="step time breakdown (warm-up excluded)", title_justify="left")
+    for col in ("rank", "steps", "samples", "samples/s", "data", "compute", "comm", "optimizer", "other"):
+        st.add_column(col, justify="right")
+    shown, note = _few_ranks(rec["step_breakdown"], all_ranks)
+    for s in shown:
+        total = s["t_total"] or 0.0
 
-    if rec.get("profiled_steps"):
-        parts.append(_profile_table(rec["profiled_steps"]))
+        def pct(v: float | None, total: float = total) -> str:
+            return "not measured" if v is None else "-" if not total else f"{100 * v / total:.1f}%"
 
+        known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
+        comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
+        counted = s["samples"] is not None  # a log that counts no samples (tokens only): unknown, never 0
+        st.add_row(
+            str(s["rank"]), str(s["steps"]), str(s["samples"]) if counted else "not counted",
+            f"{s['samples'] / total:.1f}" if total and counted else "-",
+            pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
+        )  # fmt: skip
+    parts: list[Any] = [st]
+    if note is not None:
+        parts.append(note)
+    if (ss := rec.get("steady_state")) is not None:
+        parts.append(
+            Text(_steady_text(ss), style="" if ss["detected_warmup_steps"] is not None else "yellow")
+        )
+    return parts
+
+
+def _gaps(rec: dict[str, Any], all_ranks: bool) -> list[Text]:
+    """The ranks that lost events (a count when there are many, unless --ranks)."""
     gaps = [c for c in rec["events_per_rank"] if c["missing"]]
     if len(gaps) > MANY_RANKS and not all_ranks:
         lost = sum(c["missing"] for c in gaps)
-        parts.append(
+        return [
             Text(f"{len(gaps):,} ranks lost events ({lost:,} in all); --ranks lists them", style="yellow")
-        )
-        gaps = []
-    for c in gaps:
-        parts.append(
-            Text(f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",
-                 style="yellow")
-        )  # fmt: skip
-    return Group(*parts)
+        ]
+    return [Text(f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",
+                 style="yellow") for c in gaps]  # fmt: skip
 
 
 def _steady_text(ss: dict[str, Any]) -> str:

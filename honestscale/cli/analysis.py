@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from honestscale.cli import _output
 from honestscale.cli._app import (
@@ -121,7 +122,8 @@ def lint(
         LintFormat.text
     ),
     select: Annotated[
-        list[str] | None, typer.Option(help="Only these rules (HS101, or a prefix: HS1).")
+        list[str] | None,
+        typer.Option(help="Only these rules: a code (HS101), a prefix (HS1) or a name (io-not-considered)."),
     ] = None,
     ignore: Annotated[
         list[str] | None, typer.Option(help="Skip these rules for this call (no justification kept).")
@@ -158,7 +160,9 @@ def lint(
         try:
             print(_formats.explain(explain), end="")
         except KeyError:
-            raise HonestscaleError(f"no rule {explain!r}", "see honestscale lint --rules-doc") from None
+            raise HonestscaleError(
+                f"{explain!r} names several rules", "give one code or name (honestscale lint --rules-doc)"
+            ) from None
         return
     if rules_doc:
         print(_formats.rules_markdown(), end="")
@@ -171,6 +175,8 @@ def lint(
         queries.check_campaign(con, campaign)
         view = build(con, campaign)
     result = linter.lint(view, select=select, ignore=ignore, suppressions=extra)
+    for note in result.notes:
+        err.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
     elif format is LintFormat.sarif:

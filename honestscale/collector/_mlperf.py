@@ -11,6 +11,7 @@ that is not valid JSON is quarantined, never skipped.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,29 +120,74 @@ def _count(value: Any, least: int = 0) -> int | None:
     return None
 
 
-def _run_events(
-    rid: str,
-    name: str,
-    segment: list[tuple[int, dict[str, Any]]],
-    hardware: dict[str, Any],
-    system_shown: str | None,
-    where: Place,
-    power: Path | None,
-    scaling: float | None,
-    campaign: str | None,
-    warnings: list[str],
-) -> list[tuple[int, dict[str, Any]]]:
+Numbered = list[tuple[int, dict[str, Any]]]  # (line of the log, event)
+
+
+@dataclass
+class _Size:
+    """How many workers the systems JSON says ran, and the batch they shared."""
+
+    nodes: int | None
+    per_node: int | None
+    accelerators: int | None  # nodes x accelerators per node, where both are known
+    cpu_only: bool  # Intel's Xeon submissions: counted in nodes and cores
+    global_batch: int | None
+
+    @property
+    def world(self) -> int:
+        return self.accelerators or (self.nodes if self.cpu_only and self.nodes else 1)
+
+    @property
+    def local_batch(self) -> int | None:
+        gbs, world = self.global_batch, self.world
+        known = gbs is not None and (self.accelerators or self.cpu_only) and gbs % world == 0
+        return gbs // world if known and gbs is not None else None
+
+    @property
+    def world_from(self) -> str:
+        if self.accelerators:
+            return "systems json"
+        return "systems json: CPU-only, one worker per node" if self.cpu_only else "unknown (assumed 1)"
+
+
+def _size(hardware: dict[str, Any], values: dict[str, Any]) -> _Size:
+    nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
+    accelerators = nodes * per_node if nodes and per_node else None
+    return _Size(
+        nodes,
+        per_node,
+        accelerators,
+        per_node == 0 and bool(nodes),
+        _count(values.get("global_batch_size"), 1),
+    )
+
+
+def _values(segment: Numbered) -> dict[str, Any]:
+    """Each key's first point-in-time value in the run's segment of the log."""
     values: dict[str, Any] = {}
     for _, rec in segment:
         if rec.get("event_type", "POINT_IN_TIME") == "POINT_IN_TIME" and rec["key"] not in values:
             values[rec["key"]] = rec.get("value")
+    return values
+
+
+def _bounds(
+    segment: Numbered, name: str, warnings: list[str]
+) -> tuple[tuple[int, dict[str, Any]], tuple[int, dict[str, Any]] | None]:
+    """The run's start (run_start, else its first timed line, said) and its first run_stop (run_final, a status or a
+    later eval after it are not a second stop)."""
     start = next(((n, r) for n, r in segment if r["key"] == "run_start"), None)
     if start is None:
         warnings.append(f"{name}: no run_start record (the run did not get past initialisation)")
         # v0.6 stamps submission_* lines 0.0: never a start time
         start = next(((n, r) for n, r in segment if r["time_ms"] > 0), segment[0])
-    # the first run_stop ends the run (run_final, status or a later eval after it are not a second stop)
-    stop = next(((n, r) for n, r in segment if r["key"] == "run_stop"), None)
+    return start, next(((n, r) for n, r in segment if r["key"] == "run_stop"), None)
+
+
+def _benchmark(
+    values: dict[str, Any], where: Place, name: str, warnings: list[str]
+) -> tuple[str, catalogue.Benchmark | None]:
+    """The benchmark the log names (else its folder) and its catalogue entry for the round, if there is one."""
     benchmark = str(values.get("submission_benchmark") or (where.within[-1] if where.within else "unknown"))
     bench = catalogue.mlperf(benchmark, where.round, where.suite)
     if bench is None:
@@ -150,113 +196,71 @@ def _run_events(
             "its quality is landed under the log's own name, with no target and no direction (HS101 cannot "
             "verify it)"
         )
-    nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
-    n_acc = nodes * per_node if nodes and per_node else None
-    cpu_only = per_node == 0 and bool(nodes)  # Intel's Xeon submissions: counted in nodes and cores
-    gbs = _count(values.get("global_batch_size"), 1)
-    world = n_acc or (nodes if cpu_only and nodes else 1)
+    return benchmark, bench
 
-    def event(kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
-        e = {
-            "schema": ev.SCHEMA_VERSION,
-            "run_id": rid,
-            "rank": 0,
-            "seq": 0,  # numbered in the log's order at the end
-            "time": time_ms / 1000.0,
-            "kind": kind,
-        }
-        # a NaN anywhere (a diverged loss in a hyper-parameter, a status) would make the line invalid JSON: null
-        e.update({k: v for k, v in ev.finite_json(fields).items() if v is not None})
-        return e
 
-    joules = None
-    if power is not None and power.is_dir() and stop is not None:
-        got = _mlperf_power.energy(power, float(start[1]["time_ms"]), float(stop[1]["time_ms"]))
-        warnings.extend(f"{name}: {w}" for w in got.warnings)
-        joules = got.joules
-    lr = next((v for k, v in values.items() if k.endswith("opt_base_learning_rate")), None)
-    hyper = {
-        k: v
-        for k, v in values.items()
-        if not k.startswith("submission_") and isinstance(v, int | float | str | bool) and v is not None
+def _event(rid: str, kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
+    """An event of the run (rank 0; numbered in the log's order at the end)."""
+    e = {
+        "schema": ev.SCHEMA_VERSION,
+        "run_id": rid,
+        "rank": 0,
+        "seq": 0,
+        "time": time_ms / 1000.0,
+        "kind": kind,
     }
+    # a NaN anywhere (a diverged loss in a hyper-parameter, a status) would make the line invalid JSON: null
+    e.update({k: v for k, v in ev.finite_json(fields).items() if v is not None})
+    return e
+
+
+def _start_fields(values: dict[str, Any], hardware: dict[str, Any], size: _Size, benchmark: str,
+                  bench: catalogue.Benchmark | None) -> dict[str, Any]:  # fmt: skip
+    """run_start's fields as the log, its systems JSON and the catalogue give them."""
+    lr = next((v for k, v in values.items() if k.endswith("opt_base_learning_rate")), None)
     first = bench.metrics[0] if bench else None
-    out = [
-        (
-            start[0],
-            event(
-                "run_start",
-                start[1]["time_ms"],
-                campaign=campaign,
-                name=name,
-                purpose="final",
-                framework=hardware.get("framework") or "unknown",
-                world_size=world,
-                nodes=nodes,
-                accelerators_per_node=per_node,
-                accelerator=hardware.get("accelerator"),
-                cores_per_node=hardware.get("cores_per_node"),
-                system=hardware.get("system"),
-                cpu=hardware.get("cpu"),
-                interconnect=hardware.get("interconnect"),
-                software=hardware.get("software"),
-                model=bench.name if bench else benchmark,
-                dataset=bench.dataset if bench else None,
-                train_size=_count(values.get("train_samples")),
-                validation_size=_count(values.get("eval_samples")),
-                data_source="filesystem",
-                global_batch_size=gbs,
-                local_batch_size=gbs // world
-                if gbs is not None and (n_acc or cpu_only) and gbs % world == 0
-                else None,
-                optimizer=values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
-                learning_rate=real(lr),
-                seed=_count(values.get("seed"), ev.INT_MIN),
-                stop_criterion="target_accuracy",
-                stop_value=first.target if first else None,
-                target_metric=first.name if first else None,
-                scope="end_to_end",
-                hyperparameters=hyper or None,
-                mlperf={
-                    "suite": where.suite,
-                    "round": where.round,
-                    "round_folder": where.round_folder,
-                    "org": values.get("submission_org") or where.org,
-                    "division": values.get("submission_division"),
-                    "status": values.get("submission_status"),
-                    "platform": values.get("submission_platform"),
-                    "benchmark": benchmark,
-                    "targets": [
-                        {"metric": m.name, "better": m.better, "target": m.target, "unit": m.unit}
-                        for m in (bench.metrics if bench else ())
-                    ]
-                    or None,
-                    "system_description": system_shown,
-                    "world_size_from": "systems json"
-                    if n_acc
-                    else "systems json: CPU-only, one worker per node"
-                    if cpu_only
-                    else "unknown (assumed 1)",
-                    "scaling_factor": scaling,
-                    "energy_from": f"power logs power/{where.stem}/ (node_*.txt, sw_*.txt)"
-                    if joules
-                    else None,
-                },
-            ),
-        )
-    ]
-    evals = _mlperf_evals.evaluations(segment, stop[1] if stop else None, bench, gbs, warnings, name)
-    samples = _count(values.get("eval_samples"))
-    for e in evals:
-        fields = {"split": "validation", "metric": e.metric, "value": e.value, "epoch": _count(e.epoch)}
-        out.append((e.line, event("eval", e.time_ms, **fields, samples=samples)))
-    stop_ms = float(stop[1]["time_ms"]) if stop else math.inf
-    last = {e.metric: e.value for e in sorted(evals, key=lambda e: e.time_ms) if e.time_ms <= stop_ms}
+    return {
+        "purpose": "final", "framework": hardware.get("framework") or "unknown", "world_size": size.world,
+        "nodes": size.nodes, "accelerators_per_node": size.per_node, "accelerator": hardware.get("accelerator"),
+        "cores_per_node": hardware.get("cores_per_node"), "system": hardware.get("system"), "cpu": hardware.get("cpu"),
+        "interconnect": hardware.get("interconnect"), "software": hardware.get("software"),
+        "model": bench.name if bench else benchmark, "dataset": bench.dataset if bench else None,
+        "train_size": _count(values.get("train_samples")), "validation_size": _count(values.get("eval_samples")),
+        "data_source": "filesystem", "global_batch_size": size.global_batch, "local_batch_size": size.local_batch,
+        "optimizer": values.get("opt_name") if isinstance(values.get("opt_name"), str) else None,
+        "learning_rate": real(lr), "seed": _count(values.get("seed"), ev.INT_MIN), "stop_criterion": "target_accuracy",
+        "stop_value": first.target if first else None, "target_metric": first.name if first else None,
+        "scope": "end_to_end",
+        "hyperparameters": {k: v for k, v in values.items()
+                         if not k.startswith("submission_") and isinstance(v, int | float | str | bool)} or None,
+    }  # fmt: skip
+
+
+def _mlperf_fields(values: dict[str, Any], where: Place, benchmark: str, bench: catalogue.Benchmark | None,
+                   size: _Size, system_shown: str | None, scaling: float | None, joules: float | None) -> dict[str, Any]:  # fmt: skip
+    """run_start's ``mlperf`` block: where the log sits in the results, its targets and where each number came from."""
+    targets = [{"metric": m.name, "better": m.better, "target": m.target, "unit": m.unit}
+               for m in (bench.metrics if bench else ())]  # fmt: skip
+    return {
+        "suite": where.suite, "round": where.round, "round_folder": where.round_folder,
+        "org": values.get("submission_org") or where.org, "division": values.get("submission_division"),
+        "status": values.get("submission_status"), "platform": values.get("submission_platform"),
+        "benchmark": benchmark, "targets": targets or None, "system_description": system_shown,
+        "world_size_from": size.world_from, "scaling_factor": scaling,
+        "energy_from": f"power logs power/{where.stem}/ (node_*.txt, sw_*.txt)" if joules else None,
+    }  # fmt: skip
+
+
+def _epochs_and_stop(segment: Numbered, stop: tuple[int, dict[str, Any]] | None, rid: str, name: str,
+                     bench: catalogue.Benchmark | None, last: dict[str, float], joules: float | None,
+                     warnings: list[str]) -> Numbered:  # fmt: skip
+    """Each epoch (its time where its start is logged) and the run's stop with its status (a success whose last
+    evaluation misses the target is said)."""
+    out: Numbered = []
     epoch_starts: dict[Any, float] = {}
     for number, rec in segment:
         key, meta = rec["key"], rec.get("metadata") or {}
-        epoch = meta.get("epoch_num") if isinstance(meta, dict) else None
-        epoch = _count(epoch)
+        epoch = _count(meta.get("epoch_num") if isinstance(meta, dict) else None)
         if key == "epoch_start" and epoch is not None:
             epoch_starts[epoch] = rec["time_ms"]
         elif key == "epoch_stop" and epoch is not None:
@@ -264,22 +268,66 @@ def _run_events(
             t_total = (
                 (rec["time_ms"] - began) / 1000.0 if began is not None and rec["time_ms"] >= began else None
             )
-            out.append((number, event("epoch", rec["time_ms"], epoch=epoch, t_total=t_total)))
+            out.append((number, _event(rid, "epoch", rec["time_ms"], epoch=epoch, t_total=t_total)))
         elif key == "run_stop" and stop is not None and rec is stop[1]:
-            said = meta.get("status") if isinstance(meta, dict) else None
-            status = _STATUS.get(str(said).strip().lower(), "failed") if said is not None else "failed"
-            reason = None if status == "success" else f"MLPerf run_stop status {said!r}"
-            if status == "success" and bench is not None:
-                missed = [
-                    m.describe() for m in bench.metrics if m.name in last and not m.reached(last[m.name])
-                ]
-                if missed:
-                    warnings.append(
-                        f"{name}: run_stop says success but the last evaluation misses {', '.join(missed)}"
-                    )
-            out.append(
-                (number, event("run_stop", rec["time_ms"], status=status, reason=reason, energy_j=joules))
+            out.append((number, _stop_event(rec, rid, name, bench, last, joules, warnings)))
+    return out
+
+
+def _stop_event(rec: dict[str, Any], rid: str, name: str, bench: catalogue.Benchmark | None,
+                last: dict[str, float], joules: float | None, warnings: list[str]) -> dict[str, Any]:  # fmt: skip
+    """The run's stop with the status the log gives (no status: failed); a success whose last evaluation misses
+    the target is said."""
+    meta = rec.get("metadata") or {}
+    said = meta.get("status") if isinstance(meta, dict) else None
+    status = _STATUS.get(str(said).strip().lower(), "failed") if said is not None else "failed"
+    if status == "success" and bench is not None:
+        missed = [m.describe() for m in bench.metrics if m.name in last and not m.reached(last[m.name])]
+        if missed:
+            warnings.append(
+                f"{name}: run_stop says success but the last evaluation misses {', '.join(missed)}"
             )
+    reason = None if status == "success" else f"MLPerf run_stop status {said!r}"
+    return _event(rid, "run_stop", rec["time_ms"], status=status, reason=reason, energy_j=joules)
+
+
+def _run_events(
+    rid: str,
+    name: str,
+    segment: Numbered,
+    hardware: dict[str, Any],
+    system_shown: str | None,
+    where: Place,
+    power: Path | None,
+    scaling: float | None,
+    campaign: str | None,
+    warnings: list[str],
+) -> Numbered:
+    """One run of an MLPerf log as events: its start (with what the systems JSON and the catalogue say), its
+    evaluations, epochs and stop, numbered in the log's order."""
+    values = _values(segment)
+    start, stop = _bounds(segment, name, warnings)
+    benchmark, bench = _benchmark(values, where, name, warnings)
+    size = _size(hardware, values)
+    joules = None
+    if power is not None and power.is_dir() and stop is not None:
+        got = _mlperf_power.energy(power, float(start[1]["time_ms"]), float(stop[1]["time_ms"]))
+        warnings.extend(f"{name}: {w}" for w in got.warnings)
+        joules = got.joules
+    mlperf = _mlperf_fields(values, where, benchmark, bench, size, system_shown, scaling, joules)
+    fields = _start_fields(values, hardware, size, benchmark, bench)
+    out = [(start[0], _event(rid, "run_start", start[1]["time_ms"], campaign=campaign, name=name, **fields,
+                             mlperf=mlperf))]  # fmt: skip
+    evals = _mlperf_evals.evaluations(
+        segment, stop[1] if stop else None, bench, size.global_batch, warnings, name
+    )
+    samples = _count(values.get("eval_samples"))
+    for e in evals:
+        fields = {"split": "validation", "metric": e.metric, "value": e.value, "epoch": _count(e.epoch)}
+        out.append((e.line, _event(rid, "eval", e.time_ms, **fields, samples=samples)))
+    stop_ms = float(stop[1]["time_ms"]) if stop else math.inf
+    last = {e.metric: e.value for e in sorted(evals, key=lambda e: e.time_ms) if e.time_ms <= stop_ms}
+    out += _epochs_and_stop(segment, stop, rid, name, bench, last, joules, warnings)
     # events in the log's order (evaluations were read first): seq follows the file
     out[1:] = sorted(out[1:], key=lambda pair: pair[0])
     for i, (_, made) in enumerate(out):

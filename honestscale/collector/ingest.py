@@ -40,7 +40,15 @@ from honestscale.collector._content import (
     read_content,
     split_lines,
 )
-from honestscale.collector._native import TYPED_TABLES, Rejected, Stage, lines_batch, numbered_batch, shaped
+from honestscale.collector._native import (
+    TYPED_TABLES,
+    Landed,
+    Rejected,
+    Stage,
+    lines_batch,
+    numbered_batch,
+    shaped,
+)
 from honestscale.collector._sources import HF_CHECKPOINT, Skipped, Source
 from honestscale.errors import HonestscaleError
 from honestscale.store import StoreUnwritable, as_store_error, cursor, refresh_runs, sql_in_list
@@ -634,40 +642,64 @@ class Ingester:
         self, plans: list[_Plan], stage: Stage, rejected: dict[int, list[Rejected]], started: float
     ) -> None:
         """Everything a batch of files changes in the store, inside the batch's transaction."""
-        con = self.con
-        _claim(con, plans)
-        touch = [p for p in plans if p.touch_only]
+        _claim(self.con, plans)
+        self._touch([p for p in plans if p.touch_only])
         active = [p for p in plans if p.lands]
+        if not active:
+            return
+        self._register([p for p in active if p.is_new])
+        self._forget(active)
+        landed = stage.land(self._may_repeat)
+        self._quarantine(active, landed, rejected)
+        for plan in active:
+            if plan.profile and plan.profile["steps"]:
+                _land_profile(self.con, plan.file_id, plan.profile)
+            if plan.energy:
+                _land_energy(self.con, plan.file_id, plan.energy)
+        refresh_runs(self.con, set().union(*(p.result.run_ids for p in active)))
+        self._count_quarantined(active)
+        self._book(active, time.perf_counter() - started)
+
+    def _touch(self, touch: list[_Plan]) -> None:
+        """Files whose content is unchanged but whose size or time moved: only their bookkeeping."""
         if touch:
-            con.executemany(
+            self.con.executemany(
                 "UPDATE ingested_files SET size_bytes = ?, mtime_ns = ? WHERE file_id = ?",
                 [[p.size, p.mtime_ns, p.file_id] for p in touch],
             )
-        if not active:
-            return
-        new_files = [p for p in active if p.is_new]
+
+    def _register(self, new_files: list[_Plan]) -> None:
+        """Files seen for the first time: their row in ingested_files (filled in by ``_book``)."""
         if new_files:
-            con.executemany(
+            self.con.executemany(
                 "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
                 "content_hash, first_ingested_at, last_ingested_at) "
                 "VALUES (?, ?, ?, ?, 0, 0, '', current_timestamp, current_timestamp)",
                 [[p.file_id, str(p.source.path), p.source.format, self.campaign] for p in new_files],
             )
+
+    def _forget(self, active: list[_Plan]) -> None:
+        """What replaced files held is forgotten, and their quarantined tails; ``_touched`` lists every run the
+        batch changes (what it stages and what it forgot)."""
         forgotten: set[str] = set()
         for plan in active:
             if plan.replace:
-                plan.result.run_ids |= _forget_file(con, plan.file_id)
+                plan.result.run_ids |= _forget_file(self.con, plan.file_id)
                 forgotten |= plan.result.run_ids
-        con.execute(
+        self.con.execute(
             "DELETE FROM quarantine WHERE is_tail AND file_id IN (SELECT unnest(?::INTEGER[]))",
             [[p.file_id for p in active]],
         )
-        con.execute(
+        self.con.execute(
             "CREATE OR REPLACE TEMP TABLE _touched AS SELECT DISTINCT run_id FROM _acc "
             "UNION SELECT unnest(?::VARCHAR[])",
             [sorted(forgotten)],
         )
-        landed = stage.land(self._may_repeat)
+
+    def _quarantine(
+        self, active: list[_Plan], landed: dict[int, Landed], rejected: dict[int, list[Rejected]]
+    ) -> None:
+        """Each file's counts from the landing, and every line it did not land into the quarantine, with why."""
         rows: list[tuple[int, str, int, str, int, str, bool]] = []
         for plan in active:
             got = landed.get(plan.file_id)
@@ -683,27 +715,26 @@ class Ingester:
                 rows.append((plan.file_id, path, held.line, held.reason, size, raw, False))
         if rows:
             columns = [list(c) for c in zip(*rows, strict=True)]
-            con.execute(
+            self.con.execute(
                 "INSERT INTO quarantine SELECT unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
                 "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::BOOLEAN[]), current_timestamp",
                 [columns[0], columns[1], columns[2], columns[3], columns[5], columns[4], columns[6]],
             )
-        for plan in active:
-            if plan.profile and plan.profile["steps"]:
-                _land_profile(con, plan.file_id, plan.profile)
-            if plan.energy:
-                _land_energy(con, plan.file_id, plan.energy)
-        refresh_runs(con, set().union(*(p.result.run_ids for p in active)))
+
+    def _count_quarantined(self, active: list[_Plan]) -> None:
         counts = dict(
-            con.execute(
+            self.con.execute(
                 "SELECT file_id, count(*) FROM quarantine WHERE file_id IN (SELECT unnest(?::INTEGER[])) "
                 "GROUP BY file_id",
                 [[p.file_id for p in active]],
             ).fetchall()
         )
-        seconds = time.perf_counter() - started
         for plan in active:
             plan.result.quarantined = int(counts.get(plan.file_id, 0))
+
+    def _book(self, active: list[_Plan], seconds: float) -> None:
+        """Each file's bookkeeping (how far it was read, its hash, its counts) and the ingest log's rows."""
+        con = self.con
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _book AS SELECT unnest(?::INTEGER[]) AS file_id, unnest(?::BIGINT[]) AS size, "
             "unnest(?::BIGINT[]) AS mtime, unnest(?::BIGINT[]) AS done, unnest(?::BIGINT[]) AS lines, "

@@ -17,7 +17,7 @@ from typing import Any
 
 from honestscale.errors import HonestscaleError, read_toml
 from honestscale.lint._engine import Suppression
-from honestscale.lint._runner import registry
+from honestscale.lint._runner import deprecated, registry
 from honestscale.view import View
 
 MIN_REASON = 10
@@ -49,11 +49,15 @@ def parse(doc: dict[str, Any], source: str, campaign: str | None) -> list[Suppre
         where = f"{source}: [tool.honestscale.lint] ignore entry {i}"
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} is not a table", '{ code = "HS106", reason = "..." }')
-        code = str(entry.get("code", "")).upper()
-        if code not in known:
-            raise ConfigError(
-                f"{where}: unknown rule code {entry.get('code')!r}", f"one of {', '.join(known)}"
-            )
+        given = str(entry.get("code", "")).strip()
+        code, note = given.upper(), None
+        if code not in known:  # a rule's name (or a name it had before) names it too; a prefix does not
+            rule = next((cls for cls in known.values() if given.lower() in (cls.name, *cls.old_names)), None)
+            if rule is None:
+                raise ConfigError(f"{where}: unknown rule code {entry.get('code')!r}",
+                                  f"one of {', '.join(known)}, or a rule's name (honestscale lint --rules-doc)")  # fmt: skip
+            code = rule.code
+            note = deprecated(given, rule) if given.lower() in rule.old_names else None
         reason = str(entry.get("reason", "")).strip()
         if len(reason) < MIN_REASON:
             raise ConfigError(f"{where} ({code}) has no written justification",
@@ -65,7 +69,7 @@ def parse(doc: dict[str, Any], source: str, campaign: str | None) -> list[Suppre
         if campaign is not None and target != campaign:
             raise ConfigError(f"{where} names campaign {target!r} inside the spec of {campaign!r}",
                               "a spec may only suppress rules for its own campaign")  # fmt: skip
-        out.append(Suppression(code, str(target), reason, source))
+        out.append(Suppression(code, str(target), reason, source, f"{where}: {note}" if note else None))
     return out
 
 

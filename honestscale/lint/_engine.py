@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from honestscale.analysis.points import FindingRecord
 from honestscale.view import Comparison, Run, View
 
 SEVERITIES = ("error", "warning", "info")
@@ -26,7 +27,7 @@ class Finding:
     fix: str
     suppressed: str | None = None  # the written justification, when suppressed
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> FindingRecord:
         return {
             "code": self.code,
             "severity": self.severity,
@@ -53,6 +54,8 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[str]
     summary: ClassVar[str]
+    # names it had before: still accepted, with a note naming the new one
+    old_names: ClassVar[tuple[str, ...]] = ()
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("config")
@@ -100,6 +103,7 @@ class Suppression:
     campaign: str
     reason: str
     source: str
+    note: str | None = None  # the rule was named by a name it had before
 
 
 @dataclass
@@ -129,6 +133,9 @@ class LintResult:
     verdicts: list[Verdict]
     comparisons: list[Comparison]
     suppressions: list[Suppression] = field(default_factory=list)
+    notes: list[str] = field(
+        default_factory=list
+    )  # what the caller should change (a rule named by its old name)
 
     @property
     def errors(self) -> list[Finding]:

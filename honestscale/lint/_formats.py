@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 import honestscale
+from honestscale.analysis.points import FindingRecord
 from honestscale.display import shown_text
 from honestscale.lint._engine import LintResult, Rule
-from honestscale.lint._runner import registry
+from honestscale.lint._runner import registry, resolve
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -27,7 +28,7 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _OUTCOME = {"fail": "FAIL", "cannot_verify": "CANNOT VERIFY"}
 
 
-def as_json(result: LintResult) -> list[dict[str, Any]]:
+def as_json(result: LintResult) -> list[FindingRecord]:
     return [f.as_json() for f in result.findings]
 
 
@@ -140,13 +141,16 @@ def as_sarif(result: LintResult) -> dict[str, Any]:
     }
 
 
-def explain(code: str) -> str:
+def explain(token: str) -> str:
+    """The rule's documentation; ``token`` is its code, its name or a name it had before (then noted first)."""
     rules = registry()
-    cls = rules.get(code.upper())
-    if cls is None:
-        raise KeyError(code)
+    codes, note = resolve(token, rules)
+    if len(codes) != 1:
+        raise KeyError(token)
+    cls = rules[codes.pop()]
     doc = cls.doc_sections()
-    lines = [f"{cls.code} {cls.name} ({cls.severity})", "", cls.summary, ""]
+    lines = [f"note: {note}", ""] if note else []
+    lines += [f"{cls.code} {cls.name} ({cls.severity})", "", cls.summary, ""]
     for section in ("What it checks", "Why it misleads", "Example", "Fix", "Reference"):
         lines += [f"{section}:", "  " + doc.get(section, "").replace("\n", "\n  "), ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -155,7 +159,9 @@ def explain(code: str) -> str:
 def rules_markdown() -> str:
     """docs/rules.md: generated from the rule docstrings by `honestscale lint --rules-doc`."""
     out = ["# The honest-metrics rules", "",
-           "Generated from the rule docstrings by `honestscale lint --rules-doc`; do not edit by hand.", "",
+           "Generated from the rule docstrings by `honestscale lint --rules-doc`; do not edit by hand. A rule is "
+           "named after the bad practice it finds; `--select`, `--ignore`, `--explain` and a suppression's `code` "
+           "take its code or its name.", "",
            "| code | name | severity | checks |", "|---|---|---|---|"]  # fmt: skip
     rules = registry()
     for cls in rules.values():
@@ -165,6 +171,9 @@ def rules_markdown() -> str:
     for cls in rules.values():
         doc = cls.doc_sections()
         out += ["", f"## {cls.code} {cls.name}", "", f"Severity: **{cls.severity}**.", ""]
+        if cls.old_names:
+            out += [f"Formerly {', '.join(f'`{n}`' for n in cls.old_names)} (an imperative; still accepted, with a "
+                    "note, until 0.2).", ""]  # fmt: skip
         for section in ("What it checks", "Why it misleads", "Example", "Fix", "Reference"):
             out += [f"**{section}.** " + " ".join(doc.get(section, "").split()), ""]
     return "\n".join(out).rstrip() + "\n"

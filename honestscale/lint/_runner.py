@@ -35,15 +35,37 @@ def registry() -> dict[str, type[Rule]]:
     return dict(sorted(found.items()))
 
 
-def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]]) -> set[str] | None:
+def deprecated(token: str, cls: type[Rule]) -> str:
+    return (f"rule name {token!r} is deprecated: {cls.code} is now {cls.name!r} (rules are named after the bad "
+            "practice); the old name works until 0.2")  # fmt: skip
+
+
+def resolve(token: str, known: dict[str, type[Rule]]) -> tuple[set[str], str | None]:
+    """The codes a rule is named by: a code (HS106), a prefix (HS1: HS101..HS112), its name (io-not-considered) or
+    a name it had before (accepted, with the note that says the new one)."""
+    given = token.strip()
+    if given.upper().startswith("HS"):
+        matched = {k for k in known if k.startswith(given.upper())}
+        if matched:
+            return matched, None
+    for code, cls in known.items():
+        if given.lower() == cls.name:
+            return {code}, None
+        if given.lower() in cls.old_names:
+            return {code}, deprecated(given, cls)
+    raise HonestscaleError(f"no rule {given!r}",
+                           f"name a rule by its code ({', '.join(known)}), a prefix (HS1) or its name "
+                           "(honestscale lint --rules-doc lists them)")  # fmt: skip
+
+
+def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]], notes: list[str]) -> set[str] | None:
     if spec is None:
         return None
     out: set[str] = set()
     for item in spec:
-        for code in filter(None, (c.strip().upper() for c in item.split(","))):
-            matched = {k for k in known if k.startswith(code)}  # HS1 selects HS101..HS112
-            if not matched:
-                raise HonestscaleError(f"no rule {code!r}", f"rules: {', '.join(known)}")
+        for token in filter(None, (c.strip() for c in item.split(","))):
+            matched, note = resolve(token, known)
+            notes += [note] if note else []
             out |= matched
     return out
 
@@ -51,9 +73,11 @@ def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]]) -> set[str]
 def run(view: View, *, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
         suppressions: Iterable[Suppression] = ()) -> LintResult:  # fmt: skip
     known = registry()
-    chosen = _codes(select, known) or set(known)
-    chosen -= _codes(ignore, known) or set()
+    notes: list[str] = []
+    chosen = _codes(select, known, notes) or set(known)
+    chosen -= _codes(ignore, known, notes) or set()
     supp = list(suppressions)
+    notes += sorted({s.note for s in supp if s.note})
     findings: list[Finding] = []
     verdicts: list[Verdict] = []
     for code, cls in known.items():
@@ -78,4 +102,4 @@ def run(view: View, *, select: Iterable[str] | None = None, ignore: Iterable[str
                 verdict.cannot_verify += 1
             findings.extend(got)
         verdicts.append(verdict)
-    return LintResult(findings, verdicts, view.comparisons, supp)
+    return LintResult(findings, verdicts, view.comparisons, supp, notes)

@@ -8,11 +8,10 @@ what differs (``Comparison.left_out``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from honestscale.analysis import compare
-from honestscale.analysis.points import Point, lint_codes, point
-from honestscale.view import Comparison
+from honestscale.analysis.points import FindingRecord, Point, lint_codes, point
+from honestscale.view import Comparison, StepFractions
 
 
 @dataclass
@@ -27,7 +26,7 @@ class FrameworkPoint:
 
 
 def side_by_side(
-    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
+    c: Comparison, fractions: dict[str, StepFractions], findings: list[FindingRecord]
 ) -> list[FrameworkPoint]:
     """The frameworks of the comparison's like-for-like runs (the view's: same model, dataset, global batch,
     precision, accelerator model and nodes), side by side; the runs left out are ``c.left_out``."""

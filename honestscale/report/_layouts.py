@@ -18,11 +18,11 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis import compare, flops
-from honestscale.analysis.points import Point, lint_codes, point, verdicts_text
+from honestscale.analysis.points import FindingRecord, Point, lint_codes, point, verdicts_text
 from honestscale.analysis.scaling import TTA, time_metric, times
 from honestscale.analysis.stats import centre_of_times, median_ci
 from honestscale.report._units import unit_for
-from honestscale.view import Comparison, Run
+from honestscale.view import Comparison, Run, StepFractions
 
 # what a step's comm time holds for each dimension named in ``comm_dimensions`` (docs/events.md), and what a
 # dimension's collectives are where the runner counts them inside compute
@@ -160,7 +160,7 @@ def _target(runs: Sequence[Run]) -> str:
 
 
 def side_by_side(
-    c: Comparison, fractions: dict[str, dict[str, Any]], findings: list[dict[str, Any]]
+    c: Comparison, fractions: dict[str, StepFractions], findings: list[FindingRecord]
 ) -> Layouts:
     """The layouts of a layout comparison, side by side, with each layout against the fastest."""
     groups = compare.layout_groups(c.runs)

@@ -20,7 +20,7 @@ import honestscale
 from honestscale.analysis import compare, efficiency, energy, laws, ranks, repetitions, stats
 from honestscale.analysis.efficiency import Factors
 from honestscale.analysis.laws import LawFit
-from honestscale.analysis.points import Findings, Point, energies, lint_codes, point
+from honestscale.analysis.points import FindingRecord, Findings, Point, energies, lint_codes, point
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.display import shown_command, shown_path
@@ -28,7 +28,7 @@ from honestscale.lint import LintResult
 from honestscale.report import _layouts
 from honestscale.report._frameworks import FrameworkPoint, side_by_side
 from honestscale.store import DUCKDB_VERSION
-from honestscale.view import Comparison, Run, View
+from honestscale.view import Comparison, Run, StepFractions, View
 
 __all__ = ["CI_METHOD", "Model", "Point", "build", "median_ci", "mlperf_score"]
 
@@ -56,7 +56,7 @@ class ComparisonModel:
     points: list[Point]
     fit: Fit | None
     runs: list[str]
-    verdicts: list[dict[str, Any]] = field(default_factory=list)  # findings on this comparison
+    verdicts: list[FindingRecord] = field(default_factory=list)  # findings on this comparison
     frameworks: list[FrameworkPoint] = field(default_factory=list)  # kind "framework" only
     layouts: _layouts.Layouts | None = None  # kind "layout" only: one row per layout (report._layouts)
     mode_note: str = ""
@@ -202,7 +202,7 @@ def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[s
 
 def _comparison(
     c: Comparison,
-    fractions: dict[str, dict[str, Any]],
+    fractions: dict[str, StepFractions],
     findings: Findings,
     spreads: dict[str, ranks.RunRanks],
     specs: dict[str, dict[str, Any]],

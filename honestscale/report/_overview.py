@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import honestscale
-from honestscale.analysis.points import Point, lint_codes
+from honestscale.analysis.points import FindingRecord, Point, lint_codes
 from honestscale.analysis.stats import RATE_STATISTIC, RATIO_METHOD, TIME_STATISTIC
 from honestscale.lint import LintResult
 from honestscale.report._model import ComparisonModel, _clean, totals
@@ -96,9 +96,7 @@ def _headline(c: Comparison, m: ComparisonModel) -> Headline | None:
     return Headline(_series_name(c), m.mode, m.metric, m.points[0], m.points[-1], m.hardware_note)
 
 
-def _across(
-    view: View, models: dict[str, ComparisonModel], findings: list[dict[str, Any]]
-) -> list[AcrossRow]:
+def _across(view: View, models: dict[str, ComparisonModel], findings: list[FindingRecord]) -> list[AcrossRow]:
     setups: dict[tuple[Any, ...], list[tuple[Comparison, ComparisonModel]]] = defaultdict(list)
     for c in view.of_kind("config"):
         setups[tuple(c.key.get(k) for k in SETUP)].append((c, models[c.id]))

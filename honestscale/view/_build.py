@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from honestscale.store import Connection, queries
-from honestscale.view._comparisons import View, comparisons
+from honestscale.view._comparisons import StepFractions, View, comparisons
 from honestscale.view._runs import EnergyRecord, Eval, PowerSample, Ranks, Run, Steps, StepSeries
 
 
@@ -106,7 +106,10 @@ def build(con: Connection, campaign: str | None = None) -> View:
     specs = {}
     for c in queries.campaign_specs(con).iter_rows(named=True):
         specs[c["name"]] = json.loads(c["spec"]) if c["spec"] else {}
-    fractions = {r["run_id"]: {k: v for k, v in r.items() if k != "run_id"}
+    fractions = {r["run_id"]: StepFractions(data=r["data"], compute=r["compute"], comm=r["comm"],
+                                            optimizer=r["optimizer"], samples_per_s=r["samples_per_s"],
+                                            tokens_per_s=r["tokens_per_s"], comm_measured=r["comm_measured"],
+                                            imbalance=r["imbalance"])
                  for r in queries.run_step_fractions(con, campaign).iter_rows(named=True)}  # fmt: skip
     rank_times: dict[str, dict[int, list[float]]] = defaultdict(dict)
     for r in queries.rank_step_times(con, campaign).iter_rows(named=True):

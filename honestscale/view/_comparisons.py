@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from honestscale.view._frameworks import framework_family
 from honestscale.view._runs import Run
@@ -96,13 +96,28 @@ class Comparison:
         return dict(sorted(out.items()))
 
 
+class StepFractions(TypedDict):
+    """A run's steps after its warm-up (``queries.run_step_fractions``): the share of step time in each part (None:
+    not timed), rates over its slowest rank, whether its communication was measured, the slowest rank over the
+    fastest."""
+
+    data: float | None
+    compute: float | None
+    comm: float | None
+    optimizer: float | None
+    samples_per_s: float | None
+    tokens_per_s: float | None
+    comm_measured: bool | None
+    imbalance: float | None
+
+
 @dataclass
 class View:
     runs: list[Run]
     comparisons: list[Comparison]
     campaigns: dict[str, dict[str, Any]]  # campaign name -> recorded spec (may be empty)
     # per run (warm-up excluded): the share of step time in each part, samples/s, whether comm was measured
-    fractions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fractions: dict[str, StepFractions] = field(default_factory=dict)
     # per run and rank: its step times after warm-up (whether ranks differ, SC15 rule 10)
     rank_times: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     # run id -> why: runs an edited campaign spec superseded, kept in the store and left out of every statistic

@@ -208,56 +208,81 @@ def _params(args: dict[str, Any]) -> tuple[int | None, int | None]:
     return total, embedding
 
 
-def _events(
-    path: Path,
-    text: str,
-    args: dict[str, Any],
-    iterations: list[tuple[int, dict[str, Any], float | None]],
-    validations: list[tuple[int, str, int | None, dict[str, Any]]],
-    began: tuple[int, float] | None,
-    ended: tuple[int, float] | None,
-    campaign: str | None,
-    out: Parsed,
-) -> list[tuple[int, dict[str, Any]]]:
-    first_fields = iterations[0][1] if iterations else {}
+Iteration = tuple[int, dict[str, Any], float | None]  # line, its fields, its timestamp
+Validation = tuple[int, str, int | None, dict[str, Any]]  # line, split, iteration, its fields
+
+
+def _clock(iterations: list[Iteration], began: tuple[int, float] | None, out: Parsed) -> tuple[float, str]:
+    """When the run started (the log's first timestamp) and how its clock reads; 0 (said) where it has none."""
     stamps = [t for _, _, t in iterations if t is not None]
     start_time = began[1] if began else (stamps[0] if stamps else None)
-    clock_note = "the log's local timestamps, read as UTC"
     if start_time is None:
-        start_time, clock_note = (
-            0.0,
-            "no timestamp in the log: times count from 0 (the run's date is unknown)",
-        )
         out.warnings.append("no timestamp in the log: the run's times count from 0, its date is unknown")
-    identity = f"{start_time}|{sorted((k, str(v)) for k, v in args.items())}|{first_fields}"
-    rank = RankEvents(run_id("megatron", identity), 0)
+        return 0.0, "no timestamp in the log: times count from 0 (the run's date is unknown)"
+    return start_time, "the log's local timestamps, read as UTC"
+
+
+def _claims(iterations: list[Iteration]) -> dict[str, Any]:
+    """Megatron-LM's own TFLOP/s per GPU, as a claim (the lines after the first: the first interval holds the
+    warm-up, compilation and the allocator). Not one of honestscale's conventions: its count adds the logits layer."""
+    tflops = [
+        v for _, f, _ in iterations if (v := number(f.get("throughput per GPU (TFLOP/s/GPU)"))) is not None
+    ]
+    if not tflops or min(tflops) <= 0:
+        return {}
+    used = tflops[1:] or tflops
+    return {"tflops_per_accelerator": harmonic_mean(used),
+            "flops_convention": "num_floating_point_operations of pretrain_gpt (the logits layer counted)",
+            "from": f"harmonic mean of the {len(used)} per-interval values printed after the first"}  # fmt: skip
+
+
+def _batches(args: dict[str, Any], layout: dict[str, int], gbs: int | None) -> dict[str, Any]:
+    """The batch per data-parallel replica, the microbatches per step and the stop (samples) the arguments give."""
+    dp, iters = layout.get("dp"), count(args.get("train_iters"), 1)
+    micro = count(args.get("micro_batch_size"), 1) or 1
+    return {"local_batch_size": (gbs // dp) if gbs and dp and gbs % dp == 0 else None,
+            "microbatches": (gbs // micro // dp) if gbs and dp else None,
+            "stop_criterion": "samples" if gbs and iters else None,
+            "stop_value": float(gbs * iters) if gbs and iters else None}  # fmt: skip
+
+
+def _software(args: dict[str, Any], versions: dict[str, Any]) -> dict[str, Any]:
+    """The configuration's hash (what defines the experiment), the software and the precision and recomputation."""
+    wanted = {k: v for k, v in args.items() if k not in _NOT_CONFIG and not _NOT_CONFIG_PARTS.search(k)}
+    software = {k: v for k, v in {"torch": versions.get("PyTorch"),
+                                  "transformer_engine": versions.get("Transformer Engine")}.items() if v}  # fmt: skip
+    recompute = {"full": "full", "selective": "selective"}.get(str(args.get("recompute_granularity")), "none")
+    return {"framework_version": versions.get("Megatron-Core"), "config_hash": config_hash(wanted | {"versions": versions}),
+            "software": software or None, "activation_checkpointing": recompute if args else None,
+            "compute_dtype": _dtype(args)}  # fmt: skip
+
+
+def _imported(shards: list[Any], energy: float | None, rates_from: str, clock_note: str,
+              unknown: list[str]) -> dict[str, Any]:  # fmt: skip
+    return {"tool": "Megatron-LM", "ranks_in_log": "last", "accelerated": True, "params_printed": dict(shards) or None,
+            "energy_gpu_printed_j": energy * 1e6 if energy else None, "rates_from": rates_from, "clock": clock_note,
+            "unknown": [*unknown, "accelerator (not printed by Megatron)", "per-iteration times inside an interval"]}  # fmt: skip
+
+
+def _start(rank: RankEvents, at: int, start_time: float, args: dict[str, Any], first: dict[str, Any],
+           campaign: str | None, clock_note: str, claims: dict[str, Any], out: Parsed) -> tuple[int, int | None, int | None]:  # fmt: skip
+    """run_start from the arguments block; returns the model-parallel degree of a replica, the global batch and the
+    sequence length."""
     world = count(args.get("world_size"), 1)
     unknown = []
     if world is None:
         unknown.append("world_size (no arguments block)")
         out.warnings.append("no `arguments` block: the world size and layout are unknown")
-    gbs = count(args.get("global_batch_size"), 1) or count(first_fields.get("global batch size"), 1)
+    gbs = count(args.get("global_batch_size"), 1) or count(first.get("global batch size"), 1)
     seq = count(args.get("seq_length"), 1)
-    tflops = [
-        v for _, f, _ in iterations if (v := number(f.get("throughput per GPU (TFLOP/s/GPU)"))) is not None
-    ]
     total, embedding = _params(args)
-    claims: dict[str, Any] = {}
-    if tflops and min(tflops) > 0:
-        # the lines after the first: the first interval holds the warm-up (compilation, allocator). Not one of
-        # honestscale's conventions (no name of one here): Megatron-LM's count adds the logits layer (6 V d)
-        claims["tflops_per_accelerator"] = harmonic_mean(tflops[1:] or tflops)
-        claims["flops_convention"] = (
-            "num_floating_point_operations of pretrain_gpt (the logits layer counted)"
-        )
-        claims["from"] = (
-            f"harmonic mean of the {len(tflops[1:] or tflops)} per-interval values printed after the first"
-        )
     layout = _layout(args)
     replica = layout.get("tp", 1) * layout.get("pp", 1) * layout.get("cp", 1)
-    versions = args.pop("_versions", {})
-    energy = args.pop("_energy_mj", None)
-    shards = args.pop("_shard_params", [])
+    versions, energy, shards = (
+        args.pop("_versions", {}),
+        args.pop("_energy_mj", None),
+        args.pop("_shard_params", []),
+    )
     if shards and total is not None and replica == 1 and shards[0][1] != total:
         out.warnings.append(f"the parameters computed from the printed shape ({total:,}) differ from the count "
                             f"Megatron printed ({shards[0][1]:,}): the shape's count is used")  # fmt: skip
@@ -266,37 +291,43 @@ def _events(
         rates_from += (
             "; samples and tokens per step left out: tensor/pipeline/context parallel, one rank's line"
         )
-    iters = count(args.get("train_iters"), 1)
+    sw, batches = _software(args, versions), _batches(args, layout, gbs)
     rank.add(
-        began[0] if began else iterations[0][0] if iterations else 1, "run_start", start_time,
+        at, "run_start", start_time,
         campaign=campaign, name=f"gpt {args.get('num_layers', '?')}x{args.get('hidden_size', '?')}", purpose="final",
-        framework="megatron-lm", framework_version=versions.get("Megatron-Core"),
-        config_hash=config_hash({k: v for k, v in args.items() if k not in _NOT_CONFIG
-                                 and not _NOT_CONFIG_PARTS.search(k)} | {"versions": versions}),
-        software={k: v for k, v in {"torch": versions.get("PyTorch"),
-                                    "transformer_engine": versions.get("Transformer Engine")}.items() if v} or None,
-        world_size=world, model="gpt", dataset="mock" if args.get("mock_data") else None,
+        framework="megatron-lm", framework_version=sw["framework_version"], config_hash=sw["config_hash"],
+        software=sw["software"], world_size=world, model="gpt", dataset="mock" if args.get("mock_data") else None,
         data_source="synthetic" if args.get("mock_data") else None, global_batch_size=gbs,
-        local_batch_size=(gbs // layout["dp"]) if gbs and layout.get("dp") and gbs % layout["dp"] == 0 else None,
+        local_batch_size=batches["local_batch_size"],
         optimizer=args.get("optimizer") if isinstance(args.get("optimizer"), str) else None,
         learning_rate=number(args.get("lr")), seed=count(args.get("seed")),
-        stop_criterion="samples" if gbs and iters else None, stop_value=float(gbs * iters) if gbs and iters else None,
-        scope="end_to_end", parallel=layout or None,
-        microbatches=(gbs // (count(args.get("micro_batch_size"), 1) or 1) // layout["dp"]) if gbs and layout.get("dp") else None,
+        stop_criterion=batches["stop_criterion"], stop_value=batches["stop_value"],
+        scope="end_to_end", parallel=layout or None, microbatches=batches["microbatches"],
         sequence_length=seq, global_batch_tokens=gbs * seq if gbs and seq else None,
-        activation_checkpointing={"full": "full", "selective": "selective"}.get(str(args.get("recompute_granularity")), "none")
-        if args else None,
-        compute_dtype=_dtype(args), params_total=total, params_embedding=embedding,
+        activation_checkpointing=sw["activation_checkpointing"], compute_dtype=sw["compute_dtype"],
+        params_total=total, params_embedding=embedding,
         params_active=total, model_shape=_shape(args) or None, claims=claims or None,
         hyperparameters={k: v for k, v in args.items() if isinstance(v, int | float | str | bool)} or None,
-        imported={"tool": "Megatron-LM", "ranks_in_log": "last", "accelerated": True,
-                  "params_printed": dict(shards) or None,
-                  "energy_gpu_printed_j": energy * 1e6 if energy else None,
-                  "rates_from": rates_from, "clock": clock_note,
-                  "unknown": [*unknown, "accelerator (not printed by Megatron)", "per-iteration times inside an interval"]},
+        imported=_imported(shards, energy, rates_from, clock_note, unknown),
     )  # fmt: skip
+    return replica, gbs, seq
+
+
+def _samples(replica: int, previous: tuple[int, int | None] | None, consumed: int | None, gbs: int | None,
+             span: int) -> int | None:  # fmt: skip
+    """The samples a line's iterations trained: the consumed samples' growth, else the global batch per iteration;
+    unknown for one rank's line of a model-parallel run (every rank's share cannot be told)."""
+    if replica > 1:
+        return None
+    if previous and previous[1] is not None and consumed is not None:
+        return consumed - previous[1]
+    return gbs * span if gbs else None
+
+
+def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, start_time: float, replica: int,
+           gbs: int | None, seq: int | None, out: Parsed) -> list[tuple[int, float]]:  # fmt: skip
+    """One step event per iteration line (the mean of ``log_interval`` iterations); returns (iteration, time) of each."""
     clock = start_time
-    interval = count(args.get("log_interval"), 1)
     previous: tuple[int, int | None] | None = None  # (iteration, consumed samples) of the line before
     spans = set()
     step_times: list[tuple[int, float]] = []  # (iteration, time of its line)
@@ -313,12 +344,7 @@ def _events(
             )
             continue
         spans.add(span)
-        if replica > 1:
-            samples = None  # one rank's line of a model-parallel run: every rank's share cannot be told
-        elif previous and previous[1] is not None and consumed is not None:
-            samples = consumed - previous[1]
-        else:
-            samples = gbs * span if gbs else None
+        samples = _samples(replica, previous, consumed, gbs, span)
         seconds = elapsed / 1000.0 * span
         clock += seconds
         rank.add(line, "step", clock, step=it - 1, samples=samples,
@@ -335,8 +361,13 @@ def _events(
             f"each iteration line is the mean of {sorted(spans)} iterations (log_interval): one step event per "
             "line, with `iterations` saying how many; the variation between iterations inside it is not in the log"
         )
+    return step_times
+
+
+def _evaluations(rank: RankEvents, validations: list[Validation], step_times: list[tuple[int, float]],
+                 ended: tuple[int, float] | None, clock: float) -> None:  # fmt: skip
+    """Each validation's values, at the time of the step line that covers its iteration (after training: the end)."""
     for line, split, it, fields in validations:
-        # at the time of the step line that covers its iteration; after training (at the end), at the end
         when = next((t for i, t in step_times if it is not None and i >= it), ended[1] if ended else clock)
         if ended is not None and line > ended[0]:
             when = ended[1]
@@ -346,6 +377,12 @@ def _events(
                 continue
             rank.add(line, "eval", when, split=split, metric=key.removesuffix(" value").replace(" ", "_"), value=v,
                      iteration=it)  # fmt: skip
+
+
+def _stop(rank: RankEvents, text: str, iterations: list[Iteration], ended: tuple[int, float] | None, clock: float,
+          out: Parsed) -> None:  # fmt: skip
+    """The run's stop: a success at its last iteration, a failure where the log ends in a traceback; else none
+    (still running, or killed: said, as an MLPerf log without run_stop)."""
     last = iterations[-1][1] if iterations else None
     if last is not None and last["iteration"] >= last["train_iters"]:
         stop_time = ended[1] if ended and ended[1] >= clock else clock
@@ -353,11 +390,38 @@ def _events(
     elif (raised := crash(text, iterations[-1][0] if iterations else 0)) is not None:
         rank.add(ended[0] if ended else (iterations[-1][0] if iterations else 1), "run_stop", clock, status="failed",
                  reason=f"the log ends in a traceback: {raised}")  # fmt: skip
-    else:  # still running (a log being written), or killed: no stop, as an MLPerf log without run_stop
+    else:
         out.notes.append(
             f"the log ends at iteration {last['iteration']} of {last['train_iters']}"
             if last is not None
             else "the log ends before its first iteration line"
         )
         out.notes[-1] += ": the run is left without a stop (incomplete: still running, or killed)"
+
+
+def _events(
+    path: Path,
+    text: str,
+    args: dict[str, Any],
+    iterations: list[Iteration],
+    validations: list[Validation],
+    began: tuple[int, float] | None,
+    ended: tuple[int, float] | None,
+    campaign: str | None,
+    out: Parsed,
+) -> list[tuple[int, dict[str, Any]]]:
+    """The run of one Megatron-LM log as events: its start, a step per iteration line, its evaluations, its stop."""
+    first = iterations[0][1] if iterations else {}
+    start_time, clock_note = _clock(iterations, began, out)
+    identity = f"{start_time}|{sorted((k, str(v)) for k, v in args.items())}|{first}"
+    rank = RankEvents(run_id("megatron", identity), 0)
+    at = began[0] if began else iterations[0][0] if iterations else 1
+    interval = count(args.get("log_interval"), 1)
+    replica, gbs, seq = _start(
+        rank, at, start_time, args, first, campaign, clock_note, _claims(iterations), out
+    )
+    step_times = _steps(rank, iterations, interval, start_time, replica, gbs, seq, out)
+    clock = step_times[-1][1] if step_times else start_time
+    _evaluations(rank, validations, step_times, ended, clock)
+    _stop(rank, text, iterations, ended, clock, out)
     return rank.numbered()

@@ -28,7 +28,8 @@ class AccuracyIgnoredWhenScaling(Rule):
     """
 
     code = "HS101"
-    name = "ignore-accuracy-when-scaling"
+    name = "accuracy-ignored-when-scaling"
+    old_names = ("ignore-accuracy-when-scaling",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "accuracy at every scale of a scaling series, and no drop as workers grow"
 

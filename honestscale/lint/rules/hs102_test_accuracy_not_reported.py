@@ -22,7 +22,8 @@ class TestAccuracyNotReported(Rule):
     """
 
     code = "HS102"
-    name = "do-not-report-test-accuracy"
+    name = "test-accuracy-not-reported"
+    old_names = ("do-not-report-test-accuracy",)  # until 0.2: an imperative, not the bad practice
     severity = "warning"
     summary = "the reported accuracy is measured on a held-out test split"
 

@@ -22,7 +22,8 @@ class TuningRunsHidden(Rule):
     """
 
     code = "HS103"
-    name = "hide-the-tuning-runs"
+    name = "tuning-runs-hidden"
+    old_names = ("hide-the-tuning-runs",)  # until 0.2: an imperative, not the bad practice
     severity = "warning"
     summary = "the tuning trials behind a result are recorded, with their count and cost"
 

@@ -20,7 +20,8 @@ class KernelsOnlyWhenScaling(Rule):
     """
 
     code = "HS105"
-    name = "only-kernels-when-scaling"
+    name = "kernels-only-when-scaling"
+    old_names = ("only-kernels-when-scaling",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "scaling series are measured end to end"
 

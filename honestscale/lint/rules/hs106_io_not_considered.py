@@ -22,7 +22,8 @@ class IoNotConsidered(Rule):
     """
 
     code = "HS106"
-    name = "do-not-consider-io"
+    name = "io-not-considered"
+    old_names = ("do-not-consider-io",)  # until 0.2: an imperative, not the bad practice
     severity = "warning"
     summary = "inputs come from a filesystem and steps record their data time"
 

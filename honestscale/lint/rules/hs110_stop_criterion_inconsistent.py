@@ -20,7 +20,8 @@ class StopCriterionInconsistent(Rule):
     """
 
     code = "HS110"
-    name = "train-for-the-right-time"
+    name = "stop-criterion-inconsistent"
+    old_names = ("train-for-the-right-time",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "scaling runs stop on one criterion, not on wall time"
 

@@ -25,7 +25,10 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
     """
 
     code = "HS112"
-    name = "compare-carelessly-to-the-state-of-the-art"
+    name = "careless-comparison-to-the-state-of-the-art"
+    old_names = (
+        "compare-carelessly-to-the-state-of-the-art",
+    )  # until 0.2: an imperative, not the bad practice
     severity = "warning"
     summary = "baselines are compared on time and accuracy, on the same dataset and target"
 
