@@ -17,7 +17,7 @@ from typing import Any
 
 from honestscale.errors import HonestscaleError, read_toml
 from honestscale.lint._engine import Suppression
-from honestscale.lint._runner import deprecated, registry
+from honestscale.lint._runner import by_name, registry
 from honestscale.view import View
 
 MIN_REASON = 10
@@ -52,12 +52,11 @@ def parse(doc: dict[str, Any], source: str, campaign: str | None) -> list[Suppre
         given = str(entry.get("code", "")).strip()
         code, note = given.upper(), None
         if code not in known:  # a rule's name (or a name it had before) names it too; a prefix does not
-            rule = next((cls for cls in known.values() if given.lower() in (cls.name, *cls.old_names)), None)
-            if rule is None:
+            named = by_name(given, known)
+            if named is None:
                 raise ConfigError(f"{where}: unknown rule code {entry.get('code')!r}",
                                   f"one of {', '.join(known)}, or a rule's name (honestscale lint --rules-doc)")  # fmt: skip
-            code = rule.code
-            note = deprecated(given, rule) if given.lower() in rule.old_names else None
+            code, note = named[0].code, named[1]
         reason = str(entry.get("reason", "")).strip()
         if len(reason) < MIN_REASON:
             raise ConfigError(f"{where} ({code}) has no written justification",

@@ -35,9 +35,16 @@ def registry() -> dict[str, type[Rule]]:
     return dict(sorted(found.items()))
 
 
-def deprecated(token: str, cls: type[Rule]) -> str:
-    return (f"rule name {token!r} is deprecated: {cls.code} is now {cls.name!r} (rules are named after the bad "
-            "practice); the old name works until 0.2")  # fmt: skip
+def by_name(token: str, known: dict[str, type[Rule]]) -> tuple[type[Rule], str | None] | None:
+    """The rule of this name, or of a name it had before (then with the note that says the new one); None if none."""
+    given = token.strip().lower()
+    for cls in known.values():
+        if given == cls.name:
+            return cls, None
+        if given in cls.old_names:
+            return cls, (f"rule name {token.strip()!r} is deprecated: {cls.code} is now {cls.name!r} (rules are named "
+                         "after the bad practice); the old name works until 0.2")  # fmt: skip
+    return None
 
 
 def resolve(token: str, known: dict[str, type[Rule]]) -> tuple[set[str], str | None]:
@@ -48,14 +55,12 @@ def resolve(token: str, known: dict[str, type[Rule]]) -> tuple[set[str], str | N
         matched = {k for k in known if k.startswith(given.upper())}
         if matched:
             return matched, None
-    for code, cls in known.items():
-        if given.lower() == cls.name:
-            return {code}, None
-        if given.lower() in cls.old_names:
-            return {code}, deprecated(given, cls)
-    raise HonestscaleError(f"no rule {given!r}",
-                           f"name a rule by its code ({', '.join(known)}), a prefix (HS1) or its name "
-                           "(honestscale lint --rules-doc lists them)")  # fmt: skip
+    named = by_name(given, known)
+    if named is None:
+        raise HonestscaleError(f"no rule {given!r}",
+                               f"name a rule by its code ({', '.join(known)}), a prefix (HS1) or its name "
+                               "(honestscale lint --rules-doc lists them)")  # fmt: skip
+    return {named[0].code}, named[1]
 
 
 def _codes(spec: Iterable[str] | None, known: dict[str, type[Rule]], notes: list[str]) -> set[str] | None:

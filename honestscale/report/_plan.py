@@ -62,20 +62,24 @@ class ScalingView:
 
 @dataclass
 class Plan:
-    """A report's contents by name: the comparisons' views, the figures to draw and the tables to write, in the
-    order the exports list them."""
+    """A report's contents by name: the comparisons' views, the figures to draw and the tables to write."""
 
     scaling: list[ScalingView] = field(default_factory=list)
     frameworks: list[ScalingView] = field(default_factory=list)
     layouts: list[ScalingView] = field(default_factory=list)
     figures: list[_figures.Planned] = field(default_factory=list)
     tables: list[tuple[str, Callable[[], str]]] = field(default_factory=list)  # file name, its text
-    exports: list[str] = field(default_factory=list)  # every file name, in the report's order
+
+    @property
+    def exports(self) -> list[str]:
+        """Every file the report writes beside it: each figure as PDF and SVG, each table."""
+        return [f"{stem}.{ext}" for stem, _, _ in self.figures for ext in ("pdf", "svg")] + [
+            n for n, _ in self.tables
+        ]
 
 
 def _table_files(plan: Plan, stem: str, header: list[str], rows: list[list[str]], title: str) -> None:
     plan.tables.append((f"{stem}.tex", functools.partial(latex_table, header, rows, title)))
-    plan.exports.append(f"{stem}.tex")
 
 
 def plan(model: Model) -> Plan:
@@ -94,12 +98,10 @@ def plan(model: Model) -> Plan:
             for stem, text, draw in figures(c, i):
                 figs.append({"name": stem, "caption": text, "number": next(figure_numbers)})
                 out.figures.append((stem, text, draw))
-                out.exports += [f"{stem}.pdf", f"{stem}.svg"]
             csvs = {part: (header, rows) for part, header, rows in values(c)}
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
                 out.tables.append((f"{stem}.csv", functools.partial(to_csv, *csvs[part])))
-                out.exports.append(f"{stem}.csv")
                 _table_files(out, stem, header, rows, caption.format(label=c.label, mode=c.mode, part=part))
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     for i, c in enumerate([c for c in model.comparisons if c.kind == "layout" and c.layouts], start=1):
@@ -107,7 +109,6 @@ def plan(model: Model) -> Plan:
         stem = f"layouts{i}-{_slug(c.label)}"
         ((_, header, rows),) = _layouts.values(c.layouts)
         out.tables.append((f"{stem}.csv", functools.partial(to_csv, header, rows)))
-        out.exports.append(f"{stem}.csv")
         for part, header, rows in _layouts.tables(c.layouts):
             _table_files(out, f"{stem}-{part}", header, rows, f"{c.label}: layouts, {part}")
         out.layouts.append(ScalingView(c, f"lay-{i}", []))
@@ -119,7 +120,6 @@ def plan(model: Model) -> Plan:
                  "" if r.node_hours is None else f"{r.node_hours:.6g}", "" if r.core_hours is None else f"{r.core_hours:.6g}"]
                 for r in model.runs]  # fmt: skip
     out.tables.append(("runs.csv", functools.partial(to_csv, RUN_HEADER, run_rows)))
-    out.exports.append("runs.csv")
     _table_files(out, "runs", [RUN_HEADER[k] for k in RUN_TEX_COLUMNS],
                  [[row[k] for k in RUN_TEX_COLUMNS] for row in run_rows], "All runs")  # fmt: skip
     return out
