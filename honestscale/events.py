@@ -400,6 +400,8 @@ _STEP: tuple[Field, ...] = (
         "log_interval, torchtitan's log_freq) gives one event per line, its times and counts the N steps' "
         "together. Since contract 4.",
         minimum=1,
+        # the store's column is a 32-bit integer: more is quarantined, never a crashed batch
+        maximum=2**31 - 1,
     ),
 )
 

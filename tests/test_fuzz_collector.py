@@ -249,3 +249,12 @@ def test_an_mlperf_log_however_damaged_gives_valid_events_or_named_bad_lines(tex
             con.close()
     # every quarantined line is one the reader named bad: none of the events it made was refused by the store
     assert summary.quarantined == len(bad), reasons
+
+
+def test_a_count_past_its_column_is_quarantined_not_a_crashed_batch(tmp_path: Path) -> None:
+    """Found by the fuzzer: ``iterations`` of 2**31 passed both validators and crashed the batch's insert into the
+    32-bit column; the contract's maximum now quarantines it, with the field named."""
+    line = ('{"schema": 1, "run_id": "fz", "rank": 0, "seq": 0, "time": 1700000000.0, "kind": "step", "step": 0, '
+            '"samples": 0, "t_total": 0.0, "iterations": 2147483648}')  # fmt: skip
+    stored, quarantined, _ = _ingest([line], tmp_path)
+    assert stored == {} and list(quarantined) == [1] and "iterations" in quarantined[1], quarantined
