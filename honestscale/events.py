@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
 
 VERSIONS: dict[int, str] = {
@@ -46,6 +46,10 @@ VERSIONS: dict[int, str] = {
     "(unknown, never 0), so may run_start `world_size` where the log does not say it, and run_start records "
     "`imported` (the tool, whose ranks' numbers the log holds, what it cannot tell). Every version 3 event is a "
     "valid version 4 event.",
+    5: "step records the host's contention during it: `cpu_pressure` (how long the host had more runnable work "
+    "than CPUs, Linux's pressure stall information) and `cpu_steal` (the time a virtual machine's CPUs lost to "
+    "other guests), so a slowdown from someone else's load is told from a warm-up. Optional: every version 4 "
+    "event is a valid version 5 event, and a step without them leaves the host's contention unknown.",
 }
 """What each contract version added; the field reference (``docs/events.md``) lists them."""
 
@@ -393,6 +397,23 @@ _STEP: tuple[Field, ...] = (
     Field("t_optimizer", "number", "Optimizer update, seconds.", minimum=0),
     Field("comm_measured", "boolean", "False when t_comm could not be measured (it is then 0 or absent)."),
     Field("warmup", "boolean", "True for warm-up steps that must not count in throughput."),
+    Field(
+        "cpu_pressure",
+        "number",
+        "Time during the step in which some task on the host (this run's own threads or anyone else's) was runnable "
+        "and waited for a CPU, seconds: the difference of Linux's pressure stall information (/proc/pressure/cpu, "
+        "'some') over the step's span on the host. A slowdown that comes with it is the host's load, not a warm-up. "
+        "Absent where the kernel does not count it. Since contract 5.",
+        minimum=0,
+    ),
+    Field(
+        "cpu_steal",
+        "number",
+        "Time during the step in which the host's CPUs wanted to run while the hypervisor ran another guest "
+        "(/proc/stat's steal, averaged over the CPUs), seconds: a virtual machine's noise, which cpu_pressure does "
+        "not see. Absent where the kernel does not count it. Since contract 5.",
+        minimum=0,
+    ),
     Field(
         "iterations",
         "integer",

@@ -70,6 +70,7 @@ SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
     "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep", "step_ranks", "rank_step_s", "settle", "drift",
+    "pressure",
 }  # fmt: skip
 
 
@@ -115,9 +116,11 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             )
             mine = float((spec.get("rank_step_s") or {}).get(rank, step_s))
             t = float(spec.get("first_step_s", mine)) if i == 0 else mine
+            slowed = 0.0
             if spec.get("settle"):  # [N, f]: the first N steps f times slower at first, settling linearly
                 n, f = spec["settle"]
-                t = t * (1 + (f - 1) * max(0.0, 1 - i / n))
+                slowed = t * (f - 1) * max(0.0, 1 - i / n)
+                t = t + slowed
             if spec.get("drift"):  # the step time rises by this share over the run: no steady state
                 t = t * (1 + float(spec["drift"]) * i / n_steps)
             if i in stalled:
@@ -132,6 +135,10 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
                 fields["t_data"] = t * 0.05
             if spec.get("warmup_marked", True):
                 fields["warmup"] = i < 2
+            # the host's CPU wait (contract 5): "load": the settling steps' extra time was spent waiting for a CPU
+            # (someone else's work); "quiet": measured, and none
+            if spec.get("pressure"):
+                fields["cpu_pressure"] = slowed if spec["pressure"] == "load" else 0.0
             w.step(**fields)
         clock[0] = t0 + ttt * 0.99
         if rank == 0:

@@ -252,12 +252,16 @@ args = {{ target_accuracy = false, epochs = 5 }}
     # whose cause the data names (the stalls; the launcher's threads per worker, 2 -> 1) is an error, "do not
     # quote", and lint exits 1 for it and for nothing else.
     # A host that turns busy midway leaves step times with no steady state: HS205 says it cannot verify the
-    # warm-up then (never that it fails).
+    # warm-up then (never that it fails). A host busy at the start of a run, quiet after, makes its first steps
+    # slow as a warm-up would: the steps record the host's contention (contract 5: CPU pressure, steal), and HS205
+    # names that load instead of calling it a warm-up.
     noisy = {"HS208", "HS209", "HS210", "HS211", "HS212"}
     unsteady = [f for f in findings if f["code"] == "HS205"]
-    assert all(f["outcome"] == "cannot_verify" and "no steady state" in f["message"] for f in unsteady), (
-        unsteady
-    )
+    assert all(
+        f["outcome"] == "cannot_verify"
+        and ("no steady state" in f["message"] or "someone's load, not a warm-up" in f["message"])
+        for f in unsteady
+    ), unsteady
     assert {f["code"] for f in findings} - {"HS205"} <= noisy, findings
     errors = [f for f in findings if f["severity"] == "error"]
     assert all(f["code"] == "HS209" for f in errors), errors

@@ -70,6 +70,8 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     else:
         assert outcomes == {"cannot_verify"}, detail
         assert all(f.message.startswith("cannot verify:") and f.fix for f in mine)
+        for said in case.get("says", []):
+            assert any(said in f.message for f in mine), (said, detail)
     if mine:
         _snapshot(code, case["name"], mine)
 

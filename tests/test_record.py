@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -89,6 +90,41 @@ def test_a_step_records_the_phases_it_timed_and_leaves_the_others_unknown(tmp_pa
     assert epoch["epoch"] == 0 and epoch["samples"] == 16 and epoch["t_total"] > 0
     assert evaluation["epoch"] == 0, "an evaluation after rec.epoch() belongs to the epoch that ended"
     assert stop["status"] == "success"
+
+
+@pytest.mark.skipif(
+    not Path("/proc/pressure/cpu").exists(), reason="no pressure stall information (Linux PSI)"
+)
+def test_a_step_records_how_long_the_host_had_more_work_than_cpus(tmp_path: Path) -> None:
+    """Contract 5: a step that shares the host with more busy processes than CPUs records that wait (PSI), so a
+    slowdown from someone else's load is told from a warm-up; a run with the host to itself records it too."""
+    rec = start(out=tmp_path, framework="torch", global_batch=1, sample_interval=0, handle_signals=False)
+    spin = "import time\nprint('spinning', flush=True)\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True)
+            for _ in range((os.cpu_count() or 1) + 1)]  # fmt: skip
+    try:
+        assert all(
+            h.stdout and h.stdout.readline() == "spinning\n" for h in hogs
+        )  # every one busy before the step
+        with rec.step(samples=1) as s, s.phase("compute"):
+            busy(0.5)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    rec.stop()
+    (step,) = [e for e in _events(Path(rec.path)) if e["kind"] == "step"]
+    # one more busy process than CPUs: someone waits for a CPU nearly all the step long (never longer than it)
+    assert 0.5 * step["t_total"] < step["cpu_pressure"] <= step["t_total"] * 1.05, step
+    assert step["cpu_steal"] >= 0, (
+        "the hypervisor's steal is counted where /proc/stat has it (0 on bare metal)"
+    )
+
+
+def busy(seconds: float) -> None:
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        pass
 
 
 def test_a_device_clock_writes_each_step_once_its_marks_can_be_read(tmp_path: Path) -> None:

@@ -342,14 +342,18 @@ def rank_step_times(con: duckdb.DuckDBPyConnection, campaign: str | None = None)
 
 
 def lint_step_series(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Per run: its lowest rank's step times in order (warm-up included), how many it marked warm-up, and the most
-    iterations one step event covers (where the steady state is found in the data)."""
+    """Per run: its lowest rank's step times in order (warm-up included), the host's contention during each (its CPU
+    pressure plus its steal time, seconds; NULL where neither was measured), how many it marked warm-up, and the most iterations one step event covers (where the
+    steady state is found in the data)."""
     where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
     return _frame(
         con,
         f"""
         WITH low AS (SELECT run_id, min(rank) AS rank FROM steps {where} GROUP BY run_id)
         SELECT s.run_id, list(s.t_total ORDER BY s.time, s.seq) AS times,
+               list(CASE WHEN s.cpu_pressure IS NULL AND s.cpu_steal IS NULL THEN NULL
+                         ELSE coalesce(s.cpu_pressure, 0) + coalesce(s.cpu_steal, 0) END ORDER BY s.time, s.seq)
+                   AS pressure,
                count(*) FILTER (WHERE coalesce(s.warmup, false)) AS marked,
                max(coalesce(s.iterations, 1)) AS iterations
         FROM steps s JOIN low USING (run_id, rank) WHERE s.t_total IS NOT NULL GROUP BY s.run_id

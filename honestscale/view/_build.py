@@ -95,7 +95,8 @@ def build(con: Connection, campaign: str | None = None) -> View:
     steps = _steps(con, campaign)
     ranks = _ranks(con, campaign)
     records = energy_records(con)
-    series = {r["run_id"]: StepSeries(tuple(float(t) for t in r["times"]), int(r["marked"]), int(r["iterations"]))
+    series = {r["run_id"]: StepSeries(tuple(float(t) for t in r["times"]), int(r["marked"]), int(r["iterations"]),
+                                      tuple(None if p is None else float(p) for p in r["pressure"]))
               for r in queries.lint_step_series(con, campaign).iter_rows(named=True)}  # fmt: skip
     runs = []
     for row in queries.lint_runs(con, campaign).iter_rows(named=True):

@@ -47,6 +47,9 @@ class StepSeries:
     times: tuple[float, ...]
     marked: int  # steps the run marked warm-up
     iterations: int  # the most iterations one step event covers (a log's line per interval: > 1)
+    pressure: tuple[
+        float | None, ...
+    ] = ()  # the host's CPU wait during each step, seconds (None: not measured)
 
 
 @dataclass(frozen=True)

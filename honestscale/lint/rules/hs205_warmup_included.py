@@ -22,7 +22,9 @@ class WarmupIncluded(Rule):
     above the steady median (a warm-up slows every step of it; one stall among them is no warm-up). A run whose step times reach
     no steady state is not judged here (``show`` says so). Not on a run whose stalls are more than 5 % of
     its time to train (outliers, or steps beyond the median pace): stalls can fake or hide a warm-up that size
-    (HS210 names them). And a summary a tool printed
+    (HS210 names them). Nor where the host's CPU wait during the slow steps (``cpu_pressure``, Linux's pressure
+    stall information, contract 5) explains at least half of their extra time: that is someone's load, and the run
+    cannot be judged (cannot verify, with the shares named), never "mark it as warm-up". And a summary a tool printed
     over every iteration, warm-up included (DLLogger's ``[]`` rows in NVIDIA's DeepLearningExamples, kept by the
     importer in ``imported.summaries``), is named as such beside the steady rate of the same run's steps.
     Why it misleads: the first steps pay for graph compilation, cuDNN autotuning and memory allocation;
@@ -79,7 +81,8 @@ class WarmupIncluded(Rule):
 
     def _against_the_data(self, target: Comparison) -> Iterator[Finding]:
         """The marked warm-up against the one MSER-5 finds in the step times (runs of 50 steps or more)."""
-        counted = []
+        counted: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]] = []
+        contended: list[tuple[Run, steady.SteadyState, float, tuple[float, float]]] = []
         for r in target.runs:
             if r.series is None or len(r.series.times) < steady.MIN_STEPS or (r.lost_share or 0.0) > COUNTED:
                 continue  # stalls of more than 5 % of the run could make or hide that much (HS210 names them)
@@ -92,18 +95,53 @@ class WarmupIncluded(Rule):
             left_in = r.series.times[r.series.marked : got.warmup_steps]
             typical = statistics.median(left_in) / statistics.median(rest) - 1  # a spike is no warm-up
             if excess > COUNTED and typical > COUNTED and mean_after > got.high_s:
-                counted.append((r, got, excess))
+                waited = _contention(r.series.pressure, r.series.times, r.series.marked, got.warmup_steps)
+                if waited:
+                    contended.append((r, got, excess, waited))
+                else:
+                    counted.append((r, got, excess, None))
         if counted:
             said = "; ".join(f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
                              f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found, "
-                             f"beyond its 95 % interval" for r, g, x in counted)  # fmt: skip
-            yield self.fail(target, [r for r, _, _ in counted],
+                             f"beyond its 95 % interval" for r, g, x, _ in counted)  # fmt: skip
+            yield self.fail(target, [r for r, *_ in counted],
                             f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
                             "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
-                            "or train longer before measuring", found={r.id: g.as_json() for r, g, _ in counted})  # fmt: skip
+                            "or train longer before measuring", found={r.id: g.as_json() for r, g, *_ in counted})  # fmt: skip
+        if contended:
+            said = "; ".join(f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * x:.0f} % slower than the "
+                             f"steady state, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time against "
+                             f"{100 * w[1]:.0f} % after" for r, g, x, w in contended)  # fmt: skip
+            yield self.cannot_verify(target, [r for r, *_ in contended],
+                                     "the steps after the marked warm-up were slow while the host had more work than "
+                                     f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
+                                     f"tell: {said}",
+                                     "rerun on a quiet node (an exclusive allocation); do not mark the host's load as "
+                                     "warm-up", found={r.id: g.as_json() for r, g, *_ in contended},
+                                     cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended})  # fmt: skip
 
 
 METHOD = "MSER-5"
+# the host's extra CPU wait per step explains at least half of the slow steps' extra time: its load, not a warm-up
+LOAD = 0.5
+
+
+def _contention(
+    pressure: tuple[float | None, ...], times: tuple[float, ...], marked: int, found: int
+) -> tuple[float, float] | None:
+    """Where the host's CPU wait (contract 5's ``cpu_pressure``) explains why the steps between the marked warm-up
+    and the steady state were slow: the share of their time the host was oversubscribed, and of the steady steps'.
+    None where it does not, or where a step did not measure it."""
+    if len(pressure) != len(times) or any(p is None for p in pressure[marked:]):
+        return None
+    waits = [float(p or 0.0) for p in pressure]
+    left_t, rest_t = times[marked:found], times[found:]
+    left_w, rest_w = waits[marked:found], waits[found:]
+    slower = sum(left_t) / len(left_t) - sum(rest_t) / len(rest_t)
+    waited_more = sum(left_w) / len(left_w) - sum(rest_w) / len(rest_w)
+    if slower <= 0 or waited_more < LOAD * slower:
+        return None
+    return min(1.0, sum(left_w) / sum(left_t)), min(1.0, sum(rest_w) / sum(rest_t))
 
 
 def _summaries(run: Run) -> dict[str, float]:
