@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from honestscale.campaign import spec as _campaign
-from honestscale.cli.campaign import _runner_options
+from honestscale.campaign.shared import runner_options
 from tests.conftest import hs, query
 
 SPEC = """
@@ -59,7 +59,7 @@ def test_bad_specs_are_refused_before_anything_runs(
 ) -> None:
     path = _spec(tmp_path, SPEC.replace(*change, 1))
     with pytest.raises(_campaign.SpecError) as info:
-        _campaign.load(path, _runner_options)
+        _campaign.load(path, runner_options)
     assert message in str(info.value) and str(path) in str(info.value)
     result = hs("campaign", "run", path, "--store", tmp_path / "s.duckdb")
     assert result.returncode == 2 and "fix:" in result.stderr
@@ -69,13 +69,11 @@ def test_bad_specs_are_refused_before_anything_runs(
 def test_unknown_option_suggests_the_close_ones(tmp_path: Path) -> None:
     path = _spec(tmp_path, SPEC.replace("epochs = 1", "epoch = 1"))
     with pytest.raises(_campaign.SpecError, match="did you mean one of: epochs"):
-        _campaign.load(path, _runner_options)
+        _campaign.load(path, runner_options)
 
 
 def test_plans_expand_the_grid_with_stable_ids(tmp_path: Path) -> None:
-    spec = _campaign.load(
-        _spec(tmp_path, SPEC.replace("repetitions = 1", "repetitions = 3")), _runner_options
-    )
+    spec = _campaign.load(_spec(tmp_path, SPEC.replace("repetitions = 1", "repetitions = 3")), runner_options)
     tuning = _campaign.tuning_plans(spec)
     assert [re.sub("-[0-9a-f]{8}-", "-", p.run_id) for p in tuning] == [
         "t-tune-lr-lr=0.5-r0",

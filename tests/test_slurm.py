@@ -64,10 +64,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 def _plans(spec: Path) -> list[Any]:
     """The runs a spec plans, as `campaign submit` names them."""
+    from honestscale.campaign.shared import runner_options
     from honestscale.campaign.spec import load
-    from honestscale.cli.campaign import _runner_options
 
-    return load(spec, _runner_options).plans()
+    return load(spec, runner_options).plans()
 
 
 def _spec(tmp: Path, name: str, *, workers: str = "[1]", reps: int = 1, epochs: int = 3, time_limit: str = "00:10:00",

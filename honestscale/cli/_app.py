@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.markup import escape
 from honestscale import __version__
 from honestscale import events as ev
 from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
+
+if TYPE_CHECKING:
+    from honestscale.campaign.shared import StoreAccess
 
 app = typer.Typer(
     name="honestscale",
@@ -145,6 +148,20 @@ def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterat
         yield con
     finally:
         con.close()
+
+
+def access(store: Path | None, wait: float) -> StoreAccess:
+    """The store the user named, as orchestration reaches it (``honestscale.campaign.shared.StoreAccess``)."""
+    from honestscale.campaign.shared import StoreAccess
+    from honestscale.store import resolve_store_path
+
+    return StoreAccess(lambda read_only: _store(store, read_only=read_only, wait=wait),
+                       lambda: resolve_store_path(store).exists())  # fmt: skip
+
+
+def say(message: str) -> None:
+    """A plain line on stderr for the user (no markup, no highlighting): what orchestration asks to be said."""
+    err.print(message, highlight=False, markup=False)
 
 
 campaign_app = typer.Typer(help="Campaigns: grids of runs described in a TOML spec.", no_args_is_help=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,20 +23,20 @@ from honestscale.cli._app import (
     UntilCiOpt,
     WaitOpt,
     _store,
+    access,
     app,
     campaign_app,
     err,
     out,
+    say,
 )
 from honestscale.cli.analysis import _summary_rows
 from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
-from honestscale.store import campaigns
 
 if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for every command
     from honestscale.campaign import stages
-    from honestscale.campaign.stages import Best
 
 
 @app.command(
@@ -80,7 +79,9 @@ def run(
 
         name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
         run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
-    if (why := _argv_error(framework, [*args, "--run-id", run_id])) is not None:
+    from honestscale.campaign import shared
+
+    if (why := shared.argv_error(framework, [*args, "--run-id", run_id])) is not None:
         raise HonestscaleError(f"the {framework} runner refuses its options: {why}",
                                f"see python -m {launch.RUNNERS[framework]} --help")  # fmt: skip
     try:
@@ -95,126 +96,6 @@ def run(
             summary = Ingester(con).ingest(discover([str(run_dir)]).sources)
         err.print(summary.line(), highlight=False)
     raise typer.Exit(result.exit_code)
-
-
-def _runner_options(framework: str) -> set[str]:
-    """The option names (argparse dests) the framework's runner accepts; its flavour option is the launcher's."""
-    import importlib
-
-    from honestscale.campaign import launch
-
-    if framework not in launch.RUNNERS:
-        raise HonestscaleError(
-            f"framework {framework!r} has no runner", f"one of: {', '.join(launch.RUNNERS)}"
-        )
-    # runner modules import their framework inside functions: the parser is there without it
-    parser = importlib.import_module(launch.RUNNERS[framework]).build_parser()
-    return {a.dest for a in parser._actions if a.dest not in ("help", "distributed")}
-
-
-def _argv_error(framework: str, argv: list[str]) -> str | None:
-    """What the framework's runner would refuse in ``argv`` (its own parser, without importing the framework)."""
-    import contextlib
-    import importlib
-    import io
-
-    from honestscale.campaign import launch
-
-    if framework not in launch.RUNNERS:
-        return None  # launch names the frameworks there are
-    runner = importlib.import_module(launch.RUNNERS[framework])
-    parser = runner.build_parser()
-    said = io.StringIO()
-    full = [*launch.RUNNER_ARGS.get(framework, ()), *argv]
-    try:
-        with contextlib.redirect_stderr(said):
-            args = parser.parse_args(full)
-    except SystemExit as exc:
-        if exc.code == 0:
-            return None
-        lines = said.getvalue().strip().splitlines()
-        return lines[-1].split(": error: ", 1)[-1] if lines else "refused by the runner"
-    settle = getattr(
-        runner, "settle_args", None
-    )  # what the runner refuses after parsing (options of one model)
-    return None if settle is None else settle(args, parser)
-
-
-def _check_runner_args(s: Any, plans: list[Any]) -> None:
-    """Every run's options parsed by its runner's own parser before anything starts (epochs = 0 is refused
-    here, not in a traceback in every rank's log)."""
-    from honestscale.campaign.spec import SpecError
-
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    for plan in plans:
-        argv = plan.runner_argv(s.out, s.name, s.scaling)
-        if (plan.framework, tuple(argv)) in seen:  # the same options are parsed once
-            continue
-        seen.add((plan.framework, tuple(argv)))
-        if (why := _argv_error(plan.framework, [*argv, "--run-id", plan.run_id])) is not None:
-            raise SpecError(
-                f"{s.path}: run {plan.run_id}: {why}", "fix that value in [args], [grid] or [tuning]"
-            )
-
-
-def _record_spec(store: Path | None, s: Any, wait: float) -> None:
-    """The spec and every run it plans go to the store: the linter tells a dropped run from one never planned.
-
-    Runs an earlier version of the spec planned, and this one does not, are marked superseded (kept, in no statistic)
-    and named here with what changed.
-    """
-    plans = s.plans()
-    record = {**s.raw, "spec_path": str(s.path.resolve()), "planned_runs": [p.run_id for p in plans]}
-    with _store(store, read_only=False, wait=wait) as con:
-        before = campaigns.previous_spec(con, s.name)
-        reason = _spec_changes(json.loads(before) if before else {}, s.raw)
-        marked = campaigns.record_campaign(
-            con, s.name, json.dumps(record, default=str), sorted({p.series for p in plans}), reason
-        )
-    if marked:
-        shown = ", ".join(marked[:5]) + (f" and {len(marked) - 5} more" if len(marked) > 5 else "")
-        err.print(
-            f"[yellow]the spec of {escape(s.name)} changed[/] ({escape(reason)}): {len(marked)} run(s) of the earlier "
-            f"spec are superseded, kept in the store and left out of every summary, verdict and report: "
-            f"{escape(shown)} (`honestscale runs --campaign {escape(s.name)}` lists them)",
-            highlight=False,
-        )
-
-
-def _spec_changes(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """What differs between two specs' tables, e.g. ``args.model 'mlp' -> 'cnn'``."""
-    changes = []
-    for table in ("campaign", "args", "grid", "tuning"):
-        old, new = before.get(table) or {}, after.get(table) or {}
-        for key in sorted(set(old) | set(new)):
-            if old.get(key) != new.get(key) and key not in ("description", "until_ci", "max_repetitions"):
-                changes.append(f"{table}.{key} {old.get(key)!r} -> {new.get(key)!r}")
-    text = "; ".join(changes) or "the runs it plans changed"
-    return text if len(text) <= 500 else text[:497] + "..."
-
-
-def _precisions(con: Any, s: Any) -> list[tuple[str, str]]:
-    """With until_ci: every final point and how precise its median time came out."""
-    from honestscale.campaign import repeat
-
-    if s.until_ci is None:
-        return []
-    finals = [p for p in s.plans() if p.purpose == "final"]
-    return [(point, p.describe()) for point, p in repeat.precisions(con, s, finals).items()]
-
-
-def _best_trial(store: Path | None, s: Any, wait: float) -> Best:
-    """The tuning study's best trial (printed: it is used for every final run)."""
-    from honestscale.campaign import stages
-
-    with _store(store, read_only=True, wait=wait) as con:
-        best = stages.best_trial(con, s)
-    err.print(
-        f"tuning {s.tuning['name']}: best trial {best.trial} (validation accuracy "
-        f"{best.validation_accuracy:.4f} over {best.runs} run(s)); used for every final run",
-        highlight=False,
-    )
-    return best
 
 
 @campaign_app.command("run")
@@ -246,7 +127,7 @@ def campaign_run(
     ones, one round at a time, until the 95 % interval of its median time lies within 5 % of the median
     (SC15 rule 5) or it has --max-repetitions runs; the end says how many each point needed.
     """
-    not_ok = _run_campaign(spec, store, rerun, wait, until_ci, max_repetitions, dry_run, max_runs)
+    not_ok = run_campaign(spec, store, rerun, wait, until_ci, max_repetitions, dry_run, max_runs)
     raise typer.Exit(1 if not_ok else 0)
 
 
@@ -288,7 +169,7 @@ class _Progress:
         self.bar.advance(self.task)
 
 
-def _run_campaign(
+def run_campaign(
     spec: Path,
     store: Path | None,
     rerun: bool,
@@ -299,14 +180,14 @@ def _run_campaign(
     max_runs: int | None = None,
 ) -> list[str]:
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
-    from honestscale.campaign import local
+    from honestscale.campaign import local, shared
     from honestscale.campaign import spec as _campaign
     from honestscale.cli import _output
 
-    s = _campaign.with_until_ci(_campaign.load(spec, _runner_options), until_ci, max_reps)
+    s = _campaign.with_until_ci(shared.load(spec), until_ci, max_reps)
     plans = s.plans()
     _campaign.check_size(s, plans, max_runs)
-    _check_runner_args(s, plans)
+    shared.check_runner_args(s, plans)
     if dry_run:
         out.print(_output.plan_table(s.name, plans))
         return []
@@ -314,11 +195,12 @@ def _run_campaign(
     local.check_environments(s)
     stopped: local.Stopped | None = None
     with local.hold(s):
-        _record_spec(store, s, wait)
+        if (superseded := shared.record_spec(access(store, wait), s)) is not None:
+            err.print(f"[yellow]{escape(superseded.describe())}[/]", highlight=False)
         try:
             not_ok = local.run(
                 s, rerun=rerun, open_store=lambda: _store(store, read_only=False, wait=wait),
-                best=lambda: _best_trial(store, s, wait), watcher=_Progress(len(s.plans())),
+                best=lambda: shared.best_trial(access(store, wait), s, say), watcher=_Progress(len(s.plans())),
             )  # fmt: skip
         except local.Stopped as exc:
             stopped, not_ok = exc, []
@@ -328,7 +210,7 @@ def _run_campaign(
         raise stopped
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
-        precise = _precisions(con, s)
+        precise = shared.precisions(con, s)
     out.print(_output.summary_table(rows))
     for point, text in precise:
         err.print(f"{s.name} {point}: {text}", highlight=False, markup=False)

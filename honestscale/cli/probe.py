@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, out
-from honestscale.cli.campaign import _run_campaign
-from honestscale.cli.slurm import _collect_campaign, _submit_campaign, _wait_for_jobs
+from honestscale.cli.campaign import run_campaign
+from honestscale.cli.slurm import collect_campaign, submit_campaign, wait_for_jobs
 from honestscale.store import campaigns
 
 
@@ -97,19 +97,19 @@ def probe(
         notify=lambda message: err.print(message, highlight=False, markup=False),
     )  # fmt: skip
     if slurm:
-        _submit_campaign(spec, store, dry_run=False, arrays=True, wait=wait)
+        submit_campaign(spec, store, dry_run=False, arrays=True, wait=wait)
         try:
-            _wait_for_jobs(spec, store, wait, poll)
+            wait_for_jobs(spec, store, wait, poll)
         except KeyboardInterrupt:
             err.print(f"stopped waiting; the jobs go on running: follow with `honestscale campaign status {spec}`, "
                       f"then `honestscale campaign collect {spec}` and `honestscale advise --campaign {campaign}`",
                       highlight=False)  # fmt: skip
             raise typer.Exit(130) from None
-        _collect_campaign(spec, store, wait)
+        collect_campaign(spec, store, wait)
         with _store(store, read_only=True, wait=wait) as con:
             not_ok = campaigns.runs_not_ok(con, campaign)
     else:
-        not_ok = _run_campaign(spec, store, False, wait)
+        not_ok = run_campaign(spec, store, False, wait)
     from honestscale import lint as linter
     from honestscale.store import queries
     from honestscale.view import build

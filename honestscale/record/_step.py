@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from honestscale.record import _pressure
+from honestscale.record import pressure
 from honestscale.record._clocks import Clock
 
 PHASES = ("data", "compute", "comm", "optimizer")
@@ -44,14 +44,14 @@ class Step:
         self.end: Any = None
         self.spans: dict[str, list[tuple[Any, Any]]] = {}
         self._in: str | None = None
-        self._pressure: tuple[_pressure.Reading | None, _pressure.Reading | None] = (
+        self._pressure: tuple[pressure.Reading | None, pressure.Reading | None] = (
             None,
             None,
         )  # open, close
 
     def open(self, begin: Any = None) -> Step:
         """Start the step now, or at ``begin`` (a mark of the recorder's clock taken earlier)."""
-        self._pressure = (_pressure.now(), None)  # read before the mark: its cost falls between steps
+        self._pressure = (pressure.now(), None)  # read before the mark: its cost falls between steps
         self.begin = self._clock.now() if begin is None else begin
         return self
 
@@ -101,7 +101,7 @@ class Step:
                 [defer(v) for v in self.tokens] if isinstance(self.tokens, list) else defer(self.tokens)
             )
         self.end = self._clock.now() if end is None else end
-        self._pressure = (self._pressure[0], _pressure.now())
+        self._pressure = (self._pressure[0], pressure.now())
         self._recorder._closed(self)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -127,7 +127,7 @@ class Step:
         out["comm_measured"] = "comm" in self.spans
         if self.tokens is not None:
             out["tokens"] = count(self.tokens)
-        out.update(_pressure.waited(*self._pressure))  # the host's contention over the step
+        out.update(pressure.waited(*self._pressure))  # the host's contention over the step
         return out
 
 

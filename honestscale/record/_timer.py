@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from honestscale.record import _pressure
+from honestscale.record import pressure
 from honestscale.record._clocks import Clock, HostClock
 
 
@@ -30,8 +30,8 @@ class StepTimer:
         self._pending: list[dict[str, Any]] = []
 
     def begin(self) -> None:
-        pressure = _pressure.now()  # read before the mark: its cost falls between steps, not in one
-        self._current = {"begin": self.clock.now(), "pressure": pressure}
+        waited = pressure.now()  # read before the mark: its cost falls between steps, not in one
+        self._current = {"begin": self.clock.now(), "pressure": waited}
 
     def mark(self, phase: str) -> None:
         self._current[phase] = self.clock.now()
@@ -42,7 +42,7 @@ class StepTimer:
         self._current["comm_from"] = comm_from
         self._current["comm_s"] = comm_s
         self._current["fields"] = fields
-        self._current["pressure_end"] = _pressure.now()
+        self._current["pressure_end"] = pressure.now()
         self._pending.append(self._current)
         self._current = {}
         keep = 1 if self.clock.lagged else 0
@@ -72,5 +72,5 @@ class StepTimer:
             out.update(t_comm=0.0, comm_measured=False)
         out.update(t_data=t_data, t_compute=t_compute, t_optimizer=t_optimizer)
         out["t_total"] = t_data + t_compute + out["t_comm"] + t_optimizer
-        out.update(_pressure.waited(step.get("pressure"), step.get("pressure_end")))
+        out.update(pressure.waited(step.get("pressure"), step.get("pressure_end")))
         return out

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from honestscale.record import _pressure
+from honestscale.record import pressure
 from honestscale.record import world as _world
 from honestscale.runners import _keras, usermodel
 from honestscale.runners.instrument import (
@@ -268,7 +268,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
             super().__init__()
             self.step = 0
             self.t0 = 0.0
-            self.waited: _pressure.Reading | None = None
+            self.waited: pressure.Reading | None = None
             self.epoch_t0 = 0.0
             self.epoch_step0 = 0
             self.reached = False
@@ -279,7 +279,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
             self.epoch_step0 = self.step
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            self.waited = _pressure.now()
+            self.waited = pressure.now()
             self.t0 = time.perf_counter()
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
@@ -289,7 +289,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
             # them, and communication and the optimizer are unknown (absent), never 0
             w.step(epoch=self.epoch, step=self.step, samples=local, t_total=total, t_data=data_t,
                    t_compute=total - data_t, comm_measured=False, warmup=self.step < args.warmup_steps,
-                   **_pressure.waited(self.waited, _pressure.now()))  # fmt: skip
+                   **pressure.waited(self.waited, pressure.now()))  # fmt: skip
             self.step += 1
             self.samples += args.batch_size
             if args.max_samples is not None and self.samples >= args.max_samples:
