@@ -1,7 +1,7 @@
 """A centre's store, as the runners write it: ``campaigns`` campaigns of 48 runs each (2 models x 2 frameworks x 1, 2,
 4 workers x 4 repetitions, weak scaling, H100s; each campaign's steps up to 9 % slower than another's), with the
 real ``EventWriter``. The store ``benchmarks/serve.py`` and
-``benchmarks/scale.py`` time, and the one ``tests/test_centre.py`` advises from."""
+``benchmarks/scale.py`` time, and the one ``tests/system/test_centre.py`` advises from."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def test_serve_reads_a_lake_as_a_read_only_role_while_campaigns_land(
 ) -> None:
     """The dashboard on a DuckLake store, logged in as a role that may only SELECT (its password from PGPASSWORD,
     never shown): a campaign ingested by the writer while it serves appears; the reader role cannot write."""
-    from tests.test_serve import start, stop
+    from tests.system.test_serve import start, stop
 
     lake = postgres.create_database("live")
     runs = sorted(COMPARE_RUNS.iterdir())
@@ -184,7 +184,7 @@ def test_store_copy_up_to_the_lake_and_back_keeps_every_table(tmp_path: Path, po
     row for row (its own hash of each row's text), the schema version the same; a store that holds results is
     never copied into."""
     first, back = str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb")
-    imported = Path(__file__).parent / "data" / "imported"
+    imported = Path(__file__).parent.parent / "data" / "imported"
     code, out = _cli(
         first, "ingest", str(COMPARE_RUNS), str(imported / "sacct"), str(imported / "kineto-cpu")
     )

@@ -22,7 +22,7 @@ import pytest
 
 from honestscale import events as ev
 from tests.conftest import counts, hold_store, hs, query, snapshot
-from tests.test_ingest import _big_campaign, _wait_for, write_run
+from tests.integration.test_ingest import _big_campaign, _wait_for, write_run
 
 FILES, STEPS = 24, 6000  # the big campaign: 24 files of 6,002 events, a 7 MB store
 SMALL_BATCHES = {"HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per transaction

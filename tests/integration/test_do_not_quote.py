@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLE, hs
+from tests.conftest import EXAMPLE, REPO, hs
 from tests.lint_campaigns import build
 
-NVIDIA = Path(__file__).parent / "data" / "mlperf-v0.7-nvidia"
+NVIDIA = REPO / "tests" / "data" / "mlperf-v0.7-nvidia"
 DGX = ("different accelerators: NVIDIA V100-SXM2-16GB (300W) on 1xNVIDIA DGX-1 at 8; "
        "NVIDIA V100-SXM3-32GB (450W) on 1xNVIDIA DGX-2H at 16")  # fmt: skip
 
@@ -185,7 +185,7 @@ def test_a_busy_machines_superlinear_point_with_stalls_and_other_threads_is_not_
 
 @pytest.mark.slow
 def test_the_dashboard_marks_them_on_the_campaign_page(dgx: Path, tmp_path: Path) -> None:
-    from tests.test_serve import start, stop
+    from tests.system.test_serve import start, stop
 
     store = tmp_path / "s.duckdb"
     shutil.copy(dgx, store)

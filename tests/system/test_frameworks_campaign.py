@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import framework_python, hs, query
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ["torch", "tensorflow", "horovod-torch", "horovod-tf", "mxnet"]
 
 

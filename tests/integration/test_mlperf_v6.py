@@ -29,7 +29,7 @@ from tests.conftest import (
     runs_by_file,
     submission_id,
 )
-from tests.test_mlperf_v06_v5x import _compliance_target, _round, reference, summarizer
+from tests.integration.test_mlperf_v06_v5x import _compliance_target, _round, reference, summarizer
 
 ROOT = REPO.parent / "shared" / "data" / "mlperf-training-v6"
 NEW = ("gpt_oss_20b", "deepseekv3_671b")

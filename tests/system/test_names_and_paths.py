@@ -193,7 +193,7 @@ def test_the_pdf_names_no_machine_path(clone_layout: dict[str, Path], tmp_path: 
 @pytest.fixture(scope="module")
 def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[Any]:  # fmt: skip
-    from tests.test_serve import CHROMIUM, DRIVER, start, stop
+    from tests.system.test_serve import CHROMIUM, DRIVER, start, stop
 
     if CHROMIUM is None or DRIVER is None:
         pytest.skip("chromium / chromium-driver not installed")
@@ -209,7 +209,7 @@ def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory
 
 @pytest.fixture(scope="module")
 def page(dashboard: Any) -> Iterator[Any]:
-    from tests.test_serve import chrome
+    from tests.system.test_serve import chrome
 
     yield from chrome("1300,1000")
 
@@ -226,7 +226,7 @@ def _fits(browser: Any, where: str) -> None:
 
 
 def test_the_dashboard_isolates_names_and_fits_the_window(dashboard: Any, page: Any) -> None:
-    from tests.test_serve import _wait_for_text, visit
+    from tests.system.test_serve import _wait_for_text, visit
 
     base = dashboard.url.rstrip("/")
     visit(page, base + "/", settle=1.0)
@@ -261,7 +261,7 @@ def test_the_dashboard_isolates_names_and_fits_the_window(dashboard: Any, page: 
 def test_the_dashboard_names_no_machine_path_and_wraps_commands(
     dashboard: Any, page: Any, clone_layout: dict[str, Path]
 ) -> None:
-    from tests.test_serve import visit
+    from tests.system.test_serve import visit
 
     base = dashboard.url.rstrip("/")
     visit(page, base + "/campaigns/compare-base#repro", settle=3.0)

@@ -22,7 +22,7 @@ from honestscale.view import build as build_view
 from tests.conftest import REPO
 from tests.lint_campaigns import build, case_runs, open_ro
 
-CASES_DIR = Path(__file__).parent / "lint_cases"
+CASES_DIR = Path(__file__).parent.parent / "lint_cases"
 SNAPSHOTS = CASES_DIR / "snapshots"
 
 

@@ -1,6 +1,6 @@
 """Threads per worker (event contract 2): each runner asks its framework, the shared builder adds the CPUs a rank may
 run on and the launcher's knobs, the store lands them beside runs recorded before (contract 1) and migrates old
-stores; the launcher says which knobs it set. (The real 2-rank run: tests/test_torch_runner.py.)"""
+stores; the launcher says which knobs it set. (The real 2-rank run: tests/system/test_torch_runner.py.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Who may read ``honestscale serve``: the Host allow-list, the token, the session cookie it buys, TLS.
 
-Servers run as a user starts them (``honestscale serve`` in its own process, as in tests/test_serve.py); the browser
+Servers run as a user starts them (``honestscale serve`` in its own process, as in tests/system/test_serve.py); the browser
 is Debian's chromium, told to resolve ``evil.example`` and ``dash.example`` to 127.0.0.1 (what DNS rebinding makes a
 victim's browser do) and to accept the test's self-signed certificate.
 """
@@ -24,7 +24,17 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import hs
-from tests.test_serve import CHROMIUM, DRIVER, EXAMPLE, Server, _wait_for_text, chrome, start, stop, visit
+from tests.system.test_serve import (
+    CHROMIUM,
+    DRIVER,
+    EXAMPLE,
+    Server,
+    _wait_for_text,
+    chrome,
+    start,
+    stop,
+    visit,
+)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
