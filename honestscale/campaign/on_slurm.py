@@ -125,6 +125,7 @@ class Collected:
     recorded: list[str]  # runs Slurm ended without a run_stop from the runner: recorded with that status
     line: str | None  # the ingest's summary line; None when the output folder does not exist yet
     pending: int  # jobs still pending or running
+    out: Path  # the campaign's output folder
 
 
 def collect(spec: Path, store: StoreAccess) -> Collected:
@@ -139,10 +140,10 @@ def collect(spec: Path, store: StoreAccess) -> Collected:
     written = _slurm.record_unfinished(s, states, plans)
     pending = sum(st.state not in _slurm.TERMINAL for st in states)
     if not s.out.is_dir():
-        return Collected(written, None, pending)
+        return Collected(written, None, pending, s.out)
     with store.open(False) as con:
         summary = Ingester(con, campaign=s.name).ingest(discover([str(s.out)]).sources)
-    return Collected(written, summary.line(), pending)
+    return Collected(written, summary.line(), pending, s.out)
 
 
 def retries(s: _campaign.Spec, store: StoreAccess) -> list[_campaign.RunPlan]:

@@ -149,7 +149,7 @@ def collect_campaign(spec: Path, store: Path | None, wait: float) -> None:
     for run_id in got.recorded:
         say(f"recorded {run_id}: ended by Slurm without a run_stop from the runner")
     if got.line is None:
-        err.print(f"nothing to collect in {escape(str(on_slurm.load(spec)[0].out))} yet")
+        err.print(f"nothing to collect in {escape(str(got.out))} yet")
         return
     print(got.line + (f"; {got.pending} job(s) still pending or running" if got.pending else ""))
 
