@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -221,6 +221,7 @@ def launch(
     python: str | None = None,
     quiet: bool = False,
     sink: TextIO | None = None,
+    on_stop: Callable[[int], None] | None = None,
 ) -> LaunchResult:
     if framework not in RUNNERS:
         raise LaunchError(f"--framework {framework!r}: runners available here: {', '.join(RUNNERS)}")
@@ -283,6 +284,9 @@ def launch(
     try:
         deadline: float | None = None
         while any(p.poll() is None for p in procs):
+            if stopped and on_stop is not None:  # told once, outside the handler: the user knows it was heard
+                on_stop(stopped[0])
+                on_stop = None
             for p in procs:
                 code = p.poll()
                 if code not in (None, 0) and first_failure is None:
@@ -301,6 +305,9 @@ def launch(
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    # the ranks ended before the loop looked: told now, before the run lands
+    if stopped and on_stop is not None:
+        on_stop(stopped[0])
     for t in pumps:
         t.join(timeout=5)
     codes = [p.returncode for p in procs]

@@ -10,6 +10,7 @@ spec's output folder at a time (:func:`hold`). Ctrl-C (or SIGTERM) stops the run
 from __future__ import annotations
 
 import fcntl
+import functools
 import itertools
 import os
 import signal
@@ -80,6 +81,9 @@ class Watcher(Protocol):
 
     def finished(self, done: Done) -> None: ...
 
+    def stopping(self, plan: RunPlan, signum: int) -> None:
+        """Ctrl-C (or SIGTERM) reached the ranks of ``plan``: said at once, before they end and the run lands."""
+
 
 def check_environments(spec: Spec) -> None:
     """Every framework's environment, before the first run starts."""
@@ -146,7 +150,8 @@ def _run_stage(
                 log = spec.out / f"{plan.run_id}.log"
                 with log.open("w") as sink:
                     argv = plan.runner_argv(spec.out, spec.name, spec.scaling)
-                    result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink)
+                    result = launch.launch(plan.framework, plan.workers, argv, plan.run_id, sink=sink,
+                                           on_stop=functools.partial(watcher.stopping, plan))  # fmt: skip
                 code, stopped_by = result.exit_code, result.stopped_by
                 if code != 0:
                     not_ok.append(plan.run_id)

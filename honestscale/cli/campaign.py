@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,7 +86,9 @@ def run(
         raise HonestscaleError(f"the {framework} runner refuses its options: {why}",
                                f"see python -m {launch.RUNNERS[framework]} --help")  # fmt: skip
     try:
-        result = launch.launch(framework, workers, args, run_id)
+        result = launch.launch(framework, workers, args, run_id, on_stop=lambda signum: err.print(
+            f"{signal.Signals(signum).name}: stopping {escape(run_id)} (its ranks record it as cancelled)",
+            highlight=False))  # fmt: skip
     except launch.LaunchError as exc:
         raise HonestscaleError(str(exc), "see honestscale run --help") from None
     run_dir = out_dir / run_id
@@ -153,6 +156,13 @@ class _Progress:
     def started(self, plan: Any) -> None:
         assert self.bar is not None
         self.bar.update(self.task, now=plan.run_id)
+
+    def stopping(self, plan: Any, signum: int) -> None:
+        err.print(
+            f"{signal.Signals(signum).name}: stopping {escape(plan.run_id)} (its ranks record it as cancelled, "
+            "then it lands); no other run starts",
+            highlight=False,
+        )
 
     def finished(self, done: Any) -> None:
         assert self.bar is not None

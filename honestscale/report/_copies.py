@@ -70,15 +70,31 @@ class PaperCopies:
             self._pending.append(self._pool.submit(_save_pdf, data, str(path), style))
 
     def wait(self) -> None:
-        """Every copy written (or the first error raised); the second process ends."""
+        """Every copy written (or the first error raised, the rest abandoned); the second process ends."""
         try:
             for done in self._pending:
                 done.result()
-        finally:
+        except BaseException:
             self.abandon()
+            raise
+        pool, self._pool, self._pending = self._pool, None, []
+        if pool is not None:
+            with interrupts_held():  # quick (nothing left to do) and never cut halfway (see abandon)
+                pool.shutdown()
 
     def abandon(self) -> None:
-        """The copies not begun are dropped (the report failed); the second process ends."""
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-        self._pool, self._pending = None, []
+        """The copies not written are dropped (the report failed or Ctrl-C stopped it): the second process is killed,
+        not waited for (a copy half-saved goes with the staging folder it was saved in). Ctrl-C waits until it is
+        gone: a press inside the pool's shutdown once left its process waiting for work that would never come, and
+        the report waiting for that process at exit, for ever."""
+        pool, self._pool, self._pending = self._pool, None, []
+        if pool is None:
+            return
+        with interrupts_held():
+            kill = getattr(pool, "kill_workers", None)  # Python 3.14; before it, the pool's own process table
+            if kill is not None:
+                kill()
+            else:
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.kill()
+            pool.shutdown(wait=True, cancel_futures=True)

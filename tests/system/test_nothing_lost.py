@@ -136,11 +136,29 @@ def _interrupted(
     while hammer and proc.poll() is None and time.monotonic() < deadline:
         proc.send_signal(signal.SIGINT)
         time.sleep(0.01)
-    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    try:
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        # it hangs: killed, with what it started, so that nothing outlives the test
+        for pid in _processes_naming(args[-1]):
+            os.kill(pid, signal.SIGKILL)
+        raise
     for r in readers:
         r.join(timeout=10)
     out, err = "".join(said["out"]), "".join(said["err"])
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The processes whose command line holds ``text`` (a test's own temporary path): a command and what it forked."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            continue
+    return [pid for pid in found if pid != os.getpid()]
 
 
 def test_ctrl_c_during_ingest_exits_130_and_keeps_what_landed(tmp_path: Path, store: Path) -> None:
@@ -197,6 +215,9 @@ def test_a_report_is_swapped_in_whole_stale_files_go_and_ctrl_c_leaves_the_last_
     got = _interrupted(["report", "--store", str(store), "-o", str(pdf)],
                        lambda: any(tmp_path.glob(".r_files.partial-*/*.svg")))  # fmt: skip
     assert got.returncode == 130 and "Traceback" not in got.stderr, got.stderr[-2000:]
+    # nothing outlives it: the figures' second process is killed, not left waiting for work (it once was, under load,
+    # and the report waited for it at exit for ever)
+    assert _processes_naming(str(pdf)) == []
     assert {p.name: p.read_bytes() for p in [pdf, *files.iterdir()]} == before
     assert list(tmp_path.glob(".r_files.partial-*")) == staging == [] and not list(
         tmp_path.glob(".r.pdf.partial")
@@ -274,6 +295,8 @@ def test_ctrl_c_stops_a_campaign_records_the_run_cancelled_and_starts_nothing_mo
 
     got = _interrupted(["campaign", "run", str(spec), "--store", str(store)], training)
     assert got.returncode == 130, got.stderr[-2000:]
+    # the press is answered at once, while the ranks stop (a user pressing again would interrupt the landing)
+    assert "SIGINT: stopping edit-" in got.stderr, got.stderr
     assert "stopped by SIGINT" in got.stderr and "Traceback" not in got.stderr
     runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
     assert [r["status"] for r in runs] == ["cancelled"] and first == []  # one run, stopped; two never started
