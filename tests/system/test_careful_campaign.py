@@ -61,7 +61,7 @@ args = {{ target_accuracy = false, epochs = 5 }}
     # On a quiet host nothing fails. On a loaded one (a shared CI machine) the runs stall, and the rules that
     # watch for it must say so rather than pass: stalls filling the time to train (HS210), and what they cause,
     # a superlinear-looking speedup (HS209), time and throughput disagreeing (HS211) or two worker counts the
-    # stalls make indistinguishable (HS212), each with the stalls named; never any other rule. A superlinear point
+    # stalls make indistinguishable (HS212), each with the stalls or the busy host named; never any other rule. A superlinear point
     # whose cause the data names (the stalls; the launcher's threads per worker, 2 -> 1) is an error, "do not
     # quote", and lint exits 1 for it and for nothing else.
     # A host that turns busy midway leaves step times with no steady state: HS205 says it cannot verify the
@@ -79,6 +79,8 @@ args = {{ target_accuracy = false, epochs = 5 }}
     errors = [f for f in findings if f["severity"] == "error"]
     assert all(f["code"] == "HS209" for f in errors), errors
     assert result.returncode == (1 if errors else 0), result.stderr
+    # What the load did must be named beside it: stalls (HS210), or a host busy throughout (HS208: a uniform
+    # load slows every step alike, so no step stands out as a stall, yet it blurs the comparison HS212 tests).
     if {"HS209", "HS211", "HS212"} & {f["code"] for f in findings}:
-        assert "HS210" in {f["code"] for f in findings}, findings
+        assert {"HS208", "HS210"} & {f["code"] for f in findings}, findings
     assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
