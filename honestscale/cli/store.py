@@ -34,8 +34,7 @@ from honestscale.cli._app import (
     err,
     out,
 )
-from honestscale.collector import NOT_RESULTS, Source, discover
-from honestscale.collector.ingest import FileResult, Ingester, Summary
+from honestscale.collector import NOT_RESULTS, FileResult, Ingester, Source, Summary, discover
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupt_answered

@@ -1,7 +1,9 @@
 """The collector: finds event files and MLPerf logs (``discover``) and lands them in the store (``Ingester``)."""
 
+from honestscale.collector._landing import IngestError
 from honestscale.collector._sources import NOT_RESULTS, InputError, Source, discover
-from honestscale.collector.ingest import FileResult, Ingester, IngestError, Summary
+from honestscale.collector._summary import FileResult, Summary
+from honestscale.collector.ingest import Ingester
 
 __all__ = [
     "NOT_RESULTS",

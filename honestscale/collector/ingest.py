@@ -17,11 +17,9 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -40,8 +38,18 @@ from honestscale.collector._content import (
     read_content,
     split_lines,
 )
+from honestscale.collector._landing import (
+    MAX_ATTEMPTS,
+    Conflict,
+    IngestError,
+    claim,
+    forget_file,
+    land_energy,
+    land_profile,
+    next_file_id,
+    transaction,
+)
 from honestscale.collector._native import (
-    TYPED_TABLES,
     Landed,
     Rejected,
     Stage,
@@ -49,126 +57,13 @@ from honestscale.collector._native import (
     numbered_batch,
     shaped,
 )
-from honestscale.collector._sources import HF_CHECKPOINT, Skipped, Source
+from honestscale.collector._sources import Source
+from honestscale.collector._summary import FileResult, Summary
 from honestscale.errors import HonestscaleError
-from honestscale.store import StoreUnwritable, as_store_error, cursor, refresh_runs, sql_in_list
+from honestscale.store import cursor, refresh_runs
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
-
-
-@dataclass
-class FileResult:
-    path: Path
-    format: str
-    # new | grown | forced | unchanged; kept: the file shrank or changed after it landed, and the store keeps
-    # what it had (exit 3, --force replaces it); refused: not a regular file, or larger than the limit
-    action: str
-    events: int = 0
-    duplicates: int = 0
-    quarantined: int = 0
-    conflicts: int = 0  # events that claim a stored (run, rank, seq) with other content
-    other_lines: int = 0
-    run_ids: set[str] = field(default_factory=set)
-    # For the user to look at (hardware unknown, empty file ...), and for the record (repeated MLLOG lines).
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
-    # its lines belong to that file's run (a torchtitan system log beside its metrics)
-    read_with: Path | None = None
-    profile_steps: int = 0  # profiled steps landed as evidence (a profiler trace)
-    energy_records: int = 0  # energy records landed (CodeCarbon, Slurm accounting)
-
-
-@dataclass
-class Summary:
-    files: list[FileResult] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    timeline_steps: int = 0  # steps whose communication time came from a Horovod timeline
-
-    @property
-    def events(self) -> int:
-        return sum(f.events for f in self.files)
-
-    @property
-    def quarantined(self) -> int:
-        return sum(f.quarantined for f in self.files)
-
-    @property
-    def duplicates(self) -> int:
-        return sum(f.duplicates for f in self.files)
-
-    @property
-    def conflicts(self) -> int:
-        return sum(f.conflicts for f in self.files)
-
-    @property
-    def runs(self) -> int:
-        return len(set().union(*(f.run_ids for f in self.files))) if self.files else 0
-
-    @property
-    def changed(self) -> int:
-        return sum(1 for f in self.files if f.action != "unchanged")
-
-    def not_landed(self) -> list[tuple[Path, str]]:
-        """Files that hold results and landed nothing, and system descriptions that could not be read: each
-        with its reason. Any of them makes the ingest exit 3."""
-        out = [(k.path, k.reason) for k in self.skipped if k.lost]
-        out += [
-            (
-                f.path,
-                f"holds {importers.label(f.format)} lines but landed no event: "
-                + ("; ".join(f.warnings) or "see above"),
-            )
-            for f in self.files
-            if f.action not in ("unchanged", "kept", "refused")
-            and f.events == 0
-            and f.duplicates == 0  # a copy of a log landed before lands nothing new: it is not lost
-            and f.read_with is None
-            and not f.profile_steps
-            and not f.energy_records
-            and (f.quarantined or f.format != "native")
-        ]
-        out += [(f.path, "; ".join(f.warnings)) for f in self.files if f.action in ("kept", "refused")]
-        systems = {f.unread_system for f in self.files if f.unread_system is not None}
-        out += sorted((path, f"system description not read: {why}") for path, why in systems)
-        return out
-
-    def line(self) -> str:
-        unchanged = len(self.files) - self.changed
-        text = (
-            f"{len(self.files)} files ({unchanged} unchanged): {self.events:,} events landed, "
-            f"{self.runs} runs touched, {self.quarantined:,} lines quarantined"
-        )
-        if self.duplicates:
-            text += f", {self.duplicates:,} duplicate events skipped"
-        if self.conflicts:
-            conflicted = sum(1 for f in self.files if f.conflicts)
-            text += (
-                f", {self.conflicts:,} CONFLICTING events in {conflicted} file(s) held in the quarantine "
-                "(a run id claimed by two different runs)"
-            )
-        if self.skipped:
-            used = sum(1 for k in self.skipped if k.beside and k.reason != HF_CHECKPOINT)
-            earlier = sum(1 for k in self.skipped if k.reason == HF_CHECKPOINT)
-            other = len(self.skipped) - used - earlier
-            if used:
-                text += f", {used} files read with the logs beside them (MLPerf system/power/scaling, Lightning hparams.yaml)"
-            if earlier:
-                text += (
-                    f", {earlier} earlier Trainer checkpoint states left to the later state that holds them"
-                )
-            if other:
-                text += f", {other} other files not landed (each named above with its reason)"
-        profiled = sum(f.profile_steps for f in self.files)
-        if profiled:
-            text += f", {profiled:,} profiled steps as evidence"
-        energy = sum(f.energy_records for f in self.files)
-        if energy:
-            text += f", {energy:,} energy records (joined to runs when read)"
-        if self.timeline_steps:
-            text += f", communication of {self.timeline_steps:,} steps from Horovod timelines"
-        return text
 
 
 def _batch_bytes() -> int:
@@ -184,10 +79,6 @@ def _batch_bytes() -> int:
             f"{BATCH_ENV}={value!r} is not a size in MiB", f"unset it, or set e.g. {BATCH_ENV}=48"
         )
     return int(mib * 2**20)
-
-
-class IngestError(HonestscaleError):
-    """A file could not be written to the store; files before it have landed."""
 
 
 def _cut(raw: str) -> tuple[str, int]:
@@ -206,115 +97,6 @@ def _undecodable_reason(raw: bytes) -> str:
     except ev.EventError as err:
         return str(err)
     return "not UTF-8 text: binary data, not an event line"
-
-
-class _Conflict(Exception):
-    """Another writer of a shared (DuckLake) store committed first: this batch was rolled back, to be planned again."""
-
-
-MAX_ATTEMPTS = 30  # a batch planned again this many times because other writers committed first: then named
-
-
-def _conflicted(exc: BaseException) -> bool:
-    return isinstance(exc, _Conflict) or (
-        isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
-    )
-
-
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
-    """One transaction; a store that cannot be written (full disk, I/O error) ends in an IngestError naming ``what``.
-
-    DuckDB may already have aborted the transaction (or invalidated the whole database, on a failed write to the
-    WAL or a failed checkpoint): the rollback is then a no-op, and the store's own error is the one reported.
-    """
-    con.execute("BEGIN")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException as exc:
-        with suppress(duckdb.Error):
-            con.execute("ROLLBACK")
-        if _conflicted(exc):
-            raise _Conflict(str(exc)) from None
-        failed = as_store_error(exc)
-        if not isinstance(failed, StoreUnwritable):
-            raise
-        raise IngestError(
-            failed.message,
-            f"free space on the store's disk and ingest again: {what} were rolled back whole, files landed "
-            "before them are kept, and the rest lands then",
-        ) from None
-
-
-def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
-    """Remove what an earlier version of a file put in the store; return the runs it touched."""
-    runs = {
-        r[0]
-        for r in con.execute("SELECT DISTINCT run_id FROM events WHERE file_id = ?", [file_id]).fetchall()
-    }
-    for table in TYPED_TABLES.values():
-        con.execute(
-            f"DELETE FROM {table} USING events e WHERE e.file_id = ? AND {table}.run_id = e.run_id "
-            f"AND {table}.rank = e.rank AND {table}.seq = e.seq",
-            [file_id],
-        )
-    con.execute("DELETE FROM events WHERE file_id = ?", [file_id])
-    con.execute("DELETE FROM markers WHERE file_id = ?", [file_id])
-    con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
-    con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])
-    con.execute("DELETE FROM energy_records WHERE file_id = ?", [file_id])
-    if runs:
-        # Rare path (a file rewritten in place, or --force): recount those runs from their events.
-        literal = sql_in_list(sorted(runs))
-        con.execute(f"DELETE FROM run_ranks WHERE run_id IN {literal}")
-        con.execute(
-            "INSERT INTO run_ranks SELECT run_id, rank, count(*), min(seq), max(seq), min(time), max(time), "
-            f"any_value(file_id) FROM events WHERE run_id IN {literal} GROUP BY run_id, rank"
-        )
-    return runs
-
-
-def _land_profile(con: duckdb.DuckDBPyConnection, file_id: int, profile: dict[str, Any]) -> None:
-    """A profiler trace's steps, as evidence beside a run (what the file gave before: gone with _forget_file)."""
-    con.executemany(
-        "INSERT INTO profile_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [[file_id, profile["run_id"], profile["rank"], profile["world_size"], profile["backend"], profile["device"],
-          s["step"], s["t_step"], s["t_busy"], s["t_idle"], s["t_comm"], s["t_comm_exposed"],
-          json.dumps(s["comm_by_kind"])] for s in profile["steps"]],
-    )  # fmt: skip
-
-
-def _land_energy(con: duckdb.DuckDBPyConnection, file_id: int, records: list[dict[str, Any]]) -> None:
-    """Energy records (CodeCarbon rows, sacct lines): what the file gave before is gone with _forget_file."""
-    con.executemany(
-        "INSERT INTO energy_records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [[file_id, r["line"], r["format"], r["job_id"], r["step_id"], r["host"], r["nodes"], r["started_at"],
-          r["stopped_at"], r["energy_j"], r["method"], r["state"], json.dumps(r["details"])] for r in records],
-    )  # fmt: skip
-
-
-def _next_file_id(con: duckdb.DuckDBPyConnection) -> int:
-    return int(con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0][0])
-
-
-def _claim(con: duckdb.DuckDBPyConnection, plans: list[_Plan]) -> None:
-    """The batch's claim on the store, first in its transaction: the one row every ingest updates (two writers
-    whose transactions overlap conflict at commit), and the bookkeeping the plans were made from, unchanged
-    (a writer that committed before this transaction began may have landed one of these files, or taken a new
-    file id); else ``_Conflict``, and the batch is planned again."""
-    con.execute("UPDATE store_writes SET n = n + 1")
-    rows = con.execute(
-        "SELECT path, file_id, bytes_ingested, content_hash FROM ingested_files "
-        "WHERE path IN (SELECT unnest(?::VARCHAR[])) OR file_id IN (SELECT unnest(?::INTEGER[]))",
-        [[str(p.source.path) for p in plans], [p.file_id for p in plans if p.is_new]],
-    ).fetchall()
-    now = {str(r[0]): (int(r[1]), r[2], r[3]) for r in rows}
-    for plan in plans:
-        if now.get(str(plan.source.path)) != plan.seen:
-            raise _Conflict(f"{plan.source.path} was landed by another writer meanwhile")
-    if len(now) > sum(1 for p in plans if not p.is_new):
-        raise _Conflict("a new file id was taken by another writer meanwhile")
 
 
 @dataclass
@@ -372,7 +154,7 @@ class Ingester:
                 "WHERE NOT EXISTS (SELECT 1 FROM campaigns WHERE name = ?)",
                 [campaign, campaign],
             )
-        self._next_id = _next_file_id(con)
+        self._next_id = next_file_id(con)
 
     def ingest(
         self, sources: Iterable[Source], *, advance: Callable[[Source, FileResult], None] | None = None
@@ -386,7 +168,7 @@ class Ingester:
             try:
                 self._pipeline(todo, summary, advance)
                 break
-            except _Conflict as exc:  # another writer of a shared store committed first: plan the rest again
+            except Conflict as exc:  # another writer of a shared store committed first: plan the rest again
                 done = {f.path for f in summary.files}
                 todo = [s for s in todo if s.path not in done]
                 if attempt == MAX_ATTEMPTS:
@@ -396,9 +178,9 @@ class Ingester:
                         "run the same ingest again: every file that landed is kept, the rest lands then",
                     ) from None
                 time.sleep(random.uniform(0.05, 0.2) * min(attempt, 10))  # a back-off, not a secret
-                self._next_id = _next_file_id(self.con)
+                self._next_id = next_file_id(self.con)
         for path in timelines:  # after the events: they annotate steps that must already be there
-            with _transaction(self.con, f"the Horovod timeline {path}"):
+            with transaction(self.con, f"the Horovod timeline {path}"):
                 summary.timeline_steps += _timeline.apply(self.con, path)
         return summary
 
@@ -430,7 +212,7 @@ class Ingester:
                     while (got := ahead.result())[0]:
                         ahead = pool.submit(next_batch)
                         self._run(*got, summary, advance)
-                except _Conflict:
+                except Conflict:
                     ahead.cancel()
                     raise
         finally:
@@ -450,9 +232,7 @@ class Ingester:
             rejected = stage.validate(batch)
             del batch
             started = time.perf_counter()
-            with _transaction(
-                self.con, f"the {len(plans)} files of this batch (from {plans[0].source.path})"
-            ):
+            with transaction(self.con, f"the {len(plans)} files of this batch (from {plans[0].source.path})"):
                 self._land(plans, stage, rejected, started)
         finally:
             stage.close()
@@ -642,7 +422,7 @@ class Ingester:
         self, plans: list[_Plan], stage: Stage, rejected: dict[int, list[Rejected]], started: float
     ) -> None:
         """Everything a batch of files changes in the store, inside the batch's transaction."""
-        _claim(self.con, plans)
+        claim(self.con, plans)
         self._touch([p for p in plans if p.touch_only])
         active = [p for p in plans if p.lands]
         if not active:
@@ -653,9 +433,9 @@ class Ingester:
         self._quarantine(active, landed, rejected)
         for plan in active:
             if plan.profile and plan.profile["steps"]:
-                _land_profile(self.con, plan.file_id, plan.profile)
+                land_profile(self.con, plan.file_id, plan.profile)
             if plan.energy:
-                _land_energy(self.con, plan.file_id, plan.energy)
+                land_energy(self.con, plan.file_id, plan.energy)
         refresh_runs(self.con, set().union(*(p.result.run_ids for p in active)))
         self._count_quarantined(active)
         self._book(active, time.perf_counter() - started)
@@ -684,7 +464,7 @@ class Ingester:
         forgotten: set[str] = set()
         for plan in active:
             if plan.replace:
-                plan.result.run_ids |= _forget_file(self.con, plan.file_id)
+                plan.result.run_ids |= forget_file(self.con, plan.file_id)
                 forgotten |= plan.result.run_ids
         self.con.execute(
             "DELETE FROM quarantine WHERE is_tail AND file_id IN (SELECT unnest(?::INTEGER[]))",

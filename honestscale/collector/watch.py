@@ -14,8 +14,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from honestscale.collector._landing import IngestError
 from honestscale.collector._sources import Source, discover
-from honestscale.collector.ingest import FileResult, Ingester, IngestError, Summary
+from honestscale.collector._summary import FileResult, Summary
+from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
 from honestscale.store import Connection, StoreBusy, StoreUnwritable, as_store_error
 
