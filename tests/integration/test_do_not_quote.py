@@ -183,7 +183,6 @@ def test_a_busy_machines_superlinear_point_with_stalls_and_other_threads_is_not_
     assert re.search(r"Fastest to the target .*do not quote: error-severity HS209 fails", advice), advice
 
 
-@pytest.mark.slow
 def test_the_dashboard_marks_them_on_the_campaign_page(dgx: Path, tmp_path: Path) -> None:
     from tests.system.test_serve import start, stop
 

@@ -306,7 +306,6 @@ def _big_campaign(folder: Path, files: int = 24, steps: int = 6000) -> None:
             w.run_stop("success")
 
 
-@pytest.mark.slow
 def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path) -> None:
     folder = tmp_path / "big"
     _big_campaign(folder)

@@ -237,7 +237,6 @@ def test_every_way_out_of_a_script_ends_its_file(
     assert last["kind"] == "run_stop" and last["status"] == status and reason in (last.get("reason") or "")
 
 
-@pytest.mark.slow
 def test_a_plain_torch_loop_on_two_ranks_is_ingested_linted_and_reported(tmp_path: Path) -> None:
     """The README's plain loop (examples/record/plain_torch.py) under torchrun, 2 gloo ranks: both files land under
     one run id agreed through torch.distributed, HS106 judges the data phase it timed, the report has the run."""

@@ -63,7 +63,6 @@ def _run(cmd: list[Any], tmp_path: Path, **env: str) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
 
 
-@pytest.mark.slow
 def test_lightning_ddp_on_two_processes_agrees_with_its_metrics_csv(tmp_path: Path, digits: Path) -> None:
     pytest.importorskip("lightning")
     _run([sys.executable, EXAMPLES / "lightning_digits.py", digits, tmp_path / "logs"], tmp_path)
@@ -94,7 +93,6 @@ def test_lightning_ddp_on_two_processes_agrees_with_its_metrics_csv(tmp_path: Pa
     assert [r["run_id"] for r in judged["report"]["runs"]] == [run_id]
 
 
-@pytest.mark.slow
 def test_hugging_face_trainer_under_torchrun_agrees_with_its_trainer_state(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     torchrun = Path(sys.executable).with_name("torchrun")
@@ -126,7 +124,6 @@ def test_hugging_face_trainer_under_torchrun_agrees_with_its_trainer_state(tmp_p
     ]
 
 
-@pytest.mark.slow
 def test_keras_fit_agrees_with_its_history_in_keras_3_and_tf_keras(tmp_path: Path, digits: Path) -> None:
     python = framework_python("tensorflow")
     for flavour in ("", "--legacy"):

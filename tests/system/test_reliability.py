@@ -291,7 +291,6 @@ def test_watch_on_a_full_disk_waits_for_space_then_lands_everything(small_disk: 
 # --- kill -9 -----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_kill_9_at_random_points_then_ingest_again_gives_the_clean_store(
     tmp_path: Path, big: Path, clean: Path
 ) -> None:

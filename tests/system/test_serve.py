@@ -32,7 +32,7 @@ MATH = r"$\undefinedcmd$"
 
 if (CHROMIUM is None or DRIVER is None) and os.environ.get("CI") == "true":
     raise RuntimeError("chromium and chromium-driver must be installed in CI: .ci/run installs them")
-pytestmark = [pytest.mark.slow,
+pytestmark = [
               pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
 
 

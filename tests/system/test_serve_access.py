@@ -36,7 +36,7 @@ from tests.system.test_serve import (
     visit,
 )
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [
               pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
 
 STRONG = "Yq3v9Lr0bX2mTz7KpA4sWn"  # 22 url-safe characters: 132 bits

@@ -47,6 +47,8 @@ cpus_per_task = 1
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The local cluster (scripts/slurm-local), on fixed ports: one at a time on this machine. The tests run in
+    parallel file by file (pytest-xdist ``--dist loadfile``), so every test that needs it stays in this file."""
     if shutil.which("slurmctld") is None or shutil.which("munged") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("slurm-wlm and munge must be installed in CI (.ci/run does it)")
@@ -140,7 +142,6 @@ def test_slurm_dry_run_prints_arrays_with_one_srun_per_run(tmp_path: Path, slurm
     assert not (tmp_path / "s.duckdb").exists()
 
 
-@pytest.mark.slow
 def test_slurm_campaign_is_submitted_tracked_collected_linted_and_reported(
     tmp_path: Path, slurm: dict[str, str]
 ) -> None:
@@ -208,7 +209,6 @@ def _accounting_joins_the_runs(
         assert shown["source"] == "not recorded" and "ConsumedEnergyRaw" in shown["why"], shown
 
 
-@pytest.mark.slow
 def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slurm: dict[str, str]) -> None:
     late = _spec(tmp_path, "late", epochs=1_000_000, time_limit="00:01:00")
     killed = _spec(tmp_path, "killed", epochs=1_000_000)
@@ -234,7 +234,6 @@ def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slu
     assert h["status"] == "cancelled" and "never started" in h["reason"]
 
 
-@pytest.mark.slow
 def test_slurm_horovod_ranks_are_started_by_srun_pmix(tmp_path: Path, slurm: dict[str, str]) -> None:
     """Horovod built with Open MPI: each rank is a Slurm task of `srun --mpi=pmix`, wired up by Slurm's PMIx."""
     framework_python("horovod-tf")
@@ -266,7 +265,6 @@ def test_slurm_horovod_ranks_are_started_by_srun_pmix(tmp_path: Path, slurm: dic
         assert shown["final_accuracy"]["value"] > 0.5
 
 
-@pytest.mark.slow
 def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm: dict[str, str]) -> None:
     model = f"{REPO / 'examples' / 'byo' / 'mycnn.py'}:build"
     lonely = hs(
@@ -291,12 +289,16 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
     rows = query(store, "SELECT world_size, status, launcher, model, slurm_job_id FROM runs ORDER BY 1")
     assert [r[:4] for r in rows] == [(w, "success", "slurm", "mycnn:build") for w in (1, 1, 2, 2)]
     assert all("_" in str(r[4]) for r in rows)
-    # each run had the node to itself (the runners read it back from scontrol), so HS208 finds nothing
+    # each run had the node to itself (the runners read it back from scontrol), so HS208 never says the allocation
+    # was shared; on a loaded machine (a shared CI host) it may still fail on the host's load, and must say so
     for events in (tmp_path / "probe").glob("*/events-rank0.jsonl"):
         start = json.loads(events.read_text().splitlines()[0])
         assert start["kind"] == "run_start" and start["isolation"]["exclusive"] is True, events
     lint = json.loads(hs("lint", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout)
-    assert lint and not [f for f in lint if f["code"] == "HS208"]
+    shared = [f for f in lint if f["code"] == "HS208"]
+    assert lint and all(
+        "not --exclusive" not in f["message"] and "host load" in f["message"] for f in shared
+    ), shared
     verdict = result.stdout[result.stdout.index("verdict") :]
     for workers in (1, 2):
         assert re.search(rf"mycnn:build / torch at {workers} worker\(s\): .+ bound \(\d+ %\)", verdict), (
@@ -304,7 +306,6 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
         )
 
 
-@pytest.mark.slow
 def test_slurm_until_ci_submits_more_repetitions_as_results_come_in(
     tmp_path: Path, slurm: dict[str, str]
 ) -> None:
