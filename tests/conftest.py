@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import duckdb
 import pytest
@@ -60,31 +63,94 @@ def compare_store(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Pat
     return path
 
 
+def _user_env(env: dict[str, str] | None) -> dict[str, str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
+    full_env.update(COLUMNS="200", **(env or {}))
+    return full_env
+
+
 def hs(
     *args: str | os.PathLike[str], env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run the honestscale command in a fresh process, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
-    full_env.update(COLUMNS="200", **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "honestscale", *map(str, args)],
         capture_output=True,
         text=True,
-        env=full_env,
+        env=_user_env(env),
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
 
 
-def hold_store(store: Path, seconds: float) -> subprocess.Popen[str]:
-    """Another process holding the store's write lock for ``seconds``; returns once it holds it."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"import duckdb,time; c=duckdb.connect({str(store)!r}); print('locked', flush=True); time.sleep({seconds})"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-    return holder
+def hs_start(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start the honestscale command in a fresh process and return at once (stdout and stderr piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "honestscale", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_user_env(env),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+class HeldStore:
+    """Another process holding the store's write lock until the test releases it: what a test does while the
+    store is held is ordered by events it sees (a line printed), never by how long a sleep lasts."""
+
+    def __init__(self, store: Path) -> None:
+        # The holder ends when its stdin closes (release, or the test process gone), or after 10 minutes at most.
+        script = (
+            "import duckdb,signal,sys; signal.alarm(600); "
+            f"c=duckdb.connect({str(store)!r}); print('locked', flush=True); sys.stdin.read(); c.close()"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "locked"
+
+    def holding(self) -> bool:
+        return self.proc.poll() is None
+
+    def release(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        assert self.proc.wait(60) == 0
+
+
+@contextlib.contextmanager
+def held_store(store: Path) -> Iterator[HeldStore]:
+    """The store's write lock held by another process for the ``with`` block, or until ``release()``."""
+    held = HeldStore(store)
+    try:
+        yield held
+    finally:
+        held.release()
+
+
+class Lines:
+    """A pipe read line by line on a thread, so a test can wait for a line while the process goes on."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in "".join(self._lines):
+            assert time.monotonic() < deadline, f"{text!r} not printed in {timeout} s; printed: {self._lines}"
+            time.sleep(0.05)
+
+    def text(self) -> str:
+        """Everything read, once the stream has ended."""
+        self._thread.join(60)
+        return "".join(self._lines)
 
 
 # Columns that record when something happened, not what: left out when comparing stores.

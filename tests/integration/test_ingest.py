@@ -19,7 +19,7 @@ from honestscale import events as ev
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.store import open_store
-from tests.conftest import EXAMPLE, REPO, counts, hold_store, hs, query, snapshot
+from tests.conftest import EXAMPLE, REPO, Lines, counts, held_store, hs, hs_start, query, snapshot
 
 
 def write_run(
@@ -331,14 +331,17 @@ def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path)
 
 def test_a_second_ingest_waits_or_refuses(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "ev", "r1")
-    holder = hold_store(store, 3)
-    refused = hs("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
-    assert refused.returncode == 2
-    assert "in use by process" in refused.stderr and "--wait" in refused.stderr
-    waited = hs("ingest", tmp_path / "ev", "--store", store, "--wait", "30")
-    holder.wait()
-    assert waited.returncode == 0, waited.stderr
-    assert "waiting" in waited.stderr
+    with held_store(store) as held:
+        refused = hs("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
+        assert refused.returncode == 2
+        assert "in use by process" in refused.stderr and "--wait" in refused.stderr
+        waiting = hs_start("ingest", tmp_path / "ev", "--store", store, "--wait", "300")
+        assert waiting.stderr is not None
+        err = Lines(waiting.stderr)
+        err.wait_for("waiting")  # it says it waits, while the store is still held
+        assert waiting.poll() is None and held.holding()
+        held.release()
+        assert waiting.wait(120) == 0, err.text()
     assert counts(store)["runs"] == 1
 
 

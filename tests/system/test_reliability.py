@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from honestscale import events as ev
-from tests.conftest import counts, hold_store, hs, query, snapshot
+from tests.conftest import Lines, counts, held_store, hs, query, snapshot
 from tests.integration.test_ingest import _big_campaign, _wait_for, write_run
 
 FILES, STEPS = 24, 6000  # the big campaign: 24 files of 6,002 events, a 7 MB store
@@ -155,13 +155,17 @@ def _events(store: Path) -> int:
 def test_watch_goes_on_while_the_store_is_held_past_its_wait(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "seed", "seed", world=1)
     assert hs("ingest", tmp_path / "seed", "--store", store).returncode == 0
-    holder = hold_store(store, 4)
     live = tmp_path / "live"
     write_run(live, "w1", world=1)
-    watcher = _watch(live, store, "--wait", "0.5")
-    holder.wait()
+    with held_store(store):
+        watcher = _watch(live, store, "--wait", "0.5")
+        assert watcher.stderr is not None
+        said = Lines(watcher.stderr)
+        said.wait_for("not landed yet")  # the watcher says so while the store is held, and goes on
     _wait_for(lambda: _events(store) == 2 * 23, timeout=60)
-    _out, err = _interrupt(watcher)
+    watcher.send_signal(signal.SIGINT)
+    watcher.wait(60)
+    err = said.text()
     assert watcher.returncode == 0, err
     assert "not landed yet" in err and "in use by process" in err and "tries again" in err
     assert err.count("not landed yet") == 1  # said once, not at every poll
