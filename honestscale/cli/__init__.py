@@ -8,7 +8,9 @@ migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, 
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
+import typer
 from rich.markup import escape
 
 # isort: off
@@ -26,17 +28,34 @@ from honestscale.store import shown as masked
 __all__ = ["app", "main"]
 
 
+def _unanswered_interrupt(done: SystemExit) -> bool:
+    """Ctrl-C that no command answered: typer turns the KeyboardInterrupt into a silent exit 130 (its Exit raised
+    from the KeyboardInterrupt), where the user must be told what was kept."""
+    stopped = done.__context__
+    return (
+        done.code == 130
+        and isinstance(stopped, typer.Exit)
+        and isinstance(stopped.__cause__, KeyboardInterrupt)
+    )
+
+
+def _answer_interrupt() -> NoReturn:
+    interrupt_answered()
+    err.print("[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False)
+    sys.exit(130)
+
+
 def main() -> None:
     try:
         app()
+    except SystemExit as done:
+        if _unanswered_interrupt(done):
+            _answer_interrupt()
+        raise
     except Exception as raised:
         # Ctrl-C that DuckDB turned into an error: every command writes whole or not at all
         if interrupted(raised):
-            interrupt_answered()
-            err.print(
-                "[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False
-            )
-            sys.exit(130)
+            _answer_interrupt()
         if isinstance(raised, HonestscaleError):
             exc: HonestscaleError | None = raised
         elif isinstance(raised, OSError):

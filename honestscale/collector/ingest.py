@@ -60,6 +60,7 @@ from honestscale.collector._native import (
 from honestscale.collector._sources import Source
 from honestscale.collector._summary import FileResult, Summary
 from honestscale.errors import HonestscaleError
+from honestscale.files import interrupts_held
 from honestscale.store import cursor, refresh_runs
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
@@ -205,18 +206,23 @@ class Ingester:
                 plan.arrow = None
             return plans, shaped(reader, batches)
 
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="honestscale-read")
+        ahead = pool.submit(next_batch)
         try:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="honestscale-read") as pool:
+            while (got := ahead.result())[0]:
                 ahead = pool.submit(next_batch)
-                try:
-                    while (got := ahead.result())[0]:
-                        ahead = pool.submit(next_batch)
-                        self._run(*got, summary, advance)
-                except Conflict:
-                    ahead.cancel()
-                    raise
+                self._run(*got, summary, advance)
+        except BaseException:  # a conflict, an error, Ctrl-C: the batch read ahead is not wanted
+            ahead.cancel()
+            reader.interrupt()  # its query, if one runs, stops now
+            raise
         finally:
-            reader.close()
+            # The read-ahead ends before its connection closes, and a second Ctrl-C cannot cut the wait: closing the
+            # connection under a running query aborts the process ("terminate called without an active
+            # exception", seen when a user pressed again while a loaded machine was still stopping).
+            with interrupts_held():
+                pool.shutdown(wait=True)
+                reader.close()
 
     def _run(
         self,

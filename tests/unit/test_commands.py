@@ -130,3 +130,34 @@ def test_run_probe_and_serve_refuse_bad_input_before_starting_anything(tmp_path:
     assert not (tmp_path / "p" / "runs").exists()
     exc = refused("serve", "--store", tmp_path / "missing.duckdb")
     assert "missing.duckdb" in exc.message and exc.fix
+
+
+def test_ctrl_c_that_no_command_answers_is_answered_by_main(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A press outside the part of a command that answers Ctrl-C itself (here, while ingest looks for files): typer
+    alone would exit 130 saying nothing; main says what was kept, and later presses are ignored until the exit."""
+    import signal
+
+    import honestscale.cli as cli
+    import honestscale.cli.store as store_cli
+
+    def pressed(paths: list[str]) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_cli, "discover", pressed)
+    monkeypatch.setattr("sys.argv", ["honestscale", "ingest", str(tmp_path), "--store", str(tmp_path / "s.duckdb")])
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as done:
+            cli.main()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert done.value.code == 130
+    assert "interrupted: what had finished is kept" in capsys.readouterr().err
+    # an exit 130 a command chose after saying so itself is left alone
+    monkeypatch.setattr(store_cli, "discover", lambda paths: (_ for _ in ()).throw(SystemExit(130)))
+    with pytest.raises(SystemExit) as chosen:
+        cli.main()
+    assert chosen.value.code == 130 and "interrupted" not in capsys.readouterr().err
