@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import integrate
 
 from honestscale.analysis.scaling import reached_at
 from honestscale.view import EnergyRecord, PowerSample, Run
@@ -83,6 +82,8 @@ def _from_counter(readings: list[PowerSample], a: float, b: float) -> float | No
 
 
 def _from_power(readings: list[PowerSample], a: float, b: float) -> float | None:
+    from scipy import integrate  # imported when used: it costs every command half a second
+
     got = [(s.time, float(s.power_w)) for s in readings if s.power_w is not None]
     if not got:
         return None

@@ -29,7 +29,6 @@ from statistics import harmonic_mean, median
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 CI_LEVEL = 0.95
 CI_METHOD = "order statistics (binomial), 95 %: the interval between the k-th smallest and k-th largest runs"
@@ -46,6 +45,8 @@ RATE_STATISTIC = "harmonic mean of runs"
 
 def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float | None, float | None]:
     """Distribution-free CI of the median: ranks from the binomial(n, 1/2) quantiles; None when n is too small."""
+    from scipy import stats  # imported when used: it costs every command half a second
+
     xs = sorted(values)
     n = len(xs)
     if n == 0:
@@ -60,8 +61,9 @@ def median_ci(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float |
 
 
 # The fewest runs a side needs for any 95 % interval of its own or of a ratio with another side: the fewest whose
-# median has an order-statistic interval reaching 95 % (6: the 1st and 6th of 6 cover 96.9 %).
-MIN_INTERVAL_RUNS = next(n for n in range(1, 64) if median_ci(range(n)) != (None, None))
+# median has an order-statistic interval reaching 95 % (the 1st and 6th of 6 cover 96.9 %). A constant, so that
+# importing this module does not import scipy; tests/unit/test_comparisons.py checks it against median_ci.
+MIN_INTERVAL_RUNS = 6
 
 
 def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, float | None]:
@@ -193,6 +195,8 @@ def differ(
     """Two-sided Mann-Whitney U test of ``a`` against ``b`` (scipy's ``mannwhitneyu``: exact for small samples,
     by permutation where they hold ties), with each side's 95 % interval of ``statistic`` (``median``: order
     statistics; ``hmean``: bootstrap) and ``ratio``, the ratio of the two statistics as it is printed beside them."""
+    from scipy import stats  # imported when used: it costs every command half a second
+
     xa, xb = [float(v) for v in a], [float(v) for v in b]
     p = None
     if xa and xb:
@@ -224,6 +228,8 @@ class RankSpread:
 
 def rank_spread(step_times: Mapping[int, Sequence[float]]) -> RankSpread:
     """Kruskal-Wallis H test over the ranks' step times (scipy's), the slowest rank and its excess."""
+    from scipy import stats  # imported when used: it costs every command half a second
+
     groups = {r: [float(v) for v in vs] for r, vs in step_times.items() if len(vs) > 0}
     if len(groups) < 2:
         return RankSpread(len(groups), None, None, None)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 METHOD = "MSER-5 truncation; 95 % t-interval over non-overlapping batch means"
 BATCH = 5
@@ -57,6 +56,8 @@ class SteadyState:
 
 def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     """The MSER-5 truncation point in steps, or None and why there is no steady state."""
+    from scipy import stats  # imported when used: it costs every command half a second
+
     k = len(times) // BATCH
     if len(times) < MIN_STEPS:
         return None, f"too few steps ({len(times)}, {MIN_STEPS} at least) to find a steady state"
@@ -82,6 +83,8 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
 
 def batch_means_interval(times: Sequence[float]) -> tuple[float, float | None, float | None, int]:
     """Mean of ``times`` and the 95 % t-interval over non-overlapping batch means (10 to 30 batches)."""
+    from scipy import stats  # imported when used: it costs every command half a second
+
     n = len(times)
     batches = min(30, max(10, n // 20)) if n >= 10 else 0
     mean = float(np.mean(times))

@@ -146,7 +146,9 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(store_cli, "discover", pressed)
-    monkeypatch.setattr("sys.argv", ["honestscale", "ingest", str(tmp_path), "--store", str(tmp_path / "s.duckdb")])
+    monkeypatch.setattr(
+        "sys.argv", ["honestscale", "ingest", str(tmp_path), "--store", str(tmp_path / "s.duckdb")]
+    )
     before = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit) as done:

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from scipy import stats
-
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, View
 
@@ -34,6 +32,8 @@ class NormalityAssumed(Rule):
         return [c for c in view.of_kind("config") if _parametric(view, c)]
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
+        from scipy import stats  # imported when used: it costs every command half a second
+
         times = [r.time_to_train_s for r in target.runs if r.ok and r.time_to_train_s is not None]
         if len(times) < 3:
             yield self.cannot_verify(target, target.runs, f"{len(times)} run(s): normality cannot be tested",
