@@ -179,6 +179,68 @@ def _wants_cuda(args: argparse.Namespace) -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _horovod(args: argparse.Namespace, world: _world.World) -> Any:
+    """Horovod's torch module, started and checked against the launcher's world; None without --distributed horovod."""
+    if args.distributed != "horovod":
+        return None
+    import horovod.torch
+
+    from honestscale.runners import _torch_data as data
+
+    hvd = horovod.torch
+    hvd.init()
+    if hvd.size() != world.world_size or hvd.rank() != world.rank:
+        raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
+                                f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun, or with "
+                                "srun --mpi=pmix and a Horovod built with MPI")  # fmt: skip
+    if args.grad_compression == "powersgd":
+        raise data.DataError("--grad-compression powersgd is a DDP hook: with Horovod use none or fp16")
+    return hvd
+
+
+def _stack(hvd: Any, cuda: bool, world_size: int) -> tuple[str, str, dict[str, str], str]:
+    """The framework, its version, the software versions and the gradient exchange's backend, as run_start records
+    them."""
+    import torch
+
+    framework, version = ("horovod-torch", _horovod_version()) if hvd else ("torch", torch.__version__)
+    software = base_software() | {"torch": torch.__version__}
+    backend = ("nccl" if cuda else "gloo") if world_size > 1 else "none"
+    if hvd:
+        software["horovod"] = version
+        if world_size > 1 and not (cuda and hvd.nccl_built()):
+            backend = "mpi" if hvd.mpi_enabled() else "gloo"
+    if cuda:
+        software |= {
+            "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version()),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        }
+    return framework, version, software, backend
+
+
+def _optimizer(args: argparse.Namespace, net: Any, model: Any, hvd: Any) -> Any:
+    """SGD or Adam over the (DDP-wrapped) model; with Horovod, its state broadcast from rank 0 and the optimizer
+    wrapped in Horovod's DistributedOptimizer."""
+    import torch
+
+    opt: torch.optim.Optimizer
+    if args.optimizer == "sgd":
+        opt = torch.optim.SGD(
+            net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay
+        )
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    if hvd:
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        compression = hvd.Compression.fp16 if args.grad_compression == "fp16" else hvd.Compression.none
+        opt = hvd.DistributedOptimizer(
+            opt, named_parameters=model.named_parameters(), compression=compression
+        )
+    return opt
+
+
 def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Recorder) -> None:
     import torch
     import torch.distributed as dist
@@ -193,18 +255,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Reco
         torch.cuda.set_device(device)
     if args.precision == "amp-fp16" and not cuda:
         raise data.DataError("--precision amp-fp16 needs a GPU; use amp-bf16 on the CPU")
-    hvd: Any = None
-    if args.distributed == "horovod":
-        import horovod.torch
-
-        hvd = horovod.torch
-        hvd.init()
-        if hvd.size() != world.world_size or hvd.rank() != world.rank:
-            raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
-                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun, or with "
-                                    "srun --mpi=pmix and a Horovod built with MPI")  # fmt: skip
-        if args.grad_compression == "powersgd":
-            raise data.DataError("--grad-compression powersgd is a DDP hook: with Horovod use none or fp16")
+    hvd = _horovod(args, world)
     torch.manual_seed(args.seed)
     splits = _splits(args)
     model_name = args.model
@@ -216,19 +267,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Reco
     local_batch = args.batch_size // world.world_size
     budget = Budget.of(args, args.target_accuracy)
     criterion, target = budget.criterion()
-    framework, version = ("horovod-torch", _horovod_version()) if hvd else ("torch", torch.__version__)
-    software = base_software() | {"torch": torch.__version__}
-    backend = ("nccl" if cuda else "gloo") if world.world_size > 1 else "none"
-    if hvd:
-        software["horovod"] = version
-        if world.world_size > 1 and not (cuda and hvd.nccl_built()):
-            backend = "mpi" if hvd.mpi_enabled() else "gloo"
-    if cuda:
-        software |= {
-            "cuda": str(torch.version.cuda),
-            "cudnn": str(torch.backends.cudnn.version()),
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        }
+    framework, version, software, backend = _stack(hvd, cuda, world.world_size)
     if world.world_size > 1 and hvd is None:
         dist.init_process_group(
             "nccl" if cuda else "gloo",
@@ -270,20 +309,7 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Reco
         raise data.DataError(
             f"{len(splits.train)} train samples over {world.world_size} ranks give no full batch of {local_batch}"
         )
-    opt: torch.optim.Optimizer
-    if args.optimizer == "sgd":
-        opt = torch.optim.SGD(
-            net.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay
-        )
-    else:
-        opt = torch.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    if hvd:
-        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        hvd.broadcast_optimizer_state(opt, root_rank=0)
-        compression = hvd.Compression.fp16 if args.grad_compression == "fp16" else hvd.Compression.none
-        opt = hvd.DistributedOptimizer(
-            opt, named_parameters=model.named_parameters(), compression=compression
-        )
+    opt = _optimizer(args, net, model, hvd)
     hvd_opt: Any = opt
     sched = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
