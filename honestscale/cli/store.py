@@ -47,6 +47,11 @@ def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None
     for warning in result.warnings:
         err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
     if verbose:
+        if result.action not in ("unchanged", "kept", "refused"):  # committed: a kill from here on keeps it
+            err.print(
+                f"landed {escape(str(result.path))}: {result.events} events ({result.action})",
+                highlight=False,
+            )
         for note in result.notes:
             err.print(f"note {result.path}: {note}", highlight=False)
     if result.conflicts:
@@ -148,7 +153,12 @@ def ingest(
     ] = False,
     wait: WaitOpt = 30.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary line.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print notes per file.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also print each file as it lands (its batch committed) and its notes."
+        ),
+    ] = False,
 ) -> None:
     """Land event files, MLPerf logs and other tools' logs in the store: idempotent, incremental, atomic per file,
     lossless. Ingesting the same files again adds nothing; a file that grew adds only its new events; a file lands
