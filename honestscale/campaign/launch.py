@@ -272,6 +272,13 @@ def launch(
             pumps.append(t)
 
     stopped: list[int] = []  # a signal we passed on: ranks exiting on it are stopping, not failing
+    told: list[int] = []
+
+    def tell_stopped() -> None:
+        """``on_stop`` once, with the first signal passed on."""
+        if on_stop is not None and not told:
+            told.append(stopped[0])
+            on_stop(stopped[0])
 
     def forward(signum: int, frame: FrameType | None) -> None:
         stopped.append(signum)
@@ -284,9 +291,8 @@ def launch(
     try:
         deadline: float | None = None
         while any(p.poll() is None for p in procs):
-            if stopped and on_stop is not None:  # told once, outside the handler: the user knows it was heard
-                on_stop(stopped[0])
-                on_stop = None
+            if stopped:  # outside the handler: the user knows it was heard
+                tell_stopped()
             for p in procs:
                 code = p.poll()
                 if code not in (None, 0) and first_failure is None:
@@ -305,9 +311,8 @@ def launch(
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    # the ranks ended before the loop looked: told now, before the run lands
-    if stopped and on_stop is not None:
-        on_stop(stopped[0])
+    if stopped:  # the ranks ended before the loop looked: told now, before the run lands
+        tell_stopped()
     for t in pumps:
         t.join(timeout=5)
     codes = [p.returncode for p in procs]

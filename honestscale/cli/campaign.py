@@ -40,6 +40,13 @@ if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for e
     from honestscale.campaign import stages
 
 
+def _say_stopping(run_id: str, signum: int, then: str = ")") -> None:
+    """The answer to Ctrl-C (or SIGTERM) the moment the launcher has passed it to the ranks: the user knows it was
+    heard while they stop."""
+    err.print(f"{signal.Signals(signum).name}: stopping {escape(run_id)} (its ranks record it as cancelled{then}",
+              highlight=False)  # fmt: skip
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
@@ -86,9 +93,8 @@ def run(
         raise HonestscaleError(f"the {framework} runner refuses its options: {why}",
                                f"see python -m {launch.RUNNERS[framework]} --help")  # fmt: skip
     try:
-        result = launch.launch(framework, workers, args, run_id, on_stop=lambda signum: err.print(
-            f"{signal.Signals(signum).name}: stopping {escape(run_id)} (its ranks record it as cancelled)",
-            highlight=False))  # fmt: skip
+        result = launch.launch(framework, workers, args, run_id,
+                               on_stop=lambda signum: _say_stopping(run_id, signum))  # fmt: skip
     except launch.LaunchError as exc:
         raise HonestscaleError(str(exc), "see honestscale run --help") from None
     run_dir = out_dir / run_id
@@ -158,11 +164,7 @@ class _Progress:
         self.bar.update(self.task, now=plan.run_id)
 
     def stopping(self, plan: Any, signum: int) -> None:
-        err.print(
-            f"{signal.Signals(signum).name}: stopping {escape(plan.run_id)} (its ranks record it as cancelled, "
-            "then it lands); no other run starts",
-            highlight=False,
-        )
+        _say_stopping(plan.run_id, signum, ", then it lands); no other run starts")
 
     def finished(self, done: Any) -> None:
         assert self.bar is not None
