@@ -132,6 +132,9 @@ def accelerator_model(name: str | None) -> str | None:
     return text or name.strip().lower()
 
 
+BUSY_LOAD = 1.5  # a host whose 1-minute load is above this many times its CPUs is busy (HS208, HS205)
+
+
 @dataclass(frozen=True)
 class Run:
     """One run: the columns of its ``runs`` row (the store's projection) as typed fields, and what hangs off it."""
@@ -236,6 +239,19 @@ class Run:
     def value(self, name: str) -> Any:
         """The column ``name`` (``workers`` for the worker count): for grouping by a field named at run time."""
         return self.workers if name == "workers" else getattr(self, name)
+
+    @property
+    def busy_host(self) -> str | None:
+        """``host load L on N CPUs at the start`` where the host was busy as the run started: its 1-minute load
+        above BUSY_LOAD times its CPUs (or the run's own ranks on it, if more). None where it was not, or where the
+        run did not record it."""
+        iso = self.attrs.get("isolation")
+        if not isinstance(iso, dict):
+            return None
+        load, cpus, ranks = iso.get("host_load_1m"), iso.get("cpus"), iso.get("ranks_on_host") or 1
+        if isinstance(load, int | float) and isinstance(cpus, int) and load > BUSY_LOAD * max(cpus, ranks):
+            return f"host load {load:g} on {cpus} CPUs at the start"
+        return None
 
     @property
     def id(self) -> str:

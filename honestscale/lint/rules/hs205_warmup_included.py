@@ -24,7 +24,10 @@ class WarmupIncluded(Rule):
     its time to train (outliers, or steps beyond the median pace): stalls can fake or hide a warm-up that size
     (HS210 names them). Nor where the host's CPU wait during the slow steps (``cpu_pressure``, Linux's pressure
     stall information, contract 5) explains at least half of their extra time: that is someone's load, and the run
-    cannot be judged (cannot verify, with the shares named), never "mark it as warm-up". And a summary a tool printed
+    cannot be judged (cannot verify, with the shares named), never "mark it as warm-up"; nor where the host was busy
+    as the run started (HS208's load test) and its pressure explains less: on an oversubscribed host millisecond
+    steps slow and speed up with the other work, which the pressure sampled per step does not always catch, so the
+    data cannot tell a warm-up from the load (cannot verify, the load named). And a summary a tool printed
     over every iteration, warm-up included (DLLogger's ``[]`` rows in NVIDIA's DeepLearningExamples, kept by the
     importer in ``imported.summaries``), is named as such beside the steady rate of the same run's steps.
     Why it misleads: the first steps pay for graph compilation, cuDNN autotuning and memory allocation;
@@ -83,6 +86,7 @@ class WarmupIncluded(Rule):
         """The marked warm-up against the one MSER-5 finds in the step times (runs of 50 steps or more)."""
         counted: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]] = []
         contended: list[tuple[Run, steady.SteadyState, float, tuple[float, float]]] = []
+        busy: list[tuple[Run, steady.SteadyState, float, str]] = []
         for r in target.runs:
             if r.series is None or len(r.series.times) < steady.MIN_STEPS or (r.lost_share or 0.0) > COUNTED:
                 continue  # stalls of more than 5 % of the run could make or hide that much (HS210 names them)
@@ -98,6 +102,8 @@ class WarmupIncluded(Rule):
                 waited = _contention(r.series.pressure, r.series.times, r.series.marked, got.warmup_steps)
                 if waited:
                     contended.append((r, got, excess, waited))
+                elif r.busy_host is not None:
+                    busy.append((r, got, excess, r.busy_host))
                 else:
                     counted.append((r, got, excess, None))
         if counted:
@@ -119,6 +125,15 @@ class WarmupIncluded(Rule):
                                      "rerun on a quiet node (an exclusive allocation); do not mark the host's load as "
                                      "warm-up", found={r.id: g.as_json() for r, g, *_ in contended},
                                      cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended})  # fmt: skip
+        if busy:
+            said = "; ".join(f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * x:.0f} % slower than "
+                             f"the steady state, {load}" for r, g, x, load in busy)  # fmt: skip
+            yield self.cannot_verify(target, [r for r, *_ in busy],
+                                     "the steps after the marked warm-up were slow on a host that was busy as the run "
+                                     f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
+                                     f"pressure the steps measured does not tell which: {said}",
+                                     "rerun on a quiet node (an exclusive allocation); do not mark the host's load as "
+                                     "warm-up", found={r.id: g.as_json() for r, g, *_ in busy})  # fmt: skip
 
 
 METHOD = "MSER-5"

@@ -6,7 +6,6 @@ from typing import Any
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, Run, View
 
-BUSY = 1.5  # 1-minute load above this many times the host's CPUs (or the run's own ranks, if more) is a busy host
 SHARED_FILESYSTEMS = (
     "nfs",
     "nfs4",
@@ -32,9 +31,8 @@ def _problems(run: Run) -> list[str] | None:
     others = iso.get("other_accelerator_processes")
     if isinstance(others, int) and others > 0:
         found.append(f"{others} other process(es) on the accelerator")
-    load, cpus, ranks = iso.get("host_load_1m"), iso.get("cpus"), iso.get("ranks_on_host") or 1
-    if isinstance(load, (int, float)) and isinstance(cpus, int) and load > BUSY * max(cpus, ranks):
-        found.append(f"host load {load:g} on {cpus} CPUs at the start")
+    if (busy := run.busy_host) is not None:
+        found.append(busy)
     return found
 
 
