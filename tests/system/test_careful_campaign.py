@@ -67,12 +67,14 @@ args = {{ target_accuracy = false, epochs = 5 }}
     # A host that turns busy midway leaves step times with no steady state: HS205 says it cannot verify the
     # warm-up then (never that it fails). A host busy at the start of a run, quiet after, makes its first steps
     # slow as a warm-up would: the steps record the host's contention (contract 5: CPU pressure, steal), and HS205
-    # names that load instead of calling it a warm-up.
+    # names that load instead of calling it a warm-up; where the pressure the steps sampled explains less than half,
+    # a host busy at the run's start (HS208's load) still keeps HS205 from calling it one (seen in a loaded run).
     noisy = {"HS208", "HS209", "HS210", "HS211", "HS212"}
     unsteady = [f for f in findings if f["code"] == "HS205"]
     assert all(
         f["outcome"] == "cannot_verify"
-        and ("no steady state" in f["message"] or "someone's load, not a warm-up" in f["message"])
+        and any(said in f["message"] for said in ("no steady state", "someone's load, not a warm-up",
+                                                  "busy as the run started"))  # fmt: skip
         for f in unsteady
     ), unsteady
     assert {f["code"] for f in findings} - {"HS205"} <= noisy, findings
