@@ -73,8 +73,10 @@ args = {{ target_accuracy = false, epochs = 5 }}
     unsteady = [f for f in findings if f["code"] == "HS205"]
     assert all(
         f["outcome"] == "cannot_verify"
-        and any(said in f["message"] for said in ("no steady state", "someone's load, not a warm-up",
-                                                  "busy as the run started"))  # fmt: skip
+        and any(
+            said in f["message"]
+            for said in ("no steady state", "someone's load, not a warm-up", "busy as the run started")
+        )
         for f in unsteady
     ), unsteady
     assert {f["code"] for f in findings} - {"HS205"} <= noisy, findings
