@@ -2,7 +2,7 @@
 
 ``_app`` (the application, consoles, shared options), ``store`` (ingest, runs, show, quarantine, contract,
 migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, collect, resubmit), ``probe``,
-``analysis`` (summary, lint, report, advise), ``compare`` (A against B, the gate, history), ``serve`` (the dashboard), ``_output`` (tables, JSON and CSV of what they print).
+``analysis`` (summary, lint, report, advise), ``compare`` (A against B, the gate, history), ``serve`` (the dashboard), ``_output`` (tables, JSON and CSV of what they print), ``_ingest_output`` (what ingest prints as it goes).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Commands on the store: ingest (and --watch), runs, show, quarantine, contract, migrate."""
+"""Commands on the store: ingest (and --watch; what it prints as it goes in _ingest_output), runs, show, quarantine,
+contract, migrate."""
 
 from __future__ import annotations
 
@@ -12,13 +13,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from honestscale import events as ev
 from honestscale.cli._app import (
@@ -34,55 +28,12 @@ from honestscale.cli._app import (
     err,
     out,
 )
-from honestscale.collector import NOT_RESULTS, FileResult, Ingester, Source, Summary, discover
+from honestscale.cli._ingest_output import report_file, report_skipped, run_ingest
+from honestscale.collector import Ingester, Summary, discover
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupt_answered
 from honestscale.store import campaigns, interrupted
-
-
-def _report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
-    if quiet:
-        return
-    for warning in result.warnings:
-        err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
-    if verbose:
-        if result.action not in ("unchanged", "kept", "refused"):  # committed: a kill from here on keeps it
-            err.print(
-                f"landed {escape(str(result.path))}: {result.events} events ({result.action})",
-                highlight=False,
-            )
-        for note in result.notes:
-            err.print(f"note {result.path}: {note}", highlight=False)
-    if result.conflicts:
-        err.print(
-            f"[red]conflict[/] {escape(str(result.path))}: {result.conflicts} event(s) claim a run id, rank and seq "
-            "already stored from another file with different content; that run's events from this file are in "
-            "the quarantine, the stored run is unchanged (see `honestscale quarantine --file`)",
-            highlight=False,
-        )
-    if result.action != "unchanged" and result.quarantined:
-        err.print(
-            f"[yellow]warning[/] {result.path}: {result.quarantined} line(s) quarantined "
-            "(see `honestscale quarantine`)"
-        )
-
-
-def _progress(total: int) -> Progress:
-    return Progress(TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.fields[file]}"), console=err, transient=True, disable=not err.is_terminal)  # fmt: skip
-
-
-def _run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: bool) -> Summary:
-    sizes = {s.path: s.path.stat().st_size for s in sources}
-    with _progress(sum(sizes.values())) as progress:
-        task = progress.add_task("ingest", total=sum(sizes.values()), file="")
-
-        def advance(source: Source, result: FileResult) -> None:
-            progress.update(task, advance=sizes[source.path], file=source.path.name)
-            _report_file(result, quiet, verbose)
-
-        return ingester.ingest(sources, advance=advance)
 
 
 class _Stop(Exception):
@@ -112,7 +63,7 @@ def _watch(
                 err.print(f"  {escape(problem.fix or '')}; the watcher goes on and tries again every poll",
                           highlight=False)  # fmt: skip
             for result in poll.landed:
-                _report_file(result, quiet)
+                report_file(result, quiet)
                 total.files.append(result)
             if poll.summary is not None and poll.summary.changed and not quiet:
                 err.print(f"{time.strftime('%H:%M:%S')} {poll.summary.line()}")
@@ -201,7 +152,7 @@ def ingest(
     found = discover(paths)
     if not found.sources and any(k.lost for k in found.skipped):
         nothing = Summary(skipped=found.skipped)
-        _report_skipped(nothing, verbose)
+        report_skipped(nothing, verbose)
         print(nothing.line())
         raise typer.Exit(EXIT_QUARANTINED)
     if not found.sources:
@@ -213,7 +164,7 @@ def ingest(
     with _store(store, read_only=False, wait=wait) as con:
         ingester = Ingester(con, campaign=campaign, force=force)
         try:
-            summary = _run_ingest(ingester, found.sources, quiet, verbose)
+            summary = run_ingest(ingester, found.sources, quiet, verbose)
         except (KeyboardInterrupt, Exception) as exc:  # DuckDB reports Ctrl-C as its own error
             if not interrupted(exc):
                 raise
@@ -221,35 +172,9 @@ def ingest(
             err.print("[red]interrupted[/]: finished files landed, the rest rolled back: ingest again")
             raise typer.Exit(130) from None
     summary.skipped = found.skipped
-    _report_skipped(summary, verbose)
+    report_skipped(summary, verbose)
     print(summary.line())
     raise typer.Exit(EXIT_QUARANTINED if summary.quarantined or summary.not_landed() else EXIT_OK)
-
-
-def _report_skipped(summary: Summary, verbose: bool) -> None:
-    """Every file that did not land, by reason (files read with the logs beside them only with --verbose);
-    then the files that hold results and landed nothing, which make the exit code 3."""
-    by_reason: dict[str, list[Path]] = {}
-    for k in summary.skipped:
-        if verbose or not k.beside:
-            by_reason.setdefault(k.reason, []).append(k.path)
-    for reason, paths in by_reason.items():
-        err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)
-        for path in paths:
-            err.print(f"  {escape(str(path))}", highlight=False)
-        if reason == NOT_RESULTS:
-            err.print("  (your own training writes event files with honestscale.record: see docs/record.md)",
-                      highlight=False)  # fmt: skip
-    lost = summary.not_landed()
-    if lost:
-        err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)
-        for path, why in lost:
-            err.print(f"  {escape(str(path))}: {escape(why)}", highlight=False)
-        err.print(
-            "fix: as each says (a file in a format this reader does not know: convert or remove it, or report "
-            "the format); everything else has landed",
-            highlight=False,
-        )
 
 
 @app.command()

@@ -1,0 +1,82 @@
+"""What ``honestscale ingest`` prints as it goes: each file's warnings, conflicts and (with -v) its landing, the
+progress bar on a terminal, and at the end every file that did not land, by reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from honestscale.cli._app import err
+from honestscale.collector import NOT_RESULTS, FileResult, Ingester, Source, Summary
+
+
+def report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
+    if quiet:
+        return
+    for warning in result.warnings:
+        err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
+    if verbose:
+        if result.action not in ("unchanged", "kept", "refused"):  # committed: a kill from here on keeps it
+            err.print(
+                f"landed {escape(str(result.path))}: {result.events} events ({result.action})",
+                highlight=False,
+            )
+        for note in result.notes:
+            err.print(f"note {result.path}: {note}", highlight=False)
+    if result.conflicts:
+        err.print(
+            f"[red]conflict[/] {escape(str(result.path))}: {result.conflicts} event(s) claim a run id, rank and seq "
+            "already stored from another file with different content; that run's events from this file are in "
+            "the quarantine, the stored run is unchanged (see `honestscale quarantine --file`)",
+            highlight=False,
+        )
+    if result.action != "unchanged" and result.quarantined:
+        err.print(
+            f"[yellow]warning[/] {result.path}: {result.quarantined} line(s) quarantined "
+            "(see `honestscale quarantine`)"
+        )
+
+
+def _progress(total: int) -> Progress:
+    return Progress(TextColumn("[bold]ingest[/]"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[file]}"), console=err, transient=True, disable=not err.is_terminal)  # fmt: skip
+
+
+def run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: bool) -> Summary:
+    sizes = {s.path: s.path.stat().st_size for s in sources}
+    with _progress(sum(sizes.values())) as progress:
+        task = progress.add_task("ingest", total=sum(sizes.values()), file="")
+
+        def advance(source: Source, result: FileResult) -> None:
+            progress.update(task, advance=sizes[source.path], file=source.path.name)
+            report_file(result, quiet, verbose)
+
+        return ingester.ingest(sources, advance=advance)
+
+
+def report_skipped(summary: Summary, verbose: bool) -> None:
+    """Every file that did not land, by reason (files read with the logs beside them only with --verbose);
+    then the files that hold results and landed nothing, which make the exit code 3."""
+    by_reason: dict[str, list[Path]] = {}
+    for k in summary.skipped:
+        if verbose or not k.beside:
+            by_reason.setdefault(k.reason, []).append(k.path)
+    for reason, paths in by_reason.items():
+        err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)
+        for path in paths:
+            err.print(f"  {escape(str(path))}", highlight=False)
+        if reason == NOT_RESULTS:
+            err.print("  (your own training writes event files with honestscale.record: see docs/record.md)",
+                      highlight=False)  # fmt: skip
+    lost = summary.not_landed()
+    if lost:
+        err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)
+        for path, why in lost:
+            err.print(f"  {escape(str(path))}: {escape(why)}", highlight=False)
+        err.print(
+            "fix: as each says (a file in a format this reader does not know: convert or remove it, or report "
+            "the format); everything else has landed",
+            highlight=False,
+        )
