@@ -310,19 +310,3 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
         assert "OMP_NUM_THREADS" in start["launch_env"], start["launch_env"]
     return shown, out / f"{framework}-2w"
 
-
-# The order pytest-xdist hands files to its workers (--dist loadfile): the files that take minutes first, the
-# second-long unit tests last, so that the workers end together instead of one finishing a long file alone.
-_LONGEST_FIRST = ("tests/system/test_slurm.py", "tests/system/test_nothing_lost.py", "tests/system/test_main_job.py",
-                  "tests/system/test_advise.py", "tests/system/test_frameworks_campaign.py")  # fmt: skip
-_TIERS = ("tests/system/", "tests/integration/", "tests/unit/")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def order(item: pytest.Item) -> tuple[int, int]:
-        path = item.path.relative_to(REPO).as_posix()
-        longest = _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
-        tier = next((i for i, t in enumerate(_TIERS) if path.startswith(t)), len(_TIERS))
-        return tier, longest
-
-    items.sort(key=order)
