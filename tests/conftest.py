@@ -309,4 +309,3 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
         assert start["cpus_allowed"] == len(start["cpu_affinity"]) >= 1
         assert "OMP_NUM_THREADS" in start["launch_env"], start["launch_env"]
     return shown, out / f"{framework}-2w"
-
