@@ -102,8 +102,8 @@ class WarmupIncluded(Rule):
                 waited = _contention(r.series.pressure, r.series.times, r.series.marked, got.warmup_steps)
                 if waited:
                     contended.append((r, got, excess, waited))
-                elif r.busy_host is not None:
-                    busy.append((r, got, excess, r.busy_host))
+                elif (load := r.busy_host) is not None:
+                    busy.append((r, got, excess, load))
                 else:
                     counted.append((r, got, excess, None))
         if counted:
@@ -115,9 +115,8 @@ class WarmupIncluded(Rule):
                             "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
                             "or train longer before measuring", found={r.id: g.as_json() for r, g, *_ in counted})  # fmt: skip
         if contended:
-            said = "; ".join(f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * x:.0f} % slower than the "
-                             f"steady state, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time against "
-                             f"{100 * w[1]:.0f} % after" for r, g, x, w in contended)  # fmt: skip
+            said = "; ".join(f"{_slow(r, g, x)}, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time "
+                             f"against {100 * w[1]:.0f} % after" for r, g, x, w in contended)  # fmt: skip
             yield self.cannot_verify(target, [r for r, *_ in contended],
                                      "the steps after the marked warm-up were slow while the host had more work than "
                                      f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
@@ -126,8 +125,7 @@ class WarmupIncluded(Rule):
                                      "warm-up", found={r.id: g.as_json() for r, g, *_ in contended},
                                      cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended})  # fmt: skip
         if busy:
-            said = "; ".join(f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * x:.0f} % slower than "
-                             f"the steady state, {load}" for r, g, x, load in busy)  # fmt: skip
+            said = "; ".join(f"{_slow(r, g, x)}, {load}" for r, g, x, load in busy)
             yield self.cannot_verify(target, [r for r, *_ in busy],
                                      "the steps after the marked warm-up were slow on a host that was busy as the run "
                                      f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
@@ -137,6 +135,13 @@ class WarmupIncluded(Rule):
 
 
 METHOD = "MSER-5"
+
+
+def _slow(r: Run, g: steady.SteadyState, excess: float) -> str:
+    """The steps between the marked warm-up and the steady state, and how much slower they were."""
+    return f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * excess:.0f} % slower than the steady state"
+
+
 # the host's extra CPU wait per step explains at least half of the slow steps' extra time: its load, not a warm-up
 LOAD = 0.5
 
