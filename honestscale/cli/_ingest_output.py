@@ -1,8 +1,9 @@
 """What ``honestscale ingest`` prints as it goes: each file's warnings, conflicts and (with -v) its landing, the
-progress bar on a terminal, and at the end every file that did not land, by reason."""
+progress bar on a terminal (a plain line every PLAIN_EVERY seconds elsewhere: a batch job's log), and at the end every file that did not land, by reason."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.markup import escape
@@ -44,14 +45,25 @@ def _progress(total: int) -> Progress:
                     TextColumn("{task.fields[file]}"), console=err, transient=True, disable=not err.is_terminal)  # fmt: skip
 
 
+PLAIN_EVERY = 30.0  # seconds between the plain progress lines printed where stderr is not a terminal
+
+
 def run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: bool) -> Summary:
     sizes = {s.path: s.path.stat().st_size for s in sources}
-    with _progress(sum(sizes.values())) as progress:
-        task = progress.add_task("ingest", total=sum(sizes.values()), file="")
+    total, done, files, start = sum(sizes.values()), 0, 0, time.monotonic()
+    last = start
+    with _progress(total) as progress:
+        task = progress.add_task("ingest", total=total, file="")
 
         def advance(source: Source, result: FileResult) -> None:
+            nonlocal done, files, last
+            done, files = done + sizes[source.path], files + 1
             progress.update(task, advance=sizes[source.path], file=source.path.name)
             report_file(result, quiet, verbose)
+            if not (quiet or err.is_terminal) and (now := time.monotonic()) - last >= PLAIN_EVERY:
+                last = now
+                err.print(f"ingest: {files} of {len(sources)} file(s) read, {done / 1e6:.1f} of {total / 1e6:.1f} "
+                          f"MB, {now - start:.0f} s", highlight=False)  # fmt: skip
 
         return ingester.ingest(sources, advance=advance)
 

@@ -53,7 +53,9 @@ def _split_of(rel: str) -> str:
 
 
 def stdlib(max_bytes: int, root: Path | None = None) -> Corpus:
-    """The standard library's ``.py`` sources below ``root`` (this interpreter's), up to ``max_bytes`` of train."""
+    """The standard library's ``.py`` sources below ``root`` (this interpreter's), in whole files: each split takes
+    files until it holds ``max_bytes`` (train) or an eighteenth of it (validation, test), the last file included
+    whole, so the train split can exceed ``max_bytes`` by up to one file."""
     import numpy as np
 
     base = root or Path(sysconfig.get_paths()["stdlib"])

@@ -66,9 +66,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--model-size", choices=list(_gpt.PRESETS), default="gpt-tiny")
     g.add_argument("--seq-len", type=POSITIVE_INT, default=64, help="tokens (bytes) per sequence")
-    g.add_argument(
-        "--corpus-bytes", type=POSITIVE_INT, default=2_000_000, help="bytes of the train split to read"
-    )
+    g.add_argument("--corpus-bytes", type=POSITIVE_INT, default=2_000_000,
+                   help="bytes of the train split to read, in whole files: the split ends with the file that "
+                        "reaches it, so nearby values can read the same files")  # fmt: skip
     g.add_argument("--eval-sequences", type=POSITIVE_INT, default=256,
                    help="sequences evaluated per split (at least the sequences per replica)")  # fmt: skip
     g.add_argument("--target-loss", type=POSITIVE, help="stop when validation loss (nats/byte) reaches this")

@@ -241,15 +241,26 @@ class Run:
         return self.workers if name == "workers" else getattr(self, name)
 
     @property
+    def host_load(self) -> tuple[float, int] | None:
+        """The host's 1-minute load and its CPUs as the run started (its isolation record); None where the run did
+        not record them."""
+        iso = self.attrs.get("isolation")
+        if not isinstance(iso, dict):
+            return None
+        load, cpus = iso.get("host_load_1m"), iso.get("cpus")
+        if isinstance(load, int | float) and isinstance(cpus, int) and cpus > 0:
+            return float(load), cpus
+        return None
+
+    @property
     def busy_host(self) -> str | None:
         """``host load L on N CPUs at the start`` where the host was busy as the run started: its 1-minute load
         above BUSY_LOAD times its CPUs (or the run's own ranks on it, if more). None where it was not, or where the
         run did not record it."""
-        iso = self.attrs.get("isolation")
-        if not isinstance(iso, dict):
+        if (host := self.host_load) is None:
             return None
-        load, cpus, ranks = iso.get("host_load_1m"), iso.get("cpus"), iso.get("ranks_on_host") or 1
-        if isinstance(load, int | float) and isinstance(cpus, int) and load > BUSY_LOAD * max(cpus, ranks):
+        (load, cpus), ranks = host, self.attrs["isolation"].get("ranks_on_host") or 1
+        if load > BUSY_LOAD * max(cpus, ranks):
             return f"host load {load:g} on {cpus} CPUs at the start"
         return None
 

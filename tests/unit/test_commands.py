@@ -55,6 +55,20 @@ def test_ingest_is_idempotent_and_runs_list_what_landed(store: Path) -> None:
     assert as_json("quarantine", "--store", store, "--format", "json") == []
 
 
+def test_ingest_without_a_terminal_prints_plain_progress_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch job's log has no progress bar: every PLAIN_EVERY seconds a plain line says how far ingest is."""
+    from honestscale.cli import _ingest_output
+
+    monkeypatch.setattr(_ingest_output, "PLAIN_EVERY", 0.0)
+    landed = run("ingest", EXAMPLE, "--store", tmp_path / "s.duckdb")
+    lines = [line for line in landed.stderr.splitlines() if line.startswith("ingest: ")]
+    assert len(lines) == 6 and lines[-1].startswith("ingest: 6 of 6 file(s) read"), landed.stderr
+    quiet = run("ingest", EXAMPLE, "--store", tmp_path / "q.duckdb", "--quiet")
+    assert "ingest: " not in quiet.stderr
+
+
 def test_show_summary_advise_lint_and_report_read_the_same_runs(store: Path) -> None:
     one = as_json("runs", "--store", store, "--format", "json")[0]["run_id"]
     shown = run("show", one, "--store", store)

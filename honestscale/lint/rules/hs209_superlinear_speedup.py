@@ -41,11 +41,8 @@ class Cause:
 
 
 def _load(r: Run) -> float | None:
-    iso = r.attrs.get("isolation") or {}
-    load, cpus = iso.get("host_load_1m"), iso.get("cpus")
-    if isinstance(load, int | float) and isinstance(cpus, int) and cpus > 0:
-        return float(load) / cpus
-    return None
+    """The host's load per CPU as the run started, where it recorded them."""
+    return None if (host := r.host_load) is None else host[0] / host[1]
 
 
 def _med(values: list[float | None]) -> float | None:
