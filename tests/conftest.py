@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -17,6 +18,17 @@ import duckdb
 import pytest
 
 from tests.postgres import Postgres, cluster
+
+# Tests press Ctrl-C (SIGINT) in the commands they start. pytest started in the background by a script (`pytest &`,
+# no job control) starts with SIGINT ignored, so does every command it starts, and Python keeps an ignore it
+# inherits (as it should): the commands would never hear the press (seen: the four `ingest --watch` tests timed out
+# in a suite started so). A background pytest cannot get Ctrl-C from a terminal; taking the ignore back changes
+# nothing else. Each xdist worker imports this file.
+if (
+    signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    and threading.current_thread() is threading.main_thread()
+):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "digits-ddp"
