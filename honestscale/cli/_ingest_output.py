@@ -1,5 +1,6 @@
 """What ``honestscale ingest`` prints as it goes: each file's warnings, conflicts and (with -v) its landing, the
-progress bar on a terminal (a plain line every PLAIN_EVERY seconds elsewhere: a batch job's log), and at the end every file that did not land, by reason."""
+progress bar on a terminal (a plain line every PLAIN_EVERY seconds elsewhere: a batch job's log), and at the end
+every file that did not land, by reason."""
 
 from __future__ import annotations
 
