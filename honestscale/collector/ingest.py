@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,8 +241,14 @@ class Ingester:
             started = time.perf_counter()
             with transaction(self.con, f"the {len(plans)} files of this batch (from {plans[0].source.path})"):
                 self._land(plans, stage, rejected, started)
-        finally:
-            stage.close()
+        except BaseException:
+            # The failure in flight is the one to report. After a full disk DuckDB's rollback can itself fail and
+            # invalidate the database; dropping the temp tables then raises "database has been invalidated", which
+            # would replace the IngestError that says the disk is full (seen in CI: 48 MB batches, 1500 KiB free).
+            with suppress(duckdb.Error):
+                stage.close()
+            raise
+        stage.close()
         for plan in plans:
             summary.files.append(plan.result)
             if advance is not None:

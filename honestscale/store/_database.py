@@ -78,6 +78,8 @@ _LOCK_PID = re.compile(r"PID (\d+)")
 # DuckDB's words for a file cut short (a full disk, a copy interrupted) or with blocks that fail their checksum
 # ... for a write that failed: the disk filled up, or an earlier failed write made DuckDB invalidate the database
 _UNWRITABLE = re.compile(r"no space left|could not write|invalidated", re.IGNORECASE)
+# ... and, in an invalidated database's error, the error that invalidated it (its first line)
+_ORIGINAL = re.compile(r'Original error: "([^\n"]+)')
 _DAMAGED = re.compile(r"could not read enough bytes|corrupt database file|checksum", re.IGNORECASE)
 
 
@@ -97,6 +99,9 @@ def as_store_error(exc: BaseException) -> StoreError | None:
     if not isinstance(exc, duckdb.Error):
         return None
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _ORIGINAL.search(str(exc))
+    if first:  # "database has been invalidated" says only that an earlier error did it: name that one
+        text += f" (its first error: {first.group(1).strip()})"
     if _UNWRITABLE.search(str(exc)):
         return StoreUnwritable(f"the store could not be written: {text}",
                           "free space on the store's disk and run the same command again: what landed before "

@@ -8,6 +8,7 @@ with the reason, never in CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -18,9 +19,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from honestscale import events as ev
+from honestscale.collector._landing import IngestError
+from honestscale.collector._sources import discover
+from honestscale.collector.ingest import BATCH_ENV, Ingester
+from honestscale.store import StoreUnwritable, as_store_error, open_store
 from tests.conftest import Lines, counts, held_store, hs, query, snapshot
 from tests.integration.test_ingest import _big_campaign, _wait_for, write_run
 
@@ -237,7 +243,10 @@ def test_a_full_disk_ends_in_a_message_and_ingesting_again_completes_the_store(
     transaction): each ends with exit 2 and 'No space left' with the fix, never a traceback; the store keeps whole
     files only; freeing space and ingesting again gives the clean store."""
     store = small_disk / "s.duckdb"
-    for batch_mb, free_kib in (("1", 0), ("1", 16), ("1", 64), ("1", 2048), ("1", 5000), ("48", 1500)):
+    # 48 MB with 700 KiB free: DuckDB's rollback after the failed write fails too and invalidates the database (3 of
+    # 3 here); the message must still be the full disk's, not "invalidated" (CI saw that once at 1500 KiB)
+    cases = (("1", 0), ("1", 16), ("1", 64), ("1", 2048), ("1", 5000), ("48", 1500), ("48", 700))
+    for batch_mb, free_kib in cases:
         case = f"batches of {batch_mb} MB, {free_kib} KiB free"
         _forget(store)
         filler = _fill(small_disk, free_kib)
@@ -250,6 +259,30 @@ def test_a_full_disk_ends_in_a_message_and_ingesting_again_completes_the_store(
         again = hs("ingest", big, "--store", store, env={"HONESTSCALE_INGEST_BATCH_MB": batch_mb})
         assert again.returncode == 0, (case, again.stderr[-2000:])
         assert snapshot(store) == snapshot(clean), case
+
+
+def test_a_store_duckdb_invalidated_names_the_error_that_did_it(
+    small_disk: Path, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a full disk DuckDB can give up on the database (its rollback fails); every later statement says only
+    "invalidated because of a previous fatal error": honestscale's message names the first error as well."""
+    monkeypatch.setenv(BATCH_ENV, "48")
+    store = small_disk / "s.duckdb"
+    filler = _fill(small_disk, 700)
+    con = open_store(store)
+    try:
+        with pytest.raises(IngestError, match="No space left on device"):
+            Ingester(con).ingest(discover([str(big)]).sources)
+        with pytest.raises(duckdb.FatalException) as later:
+            con.execute("SELECT count(*) FROM events")
+        failed = as_store_error(later.value)
+        assert isinstance(failed, StoreUnwritable)
+        assert "invalidated" in failed.message and "(its first error: " in failed.message, failed.message
+        assert failed.fix is not None and "free space" in failed.fix
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.close()
+        filler.unlink()
 
 
 def test_a_report_on_a_full_disk_says_so_and_leaves_the_last_report_whole(
