@@ -243,8 +243,9 @@ def test_a_full_disk_ends_in_a_message_and_ingesting_again_completes_the_store(
     transaction): each ends with exit 2 and 'No space left' with the fix, never a traceback; the store keeps whole
     files only; freeing space and ingesting again gives the clean store."""
     store = small_disk / "s.duckdb"
-    # 48 MB with 700 KiB free: DuckDB's rollback after the failed write fails too and invalidates the database (3 of
-    # 3 here); the message must still be the full disk's, not "invalidated" (CI saw that once at 1500 KiB)
+    # 48 MB with 700 KiB free: DuckDB's rollback after the failed write most often fails too and invalidates the
+    # database (3 in 3 here, 4 in 5 under load); the message must be the full disk's either way, never only
+    # "invalidated" (CI saw that once at 1500 KiB)
     cases = (("1", 0), ("1", 16), ("1", 64), ("1", 2048), ("1", 5000), ("48", 1500), ("48", 700))
     for batch_mb, free_kib in cases:
         case = f"batches of {batch_mb} MB, {free_kib} KiB free"
@@ -261,28 +262,46 @@ def test_a_full_disk_ends_in_a_message_and_ingesting_again_completes_the_store(
         assert snapshot(store) == snapshot(clean), case
 
 
-def test_a_store_duckdb_invalidated_names_the_error_that_did_it(
-    small_disk: Path, big: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """After a full disk DuckDB can give up on the database (its rollback fails); every later statement says only
-    "invalidated because of a previous fatal error": honestscale's message names the first error as well."""
-    monkeypatch.setenv(BATCH_ENV, "48")
-    store = small_disk / "s.duckdb"
-    filler = _fill(small_disk, 700)
+def _invalidated_after_a_full_disk(store: Path, big: Path, free_kib: int) -> duckdb.FatalException | None:
+    """Ingest ``big`` in process with ``free_kib`` KiB free (48 MB batches): the full disk's IngestError, then what
+    the next statement on that connection raises (None where DuckDB rolled back cleanly and the store goes on)."""
+    _forget(store)
+    filler = _fill(store.parent, free_kib)
     con = open_store(store)
     try:
         with pytest.raises(IngestError, match="No space left on device"):
             Ingester(con).ingest(discover([str(big)]).sources)
-        with pytest.raises(duckdb.FatalException) as later:
-            con.execute("SELECT count(*) FROM events")
-        failed = as_store_error(later.value)
-        assert isinstance(failed, StoreUnwritable)
-        assert "invalidated" in failed.message and "(its first error: " in failed.message, failed.message
-        assert failed.fix is not None and "free space" in failed.fix
+        try:
+            con.execute("SELECT count(*) FROM events").fetchall()
+        except duckdb.FatalException as exc:
+            return exc
+        return None
     finally:
         with contextlib.suppress(duckdb.Error):
             con.close()
         filler.unlink()
+
+
+def test_a_store_duckdb_invalidated_names_the_error_that_did_it(
+    small_disk: Path, big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a full disk DuckDB can give up on the database (its rollback fails); every later statement says only
+    "invalidated because of a previous fatal error": honestscale's message names the first error as well.
+
+    Whether the rollback fails is DuckDB's chance, not ours: with 700 KiB free it did 4 times in 5 in process on a
+    loaded machine, and once in a loaded suite it did not. So the disk fills again until it does, 8 times at most
+    (all 8 clean rollbacks: about 3 in a million at that rate)."""
+    monkeypatch.setenv(BATCH_ENV, "48")
+    for _attempt in range(8):
+        invalidated = _invalidated_after_a_full_disk(small_disk / "s.duckdb", big, 700)
+        if invalidated is not None:
+            break
+    else:
+        pytest.fail("DuckDB rolled back cleanly 8 times in 8 with 700 KiB free: no invalidated store to read")
+    failed = as_store_error(invalidated)
+    assert isinstance(failed, StoreUnwritable)
+    assert "invalidated" in failed.message and "(its first error: " in failed.message, failed.message
+    assert failed.fix is not None and "free space" in failed.fix
 
 
 def test_a_report_on_a_full_disk_says_so_and_leaves_the_last_report_whole(
