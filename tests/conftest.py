@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,7 +71,7 @@ def compare_store(tmp_path_factory: pytest.TempPathFactory, mlperf: Path) -> Pat
     MLPerf v0.7 logs, ingested into one store; read only by its users."""
     path = tmp_path_factory.mktemp("compare") / "store.duckdb"
     for source in (COMPARE_RUNS, mlperf):
-        got = hs("ingest", source, "--store", path)
+        got = cli("ingest", source, "--store", path)
         assert got.returncode == 0, got.stderr
     return path
 
@@ -93,6 +94,46 @@ def hs(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def cli(
+    *args: str | os.PathLike[str], env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the honestscale command in this process, through ``main()`` as the installed script runs it (its error
+    messages, fixes and exit codes), stdin empty and the environment a user's (``hs``; None unsets a variable): for the tests whose subject
+    is what a command does, not its process. A fresh process costs 0.5-0.7 s of CPU to start, a report's several
+    more for its imports; those that kill, interrupt or time a command, or that train, start one (``hs``)."""
+    from typer.testing import CliRunner
+
+    from honestscale.cli import main
+
+    argv = ["honestscale", *map(str, args)]
+    saved_env, saved_argv = dict(os.environ), sys.argv
+    overrides: dict[str, str | None] = {"HONESTSCALE_STORE": None, "COLUMNS": "200", **(env or {})}
+    try:
+        with CliRunner().isolation(env=overrides) as (stdout, stderr, _):
+            sys.argv = argv
+            try:
+                main()
+                code = 0
+            except SystemExit as done:
+                if isinstance(done.code, int) or done.code is None:
+                    code = done.code or 0
+                else:
+                    print(done.code, file=sys.stderr)
+                    code = 1
+            except Exception:  # what the installed script would print as its traceback
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return subprocess.CompletedProcess(
+                argv, code, stdout.getvalue().decode(), stderr.getvalue().decode()
+            )
+    finally:  # the root callback's --store sets the environment for the command; it ends with it
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
 
 
 def hs_start(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -295,12 +336,12 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
                 "--epochs", "3", "--out", out, "--run-id", f"{framework}-2w", "--ingest", "--store", store, *extra,
                 timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    (run,) = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert run["status"] == "success" and run["framework"] == framework and run["world_size"] == 2
     assert run["n_accelerators"] == 0  # on CPU: workers are processes, no accelerator
     assert run["framework_version"] and run["final_accuracy"]["split"] == "test"
     assert run["final_accuracy"]["value"] > 0.8, run
-    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", run["run_id"], "--store", store, "-f", "json").stdout)
     assert {e["split"] for e in shown["evals"]} == {"train", "validation", "test"}
     assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
     assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import hs
+from tests.conftest import cli
 
 
 def needs_poppler() -> list[pytest.MarkDecorator]:
@@ -40,13 +40,13 @@ def text_of(pdf: Path, first: int | None = None, last: int | None = None) -> str
 
 def report_pdf(store: Path, out: Path, *args: str) -> Path:
     pdf = out / "report.pdf"
-    result = hs("report", "--store", store, "-o", pdf, *args, timeout=300)
+    result = cli("report", "--store", store, "-o", pdf, *args)
     assert result.returncode == 0, result.stderr
     return pdf
 
 
 def report_json(*args: str | Path) -> Any:
-    result = hs(*args, timeout=300)
+    result = cli(*args)
     assert result.returncode in (0, 1), result.stderr
     return json.loads(result.stdout)
 

@@ -10,26 +10,24 @@ from typing import Any
 
 import pytest
 from scipy import stats
-from typer.testing import CliRunner
 
 from honestscale.analysis.stats import DECISION_RULE, MIN_INTERVAL_RUNS
-from honestscale.cli import app
-from tests.conftest import COMPARE_RUNS, REPO, hs
+from tests.conftest import COMPARE_RUNS, REPO, cli
 
 RUNS = COMPARE_RUNS
 
 
 def _json(store: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    got = hs("compare", *args, "--store", store, "--format", "json")
+    got = cli("compare", *args, "--store", store, "--format", "json")
     assert got.returncode in (0, 1, 3), got.stderr
     return got.returncode, json.loads(got.stdout)
 
 
-def _in_process(store: Path, *args: str) -> tuple[int, str]:
-    """``honestscale compare`` run in this process (typer's runner): its exit code and what it printed."""
-    result = CliRunner().invoke(app, ["compare", *args, "--store", str(store)], env={"COLUMNS": "300"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, result.output
+def _text(store: Path, *args: str) -> tuple[int, str]:
+    """``honestscale compare`` as text: its exit code and what it printed."""
+    got = cli("compare", *args, "--store", store)
+    assert got.returncode in (0, 1, 3), got.stderr
+    return got.returncode, got.stdout + got.stderr
 
 
 def _tta(campaign: str) -> list[float]:
@@ -107,13 +105,13 @@ def test_a_second_change_is_named_as_a_confound(compare_store: Path) -> None:
     _, doc = _json(compare_store, "compare-base", "compare-confounded")
     (pair,) = doc["pairs"]
     assert pair["factor"] == [] and len(pair["confounds"]) == 2 and "HS214" in pair["verdicts"]["fail"]
-    text = hs("compare", "compare-base", "compare-confounded", "--store", compare_store, "--format", "sarif")
+    text = cli("compare", "compare-base", "compare-confounded", "--store", compare_store, "--format", "sarif")
     sarif = json.loads(text.stdout)
     assert any(r["ruleId"] == "HS214" for r in sarif["runs"][0]["results"])
 
 
 def test_the_gate_trips_on_a_real_slowdown_and_says_why_not_otherwise(compare_store: Path) -> None:
-    slow = hs(
+    slow = cli(
         "compare", "compare-base", "compare-loaders", "--store", compare_store, "--fail-if-slower", "5%"
     )
     assert slow.returncode == 1 and "beyond the 5 % threshold" in slow.stdout
@@ -162,7 +160,7 @@ def test_history_flags_only_significant_changes_with_what_changed(compare_store:
         ["HS106"],
     ]
     # the text names the rules that cannot be verified too, as compare does
-    rc, text = _in_process(compare_store, "--history", "model=mlp")
+    rc, text = _text(compare_store, "--history", "model=mlp")
     assert rc == 0 and text.count("cannot verify: HS103") == 4 and text.count("HS206") == 4
 
 
@@ -174,14 +172,14 @@ def test_user_errors_name_the_fix(compare_store: Path) -> None:
         (("compare-base", "model=mlp"), "share 6 run(s)"),
         (("compare-base",), "needs two sides"),
     ):
-        got = hs("compare", *args, "--store", compare_store)
+        got = cli("compare", *args, "--store", compare_store)
         assert got.returncode == 2 and words in got.stderr and "fix" in got.stderr, (args, got.stderr)
         assert "Traceback" not in got.stderr
 
 
 def test_the_comparison_report_draws_every_run(compare_store: Path, tmp_path: Path) -> None:
     pdf, html = tmp_path / "compare.pdf", tmp_path / "compare.html"
-    got = hs("compare", "compare-base", "compare-loaders", "--store", compare_store, "-o", pdf, "--html", html,
+    got = cli("compare", "compare-base", "compare-loaders", "--store", compare_store, "-o", pdf, "--html", html,
              "--fail-if-slower", "5%")  # fmt: skip
     assert got.returncode == 1, got.stderr
     assert pdf.read_bytes().startswith(b"%PDF")
@@ -203,7 +201,7 @@ def test_the_gate_cannot_judge_without_data_and_never_says_pass(compare_store: P
         "problem": ("compare-base", "source=mlperf,system=C4140"),  # different problems (HS112)
     }
     for missing, args in cases.items():
-        rc, text = _in_process(compare_store, *args, "--fail-if-slower", "5%")
+        rc, text = _text(compare_store, *args, "--fail-if-slower", "5%")
         gate = text[text.index("gate --fail-if-slower") :]
         assert rc == 3 and "cannot judge" in gate and "pass" not in gate, (missing, gate)
         rc, doc = _json(compare_store, *args, "--fail-if-slower", "5%")
@@ -255,7 +253,7 @@ def test_no_sentence_contradicts_the_intervals_printed_beside_it(compare_store: 
     sides += [("compare-base", "source=mlperf,system=C4140"), ("source=mlperf,workers=4", "source=mlperf,workers=8", *weak),
               ("source=mlperf,workers=8", "source=mlperf,workers=16", *weak)]  # fmt: skip
     ddp = tmp_path / "ddp.duckdb"
-    assert hs("ingest", REPO / "examples" / "digits-ddp", "--store", ddp).returncode == 0
+    assert cli("ingest", REPO / "examples" / "digits-ddp", "--store", ddp).returncode == 0
     within = ("campaign=digits-ddp-example,workers=1", "campaign=digits-ddp-example,workers=2")
     checked = 0
     for store, (a, b, *more) in [*((compare_store, s) for s in sides), (ddp, within)]:
@@ -275,6 +273,6 @@ def test_no_sentence_contradicts_the_intervals_printed_beside_it(compare_store: 
     assert [d["field"] for d in pair["follows_from_the_factor"]] == ["local_batch_size"]
     assert "strong scaling" in pair["follows_from_the_factor"][0]["why"] and pair["confounds"] == []
     assert "HS214" not in pair["verdicts"]["fail"]
-    _, text = _in_process(ddp, *within)
+    _, text = _text(ddp, *within)
     assert "follows from the factor: local batch size 64 → 32 (strong scaling" in text
     assert "no interval: fewer than 6 runs" in text and DECISION_RULE[:40] in " ".join(text.split())

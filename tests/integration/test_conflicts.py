@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import EXAMPLE, hs, query
+from tests.conftest import EXAMPLE, cli, query
 
 RUN = "digits-mlp-2w-r0-20261121T085353"
 
@@ -28,7 +28,7 @@ def _first_step(path: Path) -> tuple[list[str], int, dict[str, object]]:
 def _land_original(tmp_path: Path) -> Path:
     store = tmp_path / "s.duckdb"
     shutil.copytree(EXAMPLE / RUN, tmp_path / "a" / RUN)
-    result = hs("ingest", tmp_path / "a", "--store", store)
+    result = cli("ingest", tmp_path / "a", "--store", store)
     assert result.returncode == 0, result.stderr
     return store
 
@@ -37,7 +37,7 @@ def test_an_exact_copy_is_a_duplicate(tmp_path: Path) -> None:
     store = _land_original(tmp_path)
     before = _snapshot(store)
     shutil.copytree(EXAMPLE / RUN, tmp_path / "b" / RUN)
-    result = hs("ingest", tmp_path / "b", "--store", store)
+    result = cli("ingest", tmp_path / "b", "--store", store)
     assert result.returncode == 0, result.stderr
     assert "duplicate events skipped" in result.stdout and "CONFLICT" not in result.stdout
     assert _snapshot(store) == before
@@ -55,7 +55,7 @@ def test_a_copy_with_one_event_changed_is_a_conflict(tmp_path: Path) -> None:
     lines[at] = json.dumps(event)
     rank1.write_text("\n".join(lines) + "\n")
 
-    result = hs("ingest", tmp_path / "b", "--store", store)
+    result = cli("ingest", tmp_path / "b", "--store", store)
     assert result.returncode == 3, result.stderr
     assert "conflict" in result.stderr and str(rank1) in result.stderr
     assert "1 CONFLICTING events in 1 file(s)" in result.stdout
@@ -76,7 +76,7 @@ def test_a_copy_with_one_event_changed_is_a_conflict(tmp_path: Path) -> None:
         > 0
     )
     # ingesting again changes nothing and loses nothing
-    again = hs("ingest", tmp_path / "b", "--store", store)
+    again = cli("ingest", tmp_path / "b", "--store", store)
     assert again.returncode == 3 and "0 events landed" in again.stdout and _snapshot(store) == before
     assert query(store, "SELECT count(*) FROM quarantine")[0][0] == len(lines)
 
@@ -91,7 +91,7 @@ def test_two_different_runs_claiming_one_id_keep_the_first(tmp_path: Path) -> No
     old_id = source.name
     for f in source.glob("events-rank*.jsonl"):
         (other / f.name).write_text(f.read_text().replace(old_id, RUN))
-    result = hs("ingest", tmp_path / "b", "--store", store)
+    result = cli("ingest", tmp_path / "b", "--store", store)
     assert result.returncode == 3
     assert _snapshot(store) == before
     held = query(store, "SELECT count(*) FROM quarantine")[0][0]
@@ -107,7 +107,7 @@ def test_a_seq_written_twice_in_one_file_keeps_the_first_and_quarantines_the_sec
     lines.insert(at + 1, json.dumps(twin))
     rank0.write_text("\n".join(lines) + "\n")
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tmp_path / "a", "--store", store)
+    result = cli("ingest", tmp_path / "a", "--store", store)
     assert result.returncode == 3
     (row,) = query(store, "SELECT line, reason FROM quarantine")
     assert row[0] == at + 2 and row[1].startswith("conflict within this file") and f"line {at + 1}" in row[1]
@@ -135,11 +135,11 @@ def test_a_store_from_before_digests_is_migrated_and_compares_on_time_and_kind(t
     open_store(store).close()
     assert query(store, "SELECT max(version) FROM schema_version")[0][0] == migrations()[-1].version
     shutil.copytree(EXAMPLE / RUN, tmp_path / "a" / RUN)
-    assert hs("ingest", tmp_path / "a", "--store", store).returncode == 0
+    assert cli("ingest", tmp_path / "a", "--store", store).returncode == 0
     with duckdb.connect(str(store)) as con:
         con.execute("UPDATE events SET digest = NULL")  # events landed before digests existed
     shutil.copytree(EXAMPLE / RUN, tmp_path / "b" / RUN)
-    same = hs("ingest", tmp_path / "b", "--store", store)
+    same = cli("ingest", tmp_path / "b", "--store", store)
     assert same.returncode == 0 and "duplicate events skipped" in same.stdout
     changed = tmp_path / "c" / RUN
     shutil.copytree(EXAMPLE / RUN, changed)
@@ -149,5 +149,5 @@ def test_a_store_from_before_digests_is_migrated_and_compares_on_time_and_kind(t
     event["time"] += 1.0
     lines[-1] = json.dumps(event)
     rank0.write_text("\n".join(lines) + "\n")
-    assert hs("ingest", tmp_path / "c", "--store", store).returncode == 3
+    assert cli("ingest", tmp_path / "c", "--store", store).returncode == 3
     assert query(store, "SELECT count(*) FROM quarantine WHERE reason LIKE 'conflict:%'")[0][0] == 1

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLE, REPO, hs
+from tests.conftest import EXAMPLE, REPO, cli
 from tests.lint_campaigns import build
 
 NVIDIA = REPO / "tests" / "data" / "mlperf-v0.7-nvidia"
@@ -78,8 +78,8 @@ def _table(text: str) -> str:
 
 
 def _lint(store: Path) -> tuple[int, str, list[dict[str, Any]]]:
-    text = hs("lint", "--store", store)
-    found = hs("lint", "--store", store, "-f", "json")
+    text = cli("lint", "--store", store)
+    found = cli("lint", "--store", store, "-f", "json")
     assert text.returncode == found.returncode, (text.stderr, found.stderr)
     return text.returncode, " ".join(text.stdout.split()), json.loads(found.stdout)
 
@@ -97,7 +97,7 @@ def test_the_nvidia_logs_are_the_published_bytes() -> None:
 @pytest.fixture(scope="module")
 def dgx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("dgx") / "s.duckdb"
-    got = hs("ingest", NVIDIA / "training_results_v0.7", "--store", store, "--campaign", "nvidia-v0.7")
+    got = cli("ingest", NVIDIA / "training_results_v0.7", "--store", store, "--campaign", "nvidia-v0.7")
     assert got.returncode == 0, got.stdout + got.stderr
     return store
 
@@ -113,13 +113,13 @@ def test_a_series_on_different_accelerators_says_so_on_itself_and_its_speedup_is
     assert rc == 1 and "mixed scaling, workers [8, 16] points ran on different accelerators" in text
     assert "error-severity finding(s) fail (HS209" in text and "marked do not quote" in text
     # report: on the series (headline and results), beside every number of both points; no law across hardware
-    model = json.loads(hs("report", "--store", dgx, "-f", "json").stdout)
+    model = json.loads(cli("report", "--store", dgx, "-f", "json").stdout)
     (series,) = [c for c in model["comparisons"] if c["kind"] == "scaling"]
     assert series["hardware_note"] == f"points ran on {DGX}: its speedups mix scale with hardware"
     assert "HS209" in series["points"][1]["ratio_lint"]["error"]
     assert series["fit"] is None and "points ran on different accelerators" in series["law_withheld"]
     pdf = tmp_path / "report.pdf"
-    assert hs("report", "--store", dgx, "-o", pdf, timeout=300).returncode == 0
+    assert cli("report", "--store", dgx, "-o", pdf).returncode == 0
     page1 = _pdf_text(pdf, 1)
     assert (
         "The points ran on different accelerators: NVIDIA V100-SXM2-16GB (300W) on 1xNVIDIA DGX-1 at 8"
@@ -132,8 +132,8 @@ def test_a_series_on_different_accelerators_says_so_on_itself_and_its_speedup_is
     tables = text[text.index("Results") :]
     assert tables.count("do not quote") >= 4  # the times and the speedups of both points
     # summary and advise: beside every number of these runs, and no projection across hardware
-    assert _table(hs("summary", "--store", dgx).stdout).count("do not quote") == 2  # both points
-    advice = " ".join(hs("advise", "--store", dgx).stdout.split())
+    assert _table(cli("summary", "--store", dgx).stdout).count("do not quote") == 2  # both points
+    advice = " ".join(cli("advise", "--store", dgx).stdout.split())
     assert "do not quote: error-severity HS209 fails" in advice
     assert "no projection: the points ran on different accelerators" in advice
 
@@ -141,9 +141,9 @@ def test_a_series_on_different_accelerators_says_so_on_itself_and_its_speedup_is
 def test_the_overview_of_several_campaigns_says_it_on_the_series_line(dgx: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     shutil.copy(dgx, store)
-    assert hs("ingest", EXAMPLE, "--store", store, "--campaign", "digits-ddp").returncode == 0
+    assert cli("ingest", EXAMPLE, "--store", store, "--campaign", "digits-ddp").returncode == 0
     pdf = tmp_path / "overview.pdf"
-    assert hs("report", "--store", store, "-o", pdf, timeout=300).returncode == 0
+    assert cli("report", "--store", store, "-o", pdf).returncode == 0
     text = _pdf_text(pdf)
     line = text[text.index("nvidia-v0.7") :]
     assert "The points ran on different accelerators: NVIDIA V100-SXM2-16GB (300W)" in line
@@ -170,16 +170,16 @@ def test_a_busy_machines_superlinear_point_with_stalls_and_other_threads_is_not_
     assert rc == 1 and "error-severity finding(s) fail (HS209)" in text
     # the report's headline: the speedup of 2 workers carries "do not quote"
     pdf = tmp_path / "report.pdf"
-    assert hs("report", "--store", store, "-o", pdf, timeout=300).returncode == 0
+    assert cli("report", "--store", store, "-o", pdf).returncode == 0
     page1 = _pdf_text(pdf, 1)
     headline = page1[page1.index("At 2:") : page1.index("Lint on this series")]
     assert re.search(r"\d+\.\d+x \[[\d.]+, [\d.]+\] on the median time", headline), headline
     assert "do not quote: error-severity HS209 fails on these runs" in headline
     # summary and advise mark the same runs
-    rows = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    rows = json.loads(cli("summary", "--store", store, "-f", "json").stdout)
     assert all("HS209" in r["lint"]["error"] for r in rows) and len(rows) == 2
-    assert _table(hs("summary", "--store", store).stdout).count("do not quote") == 2
-    advice = " ".join(hs("advise", "--store", store).stdout.split())
+    assert _table(cli("summary", "--store", store).stdout).count("do not quote") == 2
+    advice = " ".join(cli("advise", "--store", store).stdout.split())
     assert re.search(r"Fastest to the target .*do not quote: error-severity HS209 fails", advice), advice
 
 

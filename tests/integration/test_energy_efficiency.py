@@ -22,7 +22,7 @@ from honestscale.collector import Ingester, discover
 from honestscale.events import EventWriter
 from honestscale.store import open_store
 from honestscale.view import build
-from tests.conftest import hs
+from tests.conftest import cli
 from tests.lint_campaigns import T0, view_of
 
 
@@ -120,8 +120,8 @@ def test_the_report_prints_energy_where_measured_and_says_not_recorded_elsewhere
         _gpu_run(out, f"gpu-r{rep}", seconds=40.0 + rep)
         _gpu_run(out, f"cpu-r{rep}", seconds=40.0 + rep, counter=False, power=False)
     store = tmp_path / "s.duckdb"
-    assert hs("ingest", out, "--store", store).returncode == 0
-    got = hs("report", "--store", store, "--campaign", "gpu", "-f", "json")
+    assert cli("ingest", out, "--store", store).returncode == 0
+    got = cli("report", "--store", store, "--campaign", "gpu", "-f", "json")
     assert got.returncode == 0, got.stderr
     model = json.loads(got.stdout)
     truth = sum(_joules(40.0 + rep) for rep in range(3))
@@ -129,19 +129,19 @@ def test_the_report_prints_energy_where_measured_and_says_not_recorded_elsewhere
     assert model["totals"]["kwh"] == pytest.approx(truth / 3.6e6, rel=0.02)
     energies = {r["run_id"]: r["energy_j"] for r in model["runs"]}
     assert energies["gpu-r1"] == pytest.approx(_joules(41.0), rel=0.02) and energies["cpu-r1"] is None
-    shown = json.loads(hs("show", "gpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"]
+    shown = json.loads(cli("show", "gpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"]
     assert shown["source"] == energy.COUNTER and shown["joules"] == pytest.approx(_joules(42.0), rel=0.02)
     assert shown["mean_power_w"] == pytest.approx(_joules(42.0) / 42.0, rel=0.02) and list(
         shown["per_rank_joules"]
     ) == ["0"]
-    assert json.loads(hs("show", "cpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"] == {
+    assert json.loads(cli("show", "cpu-r2", "--store", store, "-f", "json").stdout)["energy_to_train"] == {
         "source": "not recorded"
     }
-    assert "not recorded" in hs("show", "cpu-r2", "--store", store).stdout
+    assert "not recorded" in cli("show", "cpu-r2", "--store", store).stdout
     if shutil.which("pdftotext") is None and os.environ.get("CI") != "true":
         pytest.skip("poppler-utils (pdftotext) not installed")
     pdf = tmp_path / "r.pdf"
-    assert hs("report", "--store", store, "--campaign", "gpu", "-o", pdf).returncode == 0
+    assert cli("report", "--store", store, "--campaign", "gpu", "-o", pdf).returncode == 0
     text = " ".join(unicodedata.normalize("NFKC", subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
                                                                   text=True, check=True).stdout).split())  # fmt: skip
     assert f"{truth / 3.6e6:.3f} kWh of measured energy (3 of 6 runs measured" in text

@@ -16,7 +16,7 @@ import pytest
 from honestscale.view import build
 from honestscale.view._comparisons import like_for_like
 from honestscale.view._frameworks import framework_family, framework_version
-from tests.conftest import hs
+from tests.conftest import cli
 
 
 @pytest.mark.parametrize(
@@ -46,13 +46,13 @@ def two_versions(mlperf: Path, tmp_path: Path) -> Path:
             json.dumps(desc | {"framework": f"tf{version}"})
         )
     store = tmp_path / "s.duckdb"
-    got = hs("ingest", tree, "--campaign", "held", "--store", store)
+    got = cli("ingest", tree, "--campaign", "held", "--store", store)
     assert got.returncode == 0, got.stderr
     return store
 
 
 def test_one_systems_two_versions_are_not_compared_as_frameworks(two_versions: Path) -> None:
-    model = json.loads(hs("report", "--store", two_versions, "-f", "json").stdout)
+    model = json.loads(cli("report", "--store", two_versions, "-f", "json").stdout)
     (fw,) = [c for c in model["comparisons"] if c["kind"] == "framework"]
     assert fw["frameworks"] == [] and fw["orderings"] == []
     assert sorted((n["framework"], n["runs"]) for n in fw["not_comparable"]) == [
@@ -64,7 +64,7 @@ def test_one_systems_two_versions_are_not_compared_as_frameworks(two_versions: P
             "tf2.0 and tf2.1 are versions of one framework (tensorflow), not two frameworks" in n["differs"]
         )
     # the rules judge no framework ordering either
-    lint = json.loads(hs("lint", "--store", two_versions, "--select", "HS212", "-f", "json").stdout)
+    lint = json.loads(cli("lint", "--store", two_versions, "--select", "HS212", "-f", "json").stdout)
     assert not [f for f in lint if f["comparison"].startswith("framework:")]
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLE, counts, hs
+from tests.conftest import EXAMPLE, cli, counts
 
 MEMBER = (
     10 << 20
@@ -61,11 +61,11 @@ def test_a_gzip_bomb_is_named_refused_and_costs_bounded_memory(tmp_path: Path, s
 
 def test_repeated_valid_lines_are_a_bomb_too_and_the_bound_can_be_raised(tmp_path: Path, store: Path) -> None:
     bomb = _bomb(tmp_path / "events-rank0.jsonl.gz", EVENT, 2)  # 20 MiB of one event line, ~1,000x compressed
-    refused = hs("ingest", bomb, "--store", store)
+    refused = cli("ingest", bomb, "--store", store)
     assert refused.returncode == 3 and "gzip bomb" in refused.stderr, refused.stderr
     assert counts(store)["events"] == 0
     # a real file of this shape: raise the bound and it lands (its repeated lines are duplicates of the first)
-    raised = hs("ingest", bomb, "--store", store, env={"HONESTSCALE_MAX_GZIP_RATIO": "5000"})
+    raised = cli("ingest", bomb, "--store", store, env={"HONESTSCALE_MAX_GZIP_RATIO": "5000"})
     assert raised.returncode == 0, raised.stderr
     assert counts(store)["events"] == 1 and "duplicate events skipped" in raised.stdout
 
@@ -77,14 +77,14 @@ def test_real_gzipped_events_land_and_a_long_last_line_of_a_gz_is_quarantined(
     for rank in (0, 1):  # the example's own events, gzipped: 6x, far below the bound
         raw = (folder / f"events-rank{rank}.jsonl").read_bytes()
         (tmp_path / f"events-rank{rank}.jsonl.gz").write_bytes(gzip.compress(raw))
-    landed = hs("ingest", tmp_path, "--store", store)
+    landed = cli("ingest", tmp_path, "--store", store)
     assert landed.returncode == 0, landed.stderr
     assert counts(store)["events"] == sum(len((folder / f"events-rank{r}.jsonl").read_bytes().splitlines())
                                           for r in (0, 1))  # fmt: skip
     # zeros let through by a raised bound: one last line without a line end, in a file that does not grow
     (tmp_path / "zeros").mkdir()
     zeros = _bomb(tmp_path / "zeros" / "events-rank0.jsonl.gz", b"\0", 1)
-    got = hs("ingest", zeros, "--store", store, env={"HONESTSCALE_MAX_GZIP_RATIO": "5000"})
+    got = cli("ingest", zeros, "--store", store, env={"HONESTSCALE_MAX_GZIP_RATIO": "5000"})
     assert got.returncode == 3 and "grows" not in got.stderr, got.stderr
-    (line,) = json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
+    (line,) = json.loads(cli("quarantine", "--store", store, "-f", "json").stdout)
     assert line["file"] == str(zeros) and "does not grow" in line["reason"] and line["raw_length"] == MEMBER

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from honestscale.spreadsheet import defuse
-from tests.conftest import hs
+from tests.conftest import cli
 from tests.lint_campaigns import build
 
 MATH = r"$\undefinedcmd$"
@@ -31,7 +31,7 @@ def test_hostile_names_pass_through_every_output_as_text(tmp_path: Path) -> None
     ]}  # fmt: skip
     store = build(tmp_path, case)
     pdf, html = tmp_path / "r.pdf", tmp_path / "r.html"
-    made = hs("report", "--store", store, "-o", pdf, "--html", html, timeout=300)
+    made = cli("report", "--store", store, "-o", pdf, "--html", html)
     assert made.returncode == 0 and "Traceback" not in made.stderr, made.stderr[-3000:]
     files = tmp_path / "r_files"
     svgs = "".join(p.read_text() for p in files.glob("*.svg"))
@@ -41,14 +41,14 @@ def test_hostile_names_pass_through_every_output_as_text(tmp_path: Path) -> None
     for path in files.glob("*.csv"):
         for row in csv.reader(io.StringIO(path.read_text())):
             assert not any(cell.startswith(("=", "@")) for cell in row), (path.name, row)
-    runs_csv = list(csv.reader(io.StringIO(hs("runs", "--store", store, "-f", "csv").stdout)))
+    runs_csv = list(csv.reader(io.StringIO(cli("runs", "--store", store, "-f", "csv").stdout)))
     assert runs_csv[1:] and all(not cell.startswith("=") for row in runs_csv for cell in row)
     assert any(cell == "'" + FORMULA for row in runs_csv for cell in row)
     tex = "".join(p.read_text() for p in files.glob("*.tex"))
     assert r"\$\textbackslash{}undefinedcmd\$" in tex and MATH not in tex
-    sarif = hs("lint", "--store", store, "-f", "sarif")
+    sarif = cli("lint", "--store", store, "-f", "sarif")
     assert sarif.returncode in (0, 1) and json.loads(sarif.stdout)["version"] == "2.1.0"
-    shown = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert {r["framework"] for r in shown} == {MATH, FORMULA} and {r["campaign"] for r in shown} == {FORMULA}
 
 
@@ -69,14 +69,14 @@ def test_deeply_nested_json_is_a_quarantined_line_not_a_recursion_error(tmp_path
     mllog.write_text(':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "x", "value": '
                      + "[" * 100_000 + "]" * 100_000 + "}\n")  # fmt: skip
     store = tmp_path / "s.duckdb"
-    got = hs("ingest", tmp_path / "ev", mllog, "--store", store)
+    got = cli("ingest", tmp_path / "ev", mllog, "--store", store)
     assert got.returncode == 3 and "Traceback" not in got.stderr and "RecursionError" not in got.stderr, (
         got.stderr
     )
-    reasons = [q["reason"] for q in json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)]
+    reasons = [q["reason"] for q in json.loads(cli("quarantine", "--store", store, "-f", "json").stdout)]
     assert any("nested too deeply" in r and "not an event line" in r for r in reasons), reasons
     assert any("MLLOG line is JSON nested too deeply" in r for r in reasons), reasons
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert [r["status"] for r in runs if r["run_id"] == "deep"] == ["success"]  # the run's good lines landed
 
 
@@ -86,7 +86,7 @@ def test_a_truncated_or_corrupted_store_is_named_damaged_with_the_way_out(tmp_pa
     from tests.conftest import EXAMPLE
 
     good = tmp_path / "good.duckdb"
-    assert hs("ingest", EXAMPLE, "--store", good).returncode == 0
+    assert cli("ingest", EXAMPLE, "--store", good).returncode == 0
     size = good.stat().st_size
     truncated = tmp_path / "truncated.duckdb"
     truncated.write_bytes(good.read_bytes()[: size // 40])
@@ -97,7 +97,7 @@ def test_a_truncated_or_corrupted_store_is_named_damaged_with_the_way_out(tmp_pa
     corrupted.write_bytes(bytes(data))
     for store in (truncated, corrupted):
         for command in (("runs",), ("report", "-o", str(tmp_path / "x.pdf")), ("lint",)):
-            got = hs(*command, "--store", store)
+            got = cli(*command, "--store", store)
             assert got.returncode == 2, (store.name, command, got.stderr[-2000:])
             assert "damaged" in got.stderr and "ingest the event files again" in got.stderr
             assert "Traceback" not in got.stderr, got.stderr[-2000:]

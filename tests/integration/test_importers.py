@@ -17,11 +17,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from typer.testing import CliRunner
 
-from honestscale.cli import app
 from honestscale.collector._sources import classify
-from tests.conftest import REPO
+from tests.conftest import REPO, cli
 
 DATA = REPO / "tests" / "data" / "imported"
 CONSOLE_R022 = DATA / "torchtitan-console-r022.log.gz"
@@ -33,8 +31,8 @@ MEGATRON = DATA / "megatron" / "megatron.log.gz"
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "300"})
-    return result.exit_code, result.output
+    got = cli(*args)
+    return got.returncode, got.stdout + got.stderr
 
 
 def _text(path: Path, plain: bool = False) -> str:

@@ -19,7 +19,7 @@ from honestscale import events as ev
 from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.store import open_store
-from tests.conftest import EXAMPLE, REPO, Lines, counts, held_store, hs, hs_start, query, snapshot
+from tests.conftest import EXAMPLE, REPO, Lines, cli, counts, held_store, hs_start, query, snapshot
 
 
 def write_run(
@@ -50,9 +50,9 @@ def land(store: Path, *paths: Path, force: bool = False) -> Any:
 
 
 def test_example_campaign_lands(store: Path) -> None:
-    result = hs("ingest", REPO / "examples", "--store", store)
+    result = cli("ingest", REPO / "examples", "--store", store)
     assert result.returncode == 0, result.stderr
-    every = json.loads(hs("runs", "--store", store, "--format", "json").stdout)
+    every = json.loads(cli("runs", "--store", store, "--format", "json").stdout)
     # examples/ also holds the compare example's 24 runs (examples/compare/runs), each landed
     assert len(every) == 4 + len(list((REPO / "examples" / "compare" / "runs").glob("*/events-rank0.jsonl")))
     runs = [r for r in every if r["campaign"] == "digits-ddp-example"]
@@ -71,17 +71,17 @@ def test_example_campaign_lands(store: Path) -> None:
 
 def test_runs_json_and_csv_fields(store: Path, tmp_path: Path) -> None:
     write_run(tmp_path / "ev", "r1")
-    assert hs("ingest", tmp_path / "ev", "--store", store).returncode == 0
-    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    assert cli("ingest", tmp_path / "ev", "--store", store).returncode == 0
+    (run,) = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     required = {"run_id", "source", "campaign", "system", "framework", "purpose", "n_nodes", "n_accelerators",
                 "accelerator", "global_batch_size", "local_batch_size", "status", "started_at", "time_to_train_s",
                 "final_accuracy", "source_file"}  # fmt: skip
     assert required <= run.keys()
     assert run["final_accuracy"] == {"split": "test", "metric": "accuracy", "value": 0.91}
     assert run["campaign"] == "c1" and run["local_batch_size"] == 32
-    csv = hs("runs", "--store", store, "-f", "csv").stdout.splitlines()
+    csv = cli("runs", "--store", store, "-f", "csv").stdout.splitlines()
     assert csv[0].startswith("run_id,source,campaign") and len(csv) == 2
-    shown = json.loads(hs("show", "r1", "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", "r1", "--store", store, "-f", "json").stdout)
     assert [s["steps"] for s in shown["step_breakdown"]] == [20, 20]
     assert shown["step_breakdown"][0]["t_comm"] == pytest.approx(20 * 0.015)
 
@@ -130,15 +130,15 @@ def test_truncated_line_is_quarantined_until_the_file_grows(tmp_path: Path, stor
     data = path.read_bytes()
     cut = len(data) - 30  # inside the last line (run_stop)
     path.write_bytes(data[:cut])
-    result = hs("ingest", path, "--store", store)
+    result = cli("ingest", path, "--store", store)
     assert result.returncode == 3
-    q = json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
+    q = json.loads(cli("quarantine", "--store", store, "-f", "json").stdout)
     n_lines = data.count(b"\n")
     assert len(q) == 1 and q[0]["line"] == n_lines and "incomplete last line" in q[0]["reason"]
     assert q[0]["file"] == str(path.resolve())
     assert counts(store)["events"] == n_lines - 1  # every complete line landed
     path.write_bytes(data)  # the writer finishes the line
-    assert hs("ingest", path, "--store", store).returncode == 0
+    assert cli("ingest", path, "--store", store).returncode == 0
     assert counts(store)["quarantine"] == 0 and counts(store)["events"] == n_lines
     assert query(store, "SELECT status FROM runs")[0][0] == "success"
 
@@ -154,12 +154,12 @@ def test_bad_inputs_give_clear_messages_and_valid_lines_around_them_land(tmp_pat
                                            + good[3] + "\n")  # fmt: skip
     future = json.loads(good[4]) | {"schema": ev.SCHEMA_VERSION + 1, "new_field": 1}
     (folder / "future.jsonl").write_text(json.dumps(future) + "\n" + good[5] + "\n")
-    result = hs("ingest", folder, "--store", store)
+    result = cli("ingest", folder, "--store", store)
     assert result.returncode == 3
     assert "empty file" in result.stderr
     q = {
         x["file"].rsplit("/", 1)[1]: x
-        for x in json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
+        for x in json.loads(cli("quarantine", "--store", store, "-f", "json").stdout)
     }
     assert q["garbage.jsonl"]["line"] == 2 and "not UTF-8" in q["garbage.jsonl"]["reason"]
     assert q["notevent.jsonl"]["line"] == 2 and "not a honestscale event" in q["notevent.jsonl"]["reason"]
@@ -183,14 +183,14 @@ def _events(run_id: str, n: int) -> list[dict[str, Any]]:
 
 
 def test_exit_codes_and_usage_errors(tmp_path: Path, store: Path) -> None:
-    missing = hs("ingest", tmp_path / "nope", "--store", store)
+    missing = cli("ingest", tmp_path / "nope", "--store", store)
     assert missing.returncode == 2 and "no such file" in missing.stderr and not store.exists()
     other = tmp_path / "notes.txt"
     other.write_text("hello\n")
-    r = hs("ingest", other, "--store", store)
+    r = cli("ingest", other, "--store", store)
     assert r.returncode == 2 and "neither a honestscale event file" in r.stderr
-    assert hs("ingest", "--store", store).returncode == 2
-    assert hs("runs", "--store", tmp_path / "none.duckdb").returncode == 2
+    assert cli("ingest", "--store", store).returncode == 2
+    assert cli("runs", "--store", tmp_path / "none.duckdb").returncode == 2
 
 
 def test_gzip_and_globs(tmp_path: Path, store: Path) -> None:
@@ -198,7 +198,7 @@ def test_gzip_and_globs(tmp_path: Path, store: Path) -> None:
     gz = paths[1].with_suffix(".jsonl.gz")
     gz.write_bytes(gzip.compress(paths[1].read_bytes()))
     paths[1].unlink()
-    result = hs("ingest", str(tmp_path / "ev" / "**" / "events-rank*"), "--store", store)
+    result = cli("ingest", str(tmp_path / "ev" / "**" / "events-rank*"), "--store", store)
     assert result.returncode == 0, result.stderr
     assert counts(store)["events"] == 2 * (1 + 10 + 1) + 1
     assert query(store, "SELECT ranks_seen, ranks_stopped FROM runs") == [(2, 2)]
@@ -311,7 +311,7 @@ def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path)
     _big_campaign(folder)
     clean, killed = tmp_path / "clean.duckdb", tmp_path / "killed.duckdb"
     small_batches = {"HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per transaction
-    assert hs("ingest", folder, "--store", clean, env=small_batches).returncode == 0
+    assert cli("ingest", folder, "--store", clean, env=small_batches).returncode == 0
     proc = hs_start("ingest", folder, "--store", killed, "-v", env=small_batches)
     assert proc.stderr is not None
     said = Lines(proc.stderr)
@@ -322,14 +322,14 @@ def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path)
     partial = counts(killed)
     assert 0 < partial["ingested_files"] < 24, (partial, said.text())
     assert partial["events"] == partial["ingested_files"] * 6002  # only whole files, never half of one
-    assert hs("ingest", folder, "--store", killed).returncode == 0
+    assert cli("ingest", folder, "--store", killed).returncode == 0
     assert snapshot(killed) == snapshot(clean)
 
 
 def test_a_second_ingest_waits_or_refuses(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "ev", "r1")
     with held_store(store) as held:
-        refused = hs("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
+        refused = cli("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
         assert refused.returncode == 2
         assert "in use by process" in refused.stderr and "--wait" in refused.stderr
         waiting = hs_start("ingest", tmp_path / "ev", "--store", store, "--wait", "300")
@@ -352,7 +352,7 @@ def test_two_concurrent_ingests_never_corrupt(tmp_path: Path, store: Path) -> No
     codes = [p.wait(120) for p in procs]
     assert codes == [0, 0]
     once = tmp_path / "once.duckdb"
-    hs("ingest", folder, "--store", once)
+    cli("ingest", folder, "--store", once)
     assert snapshot(store) == snapshot(once)
 
 
@@ -370,7 +370,7 @@ def test_watch_ingests_growing_files_and_lets_readers_in(tmp_path: Path, store: 
         for i in range(5):
             w.step(step=i, samples=8, t_total=0.1)
         _wait_for(lambda: _events_in(store) == 6)
-        runs = hs("runs", "--store", store, "-f", "json", "--wait", "10")
+        runs = cli("runs", "--store", store, "-f", "json", "--wait", "10")
         assert runs.returncode == 0 and json.loads(runs.stdout)[0]["status"] == "incomplete"
         for i in range(5, 10):
             w.step(step=i, samples=8, t_total=0.1)

@@ -13,24 +13,24 @@ from typer.testing import CliRunner
 
 from honestscale.cli import app
 from honestscale.errors import HonestscaleError
-from tests.conftest import hs, query
+from tests.conftest import cli, query
 from tests.lint_campaigns import GOOD, build, case_runs
 
 
 @pytest.fixture(scope="module")
 def mlperf_store(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("lint-mlperf") / "s.duckdb"
-    assert hs("ingest", mlperf, "--store", store).returncode == 0
+    assert cli("ingest", mlperf, "--store", store).returncode == 0
     return store
 
 
 def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: Path) -> None:
     """The Dell EMC series (4, 8, 16 V100s, the batch per worker constant, every run to 75.9 % top-1): one mode
     and one superlinear verdict from every command, no HS104 between two names of one chip, HS106 unverifiable."""
-    text = hs("lint", "--store", mlperf_store)
+    text = cli("lint", "--store", mlperf_store)
     assert "Traceback" not in text.stderr
     assert "mixed scaling, workers [4, 8, 16]" in text.stdout
-    findings = json.loads(hs("lint", "--store", mlperf_store, "-f", "json").stdout)
+    findings = json.loads(cli("lint", "--store", mlperf_store, "-f", "json").stdout)
     by_code: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_code.setdefault(str(f["code"]), []).append(f)
@@ -70,7 +70,7 @@ def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: 
     assert not [f for f in hs209 if f["outcome"] == "fail"] and "too few runs" in hs209[0]["message"]
     series = hs209[0]["comparison"]
     # the report: the same mode, HS209 beside the 8-worker speedup only, and no framework comparison drawn
-    model = json.loads(hs("report", "--store", mlperf_store, "-f", "json").stdout)
+    model = json.loads(cli("report", "--store", mlperf_store, "-f", "json").stdout)
     (c,) = [c for c in model["comparisons"] if c["id"] == series]
     assert c["mode"] == "mixed" and "every run trains to the same target" in c["mode_note"]
     assert {p["workers"]: "HS209" in p["lint"]["cannot_verify"] for p in c["points"]} == {
@@ -86,13 +86,13 @@ def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: 
     assert all(f["code"] != "HS104" for f in model["lint"]["findings"])
     # advise: the same series, the same mode, no projection for the same reason, and no advice to rerun a
     # published submission
-    advice = json.loads(hs("advise", "--store", mlperf_store, "-f", "json").stdout)
+    advice = json.loads(cli("advise", "--store", mlperf_store, "-f", "json").stdout)
     (group,) = advice["groups"]  # the submissions have no campaign: one group, named so
     assert group["campaign"] is None and not group["projections"]
     (why,) = group["withheld"]
     assert "mixed scaling" in why and "HS209 cannot verify" in why and "rerun" not in why
     # summary: the same mode on every point of the series, HS209 beside the points it concerns
-    rows = json.loads(hs("summary", "--store", mlperf_store, "-f", "json").stdout)
+    rows = json.loads(cli("summary", "--store", mlperf_store, "-f", "json").stdout)
     dell_rows = {r["workers"]: r for r in rows if r["framework"].startswith("NGC")}
     assert {w: r["scaling"] for w, r in dell_rows.items()} == {4: "mixed", 8: "mixed", 16: "mixed"}
     assert {w: "HS209" in r["lint"]["cannot_verify"] for w, r in dell_rows.items()} == {
@@ -104,19 +104,19 @@ def test_mlperf_v07_lint_report_advise_and_summary_tell_one_story(mlperf_store: 
 
 def test_sarif_and_exit_codes(tmp_path: Path) -> None:
     store = build(tmp_path, {"runs": case_runs({"change": {"big": {"global_batch_size": 8192}}})})
-    sarif = json.loads(hs("lint", "--store", store, "-f", "sarif").stdout)
+    sarif = json.loads(cli("lint", "--store", store, "-f", "sarif").stdout)
     assert sarif["version"] == "2.1.0"
     driver = sarif["runs"][0]["tool"]["driver"]
     assert driver["name"] == "honestscale" and len(driver["rules"]) >= 19
     (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "HS111"]
     assert result["level"] == "error" and "batches are weak scaling" in result["message"]["text"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
-    failing = hs("lint", "--store", store)
+    failing = cli("lint", "--store", store)
     assert failing.returncode == 1 and "HS111 FAIL" in failing.stdout
-    assert hs("lint", "--store", store, "--ignore", "HS111").returncode == 0
-    only = json.loads(hs("lint", "--store", store, "--select", "HS1", "-f", "json").stdout)
+    assert cli("lint", "--store", store, "--ignore", "HS111").returncode == 0
+    only = json.loads(cli("lint", "--store", store, "--select", "HS1", "-f", "json").stdout)
     assert {f["code"] for f in only} <= {f"HS1{n:02d}" for n in range(1, 13)}
-    bad = hs("lint", "--store", store, "--select", "HS999")
+    bad = cli("lint", "--store", store, "--select", "HS999")
     assert bad.returncode == 2 and "no rule 'HS999'" in bad.stderr
 
 
@@ -175,16 +175,16 @@ def test_suppression_needs_a_reason_and_applies_to_its_campaign_only(tmp_path: P
     case = {"change": {"finals": {"data_source": "synthetic"}},
             "spec": {"tool": {"honestscale": {"lint": {"ignore": [{"code": "HS106", "reason": reason}]}}}}}  # fmt: skip
     store = build(tmp_path, case | {"runs": case_runs(case)})
-    findings = json.loads(hs("lint", "--store", store, "-f", "json", "--select", "HS106").stdout)
+    findings = json.loads(cli("lint", "--store", store, "-f", "json", "--select", "HS106").stdout)
     assert findings and all(f["suppressed"] == {"reason": reason} for f in findings)
-    text = hs("lint", "--store", store, "--select", "HS106").stdout
+    text = cli("lint", "--store", store, "--select", "HS106").stdout
     assert "SUPPRESSED" in text and reason[:40] in text.replace("\n", " ")
     cfg = tmp_path / "honestscale.toml"
     cfg.write_text('[tool.honestscale.lint]\nignore = [{ code = "HS202", reason = "pilot study" }]\n')
-    refused = hs("lint", "--store", store, "--config", cfg)
+    refused = cli("lint", "--store", store, "--config", cfg)
     assert refused.returncode == 2 and "does not name the campaign" in refused.stderr
     cfg.write_text('[tool.honestscale.lint]\nignore = [{ code = "HS202", campaign = "c" }]\n')
-    refused = hs("lint", "--store", store, "--config", cfg)
+    refused = cli("lint", "--store", store, "--config", cfg)
     assert refused.returncode == 2 and "no written justification" in refused.stderr
 
 
@@ -192,14 +192,14 @@ def test_campaign_spec_suppression_without_reason_is_refused_before_running(tmp_
     spec = tmp_path / "spec.toml"
     spec.write_text('[campaign]\nname = "x"\n[args]\nmodel = "mlp"\n[grid]\nworkers = [1]\n'
                     '[tool.honestscale.lint]\nignore = [{ code = "HS106" }]\n')  # fmt: skip
-    result = hs("campaign", "run", spec, "--store", tmp_path / "s.duckdb")
+    result = cli("campaign", "run", spec, "--store", tmp_path / "s.duckdb")
     assert result.returncode == 2 and "no written justification" in result.stderr
     assert not (tmp_path / "runs").exists()
 
 
 def test_good_fixture_campaign_passes_every_rule(tmp_path: Path) -> None:
     store = build(tmp_path, {"runs": [dict(r) for r in GOOD]})
-    result = hs("lint", "--store", store, "-f", "json")
+    result = cli("lint", "--store", store, "-f", "json")
     assert result.returncode == 0 and json.loads(result.stdout) == []
 
 
@@ -210,17 +210,17 @@ def test_a_run_whose_clock_went_backwards_is_no_silent_success(tmp_path: Path) -
             {"id": "back", "workers": 1, "reps": 1, "ttt": 3600.0, "stop_at": -22.0},
             {"id": "ntp", "workers": 1, "reps": 1, "ttt": 3600.0, "clock_back": 500.0}]  # fmt: skip
     store = build(tmp_path, {"runs": runs})
-    result = hs("lint", "--store", store, "--select", "HS213", "-f", "json")
+    result = cli("lint", "--store", store, "--select", "HS213", "-f", "json")
     assert result.returncode == 1
     found = {f["evidence"]["run"]: f for f in json.loads(result.stdout)}
     assert set(found) == {"back-w1-r0", "ntp-w1-r0"}
     assert found["back-w1-r0"]["evidence"]["time_to_train_s"] == pytest.approx(-22.0)
     assert "run_stop is 22.0 s before run_start" in found["back-w1-r0"]["message"]
     assert found["ntp-w1-r0"]["evidence"]["clock_backwards"]["largest_step_back_s"] > 300
-    (row,) = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    (row,) = json.loads(cli("summary", "--store", store, "-f", "json").stdout)
     assert (row["runs"], row["succeeded"]) == (4, 3) and row["time_to_train_s"] > 0
     assert "HS213" in row["lint"]["error"]
-    text = hs("summary", "--store", store).stdout
+    text = cli("summary", "--store", store).stdout
     assert "-22" not in text and "HS213" in text
 
 
@@ -235,10 +235,10 @@ def test_an_mlperf_log_that_stops_before_it_starts_is_a_finding(mlperf: Path, tm
     log.write_text(re.sub(r'"time_ms": \d+(, "event_type": "INTERVAL_END", "key": "run_stop")',
                           rf'"time_ms": {start - 9_231_000}\1', text))  # fmt: skip
     store = tmp_path / "s.duckdb"
-    assert hs("ingest", tree, "--store", store).returncode == 0
-    result = hs("lint", "--store", store, "--select", "HS213", "-f", "json")
+    assert cli("ingest", tree, "--store", store).returncode == 0
+    result = cli("lint", "--store", store, "--select", "HS213", "-f", "json")
     assert result.returncode == 1
     (f,) = json.loads(result.stdout)
     assert f["runs"][0].endswith("C4140/resnet/result_0") and f["evidence"]["time_to_train_s"] == -9231.0
-    (row,) = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    (row,) = json.loads(cli("summary", "--store", store, "-f", "json").stdout)
     assert (row["runs"], row["succeeded"]) == (5, 4) and "HS213" in row["lint"]["error"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import counts, hs, query
+from tests.conftest import cli, counts, query
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -46,7 +46,7 @@ def _expected(path: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def ingested(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("mlperf") / "s.duckdb"
-    result = hs("ingest", mlperf, "--store", store, "--campaign", "mlperf-v0.7")
+    result = cli("ingest", mlperf, "--store", store, "--campaign", "mlperf-v0.7")
     assert result.returncode == 0, result.stderr
     return store
 
@@ -58,7 +58,7 @@ def _logs(mlperf: Path) -> list[Path]:
 
 
 def test_one_run_per_result_file_matching_the_log(mlperf: Path, ingested: Path) -> None:
-    runs = json.loads(hs("runs", "--store", ingested, "--format", "json").stdout)
+    runs = json.loads(cli("runs", "--store", ingested, "--format", "json").stdout)
     by_file = {r["source_file"]: r for r in runs}
     assert len(runs) == 20
     for log in _logs(mlperf):
@@ -93,7 +93,7 @@ def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: 
     rid = "mlperf:mlperf-training-v0.7/DellEMC/4xC4140/resnet/result_0"
     n_evals = query(ingested, "SELECT count(*) FROM evals WHERE run_id = ?", [rid])[0][0]
     assert n_evals == _expected(log)["n_evals"] == 11
-    shown = json.loads(hs("show", rid, "--store", ingested, "--format", "json").stdout)
+    shown = json.loads(cli("show", rid, "--store", ingested, "--format", "json").stdout)
     assert shown["software"]["cuda"] == "11.0" and shown["software"]["nccl"] == "2.7.5"
     assert shown["cpu"] == "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz"
     assert shown["interconnect"] == "1Gb Ethernet"
@@ -102,7 +102,7 @@ def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: 
 
 def test_google_placeholders_are_unknown_not_values(ingested: Path) -> None:
     run = json.loads(
-        hs("show", "Google/gpu-v100-8-TF2.0/resnet/result_0", "--store", ingested, "-f", "json").stdout
+        cli("show", "Google/gpu-v100-8-TF2.0/resnet/result_0", "--store", ingested, "-f", "json").stdout
     )
     assert run["cpu"] is None  # "CPUName" in the system description is a placeholder
     assert run["interconnect"] is None  # "TODO"
@@ -111,7 +111,7 @@ def test_google_placeholders_are_unknown_not_values(ingested: Path) -> None:
 
 def test_reingest_changes_nothing(mlperf: Path, ingested: Path) -> None:
     before = counts(ingested)
-    again = hs("ingest", mlperf, "--store", ingested)
+    again = cli("ingest", mlperf, "--store", ingested)
     assert again.returncode == 0
     assert "20 unchanged" in again.stdout
     assert counts(ingested) == before
@@ -132,12 +132,12 @@ def test_aborted_and_broken_logs(mlperf: Path, tmp_path: Path) -> None:
     lines[cut_at] = lines[cut_at][:60]
     (dest / "result_0.txt").write_text("\n".join(lines) + "\n")
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tmp_path / "DellEMC", "--store", store)
+    result = cli("ingest", tmp_path / "DellEMC", "--store", store)
     assert result.returncode == 3, result.stderr
-    run = json.loads(hs("runs", "--store", store, "-f", "json").stdout)[0]
+    run = json.loads(cli("runs", "--store", store, "-f", "json").stdout)[0]
     assert run["status"] == "aborted"
     assert run["time_to_train_s"] == pytest.approx(_expected(src)["ttt"], rel=0.005)
-    q = json.loads(hs("quarantine", "--store", store, "-f", "json").stdout)
+    q = json.loads(cli("quarantine", "--store", store, "-f", "json").stdout)
     assert [(x["line"], x["reason"].split(":")[0]) for x in q] == [
         (cut_at + 1, "MLLOG line is not valid JSON")
     ]

@@ -24,7 +24,7 @@ from honestscale.analysis.mlperf import submissions
 from tests.conftest import (
     REPO,
     assert_run_as_reference,
-    hs,
+    cli,
     query,
     reference_olympic_minutes,
     runs_by_file,
@@ -85,7 +85,7 @@ def reference(path: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def store(roots: tuple[Path, ...], tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("rounds") / "s.duckdb"
-    result = hs("ingest", *roots, "--store", path, timeout=600)
+    result = cli("ingest", *roots, "--store", path)
     assert result.returncode == 0, result.stderr
     return path
 
@@ -236,7 +236,7 @@ def test_two_copies_of_a_submission_under_two_rounds_are_twice_the_runs(
     for rnd in ("v2.0", "v2.1"):
         shutil.copytree(org, tmp_path / rnd / "Dell")
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tmp_path, "--store", store)
+    result = cli("ingest", tmp_path, "--store", store)
     assert result.returncode == 0, result.stderr
     n = len(list(org.glob("results/*/*/result_*.txt")))
     ids = [r[0] for r in query(store, "SELECT run_id FROM runs ORDER BY run_id")]

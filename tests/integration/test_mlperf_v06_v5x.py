@@ -29,7 +29,7 @@ from honestscale.analysis.scaling import reached_at, time_to_accuracy
 from tests.conftest import (
     REPO,
     assert_run_as_reference,
-    hs,
+    cli,
     reference_olympic_minutes,
     runs_by_file,
     submission_id,
@@ -57,7 +57,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not ROOT.is_dir():
         pytest.fail(f"MLPerf logs missing at {ROOT}: ../shared/data must be beside the repo")
     path = tmp_path_factory.mktemp("v06v5x") / "s.duckdb"
-    result = hs("ingest", ROOT, "--store", path, timeout=600)
+    result = cli("ingest", ROOT, "--store", path)
     assert result.returncode == 0, result.stderr
     # every file found is named: the folder's README, MANIFEST and licences are not results, nothing is lost
     assert (
@@ -266,11 +266,11 @@ def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(tmp_path: Path) 
     good = ROOT / "v0.6" / "Google" / "results" / "tpu-v3-128" / "resnet" / "result_0.txt"
     (folder / "notes.txt").write_text("nothing here\n", encoding="utf-8")
     store = tmp_path / "s.duckdb"
-    alone = hs("ingest", folder, "--store", store)
+    alone = cli("ingest", folder, "--store", store)
     assert alone.returncode == 3, alone.stderr
     assert "result_0.txt" in alone.stderr and "format this reader does not know" in alone.stderr
     assert "notes.txt" in alone.stderr and "Traceback" not in alone.stderr
-    both = hs("ingest", folder, good, "--store", store)
+    both = cli("ingest", folder, good, "--store", store)
     assert both.returncode == 3 and "1 runs touched" in both.stdout, both.stdout
 
 
@@ -287,7 +287,7 @@ def test_nvidia_v06_system_files_are_read_in_their_own_form_and_a_broken_one_is_
         text.replace("'nodes': \\\"{", "'nodes': \\\"{{"), encoding="utf-8"
     )
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tree, "--store", store)
+    result = cli("ingest", tree, "--store", store)
     assert result.returncode == 3, result.stderr
     assert f"{system}.json" in result.stderr and "could not read entry.nodes" in result.stderr
     with duckdb.connect(str(store), read_only=True) as con:
@@ -314,7 +314,7 @@ def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp
             json.dumps(desc), encoding="utf-8"
         )
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tmp_path / "v5.1", "--store", store)
+    result = cli("ingest", tmp_path / "v5.1", "--store", store)
     assert result.returncode == 0, result.stderr
     assert "'flux9' of round 5.1 is not in the catalogue" in result.stderr
     with duckdb.connect(str(store), read_only=True) as con:
@@ -323,7 +323,7 @@ def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp
     for run in runs:
         assert run.final_metric == "eval_accuracy" and run.stop_value is None
         assert not catalogue.quality_known(run.final_metric, run.attrs["mlperf"])
-    lint = hs("lint", "--store", store, "--select", "HS101", "--format", "json")
+    lint = cli("lint", "--store", store, "--select", "HS101", "--format", "json")
     findings = [f for f in json.loads(lint.stdout) if f["code"] == "HS101"]
     assert [f["outcome"] for f in findings] == ["cannot_verify"], lint.stdout
     assert "'flux9'" in findings[0]["message"] and "unknown" in findings[0]["message"]
@@ -332,21 +332,21 @@ def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp
 def test_report_and_runs_say_olympic_mean_and_official_score_apart(tmp_path: Path) -> None:
     folder = ROOT / "v5.0" / "NVIDIA" / "results" / "tyche_ngpu72_ngc25.04_pytorch" / "retinanet"
     store = tmp_path / "s.duckdb"
-    assert hs("ingest", folder, "--store", store).returncode == 0
+    assert cli("ingest", folder, "--store", store).returncode == 0
     factor = summarizer._get_scaling_factor(str(folder))
     assert factor != 1.0
     with contextlib.redirect_stdout(io.StringIO()):
         official, _, _ = summarizer._compute_strong_score_standalone(
             "retinanet", folder.parent.name, False, str(folder), "training", "5.0.0"
         )
-    model = json.loads(hs("report", "--store", store, "--format", "json").stdout)
+    model = json.loads(cli("report", "--store", store, "--format", "json").stdout)
     points = [p for c in model["comparisons"] for p in c["points"] if p.get("mlperf_score_s")]
     assert points
     for p in points:
         assert p["mlperf_scaling_factor"] == pytest.approx(factor)
         assert p["mlperf_official_s"] == pytest.approx(p["mlperf_score_s"] * factor)
         assert p["mlperf_official_s"] / 60 == pytest.approx(official, rel=1e-9)
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert len(runs) == 5 and all(r["mlperf_scaling_factor"] == pytest.approx(factor) for r in runs)
 
 
@@ -380,7 +380,7 @@ def test_v06_python_literal_metadata_nested_values_and_the_json_entry_form(tmp_p
     folder.mkdir(parents=True)
     (folder / "result_0.txt").write_text(V06_LOG, encoding="utf-8")
     store = tmp_path / "s.duckdb"
-    result = hs("ingest", tmp_path, "--store", store)
+    result = cli("ingest", tmp_path, "--store", store)
     # the cache_clear line with unquoted names is neither JSON nor Python: quarantined with its reason (exit 3)
     assert result.returncode == 3 and "1 lines quarantined" in result.stdout, result.stdout + result.stderr
     with duckdb.connect(str(store), read_only=True) as con:

@@ -24,7 +24,7 @@ from honestscale.analysis.scaling import reached_at
 from tests.conftest import (
     REPO,
     assert_run_as_reference,
-    hs,
+    cli,
     reference_olympic_minutes,
     runs_by_file,
     submission_id,
@@ -44,7 +44,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not ROOT.is_dir():
         pytest.fail(f"MLPerf v6.0 logs missing at {ROOT}: ../shared/data must be beside the repo")
     path = tmp_path_factory.mktemp("v6") / "s.duckdb"
-    result = hs("ingest", ROOT, "--store", path, timeout=600)
+    result = cli("ingest", ROOT, "--store", path)
     assert result.returncode == 0, result.stderr
     assert "hold results that did not land" not in result.stderr
     return path

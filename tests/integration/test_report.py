@@ -15,7 +15,7 @@ import pytest
 
 from honestscale.report._model import median_ci, mlperf_score
 from honestscale.report._render import AssetFetcher
-from tests.conftest import hs
+from tests.conftest import cli
 from tests.lint_campaigns import build, case_runs
 
 if shutil.which("pdftotext") is None:
@@ -39,16 +39,16 @@ def _ttt(log: Path) -> float:
 def dell(mlperf: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("report")
     store = tmp / "s.duckdb"
-    assert hs("ingest", mlperf / "DellEMC", "--store", store).returncode == 0
+    assert cli("ingest", mlperf / "DellEMC", "--store", store).returncode == 0
     pdf = tmp / "report.pdf"
-    result = hs("report", "--store", store, "-o", pdf, "--html", tmp / "report.html", timeout=300)
+    result = cli("report", "--store", store, "-o", pdf, "--html", tmp / "report.html")
     assert result.returncode == 0, result.stderr
     return store, pdf
 
 
 def test_mlperf_scores_and_speedups_match_the_logs(mlperf: Path, dell: tuple[Path, Path]) -> None:
     store, _ = dell
-    model = json.loads(hs("report", "--store", store, "--format", "json").stdout)
+    model = json.loads(cli("report", "--store", store, "--format", "json").stdout)
     (series,) = [c for c in model["comparisons"] if c["kind"] == "scaling"]
     assert (
         series["mode"] == "mixed"
@@ -157,7 +157,7 @@ def test_hostile_names_are_text_and_fetch_nothing(tmp_path: Path, server: Any) -
                                   "cpu": "</style><style>@import url(" + url + "/i.css);</style>"}}}  # fmt: skip
     store = build(tmp_path, case | {"runs": case_runs(case)})
     pdf = tmp_path / "r.pdf"
-    result = hs("report", "--store", store, "-o", pdf, "--html", tmp_path / "r.html", timeout=300)
+    result = cli("report", "--store", store, "-o", pdf, "--html", tmp_path / "r.html")
     assert result.returncode == 0, result.stderr
     assert _Counter.hits == []
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout

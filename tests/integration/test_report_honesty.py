@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import hs
+from tests.conftest import cli
 from tests.lint_campaigns import GOOD, build, case_runs
 from tests.reports import needs_poppler, report_json, report_pdf, text_of
 
@@ -52,7 +52,7 @@ def test_a_stalled_base_case_gets_the_new_rules_beside_its_speedup_on_page_1(tmp
     series = page1[page1.index("Lint on this series") :]
     assert "no finding" not in series.split("Total cost")[0] and "HS210" in series
     # the advisor carries the same verdicts and does not project from a superlinear pair of points
-    advice = hs("advise", "--store", store).stdout
+    advice = cli("advise", "--store", store).stdout
     assert (
         "no projection: the measured efficiency is above the ideal beyond its interval (superlinear, HS209)"
         in advice
@@ -79,19 +79,19 @@ def test_a_misspelt_campaign_exits_2_naming_the_nearest(tmp_path: Path) -> None:
     case = {"change": {"all": {"campaign": "imagenet-scaling"}}, "campaign": "imagenet-scaling"}
     store = build(tmp_path, case | {"runs": case_runs(case)})
     for command in (["lint"], ["report", "-o", str(tmp_path / "r.pdf")], ["runs"], ["summary"], ["advise"]):
-        result = hs(*command, "--store", store, "--campaign", "imagenet-scalng")
+        result = cli(*command, "--store", store, "--campaign", "imagenet-scalng")
         assert result.returncode == 2, (command, result.stderr)
         assert "no campaign 'imagenet-scalng'" in result.stderr and "nearest first: " in result.stderr
         assert "imagenet-scaling" in result.stderr.split("nearest first: ")[1]
     assert not (tmp_path / "r.pdf").exists()
     # --store before the command is the same store
-    assert hs("--store", store, "lint", "--campaign", "imagenet-scalng").returncode == 2
-    assert hs("--store", store, "runs", "-f", "json").returncode == 0
+    assert cli("--store", store, "lint", "--campaign", "imagenet-scalng").returncode == 2
+    assert cli("--store", store, "runs", "-f", "json").returncode == 0
 
 
 def test_report_on_an_empty_store_says_so(tmp_path: Path) -> None:
     store = tmp_path / "empty.duckdb"
-    assert hs("migrate", "--store", store).returncode == 0
-    result = hs("report", "--store", store, "-o", tmp_path / "r.pdf")
+    assert cli("migrate", "--store", store).returncode == 0
+    result = cli("report", "--store", store, "-o", tmp_path / "r.pdf")
     assert result.returncode == 2 and "holds no runs" in result.stderr
     assert not (tmp_path / "r.pdf").exists()

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from honestscale.store._database import migrations
-from tests.conftest import EXAMPLE, hs
+from tests.conftest import EXAMPLE, cli
 
 CAMPAIGN = "digits-ddp-example"
 
@@ -22,7 +22,7 @@ CAMPAIGN = "digits-ddp-example"
 @pytest.fixture(scope="module")
 def example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("show") / "s.duckdb"
-    got = hs("ingest", EXAMPLE, "--store", store)
+    got = cli("ingest", EXAMPLE, "--store", store)
     assert got.returncode == 0, got.stderr
     return store
 
@@ -35,17 +35,17 @@ def _about(findings: list[dict[str, Any]], run_id: str) -> list[tuple[Any, ...]]
 def test_show_carries_the_verdicts_the_run_page_shows(example_store: Path) -> None:
     """The dashboard's run page lists its campaign's findings that name the run (the report model's lint): show,
     as text and JSON, lists the same ones, each with its code, outcome and fix."""
-    model = json.loads(hs("report", "--store", example_store, "--campaign", CAMPAIGN, "-f", "json").stdout)
-    runs = json.loads(hs("runs", "--store", example_store, "-f", "json").stdout)
+    model = json.loads(cli("report", "--store", example_store, "--campaign", CAMPAIGN, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", example_store, "-f", "json").stdout)
     for run in (runs[0], runs[-1]):
         rid = run["run_id"]
-        shown = json.loads(hs("show", rid, "--store", example_store, "-f", "json").stdout)
+        shown = json.loads(cli("show", rid, "--store", example_store, "-f", "json").stdout)
         verdicts = shown["verdicts"]
         assert verdicts["judged_with"] == f"its campaign {CAMPAIGN}"
         expected = _about(model["lint"]["findings"], rid)
         assert expected, "the example's runs have findings (HS202: two runs a point)"
         assert _about(verdicts["findings"], rid) == expected
-        text = hs("show", rid, "--store", example_store)
+        text = cli("show", rid, "--store", example_store)
         assert text.returncode == 0, text.stderr
         head = text.stdout.split("run_id", 1)[0]  # the verdicts come first, as on the run page
         assert (
@@ -57,10 +57,10 @@ def test_show_carries_the_verdicts_the_run_page_shows(example_store: Path) -> No
 
 def test_show_judges_a_run_of_no_campaign_as_lint_does(mlperf: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
-    assert hs("ingest", mlperf / "Google", "--store", store).returncode == 0  # no --campaign: runs of none
-    linted = json.loads(hs("lint", "--store", store, "-f", "json").stdout)
-    rid = json.loads(hs("runs", "--store", store, "-f", "json").stdout)[0]["run_id"]
-    verdicts = json.loads(hs("show", rid, "--store", store, "-f", "json").stdout)["verdicts"]
+    assert cli("ingest", mlperf / "Google", "--store", store).returncode == 0  # no --campaign: runs of none
+    linted = json.loads(cli("lint", "--store", store, "-f", "json").stdout)
+    rid = json.loads(cli("runs", "--store", store, "-f", "json").stdout)[0]["run_id"]
+    verdicts = json.loads(cli("show", rid, "--store", store, "-f", "json").stdout)["verdicts"]
     assert verdicts["judged_with"] == "the store's runs of no campaign"
     assert _about(verdicts["findings"], rid) == _about(linted, rid) != []
 
@@ -75,14 +75,14 @@ def test_runs_never_print_a_time_hs213_rejects_as_a_measurement(tmp_path: Path) 
             {"id": "back", "workers": 1, "reps": 1, "ttt": 3600.0, "stop_at": -22.0},
             {"id": "ntp", "workers": 1, "reps": 1, "ttt": 3600.0, "clock_back": 500.0}]  # fmt: skip
     store = build(tmp_path, {"runs": runs})
-    table = hs("runs", "--store", store)
+    table = cli("runs", "--store", store)
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if "back-w1-r0" in line)
     assert "-22.00 s ✗ HS213" in row
     assert "1.00 h ✗ HS213" in next(line for line in table.stdout.splitlines() if "ntp-w1-r0" in line)
     assert "✗ HS213" not in next(line for line in table.stdout.splitlines() if "ok-w1-r0" in line)
     assert "run_stop is 22.0 s before run_start" in table.stdout.split("└", 1)[1]
-    records = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
+    records = {r["run_id"]: r for r in json.loads(cli("runs", "--store", store, "-f", "json").stdout)}
     back, ntp, ok = records["back-w1-r0"], records["ntp-w1-r0"], records["ok-w1-r0"]
     assert back["time_to_train_s"] is None and back["time_to_accuracy_s"] is None
     assert back["rejected"]["rule"] == "HS213" and back["rejected"]["time_to_train_s"] == -22.0
@@ -90,13 +90,13 @@ def test_runs_never_print_a_time_hs213_rejects_as_a_measurement(tmp_path: Path) 
     assert ntp["time_to_train_s"] is None and "clock went backwards" in ntp["rejected"]["reason"]
     assert ok["time_to_train_s"] == 3600.0 and ok["rejected"] is None
     rows = {
-        r["run_id"]: r for r in csv.DictReader(io.StringIO(hs("runs", "--store", store, "-f", "csv").stdout))
+        r["run_id"]: r for r in csv.DictReader(io.StringIO(cli("runs", "--store", store, "-f", "csv").stdout))
     }
     assert rows["back-w1-r0"]["time_to_train_s"] == "" and rows["back-w1-r0"]["time_to_accuracy_s"] == ""
     assert rows["back-w1-r0"]["rejected"].startswith("HS213: run_stop is 22.0 s before run_start")
     assert "time to train -22 s" in rows["back-w1-r0"]["rejected"]
     assert rows["ok-w1-r0"]["time_to_train_s"] == "3600.0" and rows["ok-w1-r0"]["rejected"] == ""
-    shown = hs("show", "back-w1-r0", "--store", store).stdout
+    shown = cli("show", "back-w1-r0", "--store", store).stdout
     assert "-22.000 s (-22.00 s) ✗ HS213" in shown
 
 
@@ -104,16 +104,16 @@ def test_a_cpu_run_has_no_accelerators_anywhere(example_store: Path, tmp_path: P
     """The example's CPU runs (run_start: 0 accelerators per node) said "n_accelerators 2" beside
     "accelerators_per_node 0": now 0 in runs (JSON, CSV), "none (CPU)" in the table and 0 in show, their workers
     still counted (world_size, summary); a store from before is mended by its migration."""
-    runs = json.loads(hs("runs", "--store", example_store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", example_store, "-f", "json").stdout)
     assert sorted((r["world_size"], r["n_accelerators"]) for r in runs) == [(1, 0), (1, 0), (2, 0), (2, 0)]
-    rows = list(csv.DictReader(io.StringIO(hs("runs", "--store", example_store, "-f", "csv").stdout)))
+    rows = list(csv.DictReader(io.StringIO(cli("runs", "--store", example_store, "-f", "csv").stdout)))
     assert {r["n_accelerators"] for r in rows} == {"0"}
-    table = hs("runs", "--store", example_store).stdout
+    table = cli("runs", "--store", example_store).stdout
     assert table.count("none (CPU)") == 4 and "CPU worker" not in table
-    shown = hs("show", "2w-r0", "--store", example_store).stdout
+    shown = cli("show", "2w-r0", "--store", example_store).stdout
     assert re.search(r"accelerators_per_node +0\b", shown) and re.search(r"n_accelerators +0\b", shown)
     assert re.search(r"world_size +2\b", shown)
-    summary = json.loads(hs("summary", "--store", example_store, "-f", "json").stdout)
+    summary = json.loads(cli("summary", "--store", example_store, "-f", "json").stdout)
     assert sorted(p["workers"] for p in summary) == [1, 2]
     # a store written before: its CPU runs counted their workers as accelerators; `migrate` mends them
     old = tmp_path / "old.duckdb"
@@ -126,5 +126,5 @@ def test_a_cpu_run_has_no_accelerators_anywhere(example_store: Path, tmp_path: P
                 for table, column in re.findall(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", mig.sql):
                     con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         con.execute("DELETE FROM schema_version WHERE version >= 6")
-    assert hs("migrate", "--store", old).returncode == 0
-    assert {r["n_accelerators"] for r in json.loads(hs("runs", "--store", old, "-f", "json").stdout)} == {0}
+    assert cli("migrate", "--store", old).returncode == 0
+    assert {r["n_accelerators"] for r in json.loads(cli("runs", "--store", old, "-f", "json").stdout)} == {0}

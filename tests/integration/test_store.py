@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from honestscale.store import StoreError, StoreTooNew, latest_version, migrations, open_store
-from tests.conftest import EXAMPLE, counts, hs, query
+from tests.conftest import EXAMPLE, cli, counts, query
 
 
 def test_fresh_store_has_every_table_at_the_latest_version(store: Path) -> None:
@@ -24,7 +24,7 @@ def test_fresh_store_has_every_table_at_the_latest_version(store: Path) -> None:
 
 
 def test_store_from_a_newer_honestscale_is_refused_and_left_alone(store: Path) -> None:
-    assert hs("ingest", EXAMPLE, "--store", store).returncode == 0
+    assert cli("ingest", EXAMPLE, "--store", store).returncode == 0
     con = duckdb.connect(str(store))
     con.execute("INSERT INTO schema_version VALUES (99, 'from_the_future', current_timestamp)")
     con.close()
@@ -32,7 +32,7 @@ def test_store_from_a_newer_honestscale_is_refused_and_left_alone(store: Path) -
     with pytest.raises(StoreTooNew, match="schema version 99, newer than this honestscale knows"):
         open_store(store)
     for args in (["ingest", EXAMPLE], ["runs"]):
-        result = hs(*args, "--store", store)
+        result = cli(*args, "--store", store)
         assert result.returncode == 2
         assert "newer than this honestscale knows" in result.stderr and "upgrade honestscale" in result.stderr
     assert counts(store) == before
@@ -49,16 +49,17 @@ def test_other_duckdb_files_and_missing_stores_are_refused(tmp_path: Path) -> No
         open_store(tmp_path / "missing.duckdb", read_only=True)
     text = tmp_path / "notes.duckdb"
     text.write_text("not a database\n")
-    result = hs("runs", "--store", text)
+    result = cli("runs", "--store", text)
     assert result.returncode == 2 and "not a honestscale store" in result.stderr
 
 
 def test_store_location_default_env_and_option(tmp_path: Path) -> None:
     env_store, opt_store = tmp_path / "env.duckdb", tmp_path / "opt.duckdb"
-    assert hs("ingest", EXAMPLE, env={"HONESTSCALE_STORE": str(env_store)}).returncode == 0
+    assert cli("ingest", EXAMPLE, env={"HONESTSCALE_STORE": str(env_store)}).returncode == 0
     assert counts(env_store)["runs"] == 4
     assert (
-        hs("ingest", EXAMPLE, "--store", opt_store, env={"HONESTSCALE_STORE": str(env_store)}).returncode == 0
+        cli("ingest", EXAMPLE, "--store", opt_store, env={"HONESTSCALE_STORE": str(env_store)}).returncode
+        == 0
     )
     assert counts(opt_store)["runs"] == 4
     cwd = tmp_path / "cwd"

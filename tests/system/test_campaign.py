@@ -10,7 +10,7 @@ import pytest
 
 from honestscale.campaign import spec as _campaign
 from honestscale.campaign.shared import runner_options
-from tests.conftest import hs, query
+from tests.conftest import cli, hs, query
 
 SPEC = """
 [campaign]
@@ -101,7 +101,7 @@ def test_campaign_with_a_tuning_study_runs_and_ingests_every_trial(tmp_path: Pat
     # lr=0.5 learns digits in one epoch far better than lr=0.001: the study picks it for the final runs
     assert {r[5] for r in finals} == {0.5} and {r[3] for r in finals} == {"lr=0.5"}
     assert "scaling summary" in result.stdout
-    summary = json.loads(hs("summary", "--store", store, "--campaign", "t", "-f", "json").stdout)
+    summary = json.loads(cli("summary", "--store", store, "--campaign", "t", "-f", "json").stdout)
     assert [(s["workers"], s["runs"], s["succeeded"]) for s in summary] == [(1, 1, 1), (2, 1, 1)]
     assert summary[0]["comm"] == 0 and summary[1]["comm"] > 0
     again = hs("campaign", "run", path, "--store", store, timeout=600)
@@ -110,7 +110,7 @@ def test_campaign_with_a_tuning_study_runs_and_ingests_every_trial(tmp_path: Pat
     # compared within the campaign, the runs are judged in its context: the study's trials (HS103) and the whole
     # plan (HS206) are seen though compare leaves the trials out of its sides; under strong scaling the local batch
     # and the backend follow from the worker count (HS214 names them so, not as confounds)
-    got = hs("compare", "campaign=t,workers=1", "campaign=t,workers=2", "--store", store, "-f", "json")
+    got = cli("compare", "campaign=t,workers=1", "campaign=t,workers=2", "--store", store, "-f", "json")
     assert got.returncode == 0, got.stderr
     doc = json.loads(got.stdout)
     (pair,) = doc["pairs"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import hs, query
+from tests.conftest import cli, hs, query
 
 
 def test_a_careful_campaign_from_the_runners_passes_every_rule(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ args = {{ target_accuracy = false, epochs = 5 }}
     run = hs("campaign", "run", spec, "--store", store, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     assert query(store, "SELECT count(*) FROM runs WHERE purpose = 'final' AND status = 'success'") == [(12,)]
-    result = hs("lint", "--store", store, "--campaign", "careful", "-f", "json")
+    result = cli("lint", "--store", store, "--campaign", "careful", "-f", "json")
     assert result.returncode in (0, 1), result.stderr
     findings = json.loads(result.stdout)
     # On a quiet host nothing fails. On a loaded one (a shared CI machine) the runs stall, and the rules that
@@ -87,4 +87,4 @@ args = {{ target_accuracy = false, epochs = 5 }}
     # load slows every step alike, so no step stands out as a stall, yet it blurs the comparison HS212 tests).
     if {"HS209", "HS211", "HS212"} & {f["code"] for f in findings}:
         assert {"HS208", "HS210"} & {f["code"] for f in findings}, findings
-    assert "2 tuning" not in hs("lint", "--store", store).stdout  # sanity: the text form also runs
+    assert "2 tuning" not in cli("lint", "--store", store).stdout  # sanity: the text form also runs

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import COMPARE_RUNS, hs
+from tests.conftest import COMPARE_RUNS, cli, hs
 
 RUNS = COMPARE_RUNS
 CAMPAIGNS = ["compare-again", "compare-base", "compare-confounded", "compare-loaders"]
@@ -90,11 +90,11 @@ def test_summary_pools_only_when_asked_and_names_the_campaigns(compare_store: Pa
     mlp = [r for r in rows if r["model"] == "mlp"]
     assert sorted(r["campaign"] for r in mlp) == CAMPAIGNS and all(r["runs"] == 6 for r in mlp)
     assert all(r["campaigns"] == [r["campaign"]] for r in mlp)
-    got = hs("summary", "--store", compare_store, "--pool", "-f", "json")
+    got = cli("summary", "--store", compare_store, "--pool", "-f", "json")
     (pooled,) = [r for r in json.loads(got.stdout) if r["model"] == "mlp"]
     assert pooled["campaign"] == "(pooled)" and pooled["campaigns"] == CAMPAIGNS and pooled["runs"] == 24
     assert "pooling 4 campaigns" in got.stderr
-    one = hs("summary", "--store", compare_store, "--campaign", "compare-base", "--pool")
+    one = cli("summary", "--store", compare_store, "--campaign", "compare-base", "--pool")
     assert one.returncode == 0 and "nothing to pool" in one.stderr
 
 
@@ -107,7 +107,7 @@ def _pdf_text(pdf: Path) -> tuple[int, str]:
 
 def test_a_report_of_several_campaigns_is_an_overview_unless_all(compare_store: Path, tmp_path: Path) -> None:
     pdf = tmp_path / "store.pdf"
-    got = hs("report", "--store", compare_store, "-o", pdf, timeout=300)
+    got = cli("report", "--store", compare_store, "-o", pdf)
     assert got.returncode == 0, got.stderr
     assert "an overview of 5 campaigns" in got.stderr and "--all" in got.stderr
     pages, text = _pdf_text(pdf)
@@ -137,7 +137,7 @@ def test_a_report_of_several_campaigns_is_an_overview_unless_all(compare_store: 
     assert {r[0] for r in table[1:]} == {*CAMPAIGNS, ""}
 
     full = tmp_path / "all.pdf"
-    assert hs("report", "--store", compare_store, "-o", full, "--all", timeout=600).returncode == 0
+    assert cli("report", "--store", compare_store, "-o", full, "--all").returncode == 0
     full_pages, full_text = _pdf_text(full)
     assert full_pages > pages and "Scaling report" in full_text
 
@@ -158,7 +158,7 @@ def test_runs_list_time_to_accuracy_and_its_target(compare_store: Path) -> None:
     assert all(
         r["time_to_accuracy_s"] is None or r["time_to_accuracy_s"] <= r["time_to_train_s"] + 1 for r in mlperf
     )
-    table = list(csv.DictReader(io.StringIO(hs("runs", "--store", compare_store, "-f", "csv").stdout)))
+    table = list(csv.DictReader(io.StringIO(cli("runs", "--store", compare_store, "-f", "csv").stdout)))
     row = next(r for r in table if r["run_id"] in runs and runs[r["run_id"]]["source"] == "native")
     assert float(row["time_to_accuracy_s"]) == pytest.approx(runs[row["run_id"]]["time_to_accuracy_s"])
     assert row["target"] == "validation accuracy >= 0.95"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import framework_python, hs, query
+from tests.conftest import cli, framework_python, hs, query
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ["torch", "tensorflow", "horovod-torch", "horovod-tf", "mxnet"]
@@ -40,7 +40,7 @@ def test_one_spec_compares_every_framework(tmp_path: Path, store: Path, environm
     assert [(r[0], r[1]) for r in rows] == [(f, w) for f in sorted(FRAMEWORKS) for w in (1, 2)]
     assert {(r[2], r[3], r[4], r[5]) for r in rows} == {("success", 64, "mlp", "digits")}
 
-    lint = hs("lint", "--store", store, "--campaign", "frameworks")
+    lint = cli("lint", "--store", store, "--campaign", "frameworks")
     # one framework comparison per worker count, each across the five frameworks
     assert re.search(r"comparisons: 10 config, 5 scaling, 2 framework, 1 campaign", lint.stdout), lint.stdout[
         -2000:
@@ -48,15 +48,15 @@ def test_one_spec_compares_every_framework(tmp_path: Path, store: Path, environm
     # every framework ran on the same machine: each comparison holds all five, like for like (the view's), and no
     # hardware was compared, so HS104 has nothing to judge
     assert re.search(r"HS104 .* not_applicable ", lint.stdout)
-    findings = json.loads(hs("lint", "--store", store, "--campaign", "frameworks", "-f", "json").stdout)
+    findings = json.loads(cli("lint", "--store", store, "--campaign", "frameworks", "-f", "json").stdout)
     assert not [f for f in findings if f["code"] in ("HS104", "HS108", "HS111") and f["outcome"] == "fail"]
-    model = json.loads(hs("report", "--store", store, "--campaign", "frameworks", "-f", "json").stdout)
+    model = json.loads(cli("report", "--store", store, "--campaign", "frameworks", "-f", "json").stdout)
     compared = [c for c in model["comparisons"] if c["kind"] == "framework"]
     assert len(compared) == 2 and all(len(c["frameworks"]) == len(FRAMEWORKS) and not c["not_comparable"]
                                       for c in compared)  # fmt: skip
 
     pdf = tmp_path / "frameworks.pdf"
-    made = hs("report", "--store", store, "--campaign", "frameworks", "-o", pdf, timeout=600)
+    made = cli("report", "--store", store, "--campaign", "frameworks", "-o", pdf)
     assert made.returncode == 0, made.stderr[-3000:]
     if shutil.which("pdftotext") is None:
         pytest.skip("poppler-utils (pdftotext) not installed")

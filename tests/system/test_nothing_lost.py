@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import hs, query
+from tests.conftest import cli, hs, query
 from tests.integration.test_ingest import write_run
 from tests.lint_campaigns import build
 
@@ -252,16 +252,16 @@ def test_an_edited_spec_runs_its_new_points_and_supersedes_the_old_runs(tmp_path
         "args.batch_size 64 -> 256; args.model 'mlp' -> 'cnn'" in got.stderr
         and "1 run(s) of the earlier spec are superseded" in got.stderr
     )
-    runs = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
+    runs = {r["run_id"]: r for r in json.loads(cli("runs", "--store", store, "-f", "json").stdout)}
     assert len(runs) == 2 and sorted(r["global_batch_size"] for r in runs.values()) == [64, 256]
     old = next(r for r in runs.values() if r["global_batch_size"] == 64)
     assert "mlp" in old["superseded"] and old["status"] == "success"  # kept, marked
-    summary = json.loads(hs("summary", "--store", store, "-f", "json").stdout)
+    summary = json.loads(cli("summary", "--store", store, "-f", "json").stdout)
     assert [row["model"] for row in summary] == ["cnn"]  # never mixed into the new summary
     spec.write_text(SPEC.replace("EPOCHS", "1"))  # changed back: the first runs count again, nothing runs
     back = hs("campaign", "run", spec, "--store", store, timeout=300)
     assert back.returncode == 0 and "already ended, kept" in back.stderr
-    assert [row["model"] for row in json.loads(hs("summary", "--store", store, "-f", "json").stdout)] == [
+    assert [row["model"] for row in json.loads(cli("summary", "--store", store, "-f", "json").stdout)] == [
         "mlp"
     ]
 
@@ -298,7 +298,7 @@ def test_ctrl_c_stops_a_campaign_records_the_run_cancelled_and_starts_nothing_mo
     # the press is answered at once, while the ranks stop (a user pressing again would interrupt the landing)
     assert "SIGINT: stopping edit-" in got.stderr, got.stderr
     assert "stopped by SIGINT" in got.stderr and "Traceback" not in got.stderr
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert [r["status"] for r in runs] == ["cancelled"] and first == []  # one run, stopped; two never started
     assert len(list((tmp_path / "runs").glob("*/"))) == 1
 
@@ -311,23 +311,23 @@ def test_bad_specs_and_options_are_refused_before_anything_runs(tmp_path: Path) 
         "batch0": (SPEC.replace("EPOCHS", "1").replace("= 64", "= 0"), "--batch-size: 0 is out of range"),
         "longname": (SPEC.replace("EPOCHS", "1").replace('"edit"', '"' + "x" * 5_000_000 + '"'), "(5,000,002 characters)"),
         "deep": ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
-        "grid": (SPEC.replace("EPOCHS", "1").replace("workers = [1]", "workers = [1]\nlr = [" + ", ".join(f"0.{i + 1:05d}" for i in range(10_000)) + "]"),
-                 "the spec plans 10,000 runs"),
+        "grid": (SPEC.replace("EPOCHS", "1").replace("workers = [1]", "workers = [1]\nlr = [" + ", ".join(f"0.{i + 1:05d}" for i in range(1_001)) + "]"),
+                 "the spec plans 1,001 runs (1 workers x 1001 lr, x 1 repetitions), more than 1,000"),
     }  # fmt: skip
     for name, (text, said) in cases.items():
         spec = tmp_path / f"{name}.toml"
         spec.write_text(text)
-        got = hs("campaign", "run", spec, "--store", store)
+        got = cli("campaign", "run", spec, "--store", store)
         assert got.returncode == 2 and said in got.stderr and "Traceback" not in got.stderr, (
             name,
             got.stderr[-500:],
         )
         assert len(got.stderr) < 2000 and not store.exists() and not (tmp_path / "runs").exists()
-    config = hs("lint", "--store", store, "--config", tmp_path / "deep.toml")
+    config = cli("lint", "--store", store, "--config", tmp_path / "deep.toml")
     assert config.returncode == 2 and "nested too deeply" in config.stderr
-    plan = hs("campaign", "run", tmp_path / "grid.toml", "--dry-run", "--max-runs", "10000")
-    assert plan.returncode == 0 and "10000 runs planned" in plan.stdout and not store.exists()
-    single = hs("run", "--workers", "1", "--epochs", "0", "--out", tmp_path / "runs")
+    plan = cli("campaign", "run", tmp_path / "grid.toml", "--dry-run", "--max-runs", "1001")
+    assert plan.returncode == 0 and "1001 runs planned" in plan.stdout and not store.exists()
+    single = cli("run", "--workers", "1", "--epochs", "0", "--out", tmp_path / "runs")
     assert single.returncode == 2 and "--epochs: 0 is out of range" in single.stderr
 
 
@@ -399,8 +399,8 @@ def test_exports_hold_values_and_the_latex_compiles(tmp_path: Path, mlperf: Path
 def test_show_summarises_a_run_of_many_ranks_and_lists_them_on_request(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "ev", "big", world=40, steps=5)
     assert hs("ingest", tmp_path / "ev", "--store", store).returncode == 0
-    short = hs("show", "big", "--store", store)
+    short = cli("show", "big", "--store", store)
     assert short.returncode == 0 and "40 ranks: the 3 slowest and the 3 fastest" in short.stdout
-    every = hs("show", "big", "--store", store, "--ranks")
+    every = cli("show", "big", "--store", store, "--ranks")
     assert every.returncode == 0 and len(every.stdout.splitlines()) > len(short.stdout.splitlines()) + 30
-    assert len(json.loads(hs("show", "big", "--store", store, "-f", "json").stdout)["step_breakdown"]) == 40
+    assert len(json.loads(cli("show", "big", "--store", store, "-f", "json").stdout)["step_breakdown"]) == 40

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, framework_python, hs, query
+from tests.conftest import REPO, cli, framework_python, hs, query
 
 SPEC = """
 [campaign]
@@ -155,20 +155,20 @@ def test_slurm_campaign_is_submitted_tracked_collected_linted_and_reported(
     _until(lambda: _states(spec, store, slurm).strip().endswith("6 completed"), 300, "the 6 runs")
     collected = hs("campaign", "collect", spec, "--store", store, env=slurm)
     assert collected.returncode == 0, collected.stderr
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert len(runs) == 6 and {r["status"] for r in runs} == {"success"}
     assert sorted(r["world_size"] for r in runs) == [1, 1, 1, 2, 2, 2]
     assert {r["n_accelerators"] for r in runs} == {0}  # CPU runs: no accelerator
     assert {r["launcher"] for r in runs} == {"slurm"} and all(
         "_" in str(r["slurm_job_id"]) for r in runs
     )  # 123_4
-    table = hs("runs", "--store", store).stdout
+    table = cli("runs", "--store", store).stdout
     assert "slurm job" in table and runs[0]["slurm_job_id"] in table
     scripts = query(store, "SELECT DISTINCT script FROM slurm_jobs")
     assert len(scripts) == 2 and all("srun" in str(s[0]) for s in scripts)
-    lint = hs("lint", "--store", store, "--campaign", "slurmcamp")
+    lint = cli("lint", "--store", store, "--campaign", "slurmcamp")
     assert lint.returncode in (0, 1) and "Traceback" not in lint.stderr and "HS202" in lint.stdout
-    report = hs("report", "--store", store, "--campaign", "slurmcamp", "-o", tmp_path / "r.pdf", timeout=300)
+    report = cli("report", "--store", store, "--campaign", "slurmcamp", "-o", tmp_path / "r.pdf")
     assert report.returncode == 0 and (tmp_path / "r.pdf").stat().st_size > 10_000
     _accounting_joins_the_runs(tmp_path, store, runs, slurm)
 
@@ -205,7 +205,7 @@ def _accounting_joins_the_runs(
         and "read as Slurm accounting (sacct -P)" in ingested.stderr + ingested.stdout
     )
     for r in runs:
-        shown = json.loads(hs("show", r["run_id"], "--store", store, "-f", "json").stdout)["energy_to_train"]
+        shown = json.loads(cli("show", r["run_id"], "--store", store, "-f", "json").stdout)["energy_to_train"]
         assert shown["source"] == "not recorded" and "ConsumedEnergyRaw" in shown["why"], shown
 
 
@@ -225,12 +225,12 @@ def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slu
     _until(lambda: "1 cancelled" in _states(killed, stores[killed], slurm), 60, "the cancellation")
     for spec, store in stores.items():
         assert hs("campaign", "collect", spec, "--store", store, env=slurm).returncode == 0
-    (t,) = json.loads(hs("runs", "--store", stores[late], "-f", "json").stdout)
+    (t,) = json.loads(cli("runs", "--store", stores[late], "-f", "json").stdout)
     assert t["status"] == "timeout" and "time limit" in t["reason"]
     assert query(stores[late], "SELECT count(*) FROM steps")[0][0] > 20  # the partial events are kept
-    (c,) = json.loads(hs("runs", "--store", stores[killed], "-f", "json").stdout)
+    (c,) = json.loads(cli("runs", "--store", stores[killed], "-f", "json").stdout)
     assert c["status"] == "cancelled" and "cancelled" in c["reason"]
-    (h,) = json.loads(hs("runs", "--store", stores[held], "-f", "json").stdout)
+    (h,) = json.loads(cli("runs", "--store", stores[held], "-f", "json").stdout)
     assert h["status"] == "cancelled" and "never started" in h["reason"]
 
 
@@ -253,12 +253,12 @@ def test_slurm_horovod_ranks_are_started_by_srun_pmix(tmp_path: Path, slurm: dic
     # both ended cleanly: a rank that exits without MPI_Finalize makes PMIx abort the step (rank 0 killed)
     assert _states(spec, store, slurm).strip().endswith("2 completed"), outs[-3000:]
     assert hs("campaign", "collect", spec, "--store", store, env=slurm).returncode == 0
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert sorted(r["framework"] for r in runs) == ["horovod-tf", "horovod-torch"], outs[-3000:]
     for r in runs:
         assert r["status"] == "success" and r["world_size"] == 2, (r, outs[-3000:])
         assert r["n_accelerators"] == 0, r  # CPU runs: no accelerator
-        shown = json.loads(hs("show", r["run_id"], "--store", store, "-f", "json").stdout)
+        shown = json.loads(cli("show", r["run_id"], "--store", store, "-f", "json").stdout)
         # Slurm started the ranks and Horovod exchanged gradients over MPI, not Gloo
         assert shown["launcher"] == "slurm" and shown["backend"] == "mpi", shown
         assert [s["rank"] for s in shown["step_breakdown"]] == [0, 1]
@@ -294,7 +294,7 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
     for events in (tmp_path / "probe").glob("*/events-rank0.jsonl"):
         start = json.loads(events.read_text().splitlines()[0])
         assert start["kind"] == "run_start" and start["isolation"]["exclusive"] is True, events
-    lint = json.loads(hs("lint", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout)
+    lint = json.loads(cli("lint", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout)
     shared = [f for f in lint if f["code"] == "HS208"]
     assert lint and all(
         "not --exclusive" not in f["message"] and "host load" in f["message"] for f in shared
@@ -316,7 +316,7 @@ def test_slurm_until_ci_submits_more_repetitions_as_results_come_in(
     assert sub.returncode == 0, sub.stderr
     assert sub.stderr.count("submitted 1 job(s)") == 3, sub.stderr  # the first run, then one round per result
     assert "more repetitions" in sub.stderr
-    runs = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    runs = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert sorted(re.sub("-[0-9a-f]{8}-", "-", r["run_id"]) for r in runs) == [
         f"untilci-workers=1-r{n}" for n in range(3)
     ]

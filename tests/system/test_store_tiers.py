@@ -11,22 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from honestscale.cli import app
-from honestscale.errors import HonestscaleError
 from honestscale.store import open_store
-from tests.conftest import COMPARE_RUNS
+from tests.conftest import COMPARE_RUNS, cli
 from tests.postgres import Postgres
 
 
 def _cli(store: str, *args: str) -> tuple[int, str]:
-    # the callback's --store and --data-path set the environment: unset here, restored after each command
-    env: dict[str, str | None] = {"COLUMNS": "200", "HONESTSCALE_STORE": None, "HONESTSCALE_DATA_PATH": None}
-    result = CliRunner().invoke(app, ["--store", store, *args], env=env)
-    if isinstance(result.exception, HonestscaleError):  # what honestscale.cli.main prints, and exits with
-        return result.exception.exit_code, f"error: {result.exception.message}\n  fix: {result.exception.fix}"
-    return result.exit_code, result.output
+    """The command on a store, in process (conftest's ``cli``: main()'s messages and exit codes); what it printed."""
+    got = cli("--store", store, *args, env={"HONESTSCALE_DATA_PATH": None})
+    return got.returncode, got.stdout + got.stderr
 
 
 def _flat(out: str) -> str:

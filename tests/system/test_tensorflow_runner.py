@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import framework_python, hs, two_worker_run
+from tests.conftest import cli, framework_python, hs, two_worker_run
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_resnet18_on_a_memmap_dataset_matches_the_pytorch_model(
                 "--data-path", data, "--epochs", "1", "--out", out, "--run-id", "tf-resnet", "--ingest", "--store",
                 store, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    shown = json.loads(hs("show", "tf-resnet", "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", "tf-resnet", "--store", store, "-f", "json").stdout)
     assert shown["status"] == "success" and shown["data_source"] == "filesystem"
     assert shown["data_path"] == str(data) and shown["input_shape"] == [1, 8, 8]
     # the same architecture as the PyTorch runner's ResNet-18: the same number of trainable parameters

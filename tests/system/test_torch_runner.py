@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, hs, query
+from tests.conftest import REPO, cli, hs, query
 
 pytest.importorskip("torch")
 
@@ -26,7 +26,7 @@ def _run(out: Path, *args: str, workers: int = 2) -> subprocess.CompletedProcess
 def _ingest(store: Path, out: Path) -> list[dict[str, Any]]:
     result = hs("ingest", out, "--store", store)
     assert result.returncode == 0, result.stderr
-    return list(json.loads(hs("runs", "--store", store, "-f", "json").stdout))
+    return list(json.loads(cli("runs", "--store", store, "-f", "json").stdout))
 
 
 def test_two_ranks_digits_lands_as_one_honest_run(tmp_path: Path, store: Path) -> None:
@@ -37,7 +37,7 @@ def test_two_ranks_digits_lands_as_one_honest_run(tmp_path: Path, store: Path) -
     assert run["status"] == "success" and run["world_size"] == 2 and run["framework"] == "torch"
     assert run["n_accelerators"] == 0  # on CPU (gloo): workers are processes, no accelerator
     assert run["final_accuracy"]["split"] == "test" and run["final_accuracy"]["value"] > 0.8
-    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", run["run_id"], "--store", store, "-f", "json").stdout)
     assert shown["launcher"] == "local" and shown["backend"] == "gloo" and shown["world_size"] == 2
     assert (shown["train_size"], shown["validation_size"], shown["test_size"]) == (1257, 270, 270)
     assert shown["data_source"] == "in_memory" and shown["local_batch_size"] == 32
@@ -103,7 +103,7 @@ def test_model_that_raises_records_failed_with_the_exception(tmp_path: Path, sto
     (run,) = _ingest(store, out)
     assert run["status"] == "failed"
     assert "RuntimeError" in run["reason"] and "shapes cannot be multiplied" in run["reason"]
-    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", run["run_id"], "--store", store, "-f", "json").stdout)
     assert shown["data_source"] == "filesystem" and shown["data_path"] == str(data)
     assert sum(s["steps"] for s in shown["step_breakdown"]) > 0  # the steps before the failure are kept
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import hs
+from tests.conftest import cli, hs
 
 pytest.importorskip("torch")
 
@@ -65,7 +65,7 @@ def layouts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, d
     _run(out, "gpt-fsdp2-tp2", "fsdp2,tp2", 4)
     _run(out, "gpt-budget", "ddp", 1, "--max-samples", "320")  # a sample budget, recorded as what stopped it
     assert hs("ingest", out, "--store", store).returncode == 0
-    runs = {r["run_id"]: r for r in json.loads(hs("runs", "--store", store, "-f", "json").stdout)}
+    runs = {r["run_id"]: r for r in json.loads(cli("runs", "--store", store, "-f", "json").stdout)}
     return out, runs
 
 

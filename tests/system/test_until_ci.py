@@ -13,7 +13,7 @@ from honestscale.campaign import repeat
 from honestscale.campaign.spec import Spec, SpecError, load
 from honestscale.collector import Ingester, discover
 from honestscale.store import open_store
-from tests.conftest import hs
+from tests.conftest import cli, hs
 from tests.lint_campaigns import T0, write_run
 
 OPTIONS = {"model", "dataset", "epochs", "target_accuracy", "batch_size", "lr"}
@@ -133,7 +133,7 @@ def test_campaign_run_until_ci_on_this_machine(tmp_path: Path) -> None:
     assert "more repetitions, round 1" in got.stderr or re.search(
         r"\[2/2\] u-workers=1-[0-9a-f]{8}-r1", got.stderr
     )
-    ids = [r["run_id"] for r in __import__("json").loads(hs("runs", "--store", store, "-f", "json").stdout)]
+    ids = [r["run_id"] for r in __import__("json").loads(cli("runs", "--store", store, "-f", "json").stdout)]
     assert sorted(re.sub("-[0-9a-f]{8}-", "-", i) for i in ids) == ["u-workers=1-r0", "u-workers=1-r1"]
     bad = hs("campaign", "run", spec, "--store", store, "--until-ci", "5 percent")
     assert bad.returncode == 2 and "--until-ci = '5 percent' is not a fraction of the median" in bad.stderr

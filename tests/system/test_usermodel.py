@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, hs
+from tests.conftest import REPO, cli, hs
 
 GOOD = REPO / "examples" / "byo" / "mycnn.py"
 
@@ -20,14 +20,14 @@ def test_user_cnn_trains_on_two_workers_as_one_run(tmp_path: Path, store: Path) 
     result = hs("run", "--framework", "torch", "--workers", "2", "--model", f"{GOOD}:build", "--dataset", "digits",
                 "--epochs", "3", "--out", out, "--ingest", "--store", store, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run,) = json.loads(hs("runs", "--store", store, "-f", "json").stdout)
+    (run,) = json.loads(cli("runs", "--store", store, "-f", "json").stdout)
     assert (
         run["status"] == "success"
         and run["world_size"] == 2
         and run["n_accelerators"] == 0  # on CPU: no accelerator
         and run["run_id"].startswith("mycnn-build-2w-")
     )
-    shown = json.loads(hs("show", run["run_id"], "--store", store, "-f", "json").stdout)
+    shown = json.loads(cli("show", run["run_id"], "--store", store, "-f", "json").stdout)
     path, func, fn = factory(f"{GOOD}:build")
     expected = sum(
         p.numel() for p in call(fn, path, func, input_shape=(1, 8, 8), num_classes=10).parameters()
