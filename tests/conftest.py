@@ -100,9 +100,10 @@ def cli(
     *args: str | os.PathLike[str], env: Mapping[str, str | None] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the honestscale command in this process, through ``main()`` as the installed script runs it (its error
-    messages, fixes and exit codes), stdin empty and the environment a user's (``hs``; None unsets a variable): for the tests whose subject
-    is what a command does, not its process. A fresh process costs 0.5-0.7 s of CPU to start, a report's several
-    more for its imports; those that kill, interrupt or time a command, or that train, start one (``hs``)."""
+    messages, fixes and exit codes), stdin empty and the environment a user's (as ``hs``; None unsets a variable):
+    for the tests whose subject is what a command does, not its process. A fresh process costs 0.5-0.7 s of CPU to
+    start, a report's several more for its imports; the tests that kill, interrupt or time a command, or train,
+    start one (``hs``)."""
     from typer.testing import CliRunner
 
     from honestscale.cli import main
