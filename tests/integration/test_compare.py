@@ -180,7 +180,7 @@ def test_user_errors_name_the_fix(compare_store: Path) -> None:
 def test_the_comparison_report_draws_every_run(compare_store: Path, tmp_path: Path) -> None:
     pdf, html = tmp_path / "compare.pdf", tmp_path / "compare.html"
     got = cli("compare", "compare-base", "compare-loaders", "--store", compare_store, "-o", pdf, "--html", html,
-             "--fail-if-slower", "5%")  # fmt: skip
+              "--fail-if-slower", "5%")  # fmt: skip
     assert got.returncode == 1, got.stderr
     assert pdf.read_bytes().startswith(b"%PDF")
     svg = (tmp_path / "compare_files" / "pair1.svg").read_text()
