@@ -98,6 +98,17 @@ def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def with_energy(df: pl.DataFrame, energies: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """The runs with the energy to train `show` and the report give (every source, not only MLPerf's power logs)
+    and where it comes from (``energy_source``: "not recorded" where none is)."""
+    import polars as pl
+
+    ids = df["run_id"].to_list()
+    joules = pl.Series("energy_to_train_j", [energies.get(i, {}).get("joules") for i in ids], pl.Float64)
+    sources = pl.Series("energy_source", [energies.get(i, {}).get("source") for i in ids], pl.String)
+    return df.with_columns(joules).insert_column(df.columns.index("energy_to_train_j") + 1, sources)
+
+
 def run_records(
     df: pl.DataFrame,
     targets: dict[str, dict[str, Any]],

@@ -208,6 +208,8 @@ def runs(
         queries.check_campaign(con, campaign)
         df = queries.runs(con, campaign)
         runs, view = listing(con, campaign)
+        if format is not TableFormat.table:
+            df = _output.with_energy(df, _energies(con, campaign))
     targets = _output.reached(runs) if format is not TableFormat.table else {}
     rejected = _output.rejected_times(linter.lint(view, select=["HS213"]).findings)
     if format is TableFormat.json:
@@ -218,6 +220,17 @@ def runs(
         err.print("no runs in the store yet: `honestscale ingest PATH` first")
     else:
         out.print(_output.runs_table(df, rejected))
+
+
+def _energies(con: Any, campaign: str | None) -> dict[str, dict[str, Any]]:
+    """Each run's energy to train as `show` and the report give it (analysis.energy, the one place it is chosen)."""
+    from honestscale.analysis import energy
+    from honestscale.store import queries
+    from honestscale.view import concerning, energy_records, power_samples
+
+    power, records = power_samples(con, campaign), energy_records(con)
+    rows = queries.lint_runs(con, campaign, with_superseded=True).iter_rows(named=True)
+    return {r["run_id"]: energy.of_run(r, power.get(r["run_id"], []), concerning(r, records)) for r in rows}
 
 
 @app.command()

@@ -106,6 +106,7 @@ def classify(path: Path) -> Format | None:
         head = _head(path)
     except OSError:
         head = b""
+    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Excel's CSVs): the reader drops it too
     if MLLOG_RECORD.search(head):
         return "mlperf"
     reader = importers.sniff(path, head)

@@ -6,11 +6,13 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from honestscale import events as ev
+from honestscale.collector._parsed import BadLine, Parsed
 
 
 def number(value: Any) -> float | None:
@@ -18,6 +20,98 @@ def number(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
+
+
+def _as_float(value: Any) -> float | None:
+    """A log's value as a float, finite or not (a number, or a number written as text); None for anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def checked(
+    out: Parsed,
+    line: int,
+    raw: str,
+    field: str,
+    value: Any,
+    *,
+    least: float | None = None,
+    most: float | None = None,
+    above: float | None = None,
+    what: str = "value",
+) -> float | None:
+    """A number of a log that is finite and can be what its field says, else None.
+
+    A field that is absent or empty is just None. A field that holds a value it cannot hold (NaN, +-inf, a word
+    where a number belongs, a negative time or energy, an accuracy outside [0, 1]) is never dropped in silence:
+    it goes to the quarantine with the line, the field and why (``least``/``most``: the bounds it may reach;
+    ``above``: the bound it must pass, ``above=0`` for a duration), and the caller leaves it out.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    got = _as_float(value)
+    if got is None or not math.isfinite(got):
+        shown = value if got is None else got
+        out.bad.append(
+            BadLine(line, raw, f"field {field!r}: {shown!r} is no finite number: the {what} is left out")
+        )
+        return None
+    why = (
+        f"below {least:g}" if least is not None and got < least
+        else f"above {most:g}" if most is not None and got > most
+        else f"not above {above:g}" if above is not None and got <= above
+        else None
+    )  # fmt: skip
+    if why is not None:
+        out.bad.append(
+            BadLine(line, raw, f"field {field!r}: {got!r} is {why}, which no {what} can be: left out")
+        )
+        return None
+    return got
+
+
+_FRACTION = re.compile(
+    r"acc|top_?[15]\b|top[15]_|precision|recall|\bf1|_f1|exact_match|\bem\b", re.IGNORECASE
+)
+_RATE = re.compile(
+    r"per_s(ec(ond)?)?\b|_ips\b|^ips$|throughput|samples/s|tokens/s|img/s|it/s|_runtime$|_time$|^time$",
+    re.IGNORECASE,
+)
+
+
+def is_rate(name: str, unit: str | None = None) -> bool:
+    """A metric that measures speed or time (samples/s, img/s, a runtime), never a quality of the model."""
+    return bool(_RATE.search(name) or (unit and ("/s" in unit or unit.strip().lower() in ("s", "ms", "sec"))))
+
+
+def quality_bounds(metric: str) -> tuple[float | None, float | None]:
+    """What a quality metric can be: an accuracy-like fraction lies in [0, 1]; anything else is unbounded here."""
+    return (0.0, 1.0) if _FRACTION.search(metric) else (None, None)
+
+
+def raw_row(row: Mapping[Any, Any]) -> str:
+    """A csv.DictReader row as the line it came from (for the quarantine), its extra fields included."""
+    fields = [str(v) for k, v in row.items() if k is not None and v is not None]
+    return ",".join(fields + [str(v) for v in row.get(None) or []])
+
+
+def ragged(row: Mapping[Any, Any], header: Sequence[str] | None, line: int) -> BadLine | None:
+    """A CSV row with more or fewer fields than its header, named by line for the quarantine (its values would
+    land under the wrong columns); None for a whole row."""
+    extra, missing = len(row.get(None) or []), sum(v is None for k, v in row.items() if k is not None)
+    if not extra and not missing:
+        return None
+    width = len(header or ())
+    return BadLine(line, raw_row(row), f"a row of {width + extra - missing} fields where the header has {width}: "
+                   "its values cannot be told apart, the row is not read")  # fmt: skip
 
 
 def count(value: Any, least: int = 0) -> int | None:

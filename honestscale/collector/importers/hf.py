@@ -17,9 +17,18 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers._build import RankEvents, count, number, run_id
+from honestscale.collector.importers._build import (
+    RankEvents,
+    checked,
+    count,
+    is_rate,
+    number,
+    quality_bounds,
+    run_id,
+)
 
 FORMAT = "hf-trainer-state"
 LABEL = "Hugging Face trainer_state.json"
@@ -31,12 +40,16 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _entry_lines(text: str) -> list[int]:
-    """The line of each log_history entry (its "step" key: one per entry), in order."""
+    """The line of each log_history entry (its "step" key: one per entry), in order: one pass over the text, the
+    newlines counted between one match and the next (linear in the file, however many entries it has)."""
     start = text.find('"log_history"')
     lines = []
+    line, at = 1, 0
     for m in re.finditer(r'^\s*"step": ', text, re.MULTILINE):
+        line += text.count("\n", at, m.start())
+        at = m.start()
         if m.start() > start:
-            lines.append(text.count("\n", 0, m.start()) + 1)
+            lines.append(line)
     return lines
 
 
@@ -55,7 +68,23 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     lines = _entry_lines(text)
     line_of = {i: lines[i] if i < len(lines) else 1 for i in range(len(entries))}
     end = next((e for e in entries if "train_runtime" in e), None)
-    runtime = number(end.get("train_runtime")) if end else None
+    end_line = line_of[entries.index(end)] if end is not None else 1
+    runtime = (
+        checked(
+            out,
+            end_line,
+            _raw(end),
+            "train_runtime",
+            end.get("train_runtime"),
+            above=0.0,
+            what="training time",
+        )
+        if end is not None
+        else None
+    )
+    untimed = end is not None and runtime is None
+    if untimed:
+        end = None  # no time to train: the run is left without a stop (said below), never a 0 s success
     sps, steps_ps = (
         (number(end.get("train_samples_per_second")), number(end.get("train_steps_per_second")))
         if end
@@ -84,17 +113,16 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
                               "accelerator", "model shape"]},
     )  # fmt: skip
     for i, e in enumerate(entries):
-        step = count(e.get("step"))
-        when = t0 + (runtime or 0.0) * (step / global_step if step is not None and global_step else 1.0)
-        for key, value in e.items():
-            for prefix, split in (("eval_", "validation"), ("test_", "test")):
-                if key.startswith(prefix) and not key.endswith(_TIMINGS) and (v := number(value)) is not None:
-                    epoch = number(e.get("epoch"))
-                    rank.add(line_of[i], "eval", when, split=split, metric=key.removeprefix(prefix), value=v,
-                             epoch=int(epoch) if epoch is not None else None, step=step)  # fmt: skip
+        _evaluations(
+            out, rank, e, line_of[i], t0 + (runtime or 0.0) * _share(count(e.get("step")), global_step)
+        )
     if end is not None:
-        rank.add(line_of[entries.index(end)], "run_stop", t_end, status="success",
-                 train_loss=number(end.get("train_loss")))  # fmt: skip
+        rank.add(end_line, "run_stop", t_end, status="success",
+                 train_loss=checked(out, end_line, _raw(end), "train_loss", end.get("train_loss"), what="loss"))  # fmt: skip
+    elif untimed:
+        out.warnings.append(
+            "train_runtime is no time (quarantined, with its line): the run is left without a stop"
+        )
     else:
         out.notes.append(
             f"no train_runtime in log_history: a state saved at step {global_step} of {max_steps} (a checkpoint's, "
@@ -102,6 +130,32 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         )
     out.events = rank.numbered()
     return out
+
+
+def _raw(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, default=str)
+
+
+def _share(step: int | None, global_step: int | None) -> float:
+    """Where a step sits in the run, as a share of train_runtime (no step: at the end)."""
+    return step / global_step if step is not None and global_step else 1.0
+
+
+def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, Any], line: int, when: float) -> None:
+    """An entry's eval_*/test_* qualities as evaluations; rates and runtimes are no quality, an impossible value
+    (NaN, an accuracy past 1) goes to the quarantine by field."""
+    step = count(entry.get("step"))
+    epoch = number(entry.get("epoch"))
+    for key, value in entry.items():
+        for prefix, split in (("eval_", "validation"), ("test_", "test")):
+            if not key.startswith(prefix) or key.endswith(_TIMINGS) or is_rate(key):
+                continue
+            metric = key.removeprefix(prefix)
+            least, most = quality_bounds(metric)
+            v = checked(out, line, _raw(entry), key, value, least=least, most=most, what=metric)
+            if v is not None:
+                rank.add(line, "eval", when, split=split, metric=metric, value=v,
+                         epoch=int(epoch) if epoch is not None else None, step=step)  # fmt: skip
 
 
 def _global_batch(sps: float | None, steps_ps: float | None, local: int | None) -> int | None:
