@@ -37,6 +37,9 @@ class InputError(HonestscaleError):
 class Source:
     path: Path  # absolute
     format: Format
+    # the other formats its content also looks like: the ingest reads it as each and lands the one that reads
+    # something, or refuses it naming them all (never one of two in silence)
+    also: tuple[Format, ...] = ()
 
 
 SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
@@ -95,26 +98,60 @@ def _head(path: Path, size: int = _SNIFF_BYTES) -> bytes:
 
 
 def classify(path: Path) -> Format | None:
-    """By content: ``mlperf`` for a file with a :::MLLOG record near its start, an importer's format for another
-    tool's log (torchtitan's metrics are ``.jsonl`` too), ``native`` for other .jsonl files (their lines are
-    events, or quarantined as not events), ``horovod-timeline`` for horovod-timeline*.json, else None."""
+    """The first of :func:`classify_all`, or None."""
+    found = classify_all(path)
+    return found[0] if found else None
+
+
+def classify_all(path: Path) -> tuple[Format, ...]:
+    """By content, every format the file looks like: ``mlperf`` for a file with a :::MLLOG record, an importer's
+    format for another tool's log (torchtitan's metrics are ``.jsonl`` too), ``native`` for other .jsonl files
+    (their lines are events, or quarantined as not events), ``horovod-timeline`` for horovod-timeline*.json;
+    empty for none. The first MiB decides, unless it matches nothing and the file is text: then the rest is read
+    too (a log whose first lines are a MiB of warnings)."""
     if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
-        return "horovod-timeline"
+        return ("horovod-timeline",)
     try:
         if _is_native_name(path) and _NATIVE_FIRST.match(_head(path, 4096)):
-            return "native"  # the common case, decided by its first line (every poll of --watch asks)
+            return ("native",)  # the common case, decided by its first line (every poll of --watch asks)
         head = _head(path)
     except OSError:
         head = b""
-    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Excel's CSVs): the reader drops it too
-    if MLLOG_RECORD.search(head):
-        return "mlperf"
-    reader = importers.sniff(path, head)
-    if reader is not None:
-        return reader.format
-    if _is_native_name(path):
-        return "native"
-    return None
+    # a UTF-8 byte order mark (Excel's CSVs): the readers drop it too
+    found = _formats(path, head.removeprefix(b"\xef\xbb\xbf"))
+    if not found and len(head) == _SNIFF_BYTES and b"\0" not in head:
+        found = _formats_later(path)
+    if not found and _is_native_name(path):
+        return ("native",)
+    return found
+
+
+def _formats(path: Path, text: bytes) -> tuple[Format, ...]:
+    mlperf = ("mlperf",) if MLLOG_RECORD.search(text) else ()
+    return (*mlperf, *(r.format for r in importers.sniff_all(path, text)))
+
+
+def _formats_later(path: Path) -> tuple[Format, ...]:
+    """The formats of the first later MiB of a text file that looks like any (each window starts at a line, so a
+    log's lines are whole in it), up to the end of the file."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            fh.read(_SNIFF_BYTES)
+            carry, first = b"", True
+            while chunk := fh.read(_SNIFF_BYTES):
+                window = carry + chunk
+                start = window.find(b"\n") + 1 if first else 0  # the line the first MiB cut
+                first = False
+                cut = window.rfind(b"\n") + 1 or len(window)
+                if b"\0" in chunk:
+                    return ()  # binary after all
+                if found := _formats(path, window[start:cut]):
+                    return found
+                carry = window[cut:]
+    except (OSError, EOFError, zlib.error):
+        return ()
+    return ()
 
 
 def _mlperf_like(path: Path) -> bool:
@@ -191,7 +228,8 @@ def discover(args: list[str]) -> Discovery:
                         )
                     skipped.append(Skipped(cand, POWER_FILE))
                     continue
-                fmt = classify(cand)
+                found = classify_all(cand)
+                fmt = found[0] if found else None
                 if fmt is None and _mlperf_like(cand):
                     skipped.append(Skipped(cand, UNKNOWN_MLPERF))  # named, and the ingest exits 3
                     continue
@@ -207,7 +245,7 @@ def discover(args: list[str]) -> Discovery:
                     skipped.append(Skipped(cand, NOT_RESULTS))
                     continue
                 resolved = cand.resolve()
-                sources.setdefault(resolved, Source(resolved, fmt))
+                sources.setdefault(resolved, Source(resolved, fmt, found[1:]))
     return Discovery(list(sources.values()), skipped)
 
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 import honestscale
 from honestscale import events as ev
-from honestscale.collector import _mlperf, _timeline, importers
+from honestscale.collector import _timeline, importers
 from honestscale.collector._content import (
     BOM,
     LINE_LIMIT,
@@ -58,6 +58,7 @@ from honestscale.collector._native import (
     numbered_batch,
     shaped,
 )
+from honestscale.collector._read import read_log
 from honestscale.collector._sources import Source
 from honestscale.collector._summary import FileResult, Summary
 from honestscale.errors import HonestscaleError
@@ -398,20 +399,18 @@ class Ingester:
                 return
             plan.replace = True
         text = data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
-        if plan.source.format == "mlperf":
-            parsed = _mlperf.parse(plan.source.path, text, campaign=self.campaign)
-        else:
-            reader = importers.FORMATS[plan.source.format]
-            try:
-                parsed = reader.parse(plan.source.path, text, self.campaign)
-            except Exception as exc:  # a log no reader foresaw: this file is refused, the others land
-                plan.result.action, plan.replace = "refused", False
-                plan.result.warnings.append(
-                    f"read as {reader.label}, but the reader failed on it ({type(exc).__name__}: {exc}): nothing "
-                    "of it landed (what it held before is kept); report it with the file"
-                )
-                return
-            plan.result.notes.insert(0, f"read as {reader.label}")
+        read = read_log(plan.source.path, (plan.source.format, *plan.source.also), text, self.campaign)
+        if read.parsed is None:
+            plan.result.action, plan.replace = "refused", False
+            plan.result.warnings.append(read.refusal)
+            return
+        parsed = read.parsed
+        if read.format != plan.source.format:
+            plan.source = replace(plan.source, format=read.format, also=())
+            plan.result.format = read.format
+        if read.format != "mlperf":
+            plan.result.notes.insert(0, f"read as {importers.label(read.format)}")
+        plan.result.notes.extend(read.notes)
         plan.arrow = numbered_batch(
             plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
         )

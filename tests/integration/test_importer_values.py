@@ -7,9 +7,11 @@ from that log with a few lines of ``json``/``csv`` here, never from the importer
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,51 @@ def test_runs_json_gives_the_energy_show_gives(tmp_path: Path) -> None:
         assert run["energy_source"] == shown["source"]
         measured += run["energy_to_train_j"] is not None
     assert measured == 1  # the runner's 3-minute training fills its tracker's window
+
+
+MEGATRON = DATA / "megatron" / "megatron.log.gz"
+DLLOGGER = DATA / "dllogger" / "dllogger.json"
+TITAN_LINE = (
+    "[rank0]:[titan] 2026-11-25 23:51:21,004 - root - INFO - torchtitan version: 0.2.2 (0.0.0 means __version__ "
+    "is not defined correctly)."
+)  # a line of tests/data/imported/torchtitan-console-r022.log.gz
+
+
+def _megatron_iterations(text: str) -> int:
+    return len(re.findall(r"^ \[[^\]]+\] iteration\s+\d+/", text, re.MULTILINE))
+
+
+def test_a_megatron_log_with_a_torchtitan_looking_line_is_read_as_megatron(tmp_path: Path) -> None:
+    text = gzip.decompress(MEGATRON.read_bytes()).decode()
+    path = tmp_path / "train.log"
+    path.write_text(TITAN_LINE + "\n" + text)  # the line first: the torchtitan reader is asked first
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, path)
+    assert "read as Megatron-LM" in out and "also looks like torchtitan" in out, out
+    assert _query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
+
+
+def test_a_log_whose_first_mib_is_noise_is_still_found(tmp_path: Path) -> None:
+    text = gzip.decompress(MEGATRON.read_bytes()).decode()
+    noise = "".join(
+        f"/usr/lib/python3/site.py:{i}: UserWarning: something is deprecated\n" for i in range(25_000)
+    )
+    assert len(noise.encode()) > 1 << 20
+    path = tmp_path / "train.log"
+    path.write_text(noise + text)
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, path)
+    assert "read as Megatron-LM" in out, out
+    assert _query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
+
+
+def test_a_dllogger_log_with_an_mllog_line_is_refused_naming_both(tmp_path: Path) -> None:
+    mllog = ':::MLLOG {"namespace": "", "time_ms": 1700000000000, "event_type": "POINT_IN_TIME", "key": "cache_clear", "value": true, "metadata": {"file": "train.py", "lineno": 1}}'
+    lines = DLLOGGER.read_text().splitlines()
+    path = tmp_path / "dllogger.json"
+    path.write_text("\n".join([*lines[:3], mllog, *lines[3:]]) + "\n")
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, path, code=3)
+    assert "in 2 formats" in out and "MLPerf log" in out and "NVIDIA DLLogger log" in out, out
+    assert "nothing of it landed" in out
+    assert _query(store, "SELECT count(*) FROM runs") == [(0,)]

@@ -65,6 +65,11 @@ def sniff(path: Path, head: bytes) -> Reader | None:
     return next((r for r in READERS if r.sniff(path, head)), None)
 
 
+def sniff_all(path: Path, head: bytes) -> list[Reader]:
+    """Every reader whose format the text looks like, in the order of READERS."""
+    return [r for r in READERS if r.sniff(path, head)]
+
+
 def label(format: str) -> str:
     """How a format is named to the user: a reader's label, else the format itself."""
     reader = FORMATS.get(format)

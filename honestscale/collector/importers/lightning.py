@@ -1,28 +1,89 @@
 """Lightning's ``CSVLogger``: ``metrics.csv`` (+ ``hparams.yaml`` beside it), written by global rank 0 only.
 
-``metrics.csv`` has one row per logging call group: ``epoch``, ``step`` (the global step) and a column per
-metric the module logged (``train_loss_step``, ``val_acc``, ``test_acc``, ...), empty where a row does not hold
-it. It holds no time, no world size, no batch size, no accelerator and no other rank's numbers; a metric logged
-with ``sync_dist=True`` is the mean over ranks, any other is rank 0's. So the run has evaluations (``val*`` as
-validation, ``test*`` as test, at their epoch and step) and nothing timed: every event is placed at the file's
-modification time and the run is left without a stop (a stop at that time would say it trained in 0 s); what
-the log cannot tell is listed in ``imported.unknown`` with the callback that records it.
+``metrics.csv`` has one row per logging call: ``epoch``, ``step`` (the global step) and a column per metric logged
+(``train_loss``, ``val_acc``, ``test_acc``, ...), empty where a row does not hold it. A metric logged with
+``sync_dist=True`` is the mean over ranks, any other is rank 0's. ``val*`` columns are validation evaluations,
+``test*`` test ones, at their epoch and step; a rate or a time (``*_per_sec``, ``throughput``, ``*/time``) is never
+a quality.
+
+With Lightning's ``ThroughputMonitor`` callback the file also holds, every ``log_every_n_steps``, rank 0's own
+count (it runs on rank 0 alone): ``train/time`` (seconds since ``on_train_start``, perf_counter, the validation
+loops taken out), ``train/batches`` and ``train/samples`` (rank 0's, since the start), and from its
+``window_size``-th batch on (100 by default) its rates over the last window: ``train/device/samples_per_sec``
+(rank 0's) and, in a world of more than one, ``train/samples_per_sec`` = rank 0's × the world size. So:
+
+* each row with ``train/time`` is a step event of rank 0: its time the difference from the row before (the first
+  from the start: the warm-up), its samples ``train/samples``' growth where logged (unknown where not), its
+  ``iterations`` the steps it covers; the run starts at the file's modification time minus the last
+  ``train/time`` and its events are placed on that clock (evaluations at the last training row before them);
+* the world size is ``train/samples_per_sec / train/device/samples_per_sec`` when that is the same whole number on
+  every row with both (1 when every row has the device rate and none the global one, which the callback logs only
+  in a larger world); anything else leaves it unknown;
+* the tool's global rate is kept as a claim named "rank 0's × world size", never as the run's rate.
+
+There is no wall clock, no accelerator, no other rank's numbers and no end marker: the run is left without a stop
+(``imported.stop`` says the log does not tell how or when it ended, even where its last step is timed), and what
+the log cannot tell is listed in ``imported.unknown``. Impossible values (NaN, inf, a word, a negative time or
+count, an accuracy outside [0, 1]) go to the quarantine by line and field; a row with more or fewer fields than
+the header goes there whole (its values cannot be told apart); the rest of the file is read.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from honestscale.collector._parsed import Parsed
-from honestscale.collector.importers._build import RankEvents, count, run_id
+from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers._build import (
+    RankEvents,
+    checked,
+    count,
+    is_rate,
+    quality_bounds,
+    ragged,
+    raw_row,
+    run_id,
+)
 
 FORMAT = "lightning-metrics"
 LABEL = "Lightning CSVLogger metrics.csv"
 RECORD = "honestscale.record.lightning.HonestscaleCallback"
 _SPLITS = (("val_", "validation"), ("val/", "validation"), ("test_", "test"), ("test/", "test"))
+# ThroughputMonitor's columns: <stage><sep>[device<sep>]<what> (its separator is "/" unless the user changes it)
+_MONITOR = re.compile(
+    r"^(?P<stage>train|validate|test|predict)(?P<sep>[/._])(?P<device>device(?P=sep))?"
+    r"(?P<what>time|batches|samples|lengths|(?:batches|samples|items|flops)_per_sec|mfu)$"
+)
+_CLAIM = "rank 0's × world size"
+
+
+@dataclass
+class _Row:
+    """One row of metrics.csv that could be read: its line, epoch and step, ThroughputMonitor's training values
+    (``time``, ``samples``, ``device/samples_per_sec``, ...) and its evaluations (split, metric, value)."""
+
+    line: int
+    epoch: int | None
+    step: int | None
+    monitor: dict[str, float] = field(default_factory=dict)
+    evals: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass
+class _Step:
+    """A step event: the rows' differences of train/time, train/samples and the step."""
+
+    line: int
+    epoch: int | None
+    step: int
+    at: float  # train/time at its end
+    seconds: float
+    samples: int | None
+    iterations: int
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -47,57 +108,264 @@ def _hparams(path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in got.items() if isinstance(v, int | float | str | bool)}
 
 
-def _value(text: str | None) -> float | None:
-    try:
-        value = float(text) if text not in (None, "") else None
-    except ValueError:
+def _index(out: Parsed, line: int, raw: str, name: str, text: Any) -> int | None:
+    """The row's epoch or step: a whole number at least 0, else quarantined by field (None)."""
+    value = checked(out, line, raw, name, text, least=0.0, what=name)
+    got = count(value)
+    if value is not None and got is None:
+        out.bad.append(
+            BadLine(line, raw, f"field {name!r}: {value!r} is no whole number: the {name} is left out")
+        )
+    return got
+
+
+def _monitored(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row) -> None:
+    """A ThroughputMonitor column: its training values kept (the other stages' only checked: rank 0's counts)."""
+    m = _MONITOR.match(key)
+    assert m is not None
+    what, device = m["what"], bool(m["device"])
+    most = 1.0 if what == "mfu" else None
+    kind = "time" if what == "time" else "count" if "_" not in what else what.replace("_", " ")
+    value = checked(out, line, raw, key, text, least=0.0, most=most, what=kind)
+    if value is not None and m["stage"] == "train":
+        into.monitor[("device/" if device else "") + what] = value
+
+
+def _cell(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row, trained: set[str]) -> None:
+    """One field of a row: a ThroughputMonitor value, an evaluation, or a training metric (its name kept)."""
+    if _MONITOR.match(key):
+        _monitored(out, line, raw, key, text, into)
+        return
+    timing = is_rate(key) or bool(re.search(r"[/.]time$", key))
+    split = next((s for prefix, s in _SPLITS if key.startswith(prefix)), None)
+    metric = next((key.removeprefix(p) for p, _ in _SPLITS if key.startswith(p)), key)
+    least, most = (0.0, None) if timing else quality_bounds(metric)
+    value = checked(
+        out, line, raw, key, text, least=least, most=most, what="rate or time" if timing else metric
+    )
+    if value is None:
+        return
+    if split is None or timing:
+        trained.add(key)
+    else:
+        into.evals.append((split, metric, value))
+
+
+def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
+    """The header, the rows that could be read, and the training metrics' names; ragged rows quarantined whole."""
+    reader = csv.DictReader(io.StringIO(text))
+    rows: list[_Row] = []
+    trained: set[str] = set()
+    for row in reader:
+        line = reader.line_num  # a quoted field may span lines: the row's last line
+        if (bad := ragged(row, reader.fieldnames, line)) is not None:
+            out.bad.append(bad)
+            continue
+        raw = raw_row(row)
+        got = _Row(
+            line,
+            _index(out, line, raw, "epoch", row.get("epoch")),
+            _index(out, line, raw, "step", row.get("step")),
+        )
+        for key, value in row.items():
+            if key not in ("epoch", "step") and value:
+                _cell(out, line, raw, key, value, got, trained)
+        rows.append(got)
+    return list(reader.fieldnames or ()), rows, trained
+
+
+def _not_a_step(t: float, at: float, step: int | None, before: int | None) -> str | None:
+    """Why a row with train/time is no step after the one before (None: it is one)."""
+    if t <= at:
+        return f"train/time {t!r} is not past the row before's {at!r}"
+    if step is None:
+        return "no step and no train/batches"
+    if before is not None and step <= before:
+        return f"step {step} is not past the row before's {before}"
+    return None
+
+
+def _steps(out: Parsed, rows: list[_Row]) -> list[_Step]:
+    """One step event per row with train/time: the differences from the row before (the first from the start,
+    where ThroughputMonitor's counts begin)."""
+    steps: list[_Step] = []
+    at, step_before = 0.0, None
+    samples_before: int | None = 0
+    for row in rows:
+        t = row.monitor.get("time")
+        if t is None:
+            continue
+        samples, batches = count(row.monitor.get("samples")), count(row.monitor.get("batches"))
+        step = row.step if row.step is not None else (batches - 1 if batches else None)
+        why = _not_a_step(t, at, step, step_before)
+        if why is not None or step is None:
+            out.warnings.append(f"line {row.line}: {why}: not a step (a second fit into the same log?)")
+            continue
+        # the first row's steps: since the start (a resumed run's train/batches count from its resumption)
+        first = min(step + 1, batches) if batches else step + 1
+        grown = samples - samples_before if samples is not None and samples_before is not None else None
+        steps.append(_Step(row.line, row.epoch, step, t, t - at, grown if grown is None or grown >= 0 else None,
+                           step - step_before if step_before is not None else first))  # fmt: skip
+        at, samples_before, step_before = t, samples, step
+    return steps
+
+
+def _world(rows: list[_Row]) -> tuple[int | None, str]:
+    """The world size ThroughputMonitor's rates tell, and how (or why it cannot be told)."""
+    rated = [r.monitor for r in rows if r.monitor.get("device/samples_per_sec")]
+    if not rated:
+        said = any(r.monitor for r in rows)
+        return None, (
+            "ThroughputMonitor logs its rates from its window_size-th batch on (100 by default): no row has them"
+            if said
+            else "metrics.csv holds no ThroughputMonitor columns"
+        )
+    ratios = [m["samples_per_sec"] / m["device/samples_per_sec"] for m in rated if "samples_per_sec" in m]
+    if not ratios and len(rated) > 0:
+        return (
+            1,
+            f"train/device/samples_per_sec on {len(rated)} rows and no global rate (logged only in a larger world)",
+        )
+    whole = round(ratios[0])
+    if len(ratios) == len(rated) and whole >= 2 and all(abs(r - whole) <= 1e-6 * whole for r in ratios):
+        return (
+            whole,
+            f"train/samples_per_sec / train/device/samples_per_sec: {whole} on each of its {len(ratios)} rows",
+        )
+    return None, (
+        f"train/samples_per_sec / train/device/samples_per_sec is not one whole number on every row "
+        f"({min(ratios):g} to {max(ratios):g} over {len(ratios)} of {len(rated)} rows)"
+    )
+
+
+def _claims(rows: list[_Row], world: int | None) -> dict[str, Any] | None:
+    """The tool's own rate, rank 0's × world size: a claim, never the run's rate."""
+    rated = [r for r in rows if r.monitor.get("device/samples_per_sec")]
+    if not rated:
         return None
-    return value if value is not None and value == value and abs(value) != float("inf") else None
+    last = rated[-1]
+    sps, device = last.monitor.get("samples_per_sec"), last.monitor["device/samples_per_sec"]
+    where = f"at step {last.step} (line {last.line})"
+    if sps is None:
+        if world != 1:
+            return None
+        return {"samples_per_s": device, "rank0_samples_per_s": device,
+                "from": f"rank 0's (a world of 1): ThroughputMonitor's train/device/samples_per_sec {where}"}  # fmt: skip
+    return {"samples_per_s": sps, "rank0_samples_per_s": device,
+            "from": f"{_CLAIM}: ThroughputMonitor's train/samples_per_sec {where}, rank 0's samples per second over "
+                    "its last window of batches multiplied by the world size; no other rank is timed"}  # fmt: skip
+
+
+def _local_batch(steps: list[_Step]) -> int | None:
+    """Rank 0's samples per step when every step event says the same whole number."""
+    per = {s.samples / s.iterations if s.samples is not None else None for s in steps}
+    got = per.pop() if len(per) == 1 else None
+    return int(got) if got is not None and got.is_integer() and got >= 1 else None
+
+
+def _unknown(
+    rows: list[_Row], steps: list[_Step], world: int | None, why_world: str, local: int | None
+) -> list[str]:
+    """What metrics.csv cannot tell, each with why (``world_size`` first where unknown: HS215 reads it)."""
+    unknown = [] if world is not None else [f"world_size ({why_world}: record the run with {RECORD})"]
+    if not steps:
+        unknown += ["step times", "wall clock"]
+    else:
+        unknown.append("wall clock (train/time counts from the start of training: the start is placed at the "
+                       "file's modification time minus the last train/time)")  # fmt: skip
+        if any(s.iterations > 1 for s in steps):
+            unknown.append("each step's own time (train/time is logged every log_every_n_steps: one step event per "
+                           "logged row, its iterations the steps it covers)")  # fmt: skip
+        last = max((r.step for r in rows if r.step is not None), default=steps[-1].step)
+        if last > steps[-1].step:
+            unknown.append(
+                f"the time of steps {steps[-1].step + 1} to {last} (after the last train/time row)"
+            )
+        if any(s.samples is None for s in steps):
+            unknown.append("the samples of the step events whose row has no train/samples")
+        unknown.append("the time spent in validation (ThroughputMonitor takes it out of train/time)")
+    unknown.append("batch size" if local is None else "the other ranks' batch sizes (the global batch)")
+    return [*unknown, "accelerator", "the other ranks' numbers", "how the run ended"]
+
+
+def _imported(columns: list[str], steps: list[_Step], unknown: list[str], why_world: str,
+              world: int | None) -> dict[str, Any]:  # fmt: skip
+    ranks = ("global rank 0 (metrics logged with sync_dist are the mean over ranks, the others rank 0's; "
+             "ThroughputMonitor's columns are rank 0's alone, its global rates rank 0's × world size)")  # fmt: skip
+    got: dict[str, Any] = {"tool": "Lightning CSVLogger" + (" with ThroughputMonitor" if steps else ""),
+                           "ranks_in_log": ranks, "columns": columns, "unknown": unknown}  # fmt: skip
+    if not steps:
+        got["clock"] = ("none: metrics.csv holds no time; every event is placed at the file's modification time, "
+                        "and the run is left without a stop (no time to train)")  # fmt: skip
+        got["stop"] = "metrics.csv does not say how or when the run ended (no time in it)"
+        return got
+    last = steps[-1]
+    got["clock"] = ("ThroughputMonitor's train/time: rank 0's training time since on_train_start (perf_counter, "
+                    "the validation loops taken out); no wall clock: the start is placed at the file's "
+                    "modification time minus the last train/time, each step at its train/time after it, each "
+                    "evaluation at the last training row before it")  # fmt: skip
+    got["stop"] = (f"metrics.csv does not say how or when the run ended (no end marker: its last training row is "
+                   f"step {last.step}, at {last.at:.3f} s of train/time, line {last.line})")  # fmt: skip
+    got["last_train_time_s"] = last.at
+    got["last_timed_step"] = last.step
+    if world is not None:
+        got["world_size_from"] = why_world
+    return got
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     out = Parsed()
-    rows = list(csv.DictReader(io.StringIO(text)))
+    text = text.removeprefix("\ufeff")
+    columns, rows, trained = _read(out, text)
     if not rows:
-        out.warnings.append("a header and no rows: no run")
+        out.warnings.append("no row could be read: no run" if out.bad else "a header and no rows: no run")
         return out
-    when = path.stat().st_mtime
+    steps = _steps(out, rows)
+    world, why_world = _world(rows)
+    local = _local_batch(steps)
+    end = path.stat().st_mtime
+    t0 = end - (steps[-1].at if steps else 0.0)
     version = path.parent.name
     name = (
         f"{path.parent.parent.name} {version}" if version.startswith("version_") else (version or "lightning")
     )
     hparams = _hparams(path)
     rank = RankEvents(run_id("lightning", text), 0)
-    columns = [c for c in rows[0] if c not in ("epoch", "step")]
+    unknown = _unknown(rows, steps, world, why_world, local)
     rank.add(
-        1, "run_start", when, campaign=campaign, name=name, purpose="final", framework="lightning",
-        scope="end_to_end", hyperparameters=hparams or None,
-        imported={"tool": "Lightning CSVLogger", "ranks_in_log": "global rank 0 (metrics logged with sync_dist "
-                  "are the mean over ranks, the others rank 0's)",
-                  "clock": "none: metrics.csv holds no time; every event is placed at the file's modification "
-                           "time, and the run is left without a stop (no time to train)",
-                  "stop": "metrics.csv does not say how or when the run ended (no time in it)",
-                  "columns": columns,
-                  "unknown": [f"world_size (not in metrics.csv: record the run with {RECORD})",
-                              "step times", "wall clock", "batch size", "accelerator", "the other ranks' numbers"]},
+        1, "run_start", t0, campaign=campaign, name=name, purpose="final", framework="lightning",
+        scope="end_to_end", hyperparameters=hparams or None, world_size=world, local_batch_size=local,
+        claims=_claims(rows, world),
+        imported=_imported([c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world),
     )  # fmt: skip
-    last_train: dict[str, float] = {}
-    for line, row in enumerate(rows, start=2):
-        epoch, step = count(_value(row.get("epoch"))), count(_value(row.get("step")))
-        for key, text_value in row.items():
-            value = _value(text_value)
-            if key in ("epoch", "step") or key is None or value is None:
-                continue
-            split = next((s for prefix, s in _SPLITS if key.startswith(prefix)), None)
-            if split is None:
-                last_train[key] = value
-                continue
-            metric = next(key.removeprefix(p) for p, s in _SPLITS if key.startswith(p))
-            rank.add(line, "eval", when, split=split, metric=metric, value=value, epoch=epoch, step=step)
-    if last_train:
+    _events(rank, rows, steps, t0 if steps else end)
+    if steps:
+        spans = sorted({s.iterations for s in steps})
         out.notes.append(
-            "training metrics kept only as the columns' names (no step times to place them on): "
-            + ", ".join(sorted(last_train))
+            f"ThroughputMonitor's train/time: {len(steps)} step events of rank 0 (steps {steps[0].step} to "
+            f"{steps[-1].step}, {steps[-1].at:.3f} s of training), each the difference from the row before "
+            f"(covering {', '.join(map(str, spans))} steps); world size "
+            + (f"{world} ({why_world})" if world is not None else f"unknown ({why_world})")
+        )
+    if trained:
+        out.notes.append(
+            "training metrics kept only as the columns' names (rank 0's unless synchronised): "
+            + ", ".join(sorted(trained))
         )
     out.events = rank.numbered()
     return out
+
+
+def _events(rank: RankEvents, rows: list[_Row], steps: list[_Step], t0: float) -> None:
+    """The step events and the evaluations in the file's order, each evaluation at the last step before it."""
+    by_line = {s.line: s for s in steps}
+    clock = t0
+    for row in rows:
+        s = by_line.get(row.line)
+        if s is not None:
+            clock = t0 + s.at
+            rank.add(s.line, "step", clock, epoch=s.epoch, step=s.step, samples=s.samples, t_total=s.seconds,
+                     iterations=s.iterations, warmup=s is steps[0])  # fmt: skip
+        for split, metric, value in row.evals:
+            rank.add(row.line, "eval", clock, split=split, metric=metric, value=value, epoch=row.epoch,
+                     step=row.step)  # fmt: skip
