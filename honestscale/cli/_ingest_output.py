@@ -12,31 +12,37 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from honestscale.cli._app import err
 from honestscale.collector import NOT_RESULTS, FileResult, Ingester, Source, Summary
+from honestscale.display import shown, shown_text
+
+
+def _path(path: Path) -> str:
+    """A path as printed: its bidirectional controls and invisible characters as visible escapes, no markup."""
+    return escape(shown(path))
 
 
 def report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
     if quiet:
         return
     for warning in result.warnings:
-        err.print(f"[yellow]warning[/] {escape(str(result.path))}: {escape(warning)}", highlight=False)
+        err.print(f"[yellow]warning[/] {_path(result.path)}: {escape(shown_text(warning))}", highlight=False)
     if verbose:
         if result.action not in ("unchanged", "kept", "refused"):  # committed: a kill from here on keeps it
             err.print(
-                f"landed {escape(str(result.path))}: {result.events} events ({result.action})",
+                f"landed {_path(result.path)}: {result.events} events ({result.action})",
                 highlight=False,
             )
         for note in result.notes:
-            err.print(f"note {result.path}: {note}", highlight=False)
+            err.print(f"note {_path(result.path)}: {escape(shown_text(note))}", highlight=False)
     if result.conflicts:
         err.print(
-            f"[red]conflict[/] {escape(str(result.path))}: {result.conflicts} event(s) claim a run id, rank and seq "
+            f"[red]conflict[/] {_path(result.path)}: {result.conflicts} event(s) claim a run id, rank and seq "
             "already stored from another file with different content; that run's events from this file are in "
             "the quarantine, the stored run is unchanged (see `honestscale quarantine --file`)",
             highlight=False,
         )
     if result.action != "unchanged" and result.quarantined:
         err.print(
-            f"[yellow]warning[/] {result.path}: {result.quarantined} line(s) quarantined "
+            f"[yellow]warning[/] {_path(result.path)}: {result.quarantined} line(s) quarantined "
             "(see `honestscale quarantine`)"
         )
 
@@ -59,7 +65,7 @@ def run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: 
         def advance(source: Source, result: FileResult) -> None:
             nonlocal done, files, last
             done, files = done + sizes[source.path], files + 1
-            progress.update(task, advance=sizes[source.path], file=source.path.name)
+            progress.update(task, advance=sizes[source.path], file=escape(shown(source.path.name)))
             report_file(result, quiet, verbose)
             if not (quiet or err.is_terminal) and (now := time.monotonic()) - last >= PLAIN_EVERY:
                 last = now
@@ -79,7 +85,7 @@ def report_skipped(summary: Summary, verbose: bool) -> None:
     for reason, paths in by_reason.items():
         err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)
         for path in paths:
-            err.print(f"  {escape(str(path))}", highlight=False)
+            err.print(f"  {_path(path)}", highlight=False)
         if reason == NOT_RESULTS:
             err.print("  (your own training writes event files with honestscale.record: see docs/record.md)",
                       highlight=False)  # fmt: skip
@@ -87,7 +93,7 @@ def report_skipped(summary: Summary, verbose: bool) -> None:
     if lost:
         err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)
         for path, why in lost:
-            err.print(f"  {escape(str(path))}: {escape(why)}", highlight=False)
+            err.print(f"  {_path(path)}: {escape(shown_text(why))}", highlight=False)
         err.print(
             "fix: as each says (a file in a format this reader does not know: convert or remove it, or report "
             "the format); everything else has landed",

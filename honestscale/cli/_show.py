@@ -173,7 +173,7 @@ def _evaluations(rec: dict[str, Any], all_ranks: bool) -> Table:
         )
     for e in evals:
         ev_table.add_row(
-            str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), e["split"], e["metric"],
+            str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), _name(e["split"]), _name(e["metric"]),
             f"{e['value']:.5g}", str(e["samples"] or "-"),
         )  # fmt: skip
     return ev_table

@@ -312,6 +312,32 @@ def quarantine(
 
 
 @app.command()
+def profiles(
+    store: StoreOpt = None,
+    format: Annotated[QuarantineFormat, typer.Option("--format", "-f")] = QuarantineFormat.table,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """PyTorch profiler (Kineto) traces in the store, those linked to no run first: each trace's run, rank and
+    device, its profiled steps, and the share of their summed time the device was busy and the collectives were in
+    flight (and exposed). JSON: \\[{path, run_id, rank, world_size, backend, device, steps, t_steps, t_busy,
+    t_idle, t_comm, t_comm_exposed}], times in seconds summed over the profiled steps. `show RUN` lists a linked
+    run's steps one by one."""
+    from honestscale.cli import _output
+    from honestscale.store import queries  # polars: only the reading commands need it
+
+    with _store(store, read_only=True, wait=wait) as con:
+        df = queries.profiles(con)
+    if format is QuarantineFormat.json:
+        print(_output.dumps(df.to_dicts()))
+    elif df.height == 0:
+        err.print(
+            "no profiler trace in the store: `honestscale ingest` a trace (torch.profiler's export) first"
+        )
+    else:
+        out.print(_output.profiles_table(df))
+
+
+@app.command()
 def contract(
     json_schema: Annotated[
         bool, typer.Option("--json-schema", help="Print the JSON Schema of the events.")

@@ -146,6 +146,19 @@ def profile_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     )
 
 
+def profiles(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every profiler trace in the store, one row a file: the run it belongs to (NULL: linked to no run), its rank,
+    world size, backend and device, how many steps it profiled, their summed time and the device's busy and idle
+    time, the collectives' time and their exposed part, summed over those steps."""
+    return _frame(
+        con,
+        "SELECT f.path, p.run_id, p.rank, p.world_size, p.backend, p.device, count(*) AS steps, "
+        "sum(p.t_step) AS t_steps, sum(p.t_busy) AS t_busy, sum(p.t_idle) AS t_idle, sum(p.t_comm) AS t_comm, "
+        "sum(p.t_comm_exposed) AS t_comm_exposed FROM profile_steps p JOIN ingested_files f USING (file_id) "
+        "GROUP BY f.path, p.run_id, p.rank, p.world_size, p.backend, p.device ORDER BY p.run_id NULLS FIRST, f.path",
+    )
+
+
 def event_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """Per rank: events by kind, and seq gaps (events lost or not yet ingested)."""
     return _frame(

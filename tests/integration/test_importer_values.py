@@ -220,3 +220,51 @@ def test_a_dllogger_log_with_an_mllog_line_is_refused_naming_both(tmp_path: Path
     assert "in 2 formats" in out and "MLPerf log" in out and "NVIDIA DLLogger log" in out, out
     assert "nothing of it landed" in out
     assert _query(store, "SELECT count(*) FROM runs") == [(0,)]
+
+
+KINETO = DATA / "kineto-cpu"
+
+
+def test_profiler_traces_linked_to_no_run_are_listed(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, KINETO / "rank0_trace.json.gz", KINETO / "rank1_trace.json.gz")
+    assert "`honestscale profiles` lists it" in out
+    listed = _json("profiles", "-f", "json", "--store", str(store))
+    assert len(listed) == 2 and all(p["run_id"] is None for p in listed)
+    for p in listed:
+        trace = json.loads(gzip.decompress(Path(p["path"]).read_bytes()))
+        steps = {
+            e["name"] for e in trace["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")
+        }
+        assert p["steps"] == len(steps) and p["rank"] == trace["distributedInfo"]["rank"]
+    table = cli("profiles", "--store", str(store))
+    assert table.returncode == 0 and "2 linked to no run" in table.stdout
+
+
+def test_a_trace_cut_short_is_named_not_taken_for_a_reader_bug(tmp_path: Path) -> None:
+    text = gzip.decompress((KINETO / "rank0_trace.json.gz").read_bytes())
+    path = tmp_path / "rank0_trace.json"
+    path.write_bytes(text[: len(text) // 2])
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, path, code=3)
+    assert "a trace cut short" in out and "ingest it again once it is whole" in out, out
+    assert "report it with the file" not in out
+
+
+def test_a_right_to_left_override_is_shown_escaped(tmp_path: Path) -> None:
+    """U+202E in a file name and in a metric's name: printed as a visible escape, never as the control."""
+
+    def renamed(history: list[dict[str, Any]]) -> None:
+        for e in history:
+            if "eval_loss" in e:
+                e["eval_ssol\u202e"] = e.pop("eval_loss")
+
+    path = _state_with(tmp_path, renamed)
+    evil = path.with_name("trainer_state\u202enosj.json")
+    path.rename(evil)
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, evil)
+    assert "\u202e" not in out and "\\u202e" in out, out
+    (run,) = _json("runs", "-f", "json", "--store", str(store))
+    shown = cli("show", run["run_id"], "--store", str(store))
+    assert shown.returncode == 0 and "\u202e" not in shown.stdout and "ssol\\u202e" in shown.stdout

@@ -1,19 +1,32 @@
 """NVIDIA DLLogger JSON logs (``DLLL {json}`` lines of its JSONStreamBackend, as NVIDIA's DeepLearningExamples
 write them).
 
+* ``"type": "METADATA"``: a metric's unit (``dllogger.metadata("val.total_ips", {"unit": "images/s"})``), which
+  says what a value is: a rate or a time is never a quality.
 * ``"step": "PARAMETER"``: the run's parameters (``batch_size`` per GPU, ``world_size`` or ``gpus``, ``epochs``,
   ``lr``, ``arch`` ...), merged over the rows.
-* ``"step": [epoch, iteration]`` with ``train.*`` (or unprefixed) data: one step event per row, its time the
-  timestamp since the row before (everything between the rows counted; the first row's since the first
-  ``PARAMETER`` row, where the run starts, so it holds the set-up and is the warm-up), ``train.data_time`` and
-  ``train.compute_time`` as its phases where logged, its samples ``batch_size`` (per GPU) when the parameters
-  say it; the first row is the warm-up, as the runners mark theirs.
-* ``"step": [epoch]`` (or more) with ``val.*``/``eval.*`` data: evaluations (``val.top1`` in percent is kept as the
-  accuracy fraction it is).
-* ``"step": []``: the tool's summary of the whole run. It averages every iteration, the first included, so it is
-  kept apart (``imported.summaries``) and HS205 names it, never used as the run's rate.
+* ``"step": [epoch, iteration]`` with ``train.*`` (or unprefixed) data: one step event per step key. The
+  DeepLearningExamples log each iteration in one ``dllogger.log`` call per verbosity (loss and rates at DEFAULT,
+  ``data_time``/``compute_time`` at VERBOSE) and their VERBOSE JSON backend writes both: the rows of one key, one
+  after the other, are one step, their data merged. Its time runs from the row before the key's first (the
+  previous step's end, or the last validation row) to the key's last row (everything between counted; the first
+  step's from the first ``PARAMETER`` row, where the run starts, so it holds the set-up and is the warm-up, as the
+  runners mark theirs); ``train.data_time`` and ``train.compute_time`` are its phases; its samples ``batch_size``
+  (per GPU) when the parameters say it.
+* ``"step": [epoch]`` (or ``[epoch, iteration]`` without training data) with ``val.*``/``eval.*``/``test.*`` data:
+  evaluations. A percentage (unit ``%``, or a ``top1``/``acc`` above 1 without a unit) is kept as the fraction it
+  is; a value whose unit or name says it is a rate or a time (``val.total_ips`` in images/s, ``compute_latency``
+  in s) is no evaluation: the last of each is kept in ``imported.validation_measures``. ``[epoch, iteration,
+  val_iteration]`` rows are one validation batch each (DeepLearningExamples' image classification): partial
+  results, counted, never evaluations.
+* ``"step": []``: the tool's summary of the whole run. Its rates average every iteration, the first included, so
+  they are kept apart (``imported.summaries``) and HS205 names them, never used as the run's rate; the times and
+  the training rate it says it measured (``e2e_train_time``, ``raw_train_time``, ``train.total_ips``) are
+  ``claims``, beside what the run's time is measured from (``imported.time_from``).
 
-A log holds the rank that wrote it (DeepLearningExamples log on rank 0); timestamps are epoch seconds.
+A value that no such field can hold (NaN, a negative time, an accuracy outside [0, 1] once a percentage is a
+fraction) goes to the quarantine with its line and field, and is left out. A log holds the rank that wrote it
+(DeepLearningExamples log on rank 0); timestamps are epoch seconds.
 """
 
 from __future__ import annotations
@@ -25,12 +38,20 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
-from honestscale.collector.importers._build import RankEvents, config_hash, count, number, run_id
+from honestscale.collector.importers._build import RankEvents, checked, config_hash, count, number, run_id
 
 FORMAT = "dllogger"
 LABEL = "NVIDIA DLLogger log"
 _LINE = re.compile(r"DLLL (\{.*)$")
-_RATE = re.compile(r"(ips|throughput|samples_per_s|per_second|items_per_sec|tokens_per_s)", re.IGNORECASE)
+_RATE = re.compile(
+    r"(?:^|_)ips$|throughput|samples_per_s|per_sec|per_second|items_per_sec|tokens_per_s", re.IGNORECASE
+)
+_RATE_UNIT = re.compile(r"/\s*s(?:ec(?:ond)?)?$", re.IGNORECASE)
+_TIME = re.compile(r"time|latency", re.IGNORECASE)
+_TIME_UNIT = re.compile(r"^(?:s|ms|us|µs|ns|sec|secs|seconds?|min|minutes?|h|hours?)$", re.IGNORECASE)
+_RUN_TIME = re.compile(
+    r"e2e(?:_train)?_time|(?:^|[._])(?:raw_)?(?:train|training|run|total)_time$|time_to_train", re.IGNORECASE
+)
 _PERCENT = ("top1", "top5", "acc", "accuracy")
 _NOT_CONFIG = re.compile(r"seed|_dir$|_path$|output|log|rank|^data$", re.IGNORECASE)
 
@@ -39,7 +60,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return bool(re.search(rb"(?m)DLLL \{\"timestamp\"", head))
 
 
-def _split_of(key: str) -> tuple[str, str] | None:
+def _split_of(key: str) -> tuple[str, str]:
     """``val.top1`` -> (validation, top1); ``train.loss`` -> (train, loss); unprefixed -> train."""
     prefix, dot, name = key.partition(".")
     if not dot:
@@ -48,7 +69,13 @@ def _split_of(key: str) -> tuple[str, str] | None:
             "eval": "validation", "test": "test"}.get(prefix.lower(), "other"), name  # fmt: skip
 
 
-Row = tuple[int, float, Any, dict[str, Any]]  # line, timestamp, step, data
+@dataclass(frozen=True)
+class Row:
+    line: int
+    t: float
+    step: Any
+    data: dict[str, Any]
+    raw: str
 
 
 @dataclass
@@ -56,9 +83,42 @@ class _Log:
     rows: list[Row] = field(default_factory=list)  # the LOG rows with a step
     params: dict[str, Any] = field(default_factory=dict)  # the PARAMETER rows, merged
     units: dict[str, Any] = field(default_factory=dict)  # metric -> the unit its METADATA row gives ("%")
-    began: tuple[int, float] | None = (
-        None  # the first PARAMETER row: where the log (and the run's clock) starts
-    )
+    began: tuple[int, float] | None = None  # the first PARAMETER row: where the log (and the run's clock) starts
+
+
+@dataclass
+class _Iteration:
+    """The rows of one training step key, one after the other (DeepLearningExamples: DEFAULT, then VERBOSE)."""
+
+    rows: list[Row]
+
+    @property
+    def step(self) -> Any:
+        return self.rows[0].step
+
+    @property
+    def t(self) -> float:
+        return self.rows[-1].t
+
+    def key(self) -> tuple[int, int] | None:
+        s = self.step
+        return (s[0], s[1]) if all(isinstance(v, int) and not isinstance(v, bool) for v in s[:2]) else None
+
+    def where(self, name: str) -> Row | None:
+        """The last of the rows that has ``name``."""
+        return next((r for r in reversed(self.rows) if name in r.data), None)
+
+
+def _is_rate(key: str, units: dict[str, Any]) -> bool:
+    unit = units.get(key)
+    return bool(_RATE.search(_split_of(key)[1])) or (isinstance(unit, str) and bool(_RATE_UNIT.search(unit)))
+
+
+def _is_measure(key: str, units: dict[str, Any]) -> bool:
+    """A rate or a time (by its unit or its name): what an evaluation pass measured of itself, never a quality."""
+    unit = units.get(key)
+    timed = isinstance(unit, str) and bool(_TIME_UNIT.match(unit.strip()))
+    return _is_rate(key, units) or timed or bool(_TIME.search(_split_of(key)[1]))
 
 
 def _record(n: int, line: str, out: Parsed) -> tuple[dict[str, Any], float] | None:
@@ -94,8 +154,31 @@ def _read(text: str, out: Parsed) -> _Log:
             log.params.update(rec["data"])
             log.began = log.began if log.began is not None else (n, t)
         else:
-            log.rows.append((n, t, rec.get("step"), rec["data"]))
+            log.rows.append(Row(n, t, rec.get("step"), rec["data"], line))
     return log
+
+
+def _is_training(row: Row) -> bool:
+    return isinstance(row.step, list) and len(row.step) >= 2 and _has(row.data, "train")
+
+
+def _is_batch_of_validation(row: Row) -> bool:
+    """``[epoch, iteration, val_iteration]``: one validation batch (DeepLearningExamples' image classification)."""
+    return isinstance(row.step, list) and len(row.step) >= 3 and not _has(row.data, "train")
+
+
+def _grouped(rows: list[Row]) -> list[_Iteration | Row]:
+    """The rows in order, the training rows of one step key that follow each other as one iteration."""
+    items: list[_Iteration | Row] = []
+    for row in rows:
+        last = items[-1] if items else None
+        if not _is_training(row):
+            items.append(row)
+        elif isinstance(last, _Iteration) and last.step == row.step:
+            last.rows.append(row)
+        else:
+            items.append(_Iteration([row]))
+    return items
 
 
 def _config_hash(params: dict[str, Any]) -> str:
@@ -104,16 +187,65 @@ def _config_hash(params: dict[str, Any]) -> str:
                         if not _NOT_CONFIG.search(k) and not (isinstance(v, str) and len(v) > 200)})  # fmt: skip
 
 
-def _imported(batch: int | None, world: int | None, summaries: list[Row]) -> dict[str, Any]:
+def _values(rows: list[Row]) -> dict[str, Any]:
+    return {k: v for r in rows for k, v in r.data.items()}
+
+
+def _claims(summaries: list[Row], units: dict[str, Any], out: Parsed) -> dict[str, Any] | None:
+    """What the tool's `[]` summary says it measured of the whole run: its clocks and its training rate."""
+    got: dict[str, Any] = {}
+    for r in summaries:
+        for k, v in r.data.items():
+            if _RUN_TIME.search(k):
+                got[f"{k}_s"] = checked(out, r.line, r.raw, k, v, least=0.0, what="time")
+            elif _split_of(k) == ("train", "total_ips") or (k == "train.throughput" and _is_rate(k, units)):
+                got["samples_per_s"] = checked(out, r.line, r.raw, k, v, above=0.0, what="rate")
+    got = {k: v for k, v in got.items() if v is not None}
+    if not got:
+        return None
+    return {**got, "from": "the tool's own `[]` summary: its clocks as it took them; its rate the mean of its "
+                          "per-iteration rates, every iteration (the warm-up) included"}  # fmt: skip
+
+
+def _time_from(log: _Log, summaries: list[Row], claims: dict[str, Any] | None) -> str:
+    """What the run's time is measured from, and how the tool's own clock compares."""
+    start = "the first PARAMETER row" if log.began is not None else "the first row"
+    said = f"the log's timestamps, from {start} to " + (
+        "the last `[]` summary row" if summaries else "no end (no `[]` summary row)"
+    )
+    e2e = next((v for k, v in (claims or {}).items() if k.startswith("e2e")), None)
+    if e2e is None or not summaries:
+        return said + "; every iteration's data loading is inside it"
+    window = summaries[-1].t - (log.began[1] if log.began is not None else log.rows[0].t)
+    return (f"{said} ({window:.4g} s); every iteration's data loading is inside it. The tool's own end-to-end time "
+            f"(claims: {e2e:.4g} s) is {e2e - window:+.4g} s beside it: its clock "
+            + ("starts before the log's first row (its set-up)" if e2e > window else "is inside the log's window"))  # fmt: skip
+
+
+def _measures(log: _Log) -> dict[str, Any]:
+    """The last value of each rate and time an evaluation row holds (kept, never an evaluation)."""
+    return {k: v for r in log.rows if r.step != [] and not _is_training(r) and not _is_batch_of_validation(r)
+            for k, v in r.data.items()
+            if _split_of(k)[0] in ("validation", "test") and _is_measure(k, log.units) and number(v) is not None}  # fmt: skip
+
+
+def _imported(log: _Log, batch: int | None, world: int | None, summaries: list[Row], time_from: str) -> dict[str, Any]:
     """What the log does not say, and its summary rows (kept apart: they average the warm-up in)."""
     unknown = [] if world else ["world_size (no world_size or gpus parameter)"]
     if batch is None:
         unknown.append("samples per step (no batch_size parameter)")
-    rates = {k: v for r in summaries for k, v in r[3].items() if _RATE.search(k) and number(v) is not None}
+    values = _values(summaries)
+    rates = {k: v for k, v in values.items()
+             if _split_of(k)[0] == "train" and _is_rate(k, log.units) and number(v) is not None}  # fmt: skip
+    batches = sum(1 for r in log.rows if _is_batch_of_validation(r))
     return {"tool": "DLLogger", "ranks_in_log": "the rank that wrote it (rank 0 in DeepLearningExamples)",
-            "rates_from": "the timestamps between training rows", "unknown": [*unknown, "accelerator"],
-            "summaries": {"includes_warmup": True, "rates": rates,
-                          "values": {k: v for r in summaries for k, v in r[3].items()}} if summaries else None}  # fmt: skip
+            "rates_from": "the timestamps between iterations (the rows of one step key, DeepLearningExamples' "
+                          "DEFAULT and VERBOSE ones, are one iteration)",
+            "time_from": time_from, "unknown": [*unknown, "accelerator"],
+            "validation_measures": _measures(log) or None,
+            "validation_batches": f"{batches} rows of one validation batch each ([epoch, iteration, val_iteration]): "
+                                  "partial results, not evaluations" if batches else None,
+            "summaries": {"includes_warmup": True, "rates": rates, "values": values} if summaries else None}  # fmt: skip
 
 
 def _span(key: tuple[int, int] | None, previous: tuple[int, int] | None) -> int:
@@ -123,13 +255,14 @@ def _span(key: tuple[int, int] | None, previous: tuple[int, int] | None) -> int:
     return max(key[1] - previous[1], 1)
 
 
-def _start(rank: RankEvents, log: _Log, path: Path, campaign: str | None, summaries: list[Row]) -> None:
+def _start(rank: RankEvents, log: _Log, path: Path, campaign: str | None, summaries: list[Row], out: Parsed) -> None:
     """run_start at the first PARAMETER row (else the first row), with what the parameters say and what they do not."""
     params = log.params
-    first_line, t0 = log.began if log.began is not None else (log.rows[0][0], log.rows[0][1])
+    first_line, t0 = log.began if log.began is not None else (log.rows[0].line, log.rows[0].t)
     batch = count(params.get("batch_size"), 1)
     world = count(params.get("world_size") or params.get("gpus") or params.get("num_gpus"), 1)
     epochs = count(params.get("epochs"), 1)
+    claims = _claims(summaries, log.units, out)
     rank.add(
         first_line, "run_start", t0, campaign=campaign, name=str(params.get("arch") or path.stem), purpose="final",
         framework=str(params.get("framework") or "unknown"), world_size=world, model=_str(params.get("arch")),
@@ -139,24 +272,63 @@ def _start(rank: RankEvents, log: _Log, path: Path, campaign: str | None, summar
         optimizer=_str(params.get("optimizer")), scope="end_to_end",
         stop_criterion="epochs" if epochs else None, stop_value=float(params["epochs"]) if epochs else None,
         hyperparameters={k: v for k, v in params.items() if isinstance(v, int | float | str | bool)} or None,
-        imported=_imported(batch, world, summaries),
+        claims=claims, imported=_imported(log, batch, world, summaries, _time_from(log, summaries, claims)),
     )  # fmt: skip
 
 
-def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any]) -> None:
-    """A row's validation and test values as evaluations (a percentage kept as the fraction it is)."""
-    at, t, step, data = row
-    for k, v in data.items():
-        split = _split_of(k)
-        value = number(v)
-        if split is None or split[0] not in ("validation", "test") or value is None:
-            continue
-        metric = split[1]
-        in_percent = units.get(k) == "%" or (k not in units and metric.lower() in _PERCENT and value > 1.0)
-        if in_percent and 0.0 <= value <= 100.0:
-            value, metric = value / 100.0, f"{metric}_accuracy" if "acc" not in metric else metric
-        rank.add(at, "eval", t, split=split[0], metric=metric, value=value,
-                 epoch=step[0] if step and isinstance(step[0], int) else None)  # fmt: skip
+def _quality(row: Row, key: str, units: dict[str, Any], out: Parsed) -> tuple[str, float] | None:
+    """A validation value as (metric, value): a percentage as its fraction, checked; None when it is not one."""
+    metric = _split_of(key)[1]
+    value = row.data[key]
+    if value is None or _is_measure(key, units):
+        return None
+    accuracy = units.get(key) == "%" or metric.lower() in _PERCENT
+    if not accuracy:
+        got = checked(out, row.line, row.raw, key, value, what=metric)
+        return None if got is None else (metric, got)
+    raw = checked(out, row.line, row.raw, key, value, what="accuracy")
+    in_percent = raw is not None and (units.get(key) == "%" or (key not in units and raw > 1.0))
+    got = checked(out, row.line, row.raw, key, raw / 100.0 if in_percent and raw is not None else raw,
+                  least=0.0, most=1.0, what="accuracy (a fraction)") if raw is not None else None  # fmt: skip
+    return None if got is None else (metric if "acc" in metric else f"{metric}_accuracy", got)
+
+
+def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any], out: Parsed) -> None:
+    """A row's validation and test qualities as evaluations; top-1 last, so that it is the run's final one."""
+    epoch = row.step[0] if row.step and isinstance(row.step[0], int) else None
+    for key in sorted(row.data, key=lambda k: "top1" in k.lower()):
+        split = _split_of(key)[0]
+        got = _quality(row, key, units, out) if split in ("validation", "test") else None
+        if got is not None:
+            rank.add(row.line, "eval", row.t, split=split, metric=got[0], value=got[1], epoch=epoch)
+
+
+def _phase(it: _Iteration, name: str, out: Parsed) -> float | None:
+    row = it.where(name)
+    return None if row is None else checked(out, row.line, row.raw, name, row.data[name], least=0.0, what="time")
+
+
+def _loss(it: _Iteration, out: Parsed) -> float | None:
+    name = "train.loss" if it.where("train.loss") is not None else "loss"
+    row = it.where(name)
+    return None if row is None else checked(out, row.line, row.raw, name, row.data[name], what="loss")
+
+
+def _step(rank: RankEvents, it: _Iteration, since: float, previous: tuple[int, int] | None,
+          batch: int | None, out: Parsed) -> bool:  # fmt: skip
+    """One step event of one iteration's rows; False when its time is none (its timestamp before the last row's)."""
+    first, last = it.rows[0], it.rows[-1]
+    t_total = checked(out, last.line, last.raw, "timestamp", it.t - since, least=0.0,
+                      what="step time (its timestamp is before the previous row's): the step")  # fmt: skip
+    if t_total is None:
+        return False
+    key = it.key()
+    span = _span(key, previous)
+    rank.add(first.line, "step", it.t, step=len(rank) - 1, epoch=key[0] if key else None,
+             samples=batch * span if batch else None, t_total=t_total,
+             t_data=_phase(it, "train.data_time", out), t_compute=_phase(it, "train.compute_time", out),
+             comm_measured=False, warmup=previous is None, iterations=span, train_loss=_loss(it, out))  # fmt: skip
+    return True
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
@@ -165,29 +337,23 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if not log.rows:
         out.warnings.append("no DLLL LOG row with a step: no run")
         return out
-    rank = RankEvents(
-        run_id("dllogger", json.dumps([log.params, log.rows[:3]], sort_keys=True, default=str)), 0
-    )
-    summaries = [r for r in log.rows if r[2] == []]
-    _start(rank, log, path, campaign, summaries)
+    head = [[r.step, r.data] for r in log.rows[:3]]
+    rank = RankEvents(run_id("dllogger", json.dumps([log.params, head], sort_keys=True, default=str)), 0)
+    summaries = [r for r in log.rows if r.step == []]
+    _start(rank, log, path, campaign, summaries, out)
     batch = count(log.params.get("batch_size"), 1)
-    previous_t = log.began[1] if log.began is not None else log.rows[0][1]
-    previous_key: tuple[int, int] | None = None
-    for at, t, step, data in log.rows:
-        if isinstance(step, list) and len(step) >= 2 and _has(data, "train"):
-            key = (int(step[0]), int(step[1])) if all(isinstance(s, int) for s in step[:2]) else None
-            span = _span(key, previous_key)
-            rank.add(at, "step", t, step=len(rank) - 1, epoch=key[0] if key else None,
-                     samples=batch * span if batch else None, t_total=max(t - previous_t, 0.0),
-                     t_data=number(data.get("train.data_time")), t_compute=number(data.get("train.compute_time")),
-                     comm_measured=False, warmup=previous_key is None, iterations=span,
-                     train_loss=number(data.get("train.loss", data.get("loss"))))  # fmt: skip
-            previous_key = key
-        elif step != [] and isinstance(step, list):
-            _evaluations(rank, (at, t, step, data), log.units)
-        previous_t = t
+    since = log.began[1] if log.began is not None else log.rows[0].t
+    previous: tuple[int, int] | None = None
+    stepped = False
+    for item in _grouped(log.rows):
+        if isinstance(item, _Iteration):
+            if _step(rank, item, since, previous if stepped else None, batch, out):
+                previous, stepped = item.key(), True
+        elif isinstance(item.step, list) and item.step != [] and not _is_batch_of_validation(item):
+            _evaluations(rank, item, log.units, out)
+        since = item.t
     if summaries:
-        rank.add(summaries[-1][0], "run_stop", summaries[-1][1], status="success")
+        rank.add(summaries[-1].line, "run_stop", summaries[-1].t, status="success")
     else:
         out.notes.append(
             "no `[]` summary row (DeepLearningExamples log it at the end): the run is left without a stop"
@@ -197,7 +363,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
 
 
 def _has(data: dict[str, Any], split: str) -> bool:
-    return any((s := _split_of(k)) is not None and s[0] == split for k in data)
+    return any(_split_of(k)[0] == split for k in data)
 
 
 def _is_float(value: Any) -> bool:

@@ -63,7 +63,14 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.warnings.append(f"a trace of {len(text) / 2**20:,.0f} MiB, over {MAX_CHARS / 2**20:,.0f} MiB: not read "
                             "(profile a few steps: torch.profiler.schedule(active=...))")  # fmt: skip
         return out
-    trace = json.loads(text)
+    try:
+        trace = json.loads(text)
+    except (
+        ValueError
+    ) as exc:  # the profiler writes the trace at the end of its window: a cut one is still being
+        out.warnings.append(f"not whole JSON ({exc}): a trace cut short (the profiler still writing it, or killed "
+                            "while it did): no step read; ingest it again once it is whole")  # fmt: skip
+        return out
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         out.warnings.append("no traceEvents list: not a profiler trace")
         return out
@@ -129,6 +136,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         "device": "gpu" if on_device else "cpu", "steps": rows,
     }  # fmt: skip
     if out.profile["run_id"] is None:
-        out.notes.append("not in a torchtitan dump folder: stored as evidence, linked to no run")
+        out.notes.append("not in a torchtitan dump folder: stored as evidence, linked to no run "
+                         "(`honestscale profiles` lists it)")  # fmt: skip
     out.notes.append(f"{len(rows)} profiled step(s) as evidence ({'device' if on_device else 'CPU'} trace)")
     return out
