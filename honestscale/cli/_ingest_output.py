@@ -89,6 +89,8 @@ def report_skipped(summary: Summary, verbose: bool) -> None:
         if reason == NOT_RESULTS:
             err.print("  (your own training writes event files with honestscale.record: see docs/record.md)",
                       highlight=False)  # fmt: skip
+    if (note := summary.stale_note()) is not None:
+        err.print(f"[yellow]warning[/] {escape(shown_text(note))}", highlight=False)
     lost = summary.not_landed()
     if lost:
         err.print(f"[red]error[/] {len(lost)} file(s) hold results that did not land:", highlight=False)

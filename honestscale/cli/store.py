@@ -29,7 +29,7 @@ from honestscale.cli._app import (
     out,
 )
 from honestscale.cli._ingest_output import report_file, report_skipped, run_ingest
-from honestscale.collector import Ingester, Summary, discover
+from honestscale.collector import Ingester, Summary, discover, stale
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupt_answered
@@ -171,6 +171,7 @@ def ingest(
             interrupt_answered()  # the store's close (after this) keeps what landed: a second press waits for it
             err.print("[red]interrupted[/]: finished files landed, the rest rolled back: ingest again")
             raise typer.Exit(130) from None
+        summary.stale = stale(con)
     summary.skipped = found.skipped
     report_skipped(summary, verbose)
     print(summary.line())

@@ -1,6 +1,7 @@
 """The collector: finds event files and MLPerf logs (``discover``) and lands them in the store (``Ingester``)."""
 
 from honestscale.collector._landing import IngestError
+from honestscale.collector._read import stale
 from honestscale.collector._sources import NOT_RESULTS, InputError, Source, discover
 from honestscale.collector._summary import FileResult, Summary
 from honestscale.collector.ingest import Ingester
@@ -14,4 +15,5 @@ __all__ = [
     "Source",
     "Summary",
     "discover",
+    "stale",
 ]

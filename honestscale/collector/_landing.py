@@ -143,3 +143,13 @@ def claim(con: duckdb.DuckDBPyConnection, plans: Sequence[Planned]) -> None:
             raise Conflict(f"{plan.source.path} was landed by another writer meanwhile")
     if len(now) > sum(1 for p in plans if not p.is_new):
         raise Conflict("a new file id was taken by another writer meanwhile")
+
+
+def landed_readers(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None]]:
+    """Every file another tool wrote (not an event file) in the store: its path, format and the reader that landed
+    it ("<format>@<version>"; NULL before readers were versioned)."""
+    rows = con.execute(
+        "SELECT path, format, reader FROM ingested_files WHERE format NOT IN ('native', 'horovod-timeline') "
+        "ORDER BY path"
+    ).fetchall()
+    return [(str(p), str(f), r) for p, f, r in rows]

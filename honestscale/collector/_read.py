@@ -11,10 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from honestscale.collector import _mlperf, importers
+from honestscale.collector._landing import landed_readers
 from honestscale.collector._parsed import Parsed
 
 _FOUND_NOTHING = "no event, energy record or profiled step"
+MLPERF_VERSION = 1  # the MLPerf reader's (collector/_mlperf.py), raised as importers' Reader.version is
+
+
+def reader_tag(fmt: str) -> str | None:
+    """The reader that reads a format now, "<format>@<version>"; None for event files (no reader between them and
+    the store) and Horovod timelines."""
+    if fmt == "mlperf":
+        return f"mlperf@{MLPERF_VERSION}"
+    reader = importers.FORMATS.get(fmt)
+    return f"{fmt}@{reader.version}" if reader else None
 
 
 @dataclass
@@ -23,6 +36,12 @@ class Read:
     parsed: Parsed | None  # None: refused (``refusal`` says why)
     refusal: str = ""
     notes: list[str] = field(default_factory=list)
+
+
+def stale(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+    """The store's files that a reader of today would read differently: path, the reader that landed it, today's."""
+    return [(path, was or "a reader from before readers were versioned", now) for path, fmt, was in landed_readers(con)
+            if (now := reader_tag(fmt)) is not None and was != now]  # fmt: skip
 
 
 def _parse(fmt: str, path: Path, text: str, campaign: str | None) -> Parsed:

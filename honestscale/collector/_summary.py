@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,11 +33,16 @@ class FileResult:
     energy_records: int = 0  # energy records landed (CodeCarbon, Slurm accounting)
 
 
+STALE_SHOWN = 10  # files named in the note on files an earlier reader landed
+
+
 @dataclass
 class Summary:
     files: list[FileResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     timeline_steps: int = 0  # steps whose communication time came from a Horovod timeline
+    # the store's files landed by an earlier version of their reader: (path, that reader, today's)
+    stale: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def events(self) -> int:
@@ -61,6 +67,18 @@ class Summary:
     @property
     def changed(self) -> int:
         return sum(1 for f in self.files if f.action != "unchanged")
+
+    def stale_note(self) -> str | None:
+        """The store's files (named or not this time) landed by an earlier version of their reader, and the command
+        that reads them again; None when there are none."""
+        if not self.stale:
+            return None
+        shown = [shlex.quote(path) for path, _, _ in self.stale[:STALE_SHOWN]]
+        more = f" (and {len(self.stale) - STALE_SHOWN} more: `honestscale ingest` their folders)" if len(
+            self.stale) > STALE_SHOWN else ""  # fmt: skip
+        readers = sorted({f"{was} -> {now}" for _, was, now in self.stale})
+        return (f"{len(self.stale)} file(s) in the store were landed by an earlier reader ({'; '.join(readers)}), "
+                f"which reads them differently: `honestscale ingest {' '.join(shown)}` reads them again{more}")  # fmt: skip
 
     def not_landed(self) -> list[tuple[Path, str]]:
         """Files that hold results and landed nothing, and system descriptions that could not be read: each

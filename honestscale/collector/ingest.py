@@ -58,7 +58,7 @@ from honestscale.collector._native import (
     numbered_batch,
     shaped,
 )
-from honestscale.collector._read import read_log
+from honestscale.collector._read import read_log, reader_tag
 from honestscale.collector._sources import Source
 from honestscale.collector._summary import FileResult, Summary
 from honestscale.errors import HonestscaleError
@@ -102,6 +102,12 @@ def _undecodable_reason(raw: bytes) -> str:
     return "not UTF-8 text: binary data, not an event line"
 
 
+def _stale(fmt: Any, reader: Any) -> bool:
+    """A file landed by another version of its format's reader than the one that reads it now."""
+    now = reader_tag(str(fmt))
+    return now is not None and reader != now
+
+
 @dataclass
 class _Plan:
     """What to do with one file, decided before its transaction: the lines to validate and land."""
@@ -128,6 +134,7 @@ class _Plan:
     # the bookkeeping the plan was made from (file_id, bytes, content hash), None for a new file: checked again
     # inside the transaction, where another writer may have landed the file meanwhile
     seen: tuple[Any, ...] | None = None
+    stale: bool = False  # landed by an earlier version of its reader: read again
 
     @property
     def touch_only(self) -> bool:
@@ -264,8 +271,8 @@ class Ingester:
                 f"cannot read {path}: {exc.strerror}", "check that it exists and is readable"
             ) from None
         rows = reader.execute(
-            "SELECT file_id, size_bytes, mtime_ns, bytes_ingested, lines_ingested, content_hash, quarantined "
-            "FROM ingested_files WHERE path = ?",
+            "SELECT file_id, size_bytes, mtime_ns, bytes_ingested, lines_ingested, content_hash, quarantined, "
+            "format, reader FROM ingested_files WHERE path = ?",
             [str(path)],
         ).fetchall()
         row = rows[0] if rows else None
@@ -284,7 +291,8 @@ class Ingester:
         if row is not None:
             plan.seen = (int(row[0]), row[3], row[5])
             plan.result.quarantined = int(row[6])
-            if not self.force and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+            plan.stale = _stale(row[7], row[8])
+            if not self.force and not plan.stale and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
                 plan.result.action = "unchanged"
                 return plan
         try:
@@ -389,6 +397,12 @@ class Ingester:
             done = int(row[3])
             if self.force:
                 plan.result.action = "forced"
+            elif plan.stale and len(data) >= done and digest(memoryview(data)[:done]) == row[5]:
+                plan.result.action = "reread"
+                was = row[8] or "a reader from before readers were versioned"
+                plan.result.notes.append(
+                    f"read again: {was} landed it, {reader_tag(str(row[7]))} reads it now"
+                )
             elif len(data) == done and digest(data) == row[5]:
                 plan.result.action = "unchanged"
                 return
@@ -532,7 +546,8 @@ class Ingester:
             "unnest(?::BIGINT[]) AS mtime, unnest(?::BIGINT[]) AS done, unnest(?::BIGINT[]) AS lines, "
             "unnest(?::VARCHAR[]) AS hash, unnest(?::BOOLEAN[]) AS grown, unnest(?::BIGINT[]) AS events, "
             "unnest(?::BIGINT[]) AS duplicates, unnest(?::BIGINT[]) AS quarantined, unnest(?::BIGINT[]) AS other_lines, "
-            "unnest(?::VARCHAR[]) AS note, unnest(?::VARCHAR[]) AS path, unnest(?::VARCHAR[]) AS action",
+            "unnest(?::VARCHAR[]) AS note, unnest(?::VARCHAR[]) AS path, unnest(?::VARCHAR[]) AS action, "
+            "unnest(?::VARCHAR[]) AS reader",
             [
                 [p.file_id for p in active],
                 [p.size for p in active],
@@ -548,6 +563,7 @@ class Ingester:
                 ["; ".join(p.result.warnings + p.result.notes) or None for p in active],
                 [str(p.source.path) for p in active],
                 [p.result.action for p in active],
+                [reader_tag(p.source.format) for p in active],
             ],
         )
         try:
@@ -557,7 +573,8 @@ class Ingester:
                 "events = CASE WHEN b.grown THEN f.events ELSE 0 END + b.events, "
                 "duplicates = CASE WHEN b.grown THEN f.duplicates ELSE 0 END + b.duplicates, "
                 "quarantined = b.quarantined, other_lines = b.other_lines, last_ingested_at = current_timestamp, "
-                "note = b.note, campaign = coalesce(?, f.campaign) FROM _book b WHERE f.file_id = b.file_id",
+                "note = b.note, campaign = coalesce(?, f.campaign), format = CASE WHEN b.reader IS NULL THEN f.format "
+                "ELSE split_part(b.reader, '@', 1) END, reader = b.reader FROM _book b WHERE f.file_id = b.file_id",
                 [self.campaign],
             )
             con.execute(

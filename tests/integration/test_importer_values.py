@@ -268,3 +268,29 @@ def test_a_right_to_left_override_is_shown_escaped(tmp_path: Path) -> None:
     (run,) = _json("runs", "-f", "json", "--store", str(store))
     shown = cli("show", run["run_id"], "--store", str(store))
     assert shown.returncode == 0 and "\u202e" not in shown.stdout and "ssol\\u202e" in shown.stdout
+
+
+def test_a_store_an_older_reader_filled_is_put_right(tmp_path: Path) -> None:
+    """Each file records the reader that landed it; one an earlier reader landed is named by any ingest, with the
+    command that reads it again, and read again when named (its events replaced, never doubled)."""
+    store = tmp_path / "s.duckdb"
+    _ingest(store, HF)
+    ((reader,),) = _query(store, "SELECT reader FROM ingested_files")
+    assert reader is not None and reader.startswith("hf-trainer-state@")
+    events = _query(store, "SELECT count(*) FROM events")
+    # as a store filled before readers were versioned holds it (in place: the column empty)
+    con = duckdb.connect(str(store))
+    con.execute("UPDATE ingested_files SET reader = NULL")
+    con.close()
+    out = _ingest(store, CODECARBON / "emissions.csv")
+    assert (
+        "1 file(s) in the store were landed by an earlier reader" in out and f"honestscale ingest {HF}" in out
+    )
+    again = _ingest(store, HF)
+    assert "read again: a reader from before readers were versioned landed it" in again, again
+    assert _query(store, "SELECT count(*) FROM events") == events
+    assert _query(store, "SELECT reader FROM ingested_files WHERE path = ?".replace("?", f"'{HF}'")) == [
+        (reader,)
+    ]
+    quiet = _ingest(store, HF)
+    assert "earlier reader" not in quiet and "1 files (1 unchanged)" in quiet

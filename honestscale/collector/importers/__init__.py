@@ -33,6 +33,9 @@ class Reader:
     label: str  # how ingest names it: "read as <label>"
     sniff: Callable[[Path, bytes], bool]  # the file's first MiB (decompressed) is this format
     parse: Callable[[Path, str, str | None], Parsed]  # path, whole text, campaign -> events
+    # raised whenever a change makes the reader read a file differently: files a lower version landed are read
+    # again (the store records "<format>@<version>" per file)
+    version: int = 1
 
 
 READERS: tuple[Reader, ...] = (
@@ -45,11 +48,11 @@ READERS: tuple[Reader, ...] = (
     Reader(torchtitan.SYSTEM, torchtitan.SYSTEM_LABEL, torchtitan.sniff_system, torchtitan.parse_system),
     Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse),
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
-    Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse),
-    Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse),
-    Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse),
-    Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse),
-    Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse),
+    Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
+    Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
+    Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
+    Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
+    Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),
     Reader(sacct.FORMAT, sacct.LABEL, sacct.sniff, sacct.parse),
 )
 FORMATS = {r.format: r for r in READERS}

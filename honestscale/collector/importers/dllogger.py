@@ -16,16 +16,18 @@ write them).
 * ``"step": [epoch]`` (or ``[epoch, iteration]`` without training data) with ``val.*``/``eval.*``/``test.*`` data:
   evaluations. A percentage (unit ``%``, or a ``top1``/``acc`` above 1 without a unit) is kept as the fraction it
   is; a value whose unit or name says it is a rate or a time (``val.total_ips`` in images/s, ``compute_latency``
-  in s) is no evaluation: the last of each is kept in ``imported.validation_measures``. ``[epoch, iteration,
+  in s) is no evaluation: the last of each is kept in ``imported.validation_measures``. A row's top-1 is added
+  after its other qualities, so that it is the run's final quality. ``[epoch, iteration,
   val_iteration]`` rows are one validation batch each (DeepLearningExamples' image classification): partial
   results, counted, never evaluations.
-* ``"step": []``: the tool's summary of the whole run. Its rates average every iteration, the first included, so
-  they are kept apart (``imported.summaries``) and HS205 names them, never used as the run's rate; the times and
+* ``"step": []``: the tool's summary of the whole run. Its training rates average every iteration, the first
+  included, so they are kept apart (``imported.summaries``) and HS205 names them, never used as the run's rate; the times and
   the training rate it says it measured (``e2e_train_time``, ``raw_train_time``, ``train.total_ips``) are
   ``claims``, beside what the run's time is measured from (``imported.time_from``).
 
 A value that no such field can hold (NaN, a negative time, an accuracy outside [0, 1] once a percentage is a
-fraction) goes to the quarantine with its line and field, and is left out. A log holds the rank that wrote it
+fraction) goes to the quarantine with its line and field, and is left out; so does a step whose timestamp is
+before the previous row's (no time for it). A log holds the rank that wrote it
 (DeepLearningExamples log on rank 0); timestamps are epoch seconds.
 """
 
@@ -52,7 +54,8 @@ _TIME_UNIT = re.compile(r"^(?:s|ms|us|µs|ns|sec|secs|seconds?|min|minutes?|h|ho
 _RUN_TIME = re.compile(
     r"e2e(?:_train)?_time|(?:^|[._])(?:raw_)?(?:train|training|run|total)_time$|time_to_train", re.IGNORECASE
 )
-_PERCENT = ("top1", "top5", "acc", "accuracy")
+_ACCURACY = re.compile(r"^top\d+$|acc", re.IGNORECASE)
+_TOPK = re.compile(r"^top\d+$", re.IGNORECASE)
 _NOT_CONFIG = re.compile(r"seed|_dir$|_path$|output|log|rank|^data$", re.IGNORECASE)
 
 
@@ -83,7 +86,9 @@ class _Log:
     rows: list[Row] = field(default_factory=list)  # the LOG rows with a step
     params: dict[str, Any] = field(default_factory=dict)  # the PARAMETER rows, merged
     units: dict[str, Any] = field(default_factory=dict)  # metric -> the unit its METADATA row gives ("%")
-    began: tuple[int, float] | None = None  # the first PARAMETER row: where the log (and the run's clock) starts
+    began: tuple[int, float] | None = (
+        None  # the first PARAMETER row: where the log (and the run's clock) starts
+    )
 
 
 @dataclass
@@ -194,17 +199,19 @@ def _values(rows: list[Row]) -> dict[str, Any]:
 def _claims(summaries: list[Row], units: dict[str, Any], out: Parsed) -> dict[str, Any] | None:
     """What the tool's `[]` summary says it measured of the whole run: its clocks and its training rate."""
     got: dict[str, Any] = {}
+    rates = [(r, k) for r in summaries for k in r.data
+             if _split_of(k)[0] == "train" and _is_rate(k, units) and "token" not in k.lower()]  # fmt: skip
+    rate = [(r, k) for r, k in rates if k == "train.total_ips"] or (rates if len(rates) == 1 else [])
+    for r, k in rate[-1:]:
+        got["samples_per_s"] = checked(out, r.line, r.raw, k, r.data[k], above=0.0, what="rate")
+        got["samples_per_s_is"] = (
+            f"{k}: the mean of its per-iteration rates, every iteration (warm-up) included"
+        )
     for r in summaries:
-        for k, v in r.data.items():
-            if _RUN_TIME.search(k):
-                got[f"{k}_s"] = checked(out, r.line, r.raw, k, v, least=0.0, what="time")
-            elif _split_of(k) == ("train", "total_ips") or (k == "train.throughput" and _is_rate(k, units)):
-                got["samples_per_s"] = checked(out, r.line, r.raw, k, v, above=0.0, what="rate")
+        for k in (k for k in r.data if _RUN_TIME.search(k)):
+            got[f"{k}_s"] = checked(out, r.line, r.raw, k, r.data[k], least=0.0, what="time")
     got = {k: v for k, v in got.items() if v is not None}
-    if not got:
-        return None
-    return {**got, "from": "the tool's own `[]` summary: its clocks as it took them; its rate the mean of its "
-                          "per-iteration rates, every iteration (the warm-up) included"}  # fmt: skip
+    return {**got, "from": "the tool's own `[]` summary rows, its clocks as it took them"} if got else None
 
 
 def _time_from(log: _Log, summaries: list[Row], claims: dict[str, Any] | None) -> str:
@@ -217,9 +224,11 @@ def _time_from(log: _Log, summaries: list[Row], claims: dict[str, Any] | None) -
     if e2e is None or not summaries:
         return said + "; every iteration's data loading is inside it"
     window = summaries[-1].t - (log.began[1] if log.began is not None else log.rows[0].t)
+    # the summary row holds the time, so the tool's clock stopped before that row: more than the window is before it
+    beside = (f"counts {e2e - window:.4g} s before the log's first row (the tool's set-up)" if e2e > window
+              else f"is inside the log's window ({window - e2e:.4g} s shorter)")  # fmt: skip
     return (f"{said} ({window:.4g} s); every iteration's data loading is inside it. The tool's own end-to-end time "
-            f"(claims: {e2e:.4g} s) is {e2e - window:+.4g} s beside it: its clock "
-            + ("starts before the log's first row (its set-up)" if e2e > window else "is inside the log's window"))  # fmt: skip
+            f"(claims: {e2e:.4g} s) {beside}")  # fmt: skip
 
 
 def _measures(log: _Log) -> dict[str, Any]:
@@ -229,7 +238,9 @@ def _measures(log: _Log) -> dict[str, Any]:
             if _split_of(k)[0] in ("validation", "test") and _is_measure(k, log.units) and number(v) is not None}  # fmt: skip
 
 
-def _imported(log: _Log, batch: int | None, world: int | None, summaries: list[Row], time_from: str) -> dict[str, Any]:
+def _imported(
+    log: _Log, batch: int | None, world: int | None, summaries: list[Row], time_from: str
+) -> dict[str, Any]:
     """What the log does not say, and its summary rows (kept apart: they average the warm-up in)."""
     unknown = [] if world else ["world_size (no world_size or gpus parameter)"]
     if batch is None:
@@ -237,14 +248,14 @@ def _imported(log: _Log, batch: int | None, world: int | None, summaries: list[R
     values = _values(summaries)
     rates = {k: v for k, v in values.items()
              if _split_of(k)[0] == "train" and _is_rate(k, log.units) and number(v) is not None}  # fmt: skip
-    batches = sum(1 for r in log.rows if _is_batch_of_validation(r))
+    batches = len({json.dumps(r.step) for r in log.rows if _is_batch_of_validation(r)})
     return {"tool": "DLLogger", "ranks_in_log": "the rank that wrote it (rank 0 in DeepLearningExamples)",
             "rates_from": "the timestamps between iterations (the rows of one step key, DeepLearningExamples' "
                           "DEFAULT and VERBOSE ones, are one iteration)",
             "time_from": time_from, "unknown": [*unknown, "accelerator"],
             "validation_measures": _measures(log) or None,
-            "validation_batches": f"{batches} rows of one validation batch each ([epoch, iteration, val_iteration]): "
-                                  "partial results, not evaluations" if batches else None,
+            "validation_batches": f"{batches} step keys [epoch, iteration, val_iteration] of one validation batch "
+                                  "each: partial results, not evaluations" if batches else None,
             "summaries": {"includes_warmup": True, "rates": rates, "values": values} if summaries else None}  # fmt: skip
 
 
@@ -255,7 +266,9 @@ def _span(key: tuple[int, int] | None, previous: tuple[int, int] | None) -> int:
     return max(key[1] - previous[1], 1)
 
 
-def _start(rank: RankEvents, log: _Log, path: Path, campaign: str | None, summaries: list[Row], out: Parsed) -> None:
+def _start(
+    rank: RankEvents, log: _Log, path: Path, campaign: str | None, summaries: list[Row], out: Parsed
+) -> None:
     """run_start at the first PARAMETER row (else the first row), with what the parameters say and what they do not."""
     params = log.params
     first_line, t0 = log.began if log.began is not None else (log.rows[0].line, log.rows[0].t)
@@ -277,20 +290,21 @@ def _start(rank: RankEvents, log: _Log, path: Path, campaign: str | None, summar
 
 
 def _quality(row: Row, key: str, units: dict[str, Any], out: Parsed) -> tuple[str, float] | None:
-    """A validation value as (metric, value): a percentage as its fraction, checked; None when it is not one."""
+    """A validation value as (metric, value), checked: a percentage (unit ``%``, or an accuracy above 1 without a
+    unit) as its fraction, an accuracy within [0, 1]; None when it is none or no quality (a rate, a time)."""
     metric = _split_of(key)[1]
-    value = row.data[key]
-    if value is None or _is_measure(key, units):
+    if row.data[key] is None or _is_measure(key, units):
         return None
-    accuracy = units.get(key) == "%" or metric.lower() in _PERCENT
-    if not accuracy:
-        got = checked(out, row.line, row.raw, key, value, what=metric)
+    got = checked(out, row.line, row.raw, key, row.data[key], what=metric)
+    accuracy = bool(_ACCURACY.search(metric))
+    if got is None or not accuracy:
         return None if got is None else (metric, got)
-    raw = checked(out, row.line, row.raw, key, value, what="accuracy")
-    in_percent = raw is not None and (units.get(key) == "%" or (key not in units and raw > 1.0))
-    got = checked(out, row.line, row.raw, key, raw / 100.0 if in_percent and raw is not None else raw,
-                  least=0.0, most=1.0, what="accuracy (a fraction)") if raw is not None else None  # fmt: skip
-    return None if got is None else (metric if "acc" in metric else f"{metric}_accuracy", got)
+    if units.get(key) == "%" or (key not in units and got > 1.0):
+        got = checked(out, row.line, row.raw, key, got / 100.0, least=0.0, most=1.0,
+                      what=f"accuracy ({got:g} % as a fraction)")  # fmt: skip
+    else:
+        got = checked(out, row.line, row.raw, key, got, least=0.0, most=1.0, what="accuracy (a fraction)")
+    return None if got is None else (f"{metric}_accuracy" if _TOPK.match(metric) else metric, got)
 
 
 def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any], out: Parsed) -> None:
@@ -305,7 +319,9 @@ def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any], out: Parsed)
 
 def _phase(it: _Iteration, name: str, out: Parsed) -> float | None:
     row = it.where(name)
-    return None if row is None else checked(out, row.line, row.raw, name, row.data[name], least=0.0, what="time")
+    return (
+        None if row is None else checked(out, row.line, row.raw, name, row.data[name], least=0.0, what="time")
+    )
 
 
 def _loss(it: _Iteration, out: Parsed) -> float | None:
@@ -314,21 +330,29 @@ def _loss(it: _Iteration, out: Parsed) -> float | None:
     return None if row is None else checked(out, row.line, row.raw, name, row.data[name], what="loss")
 
 
-def _step(rank: RankEvents, it: _Iteration, since: float, previous: tuple[int, int] | None,
-          batch: int | None, out: Parsed) -> bool:  # fmt: skip
-    """One step event of one iteration's rows; False when its time is none (its timestamp before the last row's)."""
+@dataclass
+class _Clock:
+    """Where the steps stand: the last row's time, the last step's key, whether a step landed yet."""
+
+    since: float
+    previous: tuple[int, int] | None = None
+    stepped: bool = False
+
+
+def _step(rank: RankEvents, it: _Iteration, clock: _Clock, batch: int | None, out: Parsed) -> None:
+    """One step event of one iteration's rows (none when its timestamp is before the previous row's: said)."""
     first, last = it.rows[0], it.rows[-1]
-    t_total = checked(out, last.line, last.raw, "timestamp", it.t - since, least=0.0,
-                      what="step time (its timestamp is before the previous row's): the step")  # fmt: skip
+    t_total = checked(out, last.line, last.raw, "timestamp", it.t - clock.since, least=0.0,
+                      what="step time (its timestamp less the previous row's)")  # fmt: skip
     if t_total is None:
-        return False
+        return
     key = it.key()
-    span = _span(key, previous)
+    span = _span(key, clock.previous) if clock.stepped else 1
     rank.add(first.line, "step", it.t, step=len(rank) - 1, epoch=key[0] if key else None,
              samples=batch * span if batch else None, t_total=t_total,
              t_data=_phase(it, "train.data_time", out), t_compute=_phase(it, "train.compute_time", out),
-             comm_measured=False, warmup=previous is None, iterations=span, train_loss=_loss(it, out))  # fmt: skip
-    return True
+             comm_measured=False, warmup=not clock.stepped, iterations=span, train_loss=_loss(it, out))  # fmt: skip
+    clock.previous, clock.stepped = key, True
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
@@ -337,21 +361,18 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if not log.rows:
         out.warnings.append("no DLLL LOG row with a step: no run")
         return out
-    head = [[r.step, r.data] for r in log.rows[:3]]
+    head = [[r.line, r.t, r.step, r.data] for r in log.rows[:3]]
     rank = RankEvents(run_id("dllogger", json.dumps([log.params, head], sort_keys=True, default=str)), 0)
     summaries = [r for r in log.rows if r.step == []]
     _start(rank, log, path, campaign, summaries, out)
     batch = count(log.params.get("batch_size"), 1)
-    since = log.began[1] if log.began is not None else log.rows[0].t
-    previous: tuple[int, int] | None = None
-    stepped = False
+    clock = _Clock(log.began[1] if log.began is not None else log.rows[0].t)
     for item in _grouped(log.rows):
         if isinstance(item, _Iteration):
-            if _step(rank, item, since, previous if stepped else None, batch, out):
-                previous, stepped = item.key(), True
+            _step(rank, item, clock, batch, out)
         elif isinstance(item.step, list) and item.step != [] and not _is_batch_of_validation(item):
             _evaluations(rank, item, log.units, out)
-        since = item.t
+        clock.since = item.t
     if summaries:
         rank.add(summaries[-1].line, "run_stop", summaries[-1].t, status="success")
     else:

@@ -14,14 +14,17 @@ loops taken out), ``train/batches`` and ``train/samples`` (rank 0's, since the s
 
 * each row with ``train/time`` is a step event of rank 0: its time the difference from the row before (the first
   from the start: the warm-up), its samples ``train/samples``' growth where logged (unknown where not), its
-  ``iterations`` the steps it covers; the run starts at the file's modification time minus the last
-  ``train/time`` and its events are placed on that clock (evaluations at the last training row before them);
+  ``iterations`` the steps it covers (``log_every_n_steps``); a row where ``train/time`` goes back while the step
+  goes on (a second fit into the same log) starts anew, said in a warning; the run starts at the file's
+  modification time minus the training time and its events are placed on that clock (evaluations at the last
+  training row before them); steps after the last logged row have no time, and ``imported.unknown`` says so;
 * the world size is ``train/samples_per_sec / train/device/samples_per_sec`` when that is the same whole number on
-  every row with both (1 when every row has the device rate and none the global one, which the callback logs only
-  in a larger world); anything else leaves it unknown;
+  every row with a per-device rate; anything else (no rates yet, a row without the global rate, ratios that
+  differ) leaves it unknown, and ``imported.unknown`` says why;
 * the tool's global rate is kept as a claim named "rank 0's × world size", never as the run's rate.
 
-There is no wall clock, no accelerator, no other rank's numbers and no end marker: the run is left without a stop
+Without ThroughputMonitor the file holds no time: every event is placed at the file's modification time. Either
+way there is no wall clock, no accelerator, no other rank's numbers and no end marker: the run is left without a stop
 (``imported.stop`` says the log does not tell how or when it ended, even where its last step is timed), and what
 the log cannot tell is listed in ``imported.unknown``. Impossible values (NaN, inf, a word, a negative time or
 count, an accuracy outside [0, 1]) go to the quarantine by line and field; a row with more or fewer fields than
@@ -53,9 +56,10 @@ FORMAT = "lightning-metrics"
 LABEL = "Lightning CSVLogger metrics.csv"
 RECORD = "honestscale.record.lightning.HonestscaleCallback"
 _SPLITS = (("val_", "validation"), ("val/", "validation"), ("test_", "test"), ("test/", "test"))
-# ThroughputMonitor's columns: <stage><sep>[device<sep>]<what> (its separator is "/" unless the user changes it)
+# ThroughputMonitor's columns: <stage>/[device/]<what> (its default separator: with another, "train_time" could be
+# anyone's metric, so those columns are read as any other)
 _MONITOR = re.compile(
-    r"^(?P<stage>train|validate|test|predict)(?P<sep>[/._])(?P<device>device(?P=sep))?"
+    r"^(?P<stage>train|validate|test|predict)/(?P<device>device/)?"
     r"(?P<what>time|batches|samples|lengths|(?:batches|samples|items|flops)_per_sec|mfu)$"
 )
 _CLAIM = "rank 0's × world size"
@@ -84,6 +88,7 @@ class _Step:
     seconds: float
     samples: int | None
     iterations: int
+    warmup: bool  # the first row of a start of training: the start-up is in it
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -125,7 +130,7 @@ def _monitored(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row
     assert m is not None
     what, device = m["what"], bool(m["device"])
     most = 1.0 if what == "mfu" else None
-    kind = "time" if what == "time" else "count" if "_" not in what else what.replace("_", " ")
+    kind = {"time": "time", "mfu": "MFU"}.get(what, "rate" if what.endswith("_per_sec") else "count")
     value = checked(out, line, raw, key, text, least=0.0, most=most, what=kind)
     if value is not None and m["stage"] == "train":
         into.monitor[("device/" if device else "") + what] = value
@@ -174,86 +179,104 @@ def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
     return list(reader.fieldnames or ()), rows, trained
 
 
-def _not_a_step(t: float, at: float, step: int | None, before: int | None) -> str | None:
-    """Why a row with train/time is no step after the one before (None: it is one)."""
-    if t <= at:
-        return f"train/time {t!r} is not past the row before's {at!r}"
-    if step is None:
-        return "no step and no train/batches"
-    if before is not None and step <= before:
-        return f"step {step} is not past the row before's {before}"
-    return None
+@dataclass
+class _Clock:
+    """Where the rows before left ThroughputMonitor's counts: train/time and train/samples since the current start
+    (a second fit into the same log starts them again), the training time of the starts before, the last step."""
+
+    at: float = 0.0
+    before: float = 0.0
+    samples: int | None = 0
+    step: int | None = None
+    starts: list[int] = field(default_factory=list)  # lines where train/time starts again
+    skipped: list[int] = field(default_factory=list)  # lines of rows with train/time that are no step
 
 
 def _steps(out: Parsed, rows: list[_Row]) -> list[_Step]:
     """One step event per row with train/time: the differences from the row before (the first from the start,
-    where ThroughputMonitor's counts begin)."""
+    where ThroughputMonitor's counts begin, and so a row where train/time starts again)."""
     steps: list[_Step] = []
-    at, step_before = 0.0, None
-    samples_before: int | None = 0
+    c = _Clock()
     for row in rows:
         t = row.monitor.get("time")
         if t is None:
             continue
         samples, batches = count(row.monitor.get("samples")), count(row.monitor.get("batches"))
         step = row.step if row.step is not None else (batches - 1 if batches else None)
-        why = _not_a_step(t, at, step, step_before)
-        if why is not None or step is None:
-            out.warnings.append(f"line {row.line}: {why}: not a step (a second fit into the same log?)")
+        if step is None or (c.step is not None and step <= c.step):
+            c.skipped.append(row.line)
             continue
-        # the first row's steps: since the start (a resumed run's train/batches count from its resumption)
-        first = min(step + 1, batches) if batches else step + 1
-        grown = samples - samples_before if samples is not None and samples_before is not None else None
-        steps.append(_Step(row.line, row.epoch, step, t, t - at, grown if grown is None or grown >= 0 else None,
-                           step - step_before if step_before is not None else first))  # fmt: skip
-        at, samples_before, step_before = t, samples, step
+        start = c.step is None or t <= c.at
+        if start and c.step is not None:
+            c.before, c.at, c.samples = c.before + c.at, 0.0, 0
+            c.starts.append(row.line)
+        # the steps since the row before; the first row's since the start (a resumed run counts batches anew)
+        span = step - c.step if c.step is not None else (min(step + 1, batches) if batches else step + 1)
+        grown = samples - c.samples if samples is not None and c.samples is not None else None
+        steps.append(_Step(row.line, row.epoch, step, c.before + t, t - c.at,
+                           grown if grown is None or grown >= 0 else None, span, start))  # fmt: skip
+        c.at, c.samples, c.step = t, samples, step
+    _said(out, c)
     return steps
 
 
+def _said(out: Parsed, c: _Clock) -> None:
+    """The rows with train/time that are no step, and where train/time starts again, as warnings."""
+    if c.skipped:
+        out.warnings.append(
+            f"{len(c.skipped)} rows with train/time are no step after the row before (no step, or a step not past "
+            f"the one before: a second fit into the same log?), left out: lines {_lines(c.skipped)}"
+        )
+    if c.starts:
+        out.warnings.append(
+            f"train/time starts again at lines {_lines(c.starts)} (a second fit into the same log, or a value out "
+            "of place): each read as a new start of training, its first row a warm-up, the starts' times added up"
+        )
+
+
+def _lines(lines: list[int]) -> str:
+    return ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
+
+
 def _world(rows: list[_Row]) -> tuple[int | None, str]:
-    """The world size ThroughputMonitor's rates tell, and how (or why it cannot be told)."""
+    """The world size ThroughputMonitor's rates tell (the same whole ratio of its global to its per-device rate on
+    every row with a per-device rate), and how; else None and why it cannot be told."""
     rated = [r.monitor for r in rows if r.monitor.get("device/samples_per_sec")]
     if not rated:
-        said = any(r.monitor for r in rows)
         return None, (
-            "ThroughputMonitor logs its rates from its window_size-th batch on (100 by default): no row has them"
-            if said
+            "no row has ThroughputMonitor's rates (it logs them from its window_size-th batch on, 100 by default)"
+            if any(r.monitor for r in rows)
             else "metrics.csv holds no ThroughputMonitor columns"
         )
     ratios = [m["samples_per_sec"] / m["device/samples_per_sec"] for m in rated if "samples_per_sec" in m]
-    if not ratios and len(rated) > 0:
-        return (
-            1,
-            f"train/device/samples_per_sec on {len(rated)} rows and no global rate (logged only in a larger world)",
+    if not ratios:
+        return None, (
+            f"train/device/samples_per_sec on {len(rated)} rows and no train/samples_per_sec beside it "
+            "(ThroughputMonitor logs that only in a world of more than one; the log does not say the world)"
         )
     whole = round(ratios[0])
-    if len(ratios) == len(rated) and whole >= 2 and all(abs(r - whole) <= 1e-6 * whole for r in ratios):
+    if len(ratios) == len(rated) and whole >= 1 and all(abs(r - whole) <= 1e-6 * whole for r in ratios):
         return (
             whole,
             f"train/samples_per_sec / train/device/samples_per_sec: {whole} on each of its {len(ratios)} rows",
         )
     return None, (
         f"train/samples_per_sec / train/device/samples_per_sec is not one whole number on every row "
-        f"({min(ratios):g} to {max(ratios):g} over {len(ratios)} of {len(rated)} rows)"
+        f"({min(ratios):g} to {max(ratios):g} on {len(ratios)} of the {len(rated)} rows with a rate)"
     )
 
 
-def _claims(rows: list[_Row], world: int | None) -> dict[str, Any] | None:
-    """The tool's own rate, rank 0's × world size: a claim, never the run's rate."""
-    rated = [r for r in rows if r.monitor.get("device/samples_per_sec")]
+def _claims(rows: list[_Row]) -> dict[str, Any] | None:
+    """The tool's own global rate, rank 0's × world size: a claim, never the run's rate."""
+    rated = [r for r in rows if r.monitor.get("samples_per_sec") is not None]
     if not rated:
         return None
     last = rated[-1]
-    sps, device = last.monitor.get("samples_per_sec"), last.monitor["device/samples_per_sec"]
-    where = f"at step {last.step} (line {last.line})"
-    if sps is None:
-        if world != 1:
-            return None
-        return {"samples_per_s": device, "rank0_samples_per_s": device,
-                "from": f"rank 0's (a world of 1): ThroughputMonitor's train/device/samples_per_sec {where}"}  # fmt: skip
-    return {"samples_per_s": sps, "rank0_samples_per_s": device,
-            "from": f"{_CLAIM}: ThroughputMonitor's train/samples_per_sec {where}, rank 0's samples per second over "
-                    "its last window of batches multiplied by the world size; no other rank is timed"}  # fmt: skip
+    return {"samples_per_s": last.monitor["samples_per_sec"],
+            "rank0_samples_per_s": last.monitor.get("device/samples_per_sec"), "samples_per_s_is": _CLAIM,
+            "from": f"{_CLAIM}: ThroughputMonitor's train/samples_per_sec at step {last.step} (line {last.line}), "
+                    "rank 0's samples per second over its last window of batches multiplied by the world size; no "
+                    "other rank is timed"}  # fmt: skip
 
 
 def _local_batch(steps: list[_Step]) -> int | None:
@@ -272,7 +295,7 @@ def _unknown(
         unknown += ["step times", "wall clock"]
     else:
         unknown.append("wall clock (train/time counts from the start of training: the start is placed at the "
-                       "file's modification time minus the last train/time)")  # fmt: skip
+                       "file's modification time minus the training time)")  # fmt: skip
         if any(s.iterations > 1 for s in steps):
             unknown.append("each step's own time (train/time is logged every log_every_n_steps: one step event per "
                            "logged row, its iterations the steps it covers)")  # fmt: skip
@@ -302,7 +325,7 @@ def _imported(columns: list[str], steps: list[_Step], unknown: list[str], why_wo
     last = steps[-1]
     got["clock"] = ("ThroughputMonitor's train/time: rank 0's training time since on_train_start (perf_counter, "
                     "the validation loops taken out); no wall clock: the start is placed at the file's "
-                    "modification time minus the last train/time, each step at its train/time after it, each "
+                    "modification time minus the training time, each step at its train/time after it, each "
                     "evaluation at the last training row before it")  # fmt: skip
     got["stop"] = (f"metrics.csv does not say how or when the run ended (no end marker: its last training row is "
                    f"step {last.step}, at {last.at:.3f} s of train/time, line {last.line})")  # fmt: skip
@@ -335,7 +358,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     rank.add(
         1, "run_start", t0, campaign=campaign, name=name, purpose="final", framework="lightning",
         scope="end_to_end", hyperparameters=hparams or None, world_size=world, local_batch_size=local,
-        claims=_claims(rows, world),
+        claims=_claims(rows),
         imported=_imported([c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world),
     )  # fmt: skip
     _events(rank, rows, steps, t0 if steps else end)
@@ -349,7 +372,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         )
     if trained:
         out.notes.append(
-            "training metrics kept only as the columns' names (rank 0's unless synchronised): "
+            "training metrics and rates kept only as the columns' names (rank 0's unless synchronised): "
             + ", ".join(sorted(trained))
         )
     out.events = rank.numbered()
@@ -365,7 +388,7 @@ def _events(rank: RankEvents, rows: list[_Row], steps: list[_Step], t0: float) -
         if s is not None:
             clock = t0 + s.at
             rank.add(s.line, "step", clock, epoch=s.epoch, step=s.step, samples=s.samples, t_total=s.seconds,
-                     iterations=s.iterations, warmup=s is steps[0])  # fmt: skip
+                     iterations=s.iterations, warmup=s.warmup)  # fmt: skip
         for split, metric, value in row.evals:
             rank.add(row.line, "eval", clock, split=split, metric=metric, value=value, epoch=row.epoch,
                      step=row.step)  # fmt: skip
