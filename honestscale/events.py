@@ -85,6 +85,17 @@ SCALING = ("strong", "weak", "none")
 SPLITS = ("train", "validation", "test")
 # parallel dimensions of a layout: replicated data, fully sharded data, tensor, pipeline, context, expert
 PARALLEL_DIMS = ("dp", "fsdp", "tp", "pp", "cp", "ep")
+# A quality's name as the rules name it, whoever wrote it down: the recorder's callbacks and the readers of the same
+# tools' logs give one training's metrics one name (``val_acc`` -> ``accuracy``), so the two records of one training
+# can be told to be one.
+QUALITY_ALIASES = {"acc": "accuracy", "top1": "accuracy", "top1_acc": "accuracy"}
+
+
+def quality_name(name: str) -> str:
+    """``acc`` -> ``accuracy``; any other name as it is."""
+    return QUALITY_ALIASES.get(name, name)
+
+
 CHECKPOINTING = ("none", "selective", "full")
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 STATUSES = ("success", "aborted", "failed", "timeout", "cancelled")

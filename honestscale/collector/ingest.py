@@ -61,6 +61,7 @@ from honestscale.collector._native import (
 from honestscale.collector._read import read_log, reader_tag
 from honestscale.collector._sources import Source
 from honestscale.collector._summary import FileResult, Summary
+from honestscale.collector._twins import supersede_twins
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupts_held
 from honestscale.store import cursor, refresh_runs
@@ -462,7 +463,12 @@ class Ingester:
                 land_profile(self.con, plan.file_id, plan.profile)
             if plan.energy:
                 land_energy(self.con, plan.file_id, plan.energy)
-        refresh_runs(self.con, set().union(*(p.result.run_ids for p in active)))
+        touched = set().union(*(p.result.run_ids for p in active))
+        refresh_runs(self.con, touched)
+        for logged, recorded in supersede_twins(self.con, touched):
+            for plan in (p for p in active if p.result.run_ids & {logged, recorded}):
+                plan.result.notes.append(f"run {logged} (a tool's log) is the same training as run {recorded} "
+                                         "(recorded by honestscale's callback): counted once, as that run")  # fmt: skip
         self._count_quarantined(active)
         self._book(active, time.perf_counter() - started)
 

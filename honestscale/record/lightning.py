@@ -37,6 +37,7 @@ try:
 except ImportError:  # the standalone package
     import pytorch_lightning as pl  # type: ignore[no-redef]
 
+from honestscale.events import quality_name
 from honestscale.record._hooks import Boundaries
 from honestscale.record._lifecycle import RunTerminated
 from honestscale.record._recorder import Recorder
@@ -48,7 +49,6 @@ _SPLITS = {"val": "validation", "valid": "validation", "validation": "validation
 _PREFIX = re.compile(r"^(val|valid|validation|test)[_/](.+)$")
 _PRECISION = {"32-true": "fp32", "64-true": "fp64", "16-true": "fp16", "bf16-true": "bf16", "16-mixed": "amp-fp16",
               "bf16-mixed": "amp-bf16", "transformer-engine": "fp8"}  # fmt: skip
-_ALIASES = {"acc": "accuracy", "top1": "accuracy", "top1_acc": "accuracy"}  # as the rules name the quality
 _LAYOUT = {"DDPStrategy": "dp", "DDPSpawnStrategy": "dp", "DeepSpeedStrategy": "dp", "FSDPStrategy": "fsdp"}
 
 
@@ -60,7 +60,7 @@ def logged_metrics(metrics: dict[str, Any], split: str) -> dict[str, float]:
         if found and _SPLITS[found.group(1)] == split:
             try:
                 name = found.group(2).removesuffix("_epoch")
-                out[_ALIASES.get(name, name)] = float(value)
+                out[quality_name(name)] = float(value)
             except (TypeError, ValueError):
                 continue
     return out

@@ -294,3 +294,17 @@ def test_a_store_an_older_reader_filled_is_put_right(tmp_path: Path) -> None:
     ]
     quiet = _ingest(store, HF)
     assert "earlier reader" not in quiet and "1 files (1 unchanged)" in quiet
+
+
+def test_the_log_landed_first_is_still_told_to_be_the_recorded_training(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    _ingest(store, HF)
+    runs = _json("runs", "-f", "json", "--store", str(store))
+    assert [r["superseded"] for r in runs] == [None]  # alone: its own run
+    out = _ingest(store, HF.parent / "recorded")
+    assert "counted once, as that run" in out
+    by_source = {r["source"]: r for r in _json("runs", "-f", "json", "--store", str(store))}
+    assert by_source["native"]["superseded"] is None
+    assert by_source["hf-trainer-state"]["superseded"].startswith(
+        f"the same training as run {by_source['native']['run_id']}"
+    )

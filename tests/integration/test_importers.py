@@ -285,7 +285,10 @@ def test_hugging_face_trainer_state_against_the_recorder_of_the_same_training(tm
     recorded_evals = _query(store, f"SELECT metric, value FROM evals WHERE run_id = '{recorded['run_id']}' "
                                    "AND split = 'validation' AND rank = 0 ORDER BY time, seq")  # fmt: skip
     assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
-    assert {f["outcome"] for f in _lint(store, "HS215")} == {"cannot_verify"}
+    # one training, two records: the log's run is superseded by the recorded one, never a second repetition
+    assert imported["superseded"].startswith(f"the same training as run {recorded['run_id']}")
+    assert recorded["superseded"] is None and "counted once, as that run" in out
+    assert not [f for f in _lint(store, "HS215") if imported["run_id"] in f["runs"]]
 
 
 LIGHTNING = DATA / "lightning-digits"
@@ -311,16 +314,22 @@ def test_lightning_metrics_csv_against_the_recorder_of_the_same_training(tmp_pat
     evals = _query(
         store, f"SELECT metric, value FROM evals WHERE run_id = '{imported['run_id']}' ORDER BY seq"
     )
-    assert evals == from_csv and len(evals) == 3
-    recorded_evals = _query(store, f"SELECT value FROM evals WHERE run_id = '{recorded['run_id']}' AND rank = 0 "
-                                   "ORDER BY time, seq")  # fmt: skip
-    assert [v for _, v in evals] == [pytest.approx(v) for (v,) in recorded_evals]
+    # val_acc is named accuracy, as the callback of the same training names it
+    assert [(m.replace("acc", "accuracy"), v) for m, v in from_csv] == evals and len(evals) == 3
+    recorded_evals = _query(store, f"SELECT metric, value FROM evals WHERE run_id = '{recorded['run_id']}' "
+                                   "AND rank = 0 ORDER BY time, seq")  # fmt: skip
+    assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
+    assert imported["superseded"].startswith(f"the same training as run {recorded['run_id']}")
     hyper = _query(
         store, f"SELECT attrs -> 'hyperparameters' FROM runs WHERE run_id = '{imported['run_id']}'"
     )
     assert json.loads(hyper[0][0]) == {"hidden": 128, "lr": 0.1}  # hparams.yaml beside it
+    assert not [f for f in _lint(store, "HS206,HS215") if imported["run_id"] in f["runs"]]  # counted once
+    # the log alone (no recorded twin): the rules say what it cannot tell
+    alone = tmp_path / "alone.duckdb"
+    _ingest(alone, LIGHTNING / "metrics.csv")
     outcomes = {
-        f["code"]: f["outcome"] for f in _lint(store, "HS206,HS215") if imported["run_id"] in f["runs"]
+        f["code"]: f["outcome"] for f in _lint(alone, "HS206,HS215") if imported["run_id"] in f["runs"]
     }
     assert outcomes == {"HS206": "cannot_verify", "HS215": "cannot_verify"}
 

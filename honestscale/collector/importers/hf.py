@@ -9,6 +9,11 @@ evaluations at their step's share of it (said in ``imported.clock``). The global
 ``train_samples_per_second / train_steps_per_second`` (the Trainer divides the same planned samples and steps by
 the same runtime); its samples/s are a claim, process 0's. A state saved before the end (a checkpoint's, or a
 killed run's) has no ``train_runtime``: the run is left without a stop.
+
+The framework is ``torch`` and the metrics are named as the rules name them (``acc`` -> ``accuracy``), as
+honestscale's Trainer callback records the same training (``imported.tool`` names the Trainer): the two records of
+one training are then told to be one (collector/_twins.py). A ``train_runtime`` of 0 or less, a NaN or infinite
+evaluation and an accuracy outside [0, 1] go to the quarantine by field; rates and runtimes are never a quality.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from honestscale.collector.importers._build import (
     quality_bounds,
     run_id,
 )
+from honestscale.events import quality_name
 
 FORMAT = "hf-trainer-state"
 LABEL = "Hugging Face trainer_state.json"
@@ -100,7 +106,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
               "process 0's"} if sps else None  # fmt: skip
     rank.add(
         1, "run_start", t0, campaign=campaign, name=path.parent.name or "trainer", purpose="final",
-        framework="transformers", local_batch_size=local, global_batch_size=gbs,
+        framework="torch", local_batch_size=local, global_batch_size=gbs,
         stop_criterion="samples" if max_steps and gbs else None,
         stop_value=float(max_steps * gbs) if max_steps and gbs else None, scope="end_to_end", claims=claims,
         hyperparameters={k: state[k] for k in ("logging_steps", "max_steps", "num_train_epochs", "eval_steps",
@@ -150,7 +156,7 @@ def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, Any], line: int
         for prefix, split in (("eval_", "validation"), ("test_", "test")):
             if not key.startswith(prefix) or key.endswith(_TIMINGS) or is_rate(key):
                 continue
-            metric = key.removeprefix(prefix)
+            metric = quality_name(key.removeprefix(prefix))
             least, most = quality_bounds(metric)
             v = checked(out, line, _raw(entry), key, value, least=least, most=most, what=metric)
             if v is not None:

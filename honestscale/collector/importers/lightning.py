@@ -29,6 +29,10 @@ way there is no wall clock, no accelerator, no other rank's numbers and no end m
 the log cannot tell is listed in ``imported.unknown``. Impossible values (NaN, inf, a word, a negative time or
 count, an accuracy outside [0, 1]) go to the quarantine by line and field; a row with more or fewer fields than
 the header goes there whole (its values cannot be told apart); the rest of the file is read.
+
+The framework is ``torch`` and a quality is named as the rules name it (``val_acc`` -> ``accuracy``), as
+honestscale's Lightning callback records the same training (``imported.tool`` names Lightning): the two records of
+one training are then told to be one (collector/_twins.py).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from honestscale.collector.importers._build import (
     raw_row,
     run_id,
 )
+from honestscale.events import quality_name
 
 FORMAT = "lightning-metrics"
 LABEL = "Lightning CSVLogger metrics.csv"
@@ -153,7 +158,7 @@ def _cell(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row, tra
     if split is None or timing:
         trained.add(key)
     else:
-        into.evals.append((split, metric, value))
+        into.evals.append((split, quality_name(metric), value))
 
 
 def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
@@ -356,7 +361,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     rank = RankEvents(run_id("lightning", text), 0)
     unknown = _unknown(rows, steps, world, why_world, local)
     rank.add(
-        1, "run_start", t0, campaign=campaign, name=name, purpose="final", framework="lightning",
+        1, "run_start", t0, campaign=campaign, name=name, purpose="final", framework="torch",
         scope="end_to_end", hyperparameters=hparams or None, world_size=world, local_batch_size=local,
         claims=_claims(rows),
         imported=_imported([c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world),
