@@ -200,7 +200,7 @@ def _time_cell(s: float | None, rejected: dict[str, Any] | None) -> Text:
     return Text(f"{_fmt_seconds(s)} ✗ {rejected['rule']}", style="red")
 
 
-_STATUS_STYLE = {"success": "green", "aborted": "yellow", "incomplete": "yellow"}
+_STATUS_STYLE = {"success": "green", "aborted": "yellow", "incomplete": "yellow", "end_unknown": "yellow"}
 
 
 def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = None) -> Table:

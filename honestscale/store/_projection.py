@@ -160,7 +160,10 @@ SELECT
         TRY_CAST(s.p ->> 'world_size' AS INTEGER)
     ) END AS n_accelerators,
     {_REPLICA_RANKS} AS replica_ranks,
-    coalesce(stops.status, 'incomplete') AS status,
+    -- end_unknown: a log of another tool that does not say how or when the run ended (imported.stop), never taken
+    -- for a run still going or killed
+    coalesce(stops.status, CASE WHEN (s.p -> 'imported' ->> 'stop') IS NOT NULL THEN 'end_unknown'
+                                ELSE 'incomplete' END) AS status,
     CASE
         WHEN stops.status IS NOT NULL THEN stops.reason
         WHEN s.p IS NULL THEN 'no run_start and no run_stop event yet (rank 0 file not ingested?)'

@@ -33,10 +33,10 @@ def campaign_overview(con: duckdb.DuckDBPyConnection, now: float) -> pl.DataFram
         landed AS (
             SELECT campaign, count(*) AS landed,
                    count(*) FILTER (WHERE status = 'success') AS succeeded,
-                   count(*) FILTER (WHERE status NOT IN ('success', 'incomplete')) AS failed,
+                   count(*) FILTER (WHERE status NOT IN ('success', 'incomplete', 'end_unknown')) AS failed,
                    count(*) FILTER (WHERE status = 'incomplete' AND last_time >= ?) AS running,
-                   count(*) FILTER (WHERE status = 'incomplete' AND (last_time IS NULL OR last_time < ?))
-                       AS incomplete,
+                   count(*) FILTER (WHERE status = 'incomplete' AND (last_time IS NULL OR last_time < ?)
+                                           OR status = 'end_unknown') AS incomplete,
                    count(*) FILTER (WHERE superseded) AS superseded,
                    max(last_time) AS last_event, CAST(coalesce(sum(events), 0) AS BIGINT) AS events
             FROM r GROUP BY campaign

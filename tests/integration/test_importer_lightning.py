@@ -138,7 +138,7 @@ def test_throughput_monitor_gives_world_size_steps_samples_and_time(tmp_path: Pa
     ]
     assert evals == from_csv and len(evals) == 2 * expected["epochs"]
     # no end marker: no stop is made up, the reason says so; what is still unknown is listed
-    assert run["status"] == "incomplete" and run["time_to_train_s"] is None
+    assert run["status"] == "end_unknown" and run["time_to_train_s"] is None
     assert (
         "does not say how or when the run ended" in run["reason"]
         and f"step {timed[-1]['step']}" in run["reason"]

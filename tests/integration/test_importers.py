@@ -306,7 +306,7 @@ def test_lightning_metrics_csv_against_the_recorder_of_the_same_training(tmp_pat
     runs = {r["source"]: r for r in _runs(store)}
     imported, recorded = runs["lightning-metrics"], runs["native"]
     assert imported["time_to_train_s"] is None and imported["n_accelerators"] is None
-    assert imported["status"] == "incomplete" and "does not say how or when" in imported["reason"]
+    assert imported["status"] == "end_unknown" and "does not say how or when" in imported["reason"]
     with (LIGHTNING / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
     from_csv = [(k.removeprefix("val_").removeprefix("test_"), float(v)) for r in rows for k, v in r.items()

@@ -32,7 +32,7 @@ class FailedRunsDropped(Rule):
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         incomplete = [r for r in target.runs if r.status == "incomplete" and not _end_untold(r)]
-        untold = [r for r in target.runs if r.status == "incomplete" and _end_untold(r)]
+        untold = [r for r in target.runs if r.status in ("incomplete", "end_unknown") and _end_untold(r)]
         if untold:
             yield self.cannot_verify(target, untold, f"{len(untold)} run(s) come from a log that does not say how they "
                                      "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
