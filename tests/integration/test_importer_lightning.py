@@ -269,3 +269,24 @@ def test_train_time_that_goes_back_starts_anew_and_says_so(tmp_path: Path) -> No
     assert len(steps) == len(timed) and [w for _, w in steps][:3] == [True, True, False]
     assert steps[1][0] == pytest.approx(float(timed[1]["train/time"]))  # since the new start
     assert sum(t for t, _ in steps) == pytest.approx(100.0 + float(timed[-1]["train/time"]))
+
+
+def test_world_of_one_where_only_the_device_rates_are_logged(tmp_path: Path) -> None:
+    """The real log with its train/samples_per_sec column taken out, as Lightning writes it for a world of one
+    (lightning.fabric.utilities.throughput: "Global metrics are not included if the world size is 1"): a world
+    of 1, said how, and no claim of a global rate."""
+
+    def one(lines: list[str]) -> None:
+        at = lines[0].split(",").index("train/samples_per_sec")
+        for i, line in enumerate(lines):
+            fields = line.split(",")
+            lines[i] = ",".join(fields[:at] + fields[at + 1 :])
+
+    path, _ = _changed(tmp_path, one)
+    store = tmp_path / "s.duckdb"
+    _ingest(store, path)
+    (run,) = _runs(store)
+    assert run["world_size"] == 1
+    imported = _attrs(store, run["run_id"])["imported"]
+    assert "global metrics are not included if the world size is 1" in imported["world_size_from"]
+    assert not any(str(u).startswith("world_size") for u in imported["unknown"])

@@ -19,7 +19,8 @@ loops taken out), ``train/batches`` and ``train/samples`` (rank 0's, since the s
   modification time minus the training time and its events are placed on that clock (evaluations at the last
   training row before them); steps after the last logged row have no time, and ``imported.unknown`` says so;
 * the world size is ``train/samples_per_sec / train/device/samples_per_sec`` when that is the same whole number on
-  every row with a per-device rate; anything else (no rates yet, a row without the global rate, ratios that
+  every row with a per-device rate, and 1 where rows have the per-device rate and none the global one (Lightning
+  logs the global rates in every world of more than one); anything else (no rates yet, a row without the global rate, ratios that
   differ) leaves it unknown, and ``imported.unknown`` says why;
 * the tool's global rate is kept as a claim named "rank 0's × world size", never as the run's rate.
 
@@ -243,7 +244,7 @@ def _lines(lines: list[int]) -> str:
     return ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
 
 
-def _world(rows: list[_Row]) -> tuple[int | None, str]:
+def _world(rows: list[_Row], columns: list[str]) -> tuple[int | None, str]:
     """The world size ThroughputMonitor's rates tell (the same whole ratio of its global to its per-device rate on
     every row with a per-device rate), and how; else None and why it cannot be told."""
     rated = [r.monitor for r in rows if r.monitor.get("device/samples_per_sec")]
@@ -254,10 +255,15 @@ def _world(rows: list[_Row]) -> tuple[int | None, str]:
             else "metrics.csv holds no ThroughputMonitor columns"
         )
     ratios = [m["samples_per_sec"] / m["device/samples_per_sec"] for m in rated if "samples_per_sec" in m]
-    if not ratios:
-        return None, (
-            f"train/device/samples_per_sec on {len(rated)} rows and no train/samples_per_sec beside it "
-            "(ThroughputMonitor logs that only in a world of more than one; the log does not say the world)"
+    globals_ = [c for c in columns if c.endswith("/samples_per_sec") and "/device/" not in c]
+    if not ratios and globals_:
+        return None, (f"train/device/samples_per_sec on {len(rated)} rows and no train/samples_per_sec beside it, "
+                      f"though {', '.join(globals_)} is a global rate (a world of more than one): the world is not said")  # fmt: skip
+    if not ratios:  # Lightning's Throughput: "Global metrics are not included if the world size is 1"
+        return 1, (
+            f"train/device/samples_per_sec on {len(rated)} rows and train/samples_per_sec on none: ThroughputMonitor "
+            "logs the global rates in every world of more than one (lightning.fabric.utilities.throughput: global "
+            "metrics are not included if the world size is 1)"
         )
     whole = round(ratios[0])
     if len(ratios) == len(rated) and whole >= 1 and all(abs(r - whole) <= 1e-6 * whole for r in ratios):
@@ -349,7 +355,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.warnings.append("no row could be read: no run" if out.bad else "a header and no rows: no run")
         return out
     steps = _steps(out, rows)
-    world, why_world = _world(rows)
+    world, why_world = _world(rows, columns)
     local = _local_batch(steps)
     end = path.stat().st_mtime
     t0 = end - (steps[-1].at if steps else 0.0)
