@@ -86,12 +86,18 @@ def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
 
     out = {}
     for r in runs:
-        per = r.throughput / r.workers if r.throughput is not None and r.workers else None
+        # a log of fewer ranks than the run had (HS215): its rates are those ranks', never divided by the world
+        partial = bool(isinstance(r.attrs.get("imported"), dict) and r.world_size and r.ranks_seen is not None
+                       and r.ranks_seen < r.world_size)  # fmt: skip
+        per = r.throughput / r.workers if r.throughput is not None and r.workers and not partial else None
         u = flops.utilisation(r) if flops.audited(r) else None
+        are = (f"{RATES_ARE}; from the steps of {r.ranks_seen} of the run's {r.world_size} ranks (the log holds no "
+               "more): those ranks' rates, not the run's (HS215), and no per-worker rate" if partial else RATES_ARE)  # fmt: skip
         out[r.id] = {"layout": r.layout, "parallel": r.degrees if r.parallel else None,
                      "samples_per_s": r.throughput, "samples_per_s_per_worker": per,
-                     "tokens_per_s": r.tokens_per_s, "tokens_per_s_per_worker": r.tokens_per_s_per_accelerator,
-                     "rates_are": RATES_ARE if r.throughput is not None else None,
+                     "tokens_per_s": r.tokens_per_s,
+                     "tokens_per_s_per_worker": None if partial else r.tokens_per_s_per_accelerator,
+                     "rates_are": are if r.throughput is not None else None,
                      "utilisation": None if u is None else u.as_json() | {"method": flops.MFU_METHOD,
                                                                           "no_peak": u.peak.missing or None,
                                                                           "to_record": u.peak.record or None}}  # fmt: skip

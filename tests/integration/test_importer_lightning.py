@@ -290,3 +290,14 @@ def test_world_of_one_where_only_the_device_rates_are_logged(tmp_path: Path) -> 
     imported = _attrs(store, run["run_id"])["imported"]
     assert "global metrics are not included if the world size is 1" in imported["world_size_from"]
     assert not any(str(u).startswith("world_size") for u in imported["unknown"])
+
+
+def test_rates_of_one_rank_of_two_are_named_so(tmp_path: Path) -> None:
+    """The 2-rank log holds rank 0's steps only: `runs` gives those ranks' rate, says so with HS215, and gives no
+    per-worker rate (rank 0's rate divided by the world would be half a rank's)."""
+    store = tmp_path / "s.duckdb"
+    _ingest(store, FIXTURE)
+    (run,) = _runs(store)
+    assert run["world_size"] == 2 and run["samples_per_s"] is not None
+    assert run["samples_per_s_per_worker"] is None and run["tokens_per_s_per_worker"] is None
+    assert "from the steps of 1 of the run's 2 ranks" in run["rates_are"] and "HS215" in run["rates_are"]
