@@ -5,6 +5,10 @@ dllogger package, and wrote ``expected.json`` with what the training measured as
 Expected values come from ``expected.json`` or from a few lines of JSON parsing of the log here, never from the
 reader. DLE logs each iteration in two ``dllogger.log`` calls (DEFAULT: loss and rates; VERBOSE: the phase times),
 both written by its VERBOSE JSON backend: one step each, not two.
+
+tests/data/imported/dllogger-dle-pf20 is the same script with ``--print-freq 20`` (DLE's convergence default) and
+batch 16: a row every 20 iterations, each the mean of those 20, the first of each epoch at iteration 20 (DLE numbers
+them from 1), and an epoch's last 7 of 87 iterations in no row.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from tests.integration.test_importers import DATA, _cli, _ingest, _query, _runs
 DLE = DATA / "dllogger-dle"
 LOG = DLE / "dllogger.json"
 EXPECTED: dict[str, Any] = json.loads((DLE / "expected.json").read_text())
+PF20 = DATA / "dllogger-dle-pf20"
+PF20_EXPECTED: dict[str, Any] = json.loads((PF20 / "expected.json").read_text())
 
 
 def _records(path: Path = LOG) -> list[tuple[int, dict[str, Any]]]:
@@ -155,3 +161,77 @@ def test_impossible_values_are_quarantined_by_line_and_field(tmp_path: Path) -> 
         (EXPECTED["iterations"], EXPECTED["iterations"] - 1)
     ]
     assert _query(store, "SELECT count(*) FROM evals WHERE epoch = 0 AND metric = 'top1_accuracy'") == [(0,)]
+
+
+@pytest.fixture(scope="module")
+def store_pf20(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("dle-pf20") / "s.duckdb"
+    assert "read as NVIDIA DLLogger log" in _ingest(path, PF20 / "dllogger.json")
+    return path
+
+
+def _pf20_rows() -> list[dict[str, Any]]:
+    return [
+        r
+        for _, r in _records(PF20 / "dllogger.json")
+        if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) in (1, 2)
+    ]
+
+
+def test_the_pf20_fixture_logs_every_20th_iteration_and_the_epochs_tail_only_in_its_means() -> None:
+    """What the reader must meet, in the log itself: rows at iterations 20, 40, 60, 80 of each epoch of 87 (two
+    rows each), their times means over 20 iterations; iterations 81-87 only in the ``[epoch]`` rows' means."""
+    e = PF20_EXPECTED
+    rows = _pf20_rows()
+    keys = [r["step"] for r in rows if len(r["step"]) == 2]
+    assert keys[::2] == keys[1::2] == [r["step"] for r in e["logged_rows"]]
+    assert [k[1] for k in keys[::2]] == [20, 40, 60, 80] * e["epochs"] and e["iterations_per_epoch"] == 87
+    assert all(r["iterations"] == e["print_freq"] == 20 for r in e["logged_rows"])
+    assert e["logged_iterations"] + len(e["unlogged_step_keys"]) == e["iterations"] == 87 * e["epochs"]
+    timed = [r["data"] for r in rows if len(r["step"]) == 2 and "train.compute_time" in r["data"]]
+    for got, row in zip(timed, e["logged_rows"], strict=True):
+        assert got["train.compute_time"] * 20 == pytest.approx(row["compute_time_s"])
+        assert got["train.data_time"] * 20 == pytest.approx(row["data_time_s"])
+    per_epoch = [
+        r["data"]["train.compute_time"]
+        for r in rows
+        if len(r["step"]) == 1 and "train.compute_time" in r["data"]
+    ]
+    times = e["compute_time_s"]
+    assert per_epoch == pytest.approx([sum(times[i * 87 : (i + 1) * 87]) / 87 for i in range(e["epochs"])])
+
+
+def test_a_row_every_20_iterations_is_a_step_of_20_with_its_samples_and_phases(store_pf20: Path) -> None:
+    e = PF20_EXPECTED
+    steps = _query(
+        store_pf20,
+        "SELECT epoch, iterations, samples, t_total, t_data, t_compute, warmup FROM steps ORDER BY step",
+    )
+    rows = e["logged_rows"]
+    assert [s[0] for s in steps] == [r["step"][0] for r in rows]
+    # each epoch's first row (iteration 20) is 20 iterations, as the others: not 1
+    assert [s[1] for s in steps] == [r["iterations"] for r in rows]
+    assert sum(s[1] for s in steps) == e["logged_iterations"]
+    assert [s[2] for s in steps] == [r["samples"] for r in rows]
+    assert sum(s[2] for s in steps) == e["logged_samples"]
+    # the logged per-iteration means times the row's iterations: the script's own sums of what train() measured
+    assert [s[4] for s in steps] == pytest.approx([r["data_time_s"] for r in rows])
+    assert [s[5] for s in steps] == pytest.approx([r["compute_time_s"] for r in rows])
+    assert sum(s[4] for s in steps) == pytest.approx(e["logged_data_time_sum_s"])
+    assert sum(s[5] for s in steps) == pytest.approx(e["logged_compute_time_sum_s"])
+    assert all(s[5] <= s[3] for s in steps)  # 20 iterations' compute inside the 20 iterations' time
+    assert [s[6] for s in steps] == [True] + [False] * (len(steps) - 1)
+    (run,) = _runs(store_pf20)
+    assert run["local_batch_size"] == e["samples_per_iteration"] == 16
+    # the steady rate: the script's clock over the iterations of the rows after the first
+    at = {tuple(k): i for i, k in enumerate(e["step_keys"])}
+    covered = [
+        i
+        for r in rows[1:]
+        for i in range(at[tuple(r["step"])] - r["iterations"] + 1, at[tuple(r["step"])] + 1)
+    ]
+    rate = sum(e["samples"][i] for i in covered) / sum(e["iteration_wall_s"][i] for i in covered)
+    assert run["samples_per_s"] == pytest.approx(rate, rel=0.01)
+    (attrs,) = _query(store_pf20, "SELECT attrs FROM runs")[0]
+    between = json.loads(attrs)["imported"]["between_rows"]
+    assert "up to 20 iterations apart" in between and "in no step" in between

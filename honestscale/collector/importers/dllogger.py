@@ -12,7 +12,10 @@ write them).
   previous step's end, or the last validation row) to the key's last row (everything between counted; the first
   step's from the first ``PARAMETER`` row, where the run starts, so it holds the set-up and is the warm-up, as the
   runners mark theirs); ``train.data_time`` and ``train.compute_time`` are its phases; its samples ``batch_size``
-  (per GPU) when the parameters say it.
+  (per GPU) when the parameters say it. A row every N iterations (DeepLearningExamples' ``--print-freq``: 1 in
+  their benchmark modes, 20 in convergence) stands for the iterations since its epoch's previous row (see
+  ``_span``): its samples ``batch_size`` times those, its phases the logged per-iteration means times those. An
+  epoch's iterations after its last row are in no step (DLE logs them only in the ``[epoch]`` rows' means).
 * ``"step": [epoch]`` (or ``[epoch, iteration]`` without training data) with ``val.*``/``eval.*``/``test.*`` data:
   evaluations. A percentage (unit ``%``, or a ``top1``/``acc`` above 1 without a unit) is kept as the fraction it
   is; a value whose unit or name says it is a rate or a time (``val.total_ips`` in images/s, ``compute_latency``
@@ -33,6 +36,7 @@ before the previous row's (no time for it). A log holds the rank that wrote it
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -106,12 +110,36 @@ class _Iteration:
         return self.rows[-1].t
 
     def key(self) -> tuple[int, int] | None:
-        s = self.step
-        return (s[0], s[1]) if all(isinstance(v, int) and not isinstance(v, bool) for v in s[:2]) else None
+        return _key(self.step)
 
     def where(self, name: str) -> Row | None:
         """The last of the rows that has ``name``."""
         return next((r for r in reversed(self.rows) if name in r.data), None)
+
+
+def _key(step: Any) -> tuple[int, int] | None:
+    """A training step's ``(epoch, iteration)``; None when they are not two integers."""
+    return (
+        (step[0], step[1]) if all(isinstance(v, int) and not isinstance(v, bool) for v in step[:2]) else None
+    )
+
+
+@dataclass(frozen=True)
+class _Numbering:
+    """How a log numbers its training iterations: from 0 or from 1 in each epoch, and the most iterations between two
+    of its rows (None when it has no two rows to compare)."""
+
+    first: int
+    most: int | None
+
+
+def _numbering(rows: list[Row]) -> _Numbering:
+    """From 0 when an iteration 0 is logged, else from 1 (DeepLearningExamples' ConvNets: ``Logger.start_epoch`` sets
+    ``iteration = 0``, ``start_iteration`` adds 1 before each batch: an epoch's first is 1). A log numbered from 0
+    that never logs iteration 0 (rows at 19, 39 ...) is taken as numbered from 1: its epochs' first rows one short."""
+    keys = [k for k in (_key(r.step) for r in rows if _is_training(r)) if k is not None]
+    gaps = [b[1] - a[1] for a, b in itertools.pairwise(keys) if b[1] > a[1]]
+    return _Numbering(0 if any(k[1] == 0 for k in keys) else 1, max(gaps, default=None))
 
 
 def _is_rate(key: str, units: dict[str, Any]) -> bool:
@@ -238,6 +266,16 @@ def _measures(log: _Log) -> dict[str, Any]:
             if _split_of(k)[0] in ("validation", "test") and _is_measure(k, log.units) and number(v) is not None}  # fmt: skip
 
 
+def _between_rows(numbering: _Numbering) -> str | None:
+    """What a step stands for when the training rows are further apart than one iteration."""
+    if not numbering.most or numbering.most < 2:
+        return None
+    return (f"training rows up to {numbering.most} iterations apart (iterations numbered from {numbering.first} in "
+            "each epoch): a step is the iterations since its epoch's previous row (an epoch's first row: since the "
+            "epoch's start), its samples and phases (per-iteration means as logged) times those; an epoch's "
+            "iterations after its last row are in no step (the tool logs them only in its `[epoch]` means)")  # fmt: skip
+
+
 def _imported(
     log: _Log, batch: int | None, world: int | None, summaries: list[Row], time_from: str
 ) -> dict[str, Any]:
@@ -256,14 +294,24 @@ def _imported(
             "validation_measures": _measures(log) or None,
             "validation_batches": f"{batches} step keys [epoch, iteration, val_iteration] of one validation batch "
                                   "each: partial results, not evaluations" if batches else None,
-            "summaries": {"includes_warmup": True, "rates": rates, "values": values} if summaries else None}  # fmt: skip
+            "summaries": {"includes_warmup": True, "rates": rates, "values": values} if summaries else None,
+            **({"between_rows": between} if (between := _between_rows(_numbering(log.rows))) else {})}  # fmt: skip
 
 
-def _span(key: tuple[int, int] | None, previous: tuple[int, int] | None) -> int:
-    """How many iterations a training row stands for (rows every N iterations: N; a new epoch: 1)."""
-    if previous is None or key is None or key[0] != previous[0]:
+def _span(key: tuple[int, int] | None, previous: tuple[int, int] | None, numbering: _Numbering) -> int:
+    """How many iterations a training row stands for. DeepLearningExamples' ConvNets (image_classification/logger.py,
+    ``Logger.end_iteration``) write a row when ``iteration % print_interval == 0``, its values the meters' means over
+    the iterations recorded since the row before (``reset_iteration`` empties them after each row, and
+    ``end_epoch`` at each epoch's end): a row is the iterations since its epoch's previous row; an epoch's first row
+    those since the epoch's start (``start_epoch`` sets ``iteration = 0``; numbered from 1: ``(e, 20)`` is 20
+    iterations, from 0: ``(e, 0)`` is one). Iterations numbered across epochs (a key above the previous epoch's
+    last): since the previous row. Never more than the log's widest spacing (a resumed log's first row)."""
+    if key is None:
         return 1
-    return max(key[1] - previous[1], 1)
+    if previous is not None and (key[0] == previous[0] or key[1] > previous[1]):
+        return max(key[1] - previous[1], 1)
+    since_start = key[1] - numbering.first + 1
+    return max(min(since_start, numbering.most or since_start), 1)
 
 
 def _start(
@@ -317,11 +365,14 @@ def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any], out: Parsed)
             rank.add(row.line, "eval", row.t, split=split, metric=got[0], value=got[1], epoch=epoch)
 
 
-def _phase(it: _Iteration, name: str, out: Parsed) -> float | None:
+def _phase(it: _Iteration, name: str, span: int, out: Parsed) -> float | None:
+    """A phase's time over the row's ``span`` iterations: DLE logs ``train.data_time``/``train.compute_time`` through
+    ``PERF_METER``'s ``AverageMeter`` (image_classification/logger.py), the mean of one value per iteration."""
     row = it.where(name)
-    return (
+    got = (
         None if row is None else checked(out, row.line, row.raw, name, row.data[name], least=0.0, what="time")
     )
+    return None if got is None else got * span
 
 
 def _loss(it: _Iteration, out: Parsed) -> float | None:
@@ -332,9 +383,11 @@ def _loss(it: _Iteration, out: Parsed) -> float | None:
 
 @dataclass
 class _Clock:
-    """Where the steps stand: the last row's time, the last step's key, whether a step landed yet."""
+    """Where the steps stand: the last row's time, the last step's key, whether a step landed yet, and how the log
+    numbers its iterations."""
 
     since: float
+    numbering: _Numbering
     previous: tuple[int, int] | None = None
     stepped: bool = False
 
@@ -347,10 +400,10 @@ def _step(rank: RankEvents, it: _Iteration, clock: _Clock, batch: int | None, ou
     if t_total is None:
         return
     key = it.key()
-    span = _span(key, clock.previous) if clock.stepped else 1
+    span = _span(key, clock.previous, clock.numbering)
     rank.add(first.line, "step", it.t, step=len(rank) - 1, epoch=key[0] if key else None,
              samples=batch * span if batch else None, t_total=t_total,
-             t_data=_phase(it, "train.data_time", out), t_compute=_phase(it, "train.compute_time", out),
+             t_data=_phase(it, "train.data_time", span, out), t_compute=_phase(it, "train.compute_time", span, out),
              comm_measured=False, warmup=not clock.stepped, iterations=span, train_loss=_loss(it, out))  # fmt: skip
     clock.previous, clock.stepped = key, True
 
@@ -366,7 +419,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     summaries = [r for r in log.rows if r.step == []]
     _start(rank, log, path, campaign, summaries, out)
     batch = count(log.params.get("batch_size"), 1)
-    clock = _Clock(log.began[1] if log.began is not None else log.rows[0].t)
+    clock = _Clock(log.began[1] if log.began is not None else log.rows[0].t, _numbering(log.rows))
     for item in _grouped(log.rows):
         if isinstance(item, _Iteration):
             _step(rank, item, clock, batch, out)

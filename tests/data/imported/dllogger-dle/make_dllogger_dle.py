@@ -15,6 +15,14 @@ their repositories, never copied here::
     PYTHONPATH=/tmp/dllogger-src:/tmp/dle-src/PyTorch/Classification/ConvNets \\
         python make_dllogger_dle.py /tmp/digits.npz > dllogger-stdout.log
 
+It writes into the folder it runs in. ``--print-freq N`` and ``--batch-size B`` (1 and 32 unless given) are passed on
+to main.py's parser as they are; with ``--print-freq`` above 1 (DLE's convergence default is 20), ``expected.json``
+also holds the per-iteration times and the rows DLE's ``Logger`` wrote (``logged_rows``, see ``_logged``)::
+
+    cd tests/data/imported/dllogger-dle-pf20 && \\
+    PYTHONPATH=... python ../dllogger-dle/make_dllogger_dle.py /tmp/digits.npz --print-freq 20 --batch-size 16 \\
+        > dllogger-stdout.log
+
 What DLE cannot do on a CPU-only machine, and what this script puts in its place (README.md says the same):
 
 * ``main.py`` itself cannot be imported (its data loaders need torchvision and DALI): its ``add_parser_arguments``
@@ -35,7 +43,6 @@ import argparse
 import ast
 import itertools
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -128,15 +135,65 @@ class RecordedTrainingMetrics(log.TrainingMetrics):  # type: ignore[misc]
         super().log(**kwargs)
 
 
+rows: list[dict[str, Any]] = []  # every training row DLE's Logger wrote: its key, what its means average
+
+
+class RecordedLogger(log.Logger):  # type: ignore[misc]
+    """DLE's Logger, noting each training row its ``end_iteration`` writes (a row resets the iteration meters): the
+    step key, and how many of ``train()``'s calls its means average (the meter's own count), ending with the last."""
+
+    def end_iteration(self, mode: str = "train") -> None:
+        meter = self.metrics["train.data_time"]["meter"].iteration_aggregator if mode == "train" else None
+        pending = meter.n if meter is not None else 0
+        super().end_iteration(mode=mode)
+        if pending and meter is not None and meter.n == 0:
+            rows.append(
+                {"step": [self.epoch, self.iteration], "iterations": pending, "calls_until": len(calls)}
+            )
+
+
+def _logged(sizes: list[int]) -> dict[str, Any]:
+    """The training rows DLE logged, each with what the script measured of the iterations it averages (its count,
+    samples, summed phase times), and those totals over every logged row; the iterations no row covers (an
+    epoch's last ones after its last multiple of ``--print-freq``: only its ``[epoch]`` means hold them)."""
+    got = []
+    for r in rows:
+        covered = range(r["calls_until"] - r["iterations"], r["calls_until"])
+        got.append({"step": r["step"], "iterations": r["iterations"], "samples": sum(sizes[i] for i in covered),
+                    "data_time_s": sum(calls[i]["data_time"] for i in covered),
+                    "compute_time_s": sum(calls[i]["compute_time"] for i in covered)})  # fmt: skip
+    return {
+        "logged_rows": got,
+        "logged_iterations": sum(r["iterations"] for r in got),
+        "logged_samples": sum(r["samples"] for r in got),
+        "logged_data_time_sum_s": sum(r["data_time_s"] for r in got),
+        "logged_compute_time_sum_s": sum(r["compute_time_s"] for r in got),
+        "unlogged_step_keys": [c["step"] for i, c in enumerate(calls)
+                               if not any(r["calls_until"] - r["iterations"] <= i < r["calls_until"] for r in rows)],
+        "data_time_s": [c["data_time"] for c in calls],
+        "compute_time_s": [c["compute_time"] for c in calls],
+    }  # fmt: skip
+
+
+def _own_arguments() -> argparse.Namespace:
+    """The data, and the two of main.py's arguments this script lets vary (the first fixture's values by default)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("--print-freq", default="1")
+    parser.add_argument("--batch-size", default="32")
+    return parser.parse_args()
+
+
 def main() -> None:
     np.quantile = _np_quantile
     torch.cuda.synchronize = lambda device=None: None
     training.TrainingMetrics = RecordedTrainingMetrics
-    data_path = sys.argv[1]
+    own = _own_arguments()
+    data_path = own.data
     args, rest = _main_parser().parse_known_args(
-        [data_path, "--arch", ARCH, "--data-backend", "pytorch", "--epochs", "3", "--batch-size", "32",
+        [data_path, "--arch", ARCH, "--data-backend", "pytorch", "--epochs", "3", "--batch-size", own.batch_size,
          "--lr", "0.1", "--lr-schedule", "cosine", "--momentum", "0.9", "--weight-decay", "5e-4",
-         "--print-freq", "1", "--seed", "0", "--workers", "0", "--no-checkpoints", "--workspace", ".",
+         "--print-freq", own.print_freq, "--seed", "0", "--workers", "0", "--no-checkpoints", "--workspace", ".",
          "--raport-file", "dllogger.json", "--topk", "5"]
     )  # fmt: skip
     assert not rest, rest
@@ -167,7 +224,7 @@ def main() -> None:
         torch.utils.data.TensorDataset(xv, torch.tensor(data["y_validation"])), batch_size=args.batch_size,
         drop_last=False,
     )  # fmt: skip
-    logger = log.Logger(
+    logger = RecordedLogger(
         args.print_freq,
         [
             dllogger.StdOutBackend(dllogger.Verbosity.DEFAULT, step_format=log.format_step),
@@ -224,6 +281,8 @@ def main() -> None:
         "raw_train_time_s": raw_train_time, "raw_from": "train_loop's wall time (training and validation)",
         "validation_samples": len(xv), "validation_batches": len(val_loader) * args.epochs,
     }  # fmt: skip
+    if args.print_freq > 1:
+        expected.update(print_freq=args.print_freq, iterations_per_epoch=len(train_loader), **_logged(sizes))
     Path("expected.json").write_text(json.dumps(expected, indent=1) + "\n")
 
 
