@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 
 def union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """The spans merged where they overlap or touch, in order."""
@@ -35,3 +37,18 @@ def intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> 
         else:
             j += 1
     return total
+
+
+class Sorted:
+    """Named spans sorted by start, so those that overlap a window are found without a scan of them all (a trace
+    of many steps is read in time linear in its events, not steps x events)."""
+
+    def __init__(self, spans: list[tuple[float, float, str]]) -> None:
+        self.spans = sorted(spans)
+        self.starts = [a for a, _, _ in self.spans]
+        self.longest = max((b - a for a, b, _ in self.spans), default=0.0)
+
+    def overlapping(self, lo: float, hi: float) -> list[tuple[float, float, str]]:
+        """The spans that overlap ``(lo, hi)``: a span that starts before ``lo - longest`` ends before ``lo``."""
+        i, j = bisect_left(self.starts, lo - self.longest), bisect_left(self.starts, hi)
+        return [s for s in self.spans[i:j] if s[1] > lo]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import Parsed
-from honestscale.collector._spans import clip, intersection, length, union
+from honestscale.collector._spans import Sorted, clip, intersection, length, union
 from honestscale.collector.importers._build import count, number, run_id
 
 FORMAT = "kineto-trace"
@@ -91,13 +91,14 @@ def _spans(events: list[dict[str, Any]]) -> _Spans:
     return spans
 
 
-def _step(name: str, lo: float, hi: float, spans: _Spans, on_device: bool) -> dict[str, Any]:
+def _step(name: str, lo: float, hi: float, spans: dict[str, Sorted], on_device: bool) -> dict[str, Any]:
     """One step's row: its window ``[lo, hi]`` (µs) and what the device and the collectives did in it (s)."""
-    busy = union(clip([(x, y) for x, y, _ in spans["device"]], lo, hi))
-    comm = union(clip([(x, y) for x, y, _ in spans["comm"]], lo, hi))
-    other = union(clip([(x, y) for x, y, n in spans["device"] if "nccl" not in n.lower()], lo, hi))
+    device, comm_spans = spans["device"].overlapping(lo, hi), spans["comm"].overlapping(lo, hi)
+    busy = union(clip([(x, y) for x, y, _ in device], lo, hi))
+    comm = union(clip([(x, y) for x, y, _ in comm_spans], lo, hi))
+    other = union(clip([(x, y) for x, y, n in device if "nccl" not in n.lower()], lo, hi))
     by_kind: dict[str, float] = {}
-    for x, y, n in spans["comm"]:
+    for x, y, n in comm_spans:
         if (k := _kind(n)) is not None:
             by_kind[k] = by_kind.get(k, 0.0) + length(clip([(x, y)], lo, hi)) / 1e6
     return {
@@ -143,10 +144,11 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         lo, hi = gpu_windows.get(name, (a, b))
         gpu_windows[name] = (min(lo, a), max(hi, b))
     rows = []
+    indexed = {k: Sorted(spans[k]) for k in ("device", "comm")}
     for a, b, name in sorted(spans["cpu_step"]):
         g = gpu_windows.get(name, (a, b))
         lo, hi = (min(a, g[0]), max(b, g[1])) if on_device else (a, b)
-        rows.append(_step(name, lo, hi, spans, on_device))
+        rows.append(_step(name, lo, hi, indexed, on_device))
     if not rows:
         out.warnings.append(
             "no ProfilerStep#N annotation (profile with a schedule and call prof.step()): no step"

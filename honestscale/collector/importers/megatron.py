@@ -20,6 +20,8 @@ The log is one rank's (the last): the run's numbers come from it alone, said in 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from pathlib import Path
 from statistics import harmonic_mean
@@ -367,8 +369,19 @@ def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, 
 def _evaluations(rank: RankEvents, validations: list[Validation], step_times: list[tuple[int, float]],
                  ended: tuple[int, float] | None, clock: float) -> None:  # fmt: skip
     """Each validation's values, at the time of the step line that covers its iteration (after training: the end)."""
+    its = [i for i, _ in step_times]
+    ordered = all(a <= b for a, b in itertools.pairwise(its))  # a resumed log may count again: then scanned
     for line, split, it, fields in validations:
-        when = next((t for i, t in step_times if it is not None and i >= it), ended[1] if ended else clock)
+        after = ended[1] if ended else clock
+        if it is None:
+            when = after
+        elif (
+            ordered
+        ):  # the first step line at or past the validation's iteration, by bisection (linear overall)
+            k = bisect.bisect_left(its, it)
+            when = step_times[k][1] if k < len(its) else after
+        else:
+            when = next((t for i, t in step_times if i >= it), after)
         if ended is not None and line > ended[0]:
             when = ended[1]
         for key, value in fields.items():

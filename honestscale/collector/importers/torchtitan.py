@@ -270,11 +270,12 @@ def parse_system(path: Path, text: str, campaign: str | None) -> Parsed:
                  "structured log, layout 2", records[0][1]["host"],
                  ["samples per step (tokens only)" if not layout1 else "samples and tokens per step",
                   "model shape and parameters", "accelerator"])  # fmt: skip
+    first = min(ends)  # once: inside the loop it made the reading quadratic in the steps
     for step in sorted(ends):
         s = spans[step]
         rank.add(ends[step][0], "step", ends[step][1], step=step - 1, t_total=s["step"],
                  tokens=count(s.get("tokens")), t_data=s.get("fetching_batch"), t_compute=s.get("fwd_bwd"),
-                 t_optimizer=s.get("optim"), comm_measured=False, warmup=step == min(ends))  # fmt: skip
+                 t_optimizer=s.get("optim"), comm_measured=False, warmup=step == first)  # fmt: skip
     _stop_if_torn_down(rank, torn_down, records[-1][0], records[-1][1]["t"] or t0)
     out.events = rank.numbered()
     return out
