@@ -250,3 +250,24 @@ def _profile_table(rows: list[dict[str, Any]]) -> Table:
         t.add_row(str(r["rank"]), str(r["step"]), f"{step:.4g}", pct(r["t_busy"]), pct(r["t_idle"]), pct(r["t_comm"]),
                   pct(r["t_comm_exposed"]), ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in sorted(kinds.items())) or "none")  # fmt: skip
     return t
+
+
+def profiles_table(df: pl.DataFrame) -> Table:
+    unlinked = df.filter(df["run_id"].is_null()).height
+    table = Table(title=f"{df.height} profiler trace(s), {unlinked} linked to no run", title_justify="left",
+                  caption="shares of the profiled steps' summed time; busy: the device's kernels, copies and sets; "
+                          "collectives: in flight; exposed: no other kernel beside them", caption_justify="left")  # fmt: skip
+    for col in ("file", "run", "rank", "device", "steps", "step time", "busy", "collectives", "exposed"):
+        table.add_column(
+            col, overflow="fold", justify="left" if col in ("file", "run", "device") else "right"
+        )
+    for r in df.iter_rows(named=True):
+        total = r["t_steps"] or 0.0
+
+        def share(v: float | None, total: float = total) -> str:
+            return "-" if v is None or not total else f"{100 * v / total:.1f}%"
+
+        table.add_row(_name(r["path"]), _name(r["run_id"] or "linked to no run"), str(r["rank"] if r["rank"] is not None else "-"),
+                      _name(f"{r['device']} ({r['backend'] or '?'})"), str(r["steps"]), _fmt_seconds(total),
+                      share(r["t_busy"]), share(r["t_comm"]), share(r["t_comm_exposed"]))  # fmt: skip
+    return table

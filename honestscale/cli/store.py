@@ -323,7 +323,7 @@ def profiles(
     flight (and exposed). JSON: \\[{path, run_id, rank, world_size, backend, device, steps, t_steps, t_busy,
     t_idle, t_comm, t_comm_exposed}], times in seconds summed over the profiled steps. `show RUN` lists a linked
     run's steps one by one."""
-    from honestscale.cli import _output
+    from honestscale.cli import _output, _show
     from honestscale.store import queries  # polars: only the reading commands need it
 
     with _store(store, read_only=True, wait=wait) as con:
@@ -335,7 +335,7 @@ def profiles(
             "no profiler trace in the store: `honestscale ingest` a trace (torch.profiler's export) first"
         )
     else:
-        out.print(_output.profiles_table(df))
+        out.print(_show.profiles_table(df))
 
 
 @app.command()
