@@ -67,7 +67,7 @@ def _watts(row: dict[str, Any], key: str) -> str:
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     out = Parsed()
     zone = time.strftime("%Z") or "local"
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a lone CR ends a row, never raises
     for row in reader:
         line = reader.line_num  # a quoted field may span lines: the row's last line
         if (bad := ragged(row, reader.fieldnames, line)) is not None:
@@ -98,13 +98,16 @@ def _row(out: Parsed, row: dict[str, Any], line: int, zone: str) -> None:
         if kwh
         else kwh
     )
+    # each part's joules finite too (1e308 kWh of CPU is no energy): else quarantined, the row left out
+    part_j = {p: checked(out, line, raw, p, v * KWH, least=0.0, what="energy in joules")
+              for p, v in parts.items() if v is not None}  # fmt: skip
     if duration is None or len(out.bad) > before:
         return
     details = {k: row.get(k) for k in ("project_name", "run_id", "experiment_id", "cpu_model", "cpu_count",
                                        "gpu_model", "gpu_count", "tracking_mode", "codecarbon_version",
                                        "country_iso_code", "pue", "cpu_power", "ram_power", "gpu_power")
                if row.get(k)}  # fmt: skip
-    details |= {p.replace("energy", "j"): v * KWH for p, v in parts.items() if v is not None}
+    details |= {p.replace("energy", "j"): j for p, j in part_j.items()}
     details["timestamp"] = f"{stamp} read in this machine's time zone ({zone}); CodeCarbon writes local time"
     cpu, ram, gpu = (parts[p] for p in _PARTS)
     out.energy.append(

@@ -164,7 +164,7 @@ def _cell(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row, tra
 
 def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
     """The header, the rows that could be read, and the training metrics' names; ragged rows quarantined whole."""
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a lone CR ends a row, never raises
     rows: list[_Row] = []
     trained: set[str] = set()
     for row in reader:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import re
 from pathlib import Path
 from statistics import harmonic_mean
@@ -30,6 +31,7 @@ from typing import Any
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers._build import (
     RankEvents,
+    checked,
     config_hash,
     count,
     crash,
@@ -335,7 +337,11 @@ def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, 
     step_times: list[tuple[int, float]] = []  # (iteration, time of its line)
     for line, fields, _ts in iterations:
         it = fields["iteration"]
-        elapsed = number(fields.get("elapsed time per iteration (ms)"))
+        raw = json.dumps(
+            fields, default=str
+        )  # the line's fields (a negative or NaN time: quarantined by field)
+        elapsed = checked(out, line, raw, "elapsed time per iteration (ms)", fields.get("elapsed time per iteration (ms)"),
+                          least=0.0, what="iteration time")  # fmt: skip
         consumed = count(fields.get("consumed samples"))
         # the first line covers the iterations since the last line the log would have printed (a resumed run
         # starts past 0: iteration 55 of a log_interval of 5 covers 51-55, not 1-55)
@@ -351,7 +357,8 @@ def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, 
         clock += seconds
         rank.add(line, "step", clock, step=it - 1, samples=samples,
                  tokens=samples * seq if samples is not None and seq else None, t_total=seconds,
-                 iterations=span, warmup=previous is None, lm_loss=number(fields.get("lm loss")),
+                 iterations=span, warmup=previous is None,
+                 lm_loss=checked(out, line, raw, "lm loss", fields.get("lm loss"), what="loss"),
                  tflops_per_gpu=number(fields.get("throughput per GPU (TFLOP/s/GPU)")),
                  energy_per_gpu_j=number(fields.get("energy per GPU (J/iter/GPU)")),
                  power_per_gpu_w=number(fields.get("power per GPU (W/GPU)")),

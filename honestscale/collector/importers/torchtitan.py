@@ -36,6 +36,7 @@ from typing import Any
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import (
     RankEvents,
+    checked,
     config_hash,
     count,
     crash,
@@ -175,11 +176,14 @@ def parse_experiment(path: Path, text: str, campaign: str | None) -> Parsed:
         if step is None or not isinstance(key, str):
             out.other_lines += 1
             continue
+        raw = json.dumps(d, default=str)
+        timing = key.startswith("trainer_time/")  # seconds: never negative (the contract refuses it)
         if "sum" in d:
-            s, w = number(d.get("sum")), number(d.get("weight"))
+            s = checked(out, n, raw, "sum", d.get("sum"), least=0.0 if timing else None, what=key)
+            w = number(d.get("weight"))
             value = s / w if s is not None and w else None
         else:
-            value = number(d.get("value"))
+            value = checked(out, n, raw, "value", d.get("value"), least=0.0 if timing else None, what=key)
         if value is not None:
             by_step[step][key] = value
         last_line[step] = n
@@ -270,7 +274,7 @@ def parse_system(path: Path, text: str, campaign: str | None) -> Parsed:
                  "structured log, layout 2", records[0][1]["host"],
                  ["samples per step (tokens only)" if not layout1 else "samples and tokens per step",
                   "model shape and parameters", "accelerator"])  # fmt: skip
-    first = min(ends)  # once: inside the loop it made the reading quadratic in the steps
+    first = min(ends, default=None)  # once: inside the loop it made the reading quadratic in the steps
     for step in sorted(ends):
         s = spans[step]
         rank.add(ends[step][0], "step", ends[step][1], step=step - 1, t_total=s["step"],
