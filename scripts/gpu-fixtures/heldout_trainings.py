@@ -63,7 +63,9 @@ class Seen(TrainerCallback):  # type: ignore[misc]
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         self.steps += 1
 
-    def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **kw: Any) -> None:
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: dict[str, float] | None = None, **kw: Any
+    ) -> None:
         self.evals.append({k: float(v) for k, v in (metrics or {}).items() if isinstance(v, int | float)})
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -103,7 +105,9 @@ class MLP(pl.LightningModule):
     def __init__(self, lr: float = 0.1, hidden: int = 256) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
         self.seen: dict[str, Any] = {"train_batches": 0, "samples": 0, "val_acc": []}
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -131,7 +135,9 @@ class MLP(pl.LightningModule):
 def lightning(digits: Path, out: Path, device: str) -> None:
     data = np.load(digits)
     train = TensorDataset(torch.tensor(data["x_train"], dtype=torch.float32), torch.tensor(data["y_train"]))
-    val = TensorDataset(torch.tensor(data["x_validation"], dtype=torch.float32), torch.tensor(data["y_validation"]))
+    val = TensorDataset(
+        torch.tensor(data["x_validation"], dtype=torch.float32), torch.tensor(data["y_validation"])
+    )
     model = MLP()
     started = time.perf_counter()
     trainer = pl.Trainer(accelerator="gpu" if device == "cuda" else "cpu", devices=1, max_epochs=8,
