@@ -374,7 +374,7 @@ def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, 
 
 
 def _evaluations(rank: RankEvents, validations: list[Validation], step_times: list[tuple[int, float]],
-                 ended: tuple[int, float] | None, clock: float) -> None:  # fmt: skip
+                 ended: tuple[int, float] | None, clock: float, out: Parsed) -> None:  # fmt: skip
     """Each validation's values, at the time of the step line that covers its iteration (after training: the end)."""
     its = [i for i, _ in step_times]
     ordered = all(a <= b for a, b in itertools.pairwise(its))  # a resumed log may count again: then scanned
@@ -392,8 +392,10 @@ def _evaluations(rank: RankEvents, validations: list[Validation], step_times: li
         if ended is not None and line > ended[0]:
             when = ended[1]
         for key, value in fields.items():
-            v = number(value)
-            if v is None or not key.endswith(" value"):
+            if not key.endswith(" value"):
+                continue
+            v = checked(out, line, json.dumps(fields, default=str), key, value, what="validation value")
+            if v is None:
                 continue
             rank.add(line, "eval", when, split=split, metric=key.removesuffix(" value").replace(" ", "_"), value=v,
                      iteration=it)  # fmt: skip
@@ -442,6 +444,6 @@ def _events(
     )
     step_times = _steps(rank, iterations, interval, start_time, replica, gbs, seq, out)
     clock = step_times[-1][1] if step_times else start_time
-    _evaluations(rank, validations, step_times, ended, clock)
+    _evaluations(rank, validations, step_times, ended, clock, out)
     _stop(rank, text, iterations, ended, clock, out)
     return rank.numbered()

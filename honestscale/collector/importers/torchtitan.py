@@ -118,8 +118,10 @@ def _system_record(d: dict[str, Any]) -> dict[str, Any] | None:
         return None
     t = number(flat.get("time_us"))
     return {"rank": count(flat.get("rank")), "step": count(flat.get("step")), "name": flat.get("log_type_name"),
-            "event": flat.get("event_name"), "value": number(flat.get("value")),
-            "t": t / 1e6 if t is not None else None, "host": flat.get("host_name"), "source": flat.get("source")}  # fmt: skip
+            "event": flat.get("event_name"), "value": flat.get("value"),
+            "t": t / 1e6 if t is not None else None, "host": flat.get("host_name"), "source": flat.get("source"),
+            # what a step or a time that is no number was written as: quarantined by field, never dropped
+            "raw_step": flat.get("step"), "raw_time": flat.get("time_us")}  # fmt: skip
 
 
 def sniff_system(path: Path, head: bytes) -> bool:
@@ -173,6 +175,10 @@ def parse_experiment(path: Path, text: str, campaign: str | None) -> Parsed:
     ranks = {count(d.get("rank")) for _, d in rows} - {None}
     for n, d in rows:
         step, key = count(d.get("step")), d.get("key")
+        if step is None and isinstance(key, str) and d.get("step") is not None:  # a metric of no step: said
+            out.bad.append(BadLine(n, json.dumps(d, default=str), f"field 'step': {d.get('step')!r} is no step "
+                                   "number: the record is left out"))  # fmt: skip
+            continue
         if step is None or not isinstance(key, str):
             out.other_lines += 1
             continue
@@ -180,7 +186,7 @@ def parse_experiment(path: Path, text: str, campaign: str | None) -> Parsed:
         timing = key.startswith("trainer_time/")  # seconds: never negative (the contract refuses it)
         if "sum" in d:
             s = checked(out, n, raw, "sum", d.get("sum"), least=0.0 if timing else None, what=key)
-            w = number(d.get("weight"))
+            w = checked(out, n, raw, "weight", d.get("weight"), above=0.0, what="weight of a mean")
             value = s / w if s is not None and w else None
         else:
             value = checked(out, n, raw, "value", d.get("value"), least=0.0 if timing else None, what=key)
@@ -257,13 +263,26 @@ def parse_system(path: Path, text: str, campaign: str | None) -> Parsed:
         if name.startswith("torch_distributed_teardown_end"):
             torn_down = True
         if step is None:
+            if rec["raw_step"] is not None:
+                out.bad.append(BadLine(n, json.dumps(rec, default=str), f"field 'step': {rec['raw_step']!r} is no "
+                                       "step number: the record is left out"))  # fmt: skip
             continue
-        if name.endswith("_end") and rec["value"] is not None:
-            spans[step][name.removesuffix("_end")] = rec["value"] / 1000.0
+        if name == "step_end" and rec["t"] is None:
+            out.bad.append(BadLine(n, json.dumps(rec, default=str), f"field 'time_us': {rec['raw_time']!r} is no "
+                                   "time: the step it ends is left out"))  # fmt: skip
+            continue
+        timed = name.endswith("_end")
+        tokens = name == "metric_value" and rec["event"] == "local_valid_tokens"
+        if not (timed or tokens):
+            continue
+        # a span in ms or a count: never negative, NaN or a word (quarantined by field, never dropped in silence)
+        value = checked(out, n, json.dumps(rec, default=str), "value", rec["value"], least=0.0, what=name)
+        if value is not None and timed:
+            spans[step][name.removesuffix("_end")] = value / 1000.0
             if name == "step_end" and rec["t"] is not None:
                 ends[step] = (n, rec["t"])
-        elif name == "metric_value" and rec["event"] == "local_valid_tokens" and rec["value"] is not None:
-            spans[step]["tokens"] = rec["value"]
+        elif value is not None:
+            spans[step]["tokens"] = value
     rank = RankEvents(run_id("torchtitan", str(folder.resolve())), r)
     times = [rec["t"] for _, rec in records if rec["t"] is not None]
     if not times:
