@@ -137,6 +137,7 @@ FIXED = {
     "megatron-lm-loss",
     "megatron-validation",
     "torchtitan-system-step-span",
+    "sacct-start",
 }
 KINDS = ("drop", "twice", "cut", "number", "garbage", "torn", "bom", "bom-line", "field")
 
@@ -524,7 +525,6 @@ SILENT = {
     "megatron-log": "test_known_silent_losses[megatron-*]",
     "torchtitan-console": "test_known_silent_losses[torchtitan-console-*]",
     "dllogger": "test_known_silent_losses[dllogger-batch-size]",
-    "slurm-sacct": "test_known_silent_losses[sacct-start]",
 }
 
 

@@ -15,7 +15,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from honestscale.collector._parsed import Parsed
+from honestscale.collector._parsed import BadLine, Parsed
 
 FORMAT = "slurm-sacct"
 LABEL = "Slurm accounting (sacct -P)"
@@ -27,15 +27,27 @@ def sniff(path: Path, head: bytes) -> bool:
     return all(c in columns for c in _NEEDED)
 
 
-def _time(text: str) -> float | None:
+_NO_TIME = ("Unknown", "None", "")  # sacct's words for a job still running or never started
+
+
+def _time(out: Parsed, line: int, raw: str, field: str, text: str) -> float | None:
+    """An ISO time sacct printed (naive: this machine's zone); None for its Unknown/None, and for anything else,
+    which is quarantined by field."""
+    if text in _NO_TIME:
+        return None
     try:
-        return datetime.fromisoformat(text).timestamp()  # naive: this machine's zone
+        return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        return None  # "Unknown" (still running), "None" (never started)
+        out.bad.append(BadLine(line, raw, f"field {field!r}: {text!r} is no time (sacct prints an ISO time, Unknown "
+                               "or None): the line is left out"))  # fmt: skip
+        return None
 
 
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+def _nodes(out: Parsed, line: int, raw: str, text: str | None) -> int | None:
+    if not text or text.isdigit():
+        return int(text) if text else None
+    out.bad.append(BadLine(line, raw, f"field 'NNodes': {text!r} is no count of nodes: the line is left out"))
+    return None
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
@@ -57,7 +69,14 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         job, _, step = row["JobID"].partition(".")
         energy = row.get("ConsumedEnergyRaw", "")
         joules = int(energy) if energy.isdigit() and int(energy) > 0 else None
-        start, end = _time(row["Start"]), _time(row["End"])
+        before = len(out.bad)
+        start, end = (
+            _time(out, number, raw, "Start", row["Start"]),
+            _time(out, number, raw, "End", row["End"]),
+        )
+        nodes = _nodes(out, number, raw, row.get("NNodes"))
+        if len(out.bad) > before:
+            continue
         details = {
             k: row[k] for k in ("JobName", "User", "AllocTRES", "ExitCode", "ElapsedRaw") if row.get(k)
         }
@@ -69,7 +88,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
                 "job_id": job,
                 "step_id": step or None,
                 "host": row.get("NodeList") or None,
-                "nodes": _int(row.get("NNodes")),
+                "nodes": nodes,
                 "started_at": start,
                 "stopped_at": end,
                 "energy_j": float(joules) if joules else None,
@@ -81,6 +100,6 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
                 "details": details,
             }
         )
-    if not out.energy and not out.warnings:
+    if not out.energy and not out.warnings and not out.bad:
         out.warnings.append("a header and no job lines: no energy record")
     return out
