@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,7 +185,7 @@ def _read(text: str, out: Parsed) -> _Log:
         if rec.get("type") != "LOG" or not isinstance(rec.get("data"), dict):
             continue
         if rec.get("step") == "PARAMETER":
-            log.params.update(rec["data"])
+            log.params.update(_counted(rec["data"], n, line, out))
             log.began = log.began if log.began is not None else (n, t)
         else:
             log.rows.append(Row(n, t, rec.get("step"), rec["data"], line))
@@ -212,6 +213,23 @@ def _grouped(rows: list[Row]) -> list[_Iteration | Row]:
         else:
             items.append(_Iteration([row]))
     return items
+
+
+_COUNTS = ("batch_size", "world_size", "gpus", "num_gpus", "epochs")  # parameters that are whole numbers >= 1
+
+
+def _counted(data: dict[str, Any], n: int, line: str, out: Parsed) -> dict[str, Any]:
+    """A PARAMETER row's data, a value that is no finite number and a count that is no whole number of at least 1 (NaN, a word, -1) quarantined by field
+    and left out (never read as "no such parameter" in silence)."""
+    kept = dict(data)
+    for key in [k for k, v in kept.items() if isinstance(v, float) and not math.isfinite(v)]:
+        out.bad.append(BadLine(n, line, f"field {key!r}: {kept.pop(key)!r} is no finite number: the parameter is "
+                               "left out"))  # fmt: skip
+    for key in _COUNTS:
+        if key in kept and count(kept[key], 1) is None:
+            out.bad.append(BadLine(n, line, f"field {key!r}: {kept.pop(key)!r} is no count (a whole number of at "
+                                   "least 1): the parameter is left out"))  # fmt: skip
+    return kept
 
 
 def _config_hash(params: dict[str, Any]) -> str:
