@@ -119,9 +119,12 @@ class _Iteration:
 
 
 def _key(step: Any) -> tuple[int, int] | None:
-    """A training step's ``(epoch, iteration)``; None when they are not two integers."""
+    """A training step's ``(epoch, iteration)``; None when they are not two whole numbers of at least 0."""
+    pair = step[:2]
     return (
-        (step[0], step[1]) if all(isinstance(v, int) and not isinstance(v, bool) for v in step[:2]) else None
+        (pair[0], pair[1])
+        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pair)
+        else None
     )
 
 
@@ -375,7 +378,10 @@ def _quality(row: Row, key: str, units: dict[str, Any], out: Parsed) -> tuple[st
 
 def _evaluations(rank: RankEvents, row: Row, units: dict[str, Any], out: Parsed) -> None:
     """A row's validation and test qualities as evaluations; top-1 last, so that it is the run's final one."""
-    epoch = row.step[0] if row.step and isinstance(row.step[0], int) else None
+    epoch = count(row.step[0]) if row.step else None
+    if row.step and epoch is None:  # [NaN], [-1]: the evaluations land without an epoch, said by field
+        out.bad.append(BadLine(row.line, row.raw, f"field 'step': {row.step!r} names no epoch (a whole number of at "
+                               "least 0): its evaluations land without one"))  # fmt: skip
     for key in sorted(row.data, key=lambda k: "top1" in k.lower()):
         split = _split_of(key)[0]
         got = _quality(row, key, units, out) if split in ("validation", "test") else None
@@ -418,6 +424,10 @@ def _step(rank: RankEvents, it: _Iteration, clock: _Clock, batch: int | None, ou
     if t_total is None:
         return
     key = it.key()
+    if key is None:  # [NaN, 0], [-1, 0]: no epoch and iteration a step can have (the contract refuses them)
+        out.bad.append(BadLine(first.line, first.raw, f"field 'step': {it.step!r} is no (epoch, iteration) pair of "
+                               "whole numbers of at least 0: the step is left out"))  # fmt: skip
+        return
     span = _span(key, clock.previous, clock.numbering)
     rank.add(first.line, "step", it.t, step=len(rank) - 1, epoch=key[0] if key else None,
              samples=batch * span if batch else None, t_total=t_total,
