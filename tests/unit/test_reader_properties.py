@@ -41,8 +41,14 @@ from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "imported"
 EXAMPLES = int(os.environ.get("HONESTSCALE_FUZZ_EXAMPLES", "60"))
+# CI draws the same examples every run (a gate that passes or fails for the code, not for the draw); elsewhere each
+# run draws anew, and HONESTSCALE_FUZZ_EXAMPLES=1000 explores (what a long run finds is pinned below, then fixed)
 FUZZ = settings(
-    max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=os.environ.get("CI") == "true",
 )
 BOM = b"\xef\xbb\xbf"
 
