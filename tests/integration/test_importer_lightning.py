@@ -14,10 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
-from tests.conftest import REPO, cli
+from tests.conftest import REPO, cli, query
 
 FIXTURE = REPO / "tests" / "data" / "imported" / "lightning-throughput"
 METRICS = FIXTURE / "metrics.csv"
@@ -43,16 +42,8 @@ def _lint(store: Path, codes: str) -> list[dict[str, Any]]:
     return [f for f in json.loads(got.stdout) if isinstance(f, dict) and f.get("outcome")]
 
 
-def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _attrs(store: Path, run_id: str) -> dict[str, Any]:
-    (row,) = _query(store, f"SELECT attrs FROM runs WHERE run_id = '{run_id}'")
+    (row,) = query(store, f"SELECT attrs FROM runs WHERE run_id = '{run_id}'")
     attrs: dict[str, Any] = json.loads(row[0])
     return attrs
 
@@ -101,7 +92,7 @@ def test_throughput_monitor_gives_world_size_steps_samples_and_time(tmp_path: Pa
     rid = run["run_id"]
     # the world size: the ratio of the tool's global to its per-device rate, what the script's Trainer had
     assert run["world_size"] == expected["world_size"] == 2
-    steps = _query(
+    steps = query(
         store,
         f"SELECT step, samples, t_total, iterations, warmup, time FROM steps WHERE run_id = '{rid}' ORDER BY seq",
     )
@@ -114,7 +105,7 @@ def test_throughput_monitor_gives_world_size_steps_samples_and_time(tmp_path: Pa
     assert run["local_batch_size"] == expected["samples_per_rank_per_step"][0][0]
     # time: the step events add up to the last train/time, placed on it; within 5 % of the script's own clock
     assert sum(s[2] for s in steps) == pytest.approx(float(timed[-1]["train/time"]))
-    (start,) = _query(store, f"SELECT started_at FROM runs WHERE run_id = '{rid}'")[0]
+    (start,) = query(store, f"SELECT started_at FROM runs WHERE run_id = '{rid}'")[0]
     assert [s[5] - start for s in steps] == [pytest.approx(float(r["train/time"]), abs=1e-3) for r in timed]
     assert sum(s[2] for s in steps) == pytest.approx(expected["train_time_s_per_rank"][0], rel=0.05)
     # the tool's global rate is a claim, named for what it is
@@ -129,7 +120,7 @@ def test_throughput_monitor_gives_world_size_steps_samples_and_time(tmp_path: Pa
         "metric": "accuracy",  # val_acc, named as the Lightning callback names it
         "value": expected["final_val_acc"],
     }
-    evals = _query(store, f"SELECT metric, value FROM evals WHERE run_id = '{rid}' ORDER BY seq")
+    evals = query(store, f"SELECT metric, value FROM evals WHERE run_id = '{rid}' ORDER BY seq")
     from_csv = [
         ({"val_acc": "accuracy"}.get(k, k.removeprefix("val_")), float(v))
         for r in rows
@@ -166,7 +157,7 @@ def test_impossible_values_are_quarantined_by_line_and_field(tmp_path: Path) -> 
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path, code=3)  # lines quarantined: exit 3, the rest landed
     assert "3 lines quarantined" in out, out
-    got = sorted(_query(store, "SELECT line, reason FROM quarantine"))
+    got = sorted(query(store, "SELECT line, reason FROM quarantine"))
     assert [line for line, _ in got] == sorted(i + 1 for i in edits.values())
     reasons = dict(got)
     assert "'val_acc'" in reasons[edits["acc"] + 1] and "-5.0 is below 0" in reasons[edits["acc"] + 1]
@@ -175,12 +166,12 @@ def test_impossible_values_are_quarantined_by_line_and_field(tmp_path: Path) -> 
     rows = _rows(path.read_text())
     (run,) = _runs(store)
     # the rest landed: the other evaluations, the last val_acc the run's accuracy; the other rows' steps
-    evals = _query(store, "SELECT metric, value FROM evals ORDER BY seq")
+    evals = query(store, "SELECT metric, value FROM evals ORDER BY seq")
     val = [r for r in rows if r["val_acc"]]
     assert evals == [("loss", float(val[0]["val_loss"])), ("accuracy", float(val[1]["val_acc"]))]
     assert run["final_accuracy"]["value"] == float(val[1]["val_acc"])
     timed = [r for r in rows if r["train/time"]]
-    steps = _query(store, "SELECT sum(samples), count(*), sum(t_total) FROM steps")[0]
+    steps = query(store, "SELECT sum(samples), count(*), sum(t_total) FROM steps")[0]
     assert steps[0] == int(timed[-1]["train/samples"]) and steps[1] == len(timed) - 1
     assert steps[2] == pytest.approx(float(timed[-1]["train/time"]))
 
@@ -198,17 +189,17 @@ def test_a_ragged_row_and_a_byte_order_mark(tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path, code=3)
     assert "read as Lightning CSVLogger metrics.csv" in out
-    ((line, reason),) = _query(store, "SELECT line, reason FROM quarantine")
+    ((line, reason),) = query(store, "SELECT line, reason FROM quarantine")
     width = len(lines[0].split(","))
     assert line == at["row"] + 1 and f"a row of {width + 1} fields where the header has {width}" in reason
     rows = list(csv.reader(io.StringIO(METRICS.read_text())))
     timed = [r for r in rows[1:] if r[rows[0].index("train/time")]]
     (run,) = _runs(store)
     assert run["world_size"] == 2 and run["name"] == "lightning"
-    steps = _query(store, "SELECT count(*), sum(samples) FROM steps")[0]
+    steps = query(store, "SELECT count(*), sum(samples) FROM steps")[0]
     # the ragged row's samples are in the next row's growth: none lost, none counted twice
     assert steps == (len(timed) - 1, int(timed[-1][rows[0].index("train/samples")]))
-    assert _query(store, "SELECT count(*) FROM evals") == [(4,)]
+    assert query(store, "SELECT count(*) FROM evals") == [(4,)]
     columns = _attrs(store, run["run_id"])["imported"]["columns"]
     assert columns[0] == "train/batches"  # the BOM is no part of the first column's name
 
@@ -243,7 +234,7 @@ def test_world_size_unknown_when_the_ratio_is_not_one_whole_number(tmp_path: Pat
     )
     store = tmp_path / "renamed.duckdb"
     _ingest(store, renamed)
-    assert _query(store, "SELECT DISTINCT split FROM evals") == [("validation",)]
+    assert query(store, "SELECT DISTINCT split FROM evals") == [("validation",)]
     (run,) = _runs(store)
     assert (
         run["world_size"] is None
@@ -265,7 +256,7 @@ def test_train_time_that_goes_back_starts_anew_and_says_so(tmp_path: Path) -> No
     out = _ingest(store, path)
     assert f"train/time starts again at lines {at['second'] + 1} " in out
     timed = [r for r in _rows(path.read_text()) if r["train/time"]]
-    steps = _query(store, "SELECT t_total, warmup FROM steps ORDER BY seq")
+    steps = query(store, "SELECT t_total, warmup FROM steps ORDER BY seq")
     assert len(steps) == len(timed) and [w for _, w in steps][:3] == [True, True, False]
     assert steps[1][0] == pytest.approx(float(timed[1]["train/time"]))  # since the new start
     assert sum(t for t, _ in steps) == pytest.approx(100.0 + float(timed[-1]["train/time"]))

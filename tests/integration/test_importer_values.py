@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.conftest import REPO, cli
+from tests.conftest import REPO, cli, query
 
 DATA = REPO / "tests" / "data" / "imported"
 HF = DATA / "hf-gpt2" / "trainer_state.json"
@@ -29,14 +29,6 @@ def _ingest(store: Path, *paths: Path, code: int = 0) -> str:
     got = cli("ingest", *map(str, paths), "--store", str(store), "-v")
     assert got.returncode == code, got.stdout + got.stderr
     return got.stdout + got.stderr
-
-
-def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _json(*args: str) -> Any:
@@ -68,12 +60,12 @@ def test_hf_nan_eval_loss_is_quarantined_with_its_field_and_the_rest_lands(tmp_p
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path, code=3)  # a line quarantined: exit 3, the rest landed
     assert "1 lines quarantined" in out or "1 line quarantined" in out, out
-    (reason,) = (r for (r,) in _query(store, "SELECT reason FROM quarantine"))
+    (reason,) = (r for (r,) in query(store, "SELECT reason FROM quarantine"))
     assert "'eval_loss'" in reason and "nan" in reason and "no finite number" in reason
     # the line is the entry's own "step" line in the file
-    (line,) = (n for (n,) in _query(store, "SELECT line FROM quarantine"))
+    (line,) = (n for (n,) in query(store, "SELECT line FROM quarantine"))
     assert '"step"' in path.read_text().splitlines()[line - 1]
-    landed = _query(store, "SELECT value FROM evals WHERE metric = 'loss' ORDER BY value")
+    landed = query(store, "SELECT value FROM evals WHERE metric = 'loss' ORDER BY value")
     assert [v for (v,) in landed] == sorted(e["eval_loss"] for e in evals[1:])
 
 
@@ -84,7 +76,7 @@ def test_hf_train_runtime_zero_is_no_run_of_zero_seconds(tmp_path: Path) -> None
     store = tmp_path / "s.duckdb"
     out = _ingest(store, _state_with(tmp_path, zero), code=3)
     assert "train_runtime is no time" in out
-    (reason,) = (r for (r,) in _query(store, "SELECT reason FROM quarantine"))
+    (reason,) = (r for (r,) in query(store, "SELECT reason FROM quarantine"))
     assert "'train_runtime'" in reason and "not above 0" in reason
     (run,) = _json("runs", "-f", "json", "--store", str(store))
     assert run["status"] != "success" and run["time_to_train_s"] is None
@@ -115,11 +107,11 @@ def test_codecarbon_negative_and_overflowing_energy_quarantined_by_field(tmp_pat
     path, rows = _codecarbon(tmp_path, hostile)
     store = tmp_path / "s.duckdb"
     _ingest(store, path, code=3)
-    got = sorted(_query(store, "SELECT line, reason FROM quarantine"))
+    got = sorted(query(store, "SELECT line, reason FROM quarantine"))
     assert [line for line, _ in got] == [2, 3]
     assert "'energy_consumed'" in got[0][1] and "-5.0 is below 0" in got[0][1]
     assert "'energy_consumed'" in got[1][1] and "no finite number" in got[1][1]  # 1e308 kWh is inf joules
-    records = _query(store, "SELECT energy_j, method FROM energy_records")
+    records = query(store, "SELECT energy_j, method FROM energy_records")
     assert len(records) == 1  # the third row alone
     assert records[0][0] == pytest.approx(float(rows[2]["energy_consumed"]) * 3.6e6)
     assert all(math.isfinite(j) for j, _ in records)
@@ -131,7 +123,7 @@ def test_codecarbon_label_says_what_its_row_says(tmp_path: Path) -> None:
     with (CODECARBON / "emissions.csv").open() as f:
         row = next(csv.DictReader(f))
     ram_share = float(row["ram_energy"]) / float(row["energy_consumed"])
-    (method,) = (m for (m,) in _query(store, "SELECT method FROM energy_records WHERE line = 2"))
+    (method,) = (m for (m,) in query(store, "SELECT method FROM energy_records WHERE line = 2"))
     assert f"CodeCarbon {row['codecarbon_version']}" in method and "machine mode" in method
     assert (
         "RAM 20.0 W (CodeCarbon's model, never measured" in method
@@ -154,10 +146,10 @@ def test_codecarbon_with_a_byte_order_mark_and_a_ragged_row(tmp_path: Path) -> N
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path, code=3)
     assert "read as CodeCarbon emissions.csv" in out
-    ((line, reason),) = _query(store, "SELECT line, reason FROM quarantine")
+    ((line, reason),) = query(store, "SELECT line, reason FROM quarantine")
     header = len(lines[0].split(","))
     assert line == 3 and f"a row of {header + 1} fields where the header has {header}" in reason
-    assert _query(store, "SELECT count(*) FROM energy_records") == [(len(rows) - 1,)]
+    assert query(store, "SELECT count(*) FROM energy_records") == [(len(rows) - 1,)]
 
 
 def test_runs_json_gives_the_energy_show_gives(tmp_path: Path) -> None:
@@ -193,7 +185,7 @@ def test_a_megatron_log_with_a_torchtitan_looking_line_is_read_as_megatron(tmp_p
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path)
     assert "read as Megatron-LM" in out and "also looks like torchtitan" in out, out
-    assert _query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
+    assert query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
 
 
 def test_a_log_whose_first_mib_is_noise_is_still_found(tmp_path: Path) -> None:
@@ -207,7 +199,7 @@ def test_a_log_whose_first_mib_is_noise_is_still_found(tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     out = _ingest(store, path)
     assert "read as Megatron-LM" in out, out
-    assert _query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
+    assert query(store, "SELECT count(*) FROM steps") == [(_megatron_iterations(text),)]
 
 
 def test_a_dllogger_log_with_an_mllog_line_is_refused_naming_both(tmp_path: Path) -> None:
@@ -219,7 +211,7 @@ def test_a_dllogger_log_with_an_mllog_line_is_refused_naming_both(tmp_path: Path
     out = _ingest(store, path, code=3)
     assert "in 2 formats" in out and "MLPerf log" in out and "NVIDIA DLLogger log" in out, out
     assert "nothing of it landed" in out
-    assert _query(store, "SELECT count(*) FROM runs") == [(0,)]
+    assert query(store, "SELECT count(*) FROM runs") == [(0,)]
 
 
 KINETO = DATA / "kineto-cpu"
@@ -275,9 +267,9 @@ def test_a_store_an_older_reader_filled_is_put_right(tmp_path: Path) -> None:
     command that reads it again, and read again when named (its events replaced, never doubled)."""
     store = tmp_path / "s.duckdb"
     _ingest(store, HF)
-    ((reader,),) = _query(store, "SELECT reader FROM ingested_files")
+    ((reader,),) = query(store, "SELECT reader FROM ingested_files")
     assert reader is not None and reader.startswith("hf-trainer-state@")
-    events = _query(store, "SELECT count(*) FROM events")
+    events = query(store, "SELECT count(*) FROM events")
     # as a store filled before readers were versioned holds it (in place: the column empty)
     con = duckdb.connect(str(store))
     con.execute("UPDATE ingested_files SET reader = NULL")
@@ -288,10 +280,8 @@ def test_a_store_an_older_reader_filled_is_put_right(tmp_path: Path) -> None:
     )
     again = _ingest(store, HF)
     assert "read again: a reader from before readers were versioned landed it" in again, again
-    assert _query(store, "SELECT count(*) FROM events") == events
-    assert _query(store, "SELECT reader FROM ingested_files WHERE path = ?".replace("?", f"'{HF}'")) == [
-        (reader,)
-    ]
+    assert query(store, "SELECT count(*) FROM events") == events
+    assert query(store, "SELECT reader FROM ingested_files WHERE path = ?", [str(HF)]) == [(reader,)]
     quiet = _ingest(store, HF)
     assert "earlier reader" not in quiet and "1 files (1 unchanged)" in quiet
 
