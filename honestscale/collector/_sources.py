@@ -24,6 +24,9 @@ MLLOG_RECORD = re.compile(rb':::MLLOG\s*\{\s*"|:::MLL [0-9]+(?:\.[0-9]*)? [A-Za-
 # MLPerf results in a format no supported round wrote: the reader's own pattern, on bytes
 MLPERF_LIKE = re.compile(UNKNOWN_FORMAT.pattern.encode(), UNKNOWN_FORMAT.flags & re.MULTILINE)
 _SNIFF_BYTES = 1 << 20
+# how far a text file whose first MiB matches nothing is read on: --watch classifies every file at every poll, so an
+# unrelated log of gigabytes must not be read whole each time (a tool's first record comes within this, or never)
+_SCAN_BYTES = 64 << 20
 # the first line of a honestscale event file: an object whose first field is the contract version (events.py
 # writes "schema" first); anything else in a .jsonl file is looked at by the importers
 _NATIVE_FIRST = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:')
@@ -133,13 +136,15 @@ def _formats(path: Path, text: bytes) -> tuple[Format, ...]:
 
 def _formats_later(path: Path) -> tuple[Format, ...]:
     """The formats of the first later MiB of a text file that looks like any (each window starts at a line, so a
-    log's lines are whole in it), up to the end of the file."""
+    log's lines are whole in it), up to its end or its first _SCAN_BYTES."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as fh:
             fh.read(_SNIFF_BYTES)
             carry, first = b"", True
-            while chunk := fh.read(_SNIFF_BYTES):
+            read = _SNIFF_BYTES
+            while read < _SCAN_BYTES and (chunk := fh.read(_SNIFF_BYTES)):
+                read += len(chunk)
                 window = carry + chunk
                 start = window.find(b"\n") + 1 if first else 0  # the line the first MiB cut
                 first = False

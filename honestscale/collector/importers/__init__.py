@@ -63,11 +63,6 @@ KNOWN = (
 )
 
 
-def sniff(path: Path, head: bytes) -> Reader | None:
-    """The reader whose format the file's first MiB is in, if any."""
-    return next((r for r in READERS if r.sniff(path, head)), None)
-
-
 def sniff_all(path: Path, head: bytes) -> list[Reader]:
     """Every reader whose format the text looks like, in the order of READERS."""
     return [r for r in READERS if r.sniff(path, head)]
