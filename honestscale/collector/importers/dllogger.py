@@ -245,6 +245,20 @@ def _values(rows: list[Row]) -> dict[str, Any]:
     return {k: v for r in rows for k, v in r.data.items()}
 
 
+def _summaries(rows: list[Row], out: Parsed) -> list[Row]:
+    """The `[]` summary rows, each number that is not finite (``NaN``, ``Infinity``) quarantined by field, never
+    dropped in silence on the way to ``imported.summaries``."""
+    kept = []
+    for r in (r for r in rows if r.step == []):
+        data = {
+            k: v
+            for k, v in r.data.items()
+            if not isinstance(v, float) or checked(out, r.line, r.raw, k, v, what="summary value") is not None
+        }
+        kept.append(Row(r.line, r.t, r.step, data, r.raw))
+    return kept
+
+
 def _claims(summaries: list[Row], units: dict[str, Any], out: Parsed) -> dict[str, Any] | None:
     """What the tool's `[]` summary says it measured of the whole run: its clocks and its training rate."""
     got: dict[str, Any] = {}
@@ -444,7 +458,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         return out
     head = [[r.line, r.t, r.step, r.data] for r in log.rows[:3]]
     rank = RankEvents(run_id("dllogger", json.dumps([log.params, head], sort_keys=True, default=str)), 0)
-    summaries = [r for r in log.rows if r.step == []]
+    summaries = _summaries(log.rows, out)
     _start(rank, log, path, campaign, summaries, out)
     batch = count(log.params.get("batch_size"), 1)
     clock = _Clock(log.began[1] if log.began is not None else log.rows[0].t, _numbering(log.rows))

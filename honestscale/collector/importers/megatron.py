@@ -28,7 +28,7 @@ from pathlib import Path
 from statistics import harmonic_mean
 from typing import Any
 
-from honestscale.collector._parsed import Parsed
+from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import (
     RankEvents,
     checked,
@@ -49,11 +49,18 @@ _ARG = re.compile(r"^\s+(\w+) \.{2,} (.*?)\s*$")
 _ITERATION = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*)?iteration\s+(?P<it>\d+)/\s*(?P<of>\d+) \|(?P<rest>.*)$"
 )
+# an iteration line whose numbers are unreadable (`iteration oops/ 100 |`): quarantined by field, never counted as
+# another line (the next line's step would then cover its iterations in silence)
+_ITERATION_LIKE = re.compile(r"\biteration\s+(?P<it>\S+)/\s*(?P<of>\S+) \|.*\| elapsed time per iteration")
+_UNREADABLE_ITERATION = (
+    "field {field!r}: {value!r} is no whole number: the line is left out (an iteration line's iterations are then "
+    "covered by the next one's step)"
+)
 _VALIDATION = re.compile(
-    r"validation loss (?:at iteration (?P<it>\d+)(?: on (?P<set>\w+) set)?|at the end of training for (?P<which>\w+) data)\s*\|(?P<rest>.*)$"
+    r"validation loss (?:at iteration (?P<it>\S+?)(?: on (?P<set>\w+) set)?|at the end of training for (?P<which>\w+) data)\s*\|(?P<rest>.*)$"
 )
 _PADDED = re.compile(r"> padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (?P<n>\d+)\)")
-_ENERGY = re.compile(r"^Total training energy \(GPU\): (?P<mj>[\d.]+) MJ")
+_ENERGY = re.compile(r"^Total training energy \(GPU\): (?P<mj>\S+) MJ")
 _DATETIME = re.compile(
     r"\[(?P<what>before the start of training step|after training is done)\] datetime: (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)"
 )
@@ -90,14 +97,39 @@ def _value(raw: str) -> Any:
     return raw
 
 
-def _fields(rest: str) -> dict[str, Any]:
-    """``| key: value | key: value |`` -> {key: value}."""
-    out: dict[str, Any] = {}
+# the arguments read as whole numbers (the layout, the batch, the shape): one that is neither a count nor None
+# (unset) is quarantined by field, never read as unset
+_COUNTS = frozenset(
+    """tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size expert_model_parallel_size
+    data_parallel_size world_size global_batch_size micro_batch_size seq_length max_position_embeddings num_layers
+    hidden_size ffn_hidden_size num_attention_heads num_query_groups kv_channels num_experts moe_router_topk
+    train_iters log_interval""".split()
+)
+
+
+def _finite(value: Any, name: str, line: int, raw: str, out: Parsed) -> bool:
+    """An argument that is a number is finite, and one read as a count is one, or it is quarantined by field (never
+    kept to vanish from the hyper-parameters, or to be read as unset, later)."""
+    if (
+        name in _COUNTS
+        and value is not None
+        and (not isinstance(value, int) or isinstance(value, bool) or value < 0)
+    ):
+        out.bad.append(BadLine(line, raw, f"field {name!r}: {value!r} is no whole number: left out"))
+        return False
+    return not isinstance(value, float) or checked(out, line, raw, name, value, what="argument") is not None
+
+
+def _fields(rest: str, line: int, raw: str, out: Parsed) -> dict[str, Any]:
+    """``| key: value | key: value |`` -> {key: value}: every value of an iteration or validation line is a number,
+    and one that is no finite number (``lm loss: NAN``, what ``{:E}`` writes for a diverged loss; a word) is
+    quarantined by field, never left out in silence."""
+    got: dict[str, Any] = {}
     for part in rest.split("|"):
         key, sep, value = part.partition(":")
-        if sep:
-            out[key.strip()] = _value(value)
-    return out
+        if sep and checked(out, line, raw, key.strip(), parsed := _value(value), what="value") is not None:
+            got[key.strip()] = parsed
+    return got
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
@@ -111,23 +143,37 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         if in_args:
             if _ARGS_END.match(line):
                 in_args = False
-            elif m := _ARG.match(line):
-                args[m.group(1)] = _value(m.group(2))
+            elif (m := _ARG.match(line)) and _finite(
+                value := _value(m.group(2)), m.group(1), number_, line, out
+            ):
+                args[m.group(1)] = value
             continue
         if _ARGS_START.match(line):
             in_args = True
         elif m := _ITERATION.search(line):
-            fields = _fields(m.group("rest"))
+            fields = _fields(m.group("rest"), number_, line, out)
             fields["iteration"], fields["train_iters"] = int(m.group("it")), int(m.group("of"))
             iterations.append((number_, fields, _when(m.group("ts")) if m.group("ts") else None))
-        elif m := _VALIDATION.search(line):
+        elif m := _ITERATION_LIKE.search(line):
+            field, value = ("iteration", m["it"]) if not m["it"].isdigit() else ("train_iters", m["of"])
+            out.bad.append(BadLine(number_, line, _UNREADABLE_ITERATION.format(field=field, value=value)))
+        elif (m := _VALIDATION.search(line)) and m["it"] and not m["it"].isdigit():
+            out.bad.append(
+                BadLine(number_, line, _UNREADABLE_ITERATION.format(field="iteration", value=m["it"]))
+            )
+        elif m:
             split = "test" if "test" in (m.group("set"), m.group("which")) else "validation"
             validations.append((number_, split, count(int(m.group("it"))) if m.group("it") else None,
-                                _fields(m.group("rest"))))  # fmt: skip
+                                _fields(m.group("rest"), number_, line, out)))  # fmt: skip
         elif m := _PADDED.search(line):
             args["padded_vocab_size"] = int(m.group("n"))
         elif m := _ENERGY.match(line):
-            args["_energy_mj"] = float(m.group("mj"))
+            if (
+                mj := checked(
+                    out, number_, line, "Total training energy (GPU)", m["mj"], least=0.0, what="energy"
+                )
+            ) is not None:
+                args["_energy_mj"] = mj
         elif m := _VERSIONS.match(line):
             args.setdefault("_versions", {})[m.group("what")] = m.group("v")
         elif m := _PARAMS.search(line):

@@ -52,26 +52,39 @@ EXPERIMENT_LABEL = "torchtitan experiment metrics (per rank)"
 SYSTEM = "torchtitan-system"
 SYSTEM_LABEL = "torchtitan structured system log (per rank)"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ANSI = re.compile(r"\x1b\[[^m\n]*m")  # any colour escape, even one no terminal knows: never a value
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)(?P<rank>\d+)\]:)+")
 _STARTS = re.compile(r"^Training starts at step (?P<step>\d+)")
 _DATASET = re.compile(r"^Preparing (?P<name>\S+) dataset")
-_LINE = re.compile(
-    r"\[titan\] (?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$"
-)
+# the timestamp is read loosely here and parsed apart: a line whose time is unreadable still says what it says (a
+# model's configuration, the batch sizes); only what needs its time (a step, the end) is quarantined by field
+_LINE = re.compile(r"\[titan\] (?P<ts>\S+ \S+) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$")
 _BUILD = re.compile(r"^Building (?P<model>\S+) (?P<flavor>\S+?)\s*with \{\s*$")
 _CAPACITY = re.compile(r"^(?P<kind>CUDA|ROCm|ROCM|XPU|NPU) capacity: (?P<name>.+?) with [\d.]+GiB memory")
 _SIZE = re.compile(r"^Model (?P<model>\S+) (?P<flavor>\S+) size: (?P<n>[\d,]+) total parameters")
 _PEAK = re.compile(r"^Peak FLOPS used for computing MFU: (?P<peak>[\d.e+]+)")
-_TRAINER = re.compile(
-    r"^Trainer is initialized with local batch size (?P<local>\d+), global batch size (?P<global>\d+), "
-    r"gradient accumulation steps (?P<accum>\d+), sequence length (?P<seq>\d+), total steps (?P<steps>\d+)"
+_TRAINER = "Trainer is initialized with "
+# its facts read one by one (`local batch size 8, global batch size 8, ...`): one unreadable is quarantined by field,
+# the others still read
+_TRAINER_FACTS = {
+    "local batch size": "local",
+    "global batch size": "global",
+    "gradient accumulation steps": "accum",
+    "sequence length": "seq",
+    "total steps": "steps",
+}
+_NO_TRAINER_FACT = (
+    f"a `{_TRAINER}...` line naming none of {', '.join(_TRAINER_FACTS)}: the batch sizes are unknown"
 )
+_TRAINER_FACT = {name: re.compile(re.escape(name) + r" (?P<value>[^\s,]+)") for name in _TRAINER_FACTS}
 _MESH = re.compile(r"^Building device mesh with parallelism: (?P<dims>.*)$")
 _CHECKPOINTING = re.compile(r"^Applied (?P<kind>selective|full) activation checkpointing")
 _VERSION = re.compile(r"^torchtitan version: (?P<v>\S+)")
-_STEP = re.compile(r"^step:\s*(?P<step>\d+)\s+(?P<rest>.*)$")
-_PAIR = re.compile(r"(?P<key>[\w/]+):\s+(?P<value>[\d.,]+)(?P<unit>%|GiB)?")
+_STEP = re.compile(
+    r"^step:\s*(?P<step>\S+)\s+(?P<rest>.*)$"
+)  # a step that is no number: quarantined by field
+# a value is any token (`nan`, `inf` are read, to be quarantined by field, never skipped as no match)
+_PAIR = re.compile(r"(?P<key>[\w/]+):\s+(?P<value>[^\s(%]+?)(?P<unit>%|GiB)?(?=[\s(]|$)")
 
 
 def _head_lines(head: bytes, n: int = 3) -> list[dict[str, Any]]:
@@ -337,6 +350,82 @@ def _number(text: str) -> float | None:
         return None
 
 
+_NOT_FINITE = re.compile(r'"(?P<key>[^"]+)":\s*(?P<value>-?Infinity|NaN)\b')
+
+
+def _config(lines: list[str], built: int, out: Parsed) -> dict[str, Any]:
+    """The model's configuration, printed as JSON after ``Building <model> <flavor> with {`` (line ``built``); a
+    number that is not finite is quarantined by field (the field then unknown), a configuration that is no JSON
+    is quarantined at the line the JSON breaks on."""
+    for i, text in enumerate(lines, built + 1):
+        for g in _NOT_FINITE.finditer(text):
+            out.bad.append(
+                BadLine(i, text, f"field {g['key']!r}: {g['value']} is no finite number: left out")
+            )
+    try:
+        config = json.loads("{" + "\n".join(lines), parse_constant=lambda _: None)
+    except json.JSONDecodeError as exc:
+        at = built + exc.lineno
+        why = f"the model's configuration is no JSON here ({exc.msg}): its shape is unknown"
+        out.bad.append(BadLine(at, lines[exc.lineno - 1], why))
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _trainer(msg: str, n: int, line: str, out: Parsed) -> dict[str, int]:
+    """``Trainer is initialized with local batch size 8, global batch size 8, ...``: each fact printed, read; one
+    that is no whole number is quarantined by field (the others still read)."""
+    facts: dict[str, int] = {}
+    for name, pattern in _TRAINER_FACT.items():
+        if (g := pattern.search(msg)) is None:
+            continue
+        if g["value"].isdigit():
+            facts[_TRAINER_FACTS[name]] = int(g["value"])
+        else:
+            out.bad.append(BadLine(n, line, f"field {name!r}: {g['value']!r} is no whole number: left out"))
+    if not facts:
+        out.bad.append(BadLine(n, line, _NO_TRAINER_FACT))
+    return facts
+
+
+def _step_values(rest: str, n: int, line: str, out: Parsed) -> dict[str, float]:
+    """A step line's ``key: value`` pairs; a value that is no finite number (``loss: nan``) quarantined by field."""
+    values: dict[str, float] = {}
+    for p in _PAIR.finditer(rest):
+        key = p["key"].split("/")[-1]
+        value = checked(out, n, line, p["key"], p["value"].replace(",", ""), what=f"step's {key}")
+        if value is not None:
+            values[key] = value
+    return values
+
+
+def _fact(msg: str, n: int, line: str, info: dict[str, Any], out: Parsed) -> None:
+    """A line that tells one fact of the run (the accelerator, the model's size, the batch sizes, the mesh ...)."""
+    if g := _CAPACITY.match(msg):
+        info["accelerator"] = g.group("name")
+    elif g := _SIZE.match(msg):
+        info["model"], info["flavor"], info["params"] = (
+            g.group("model"),
+            g.group("flavor"),
+            int(g.group("n").replace(",", "")),
+        )
+    elif g := _PEAK.match(msg):
+        info["peak"] = _number(g.group("peak"))
+    elif msg.startswith(_TRAINER):
+        info.update(_trainer(msg, n, line, out))
+        info["trainer_line"] = n
+    elif g := _MESH.match(msg):
+        info["mesh"] = {k.strip(): int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", g.group("dims"))}
+    elif g := _CHECKPOINTING.match(msg):
+        info["checkpointing"] = g.group("kind")
+    elif g := _VERSION.match(msg):
+        info["version"] = None if g.group("v").startswith("0.0.0") else g.group("v")
+    elif g := _STARTS.match(msg):
+        info["first_step"] = int(g.group("step"))
+    elif g := _DATASET.match(msg):
+        info["dataset"] = g.group("name")
+
+
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     """The console log."""
     out = Parsed()
@@ -362,56 +451,35 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         if config_lines is not None:
             config_lines.append(line)
             if line.startswith("}"):
-                try:
-                    info["config"] = json.loads("{" + "\n".join(config_lines))
-                except ValueError:
-                    out.warnings.append(f"line {n}: the model's configuration is not JSON: shape unknown")
+                info["config"] = _config(config_lines, n - len(config_lines), out)
                 config_lines = None
             continue
         m = _LINE.search(line)
         if m is None:
             out.other_lines += 1
             continue
-        msg, stamped = m.group("msg").rstrip(), _ts(m.group("ts"))
-        if stamped is None:
-            out.other_lines += 1  # no date (2026-02-30): not read
+        msg, t = m.group("msg").rstrip(), _ts(m.group("ts"))
+        if t is None and (_STEP.match(msg) or msg.startswith("Training completed")):
+            out.bad.append(
+                BadLine(n, line, f"field 'timestamp': {m['ts']!r} is no time: the line is left out")
+            )
             continue
-        t = stamped
-        if start is None:
+        if start is None and t is not None:
             start = (n, t)
         if g := _BUILD.match(msg):
             info["model"], info["flavor"] = g.group("model"), g.group("flavor")
             config_lines = []
-        elif g := _CAPACITY.match(msg):
-            info["accelerator"] = g.group("name")
-        elif g := _SIZE.match(msg):
-            info["model"], info["flavor"], info["params"] = (
-                g.group("model"),
-                g.group("flavor"),
-                int(g.group("n").replace(",", "")),
+        elif (g := _STEP.match(msg)) and not g["step"].isdigit():
+            out.bad.append(
+                BadLine(n, line, f"field 'step': {g['step']!r} is no whole number: the step is left out")
             )
-        elif g := _PEAK.match(msg):
-            info["peak"] = _number(g.group("peak"))
-        elif g := _TRAINER.match(msg):
-            info.update({k: int(v) for k, v in g.groupdict().items()})
-            info["trainer_line"] = n
-        elif g := _MESH.match(msg):
-            info["mesh"] = {k.strip(): int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", g.group("dims"))}
-        elif g := _CHECKPOINTING.match(msg):
-            info["checkpointing"] = g.group("kind")
-        elif g := _VERSION.match(msg):
-            info["version"] = None if g.group("v").startswith("0.0.0") else g.group("v")
-        elif g := _STEP.match(msg):
-            values = {p.group("key").split("/")[-1]: v for p in _PAIR.finditer(g.group("rest"))
-                      if (v := _number(p.group("value"))) is not None}  # fmt: skip
-            steps.append((n, t, int(g.group("step")), values))
+        elif g and t is not None:
+            steps.append((n, t, int(g.group("step")), _step_values(g.group("rest"), n, line, out)))
             info.setdefault("aggregated", "torchtitan.observability" in m.group("logger"))
-        elif g := _STARTS.match(msg):
-            info["first_step"] = int(g.group("step"))
-        elif g := _DATASET.match(msg):
-            info["dataset"] = g.group("name")
-        elif msg.startswith("Training completed"):
+        elif msg.startswith("Training completed") and t is not None:
             completed = (n, t)
+        else:
+            _fact(msg, n, line, info, out)
     if start is None or (not steps and "first_step" not in info):
         out.warnings.append("no step line (`step: N  loss: ...`): no run")
         return out
