@@ -597,3 +597,17 @@ def test_profiler_traces_land_as_evidence_beside_their_run(tmp_path: Path) -> No
             "all_reduce": pytest.approx(inside / 1e6)
         }
         assert busy is None  # a CPU trace has no device to be busy: unknown, never 0
+
+
+def test_a_profiler_step_never_closed_is_left_out_and_named(tmp_path: Path) -> None:
+    """The profiler writes ``dur: -1`` for a span it never closed (a run killed inside its window): that step of a
+    real CPU trace is left out and named, the others land as they were."""
+    trace = json.loads(_text(DATA / "kineto-cpu" / "rank0_trace.json.gz"))
+    step = next(e for e in trace["traceEvents"] if e.get("name") == "ProfilerStep#3")
+    step["dur"] = -1
+    cut = tmp_path / "rank0_trace.json"
+    cut.write_text(json.dumps(trace))
+    store = tmp_path / "s.duckdb"
+    out = _ingest(store, cut)
+    assert "ProfilerStep#3 (ts" in out and "dur -1" in out, out
+    assert [s for (s,) in _query(store, "SELECT step FROM profile_steps ORDER BY step")] == [2, 4]

@@ -71,12 +71,16 @@ def _dump_run(path: Path) -> str | None:
 _Spans = dict[str, list[tuple[float, float, str]]]
 
 
-def _spans(events: list[dict[str, Any]]) -> _Spans:
-    """The trace's step annotations (CPU, device), device operations, NCCL kernels and CPU collectives."""
+def _spans(events: list[dict[str, Any]], out: Parsed) -> _Spans:
+    """The trace's step annotations (CPU, device), device operations, NCCL kernels and CPU collectives. An event
+    whose ``ts`` or ``dur`` is no finite number, or whose ``dur`` is negative (the profiler writes -1 for a span it
+    never closed), is left out and said: by name for a step, counted for the rest."""
     spans: _Spans = {"cpu_step": [], "gpu_step": [], "device": [], "comm": [], "cpu_comm": []}
+    unusable: list[tuple[bool, str]] = []  # (a step?, what)
     for e in events:
         ts, dur, name, cat = number(e.get("ts")), number(e.get("dur")), str(e.get("name", "")), e.get("cat")
-        if ts is None or dur is None:
+        if ts is None or dur is None or dur < 0:
+            unusable.append((bool(_STEP.match(name)), f"{name} (ts {e.get('ts')!r}, dur {e.get('dur')!r})"))
             continue
         if _STEP.match(name):
             spans["gpu_step" if cat == "gpu_user_annotation" else "cpu_step"].append((ts, ts + dur, name))
@@ -88,6 +92,12 @@ def _spans(events: list[dict[str, Any]]) -> _Spans:
             cat == "user_annotation" and name.split(":")[0] in ("gloo", "nccl", "mpi", "ucc") and _kind(name)
         ):
             spans["cpu_comm"].append((ts, ts + dur, name))
+    if steps := [u for step, u in unusable if step]:
+        out.warnings.append(f"step annotation(s) with no usable span, left out: {', '.join(steps[:5])}"
+                            + (f" and {len(steps) - 5} more" if len(steps) > 5 else ""))  # fmt: skip
+    if others := len(unusable) - len(steps):
+        out.warnings.append(f"{others} other event(s) with no usable span (ts or dur no finite number, or dur "
+                            f"negative), left out: e.g. {next(u for step, u in unusable if not step)}")  # fmt: skip
     return spans
 
 
@@ -134,7 +144,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     got = trace.get("distributedInfo")
     info: dict[str, Any] = got if isinstance(got, dict) else {}
     events = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
-    spans = _spans(events)
+    spans = _spans(events, out)
     on_device = bool(spans["device"])
     if not on_device:  # a CPU run: its collectives are the backend's annotations (on a GPU, the NCCL kernels)
         spans["comm"] = spans["cpu_comm"]
