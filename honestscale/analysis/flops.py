@@ -78,11 +78,64 @@ class Counts:
     sequence: int  # T
 
 
-def counts(run: Run) -> tuple[Counts | None, tuple[str, ...]]:
-    """The run's counts, or None and the run_start fields that are missing."""
+SHAPE_CONVENTION = (
+    "per layer, attention 2·d² + 2·d·d_kv (d_kv = kv_heads x d / heads; 4·d² without grouped queries) and MLP "
+    "2·d·ffn (ffn = 4·d where not recorded; x the experts used): a lower bound, a gated MLP's third matrix, "
+    "biases and norms left out"
+)
+SHARD = 0.5  # a recorded count below half the shape's lower bound is no whole model's count
+
+
+@dataclass(frozen=True)
+class ShapeParams:
+    """The non-embedding parameters ``model_shape`` implies (a lower bound, ``SHAPE_CONVENTION``) beside the count
+    the run recorded (its ``params_active`` or ``params_total`` less ``params_embedding``)."""
+
+    from_shape: int
+    recorded: int
+    field: str  # params_active | params_total
+
+    @property
+    def shard_only(self) -> bool:
+        """The recorded count is too small for the shape: one shard's (an FSDP model's numel()), not the model's."""
+        return self.recorded < SHARD * self.from_shape
+
+    def describe(self) -> str:
+        return (f"{self.field} less params_embedding is {self.recorded:,} non-embedding parameters, "
+                f"1/{self.from_shape / self.recorded:.1f} of the {self.from_shape:,} at least that model_shape "
+                f"gives ({SHAPE_CONVENTION})")  # fmt: skip
+
+
+def shape_params(run: Run) -> ShapeParams | None:
+    """The parameters ``model_shape`` implies beside the recorded count; None without both."""
+    shape = run.attrs.get("model_shape")
+    shape = shape if isinstance(shape, Mapping) else {}
+    layers, d = _int(shape.get("layers")), _int(shape.get("hidden"))
+    field, used = (
+        ("params_active", run.params_active) if run.params_active else ("params_total", run.params_total)
+    )
+    if (
+        layers is None
+        or d is None
+        or not used
+        or (recorded := int(used) - int(run.params_embedding or 0)) <= 0
+    ):
+        return None
+    heads, kv_heads = _int(shape.get("heads")), _int(shape.get("kv_heads"))
+    d_kv = kv_heads * d // heads if heads and kv_heads else d
+    ffn = _int(shape.get("ffn_hidden")) or 4 * d
+    experts = _int(shape.get("experts_per_token" if field == "params_active" else "experts")) or 1
+    return ShapeParams(layers * (2 * d * d + 2 * d * d_kv + 2 * d * ffn * experts), recorded, field)
+
+
+def counts(run: Run, trust_shape: bool = False) -> tuple[Counts | None, tuple[str, ...]]:
+    """The run's counts, or None and the run_start fields that are missing; ``trust_shape``: N from
+    ``model_shape`` (its lower bound) where the recorded count is a shard's (``ShapeParams.shard_only``)."""
     shape = run.attrs.get("model_shape")
     shape = shape if isinstance(shape, Mapping) else {}
     used = run.params_active or run.params_total
+    if trust_shape and (sp := shape_params(run)) is not None and sp.shard_only:
+        used = sp.from_shape + int(run.params_embedding or 0)
     got = {
         "params_total": used,
         "params_embedding": run.params_embedding if run.params_embedding is not None else None,
@@ -244,10 +297,12 @@ class Utilisation:
         }  # fmt: skip
 
 
-def utilisation(run: Run, convention: str | None = None) -> Utilisation:
-    """The run's MFU and HFU under ``convention`` (the claim's, else ``DEFAULT_CONVENTION``)."""
+def utilisation(run: Run, convention: str | None = None, trust_shape: bool = True) -> Utilisation:
+    """The run's MFU and HFU under ``convention`` (the claim's, else ``DEFAULT_CONVENTION``); a recorded parameter
+    count too small for the run's ``model_shape`` (a shard's) is replaced by the shape's unless ``trust_shape`` is
+    false (``counts``)."""
     conv = convention or claims_of(run).convention or DEFAULT_CONVENTION
-    c, missing = counts(run)
+    c, missing = counts(run, trust_shape)
     model = hw = None
     source = "recomputed"
     if c is not None:

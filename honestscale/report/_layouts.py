@@ -18,7 +18,7 @@ from typing import Any
 
 from honestscale import catalogue
 from honestscale.analysis import compare, flops
-from honestscale.analysis.points import FindingRecord, Point, lint_codes, point, verdicts_text
+from honestscale.analysis.points import DO_NOT_QUOTE, FindingRecord, Point, lint_codes, point, verdicts_text
 from honestscale.analysis.scaling import TTA, time_metric, times
 from honestscale.analysis.stats import centre_of_times, median_ci
 from honestscale.report._units import unit_for
@@ -67,6 +67,7 @@ class LayoutRow:
     mfu_runs: int = 0
     mfu_missing: str = ""  # why no MFU: the peak, or the counts
     mfu_record: str = ""  # what to record for one
+    mfu_flag: str = ""  # "do not quote" where HS107 fails as an error on the runs (an MFU over 100 %)
     tflops_per_worker: float | None = None  # model FLOPs achieved per accelerator, median of runs
     pipeline: Pipeline | None = None
 
@@ -175,6 +176,7 @@ def side_by_side(
         row = LayoutRow(name, runs[0].degrees, p, centre_of_times(t), median_ci(t), p.time_s)
         row.comm_holds, row.inside_compute = _comm(runs, row.degrees)
         _mfu(row, runs, conv)
+        row.mfu_flag = DO_NOT_QUOTE if "HS107" in (p.lint or {}).get("error", []) else ""
         if row.degrees["pp"] > 1:
             v = runs[0].attrs.get("pipeline_virtual_stages")
             row.pipeline = bubble(row.degrees["pp"], runs[0].microbatches, runs[0].pipeline_schedule,
@@ -225,7 +227,7 @@ def _mfu_cell(row: LayoutRow) -> str:
         return "cannot verify"
     lo, hi = row.mfu_ci
     ci = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else " (no interval)"
-    return f"{100 * row.mfu:.1f} %{ci}"
+    return f"{100 * row.mfu:.1f} %{ci}" + (f" — {row.mfu_flag}" if row.mfu_flag else "")
 
 
 def tables(lay: Layouts) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -280,6 +282,7 @@ def values(lay: Layouts) -> list[tuple[str, list[str], list[list[str]]]]:
                      "tokens_per_s_per_worker": v(p.tokens_per_worker),
                      "model_tflops_per_worker_median": v(r.tflops_per_worker), "mfu_median": v(r.mfu),
                      "mfu_ci_low": v(r.mfu_ci[0]), "mfu_ci_high": v(r.mfu_ci[1]), "mfu_missing": r.mfu_missing,
+                     "mfu_flag": r.mfu_flag,
                      **{f"{k}_share_median": v(p.breakdown.get(k)) for k in ("data", "compute", "optimizer")},
                      # a comm share is only where comm was timed apart: else it is inside compute, not 0
                      "comm_share_median": v(p.breakdown.get("comm")) if p.comm == "measured" else "",

@@ -25,6 +25,7 @@ from honestscale.report import analyse, report
 from honestscale.store import open_store
 from honestscale.view import View
 from honestscale.view import build as build_view
+from tests.conftest import cli
 
 T0 = 1_750_000_000.0
 SEQ, BATCH, STEPS = 64, 32, 12
@@ -60,8 +61,8 @@ def _start(campaign: str, layout: dict[str, Any], rep: int, run_id: str) -> dict
         "target_metric": "loss", "scope": "end_to_end", "scaling": "strong", "purpose": "final", "seed": rep,
         "config_hash": f"{campaign}-{run_id.rsplit('-r', 1)[0]}", **layout["start"],
     }  # fmt: skip
-    if layout.get("peak", True):
-        start["declared_peak"] = PEAK
+    if layout.get("peak", True):  # True: PEAK; a dict: that peak; False: none
+        start["declared_peak"] = PEAK if layout.get("peak", True) is True else layout["peak"]
     return start
 
 
@@ -218,3 +219,31 @@ def test_no_section_without_two_layouts(tmp_path: Path) -> None:
     report(view, pdf=None, html=html, campaign="plain")
     page = html.read_text()
     assert "Parallel layouts" not in page and 'id="layouts"' not in page
+
+
+def test_an_mfu_over_100_percent_fails_as_an_error_and_is_never_quoted(tmp_path: Path) -> None:
+    """A declared peak far below what the counts reach (a CPU's peak mistyped 1,000 x too small) gives an MFU over
+    100 %: HS107 fails as an error on exactly those runs (lint exits 1), and the report's MFU cell of that layout,
+    in HTML and in the values CSV, is marked "do not quote"; the other layout's MFU is not."""
+    low = {"tflops": PEAK["tflops"] / 1000, "dtype": "fp32", "source": "a peak mistyped, for this test"}
+    spec = {
+        "dp2": {**LAYOUTS["dp2"], "peak": low},
+        "pp2 (1f1b, 4 microbatches)": LAYOUTS["pp2 (1f1b, 4 microbatches)"],
+    }
+    view = _store(tmp_path, spec, "impossible")
+    model, result = analyse(view, "impossible")
+    errors = [f for f in result.findings if f.code == "HS107" and f.severity == "error"]
+    assert errors and all("do not quote" in f.message and "is over 100 %" in f.message for f in errors)
+    assert {r for f in errors for r in f.runs} == {_id("impossible", "dp2", k) for k in range(6)}
+    (c,) = [c for c in model.comparisons if c.kind == "layout"]
+    assert c.layouts is not None
+    flags = {row.layout: row.mfu_flag for row in c.layouts.rows}
+    assert flags == {"dp2": "do not quote", "pp2 (1f1b, 4 microbatches)": ""}, flags
+    html = tmp_path / "r.html"
+    report(view, pdf=None, html=html, campaign="impossible")
+    cell = next(
+        row for row in html.read_text().split("<tr>") if row.startswith("<td>dp2</td>") and " %" in row
+    )
+    assert "do not quote" in cell
+    linted = cli("lint", "--store", tmp_path / "store.duckdb", "--campaign", "impossible")
+    assert linted.returncode == 1 and "do not quote" in linted.stdout, linted.stdout

@@ -100,10 +100,28 @@ def _value(raw: str) -> Any:
 # the arguments read as whole numbers (the layout, the batch, the shape): one that is neither a count nor None
 # (unset) is quarantined by field, never read as unset
 _COUNTS = frozenset(
-    """tensor_model_parallel_size pipeline_model_parallel_size context_parallel_size expert_model_parallel_size
-    data_parallel_size world_size global_batch_size micro_batch_size seq_length max_position_embeddings num_layers
-    hidden_size ffn_hidden_size num_attention_heads num_query_groups kv_channels num_experts moe_router_topk
-    train_iters log_interval""".split()
+    [
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "data_parallel_size",
+        "world_size",
+        "global_batch_size",
+        "micro_batch_size",
+        "seq_length",
+        "max_position_embeddings",
+        "num_layers",
+        "hidden_size",
+        "ffn_hidden_size",
+        "num_attention_heads",
+        "num_query_groups",
+        "kv_channels",
+        "num_experts",
+        "moe_router_topk",
+        "train_iters",
+        "log_interval",
+    ]
 )
 
 

@@ -5,6 +5,7 @@ from typing import Any
 
 from honestscale.analysis import flops
 from honestscale.analysis.flops import Claims, MfuSummary, Utilisation, off
+from honestscale.analysis.points import DO_NOT_QUOTE
 from honestscale.catalogue import peaks
 from honestscale.lint._engine import Finding, Rule
 from honestscale.view import Comparison, Run, View
@@ -43,7 +44,10 @@ class HighestOpsNumbers(Rule):
     train. And the MFU/TFLOP/s audit (``analysis/flops.py``): MFU is recomputed from every rank's token counts,
     the parameter counts, ``model_shape`` and the sequence length under a named convention (palm: 6N + 12·L·d·T;
     megatron: attention halved), against the dense peak of the accelerator in the run's compute data type from the
-    versioned, cited peak table (``catalogue/peaks.toml``). It fails an MFU over 100 % (recomputed or claimed); a
+    versioned, cited peak table (``catalogue/peaks.toml``). It fails an MFU over 100 % (recomputed or claimed) as an
+    error, a number no machine produces, marked "do not quote" wherever it is shown; a parameter count below half
+    of what ``model_shape`` gives (``analysis/flops.SHAPE_CONVENTION``, a lower bound: a shard's count, not the
+    model's), and then trusts the shape and says so; a
     claimed peak that is the accelerator's sparse ("with sparsity") or non-tensor-core one; a claimed MFU or TFLOP/s
     per accelerator (run_start ``claims``) more than 5 % from the recomputed one, naming the likely cause; HFU
     presented as MFU (activations recomputed and the claim matches the hardware FLOPs); MFUs of different
@@ -124,18 +128,25 @@ class HighestOpsNumbers(Rule):
         self, target: Comparison, run: Run, view: View, summary: MfuSummary | None
     ) -> Iterator[Finding]:
         c = flops.claims_of(run)
+        sp = flops.shape_params(run)
+        shard = sp is not None and sp.shard_only
         u = flops.utilisation(run)
         ev: dict[str, Any] = {"run": run.id, "recomputed": u.as_json(), "claims": _claims_json(c),
-                              "configuration": summary.describe() if summary else None}  # fmt: skip
+                              "configuration": summary.describe() if summary else None,
+                              "parameters_trusted": "model_shape" if shard else "recorded"}  # fmt: skip
         peak_text = _peak_text(u)
         over = c.mfu is not None and c.mfu > 1
+        if sp is not None and sp.shard_only:
+            counted = flops.utilisation(run, trust_shape=False)
+            yield self.fail(target, [run], _shard_message(run.id, sp, u, counted), _SHARD_FIX, **ev)
         if u.mfu is not None and u.mfu > 1:
-            yield self.fail(target, [run], f"{run.id}: recomputed MFU {_pct(u.mfu)} is over 100 % ({peak_text}): "
-                            "the peak or the counts are wrong", "check the declared peak and the recorded counts",
-                            **ev)  # fmt: skip
+            yield _impossible(self.fail(target, [run], f"{run.id}: recomputed MFU {_pct(u.mfu)} is over 100 % "
+                                        f"({peak_text}): the peak or the counts are wrong",
+                                        "check the declared peak and the recorded counts", **ev))  # fmt: skip
         if over:
-            yield self.fail(target, [run], f"{run.id}: claimed MFU {_pct(c.mfu)} is over 100 %; recomputed "
-                            f"{_pct(u.mfu)} ({peak_text}){_peak_cause(run, c)}", FIX, **ev)  # fmt: skip
+            yield _impossible(self.fail(target, [run], f"{run.id}: claimed MFU {_pct(c.mfu)} is over 100 %; "
+                                        f"recomputed {_pct(u.mfu)} ({peak_text}){_peak_cause(run, c)}", FIX,
+                                        **ev))  # fmt: skip
         if c.peak_tflops is not None:
             kind, what = flops.claimed_peak(run, c.peak_tflops)
             if kind in ("sparse", "vector"):
@@ -215,6 +226,26 @@ class HighestOpsNumbers(Rule):
                         **ev, causes=causes)  # fmt: skip
 
 
+_SHARD_FIX = (
+    "record the whole model's parameters in params_total (an FSDP model's numel() counts the local shard: sum "
+    "over the shards, or count before wrapping)"
+)
+
+
+def _shard_message(run: str, sp: flops.ShapeParams, shape: Utilisation, counted: Utilisation) -> str:
+    """A recorded parameter count too small for the recorded shape: which count HS107 trusted, and why."""
+    return (f"{run}: a shard-only parameter count: {sp.describe()}; HS107 trusts model_shape (no whole model of "
+            f"that shape has fewer): MFU at least {_pct(shape.mfu)} from the shape, {_pct(counted.mfu)} from {sp.field} "
+            "(fms-fsdp issue 67)")  # fmt: skip
+
+
+def _impossible(finding: Finding) -> Finding:
+    """An MFU over 100 % is a number no machine produces: an error, and every output marks it "do not quote"."""
+    finding.severity = "error"
+    finding.message = f"{DO_NOT_QUOTE}: {finding.message}"
+    return finding
+
+
 def _merged(found: list[Finding]) -> Iterator[Finding]:
     """One finding per problem of a configuration: the repetitions that say the same are named together."""
     groups: dict[tuple[str, str], list[Finding]] = {}
@@ -251,7 +282,10 @@ def _causes(run: Run, view: View, c: Claims, u: Utilisation) -> list[str]:
         if kind != "dense":
             out.append(f"a wrong peak: {c.peak_tflops:g} TFLOP/s" + (f" is {what}" if what else "")
                        + f"; the table's dense {u.peak.dtype} peak is {_g(u.peak.tflops)}")  # fmt: skip
-    if c.params and run.params_total and c.params < (1 - TOLERANCE) * run.params_total:
+    if (sp := flops.shape_params(run)) is not None and sp.shard_only:
+        out.append(f"a shard-only parameter count: {sp.field} {sp.recorded:,} non-embedding is 1/"
+                   f"{sp.from_shape / sp.recorded:.1f} of what model_shape gives (fms-fsdp issue 67)")  # fmt: skip
+    elif c.params and run.params_total and c.params < (1 - TOLERANCE) * run.params_total:
         out.append(f"a shard-only parameter count: claims.params {c.params:,} is 1/{run.params_total / c.params:.1f} "
                    f"of params_total {run.params_total:,} (fms-fsdp issue 67: an FSDP model's numel() counts the "
                    "local shard)")  # fmt: skip
