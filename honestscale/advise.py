@@ -168,6 +168,10 @@ def _projections(view: View, kept_ids: set[str], campaign: str | None) -> tuple[
         if got.withheld is not None or got.law is None or got.parallel_fraction is None:
             withheld.append(f"{name}: {c.mode} scaling; no projection: {got.withheld}")
             continue
+        if not got.fitted:
+            withheld.append(f"{name}: {c.mode} scaling; {got.law.capitalize()} parallel fraction "
+                            f"{got.describe()}")  # fmt: skip
+            continue
         out.append(
             Projection(
                 model=str(c.key.get("model")), dataset=str(c.key.get("dataset")), framework=str(c.key.get("framework")),
@@ -370,10 +374,8 @@ def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
             for r in p.projected
         )
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
-        untested = (" (two worker counts: the fraction they imply, the law itself untested; one doubling "
-                    "projected)" if p.points == 2 else "")  # fmt: skip
         out.append(f"{p.model} / {p.framework}: {p.mode} scaling; {p.quantity} {measured}; "
-                   f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}{untested}; "
+                   f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}; "
                    f"projected efficiency {proj}.")  # fmt: skip
     out += list(g.withheld)
     out += [f"Try: {t}." for t in dict.fromkeys(g.suggestions)]

@@ -9,8 +9,9 @@ report's figure and the advisor's projection.
 
 A law is fitted only where it can describe the data: no superlinear point (HS209), no slowdown, a parallel
 fraction inside (0, 1) rather than at a bound, and the law within ``TOLERANCE`` of every measured efficiency.
-Two worker counts give the fraction they imply without testing the law, and one doubling is projected; three or
-more, up to eight times the largest. The 95 % interval comes from a bootstrap over each point's repetitions
+Two worker counts give the fraction they imply, labelled *not fitted*: one speedup fixes it exactly, so it has no
+standard error, no interval and no projection. Three or more are fitted, and projected up to eight times the
+largest. The 95 % interval comes from a bootstrap over each point's repetitions
 (none with fewer than 6 runs at a point, as for every interval, or where every draw gives one value).
 """
 
@@ -33,6 +34,11 @@ from honestscale.analysis.stats import (
 )
 from honestscale.view import Comparison, Run
 
+MIN_FIT_POINTS = 3  # worker counts a law is fitted from (two fix its fraction exactly)
+NOT_FITTED = (
+    "implied by two worker counts, not fitted: one speedup fixes the fraction exactly (no standard error, no "
+    "projection); a fit needs three worker counts"
+)
 TOLERANCE = 0.10  # the law's efficiency may differ from a measured one by this much (absolute)
 BOUND = 1e-3  # a parallel fraction this close to 0 or 1 sits at the bound of the fit
 BOOTSTRAP = 2000
@@ -53,6 +59,21 @@ class LawFit:
     @property
     def points(self) -> int:
         return len(self.measured)
+
+    @property
+    def fitted(self) -> bool:
+        """Fitted to the points (three worker counts or more); else the fraction two imply, tested by nothing."""
+        return self.points >= MIN_FIT_POINTS
+
+    def describe(self) -> str:
+        """``p = 0.767 (standard error 0.012)``, or ``p = 0.806, implied by two worker counts (not fitted ...)``."""
+        if self.parallel_fraction is None:
+            return ""
+        if not self.fitted:
+            return f"p = {self.parallel_fraction:.3f}, {NOT_FITTED}"
+        return f"p = {self.parallel_fraction:.3f}" + (
+            f" (standard error {self.stderr:.3f})" if self.stderr is not None else ""
+        )
 
 
 def law_of(c: Comparison) -> tuple[str | None, str]:
@@ -131,10 +152,14 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
         out.withheld = "the fit did not converge"
         return out
     p, err = got
-    out.parallel_fraction, out.stderr = p, err
+    out.parallel_fraction, out.stderr = p, (err if out.fitted else None)
     if p <= BOUND or p >= 1 - BOUND:
         out.withheld = (f"the fit sits at its bound (p = {p:.3f}): the data show "
                         + ("no parallel part" if p <= BOUND else "no serial part") + " the law could project from")  # fmt: skip
+        return out
+    if (
+        not out.fitted
+    ):  # the fraction two points imply: the law passes through both; nothing to test or project
         return out
     worst = max(measured[1:], key=lambda m: abs(law_efficiency(law, p, m[0] / base) - m[1] * base / m[0]))
     gap = law_efficiency(law, p, worst[0] / base) - worst[1] * base / worst[0]
@@ -153,9 +178,7 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
         if got_p.size:
             low, high = float(np.percentile(got_p, 2.5)), float(np.percentile(got_p, 97.5))
             out.interval = (low, high) if high - low > 1e-9 else None
-    # two worker counts imply a p without testing the law: project one doubling only
-    targets = [ws[-1] * 2] if len(ws) == 2 else sorted({ws[-1] * 2, ws[-1] * 4, ws[-1] * 8})
-    for w in targets:
+    for w in (ws[-1] * 2, ws[-1] * 4, ws[-1] * 8):
         row: dict[str, Any] = {
             "workers": w,
             "efficiency": law_efficiency(law, p, w / base),

@@ -171,7 +171,8 @@ def speedup(c: ComparisonModel) -> Figure:
         p = c.fit.parameter
         xs = [w / base for w in ws]
         fit = [(1 - p) + p * x if c.fit.law == "gustafson" else 1 / ((1 - p) + p / x) for x in xs]
-        a1.plot(ws, fit, ":", color="black", lw=1, label=f"{c.fit.law}, p = {p:.3f}")
+        label = f"{c.fit.law}, p = {p:.3f}" + ("" if c.fit.fitted else " (2 points: not fitted)")
+        a1.plot(ws, fit, ":", color="black", lw=1, label=label)
     a1.set_ylabel(f"speedup over {base} worker(s)")
     a1.set_ylim(bottom=0)
     _legend_above(a1, ncols=2)
@@ -189,7 +190,10 @@ def _speedup_caption(c: ComparisonModel) -> str:
         drawn = "on throughput (the scaled speedup, squares)" if thr else "(none: no throughput recorded)"
     else:
         drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if thr else "")
-    fit = f", the {c.fit.law} law fitted to the {c.fit.quantity} dotted" if c.fit is not None else ""
+    fit = "" if c.fit is None else (
+        f", the {c.fit.law} law fitted to the {c.fit.quantity} dotted" if c.fit.fitted
+        else f", the {c.fit.law} law through the two points dotted (not fitted)"
+    )  # fmt: skip
     if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
         bars = "bars are the 95 % intervals of the ratios (bootstrap over repetitions), none at the base case"
     elif c.metric == "MLPerf olympic mean":

@@ -42,6 +42,10 @@ class Fit:
     quantity: str = (
         ""  # what it is fitted to: the speedup of a time (Amdahl) or the scaled speedup (Gustafson)
     )
+    fitted: bool = (
+        True  # False: the fraction two worker counts imply (laws.NOT_FITTED), no error, no projection
+    )
+    not_fitted: str = laws.NOT_FITTED
 
 
 @dataclass
@@ -184,7 +188,7 @@ def _fitted_law(c: Comparison) -> tuple[Fit | None, str | None]:
     got: LawFit = laws.fit(c, bootstrap=0)
     if got.law is None or got.parallel_fraction is None or got.withheld is not None:
         return None, got.withheld
-    return Fit(got.law, got.parallel_fraction, got.stderr, got.formula, got.quantity), None
+    return Fit(got.law, got.parallel_fraction, got.stderr, got.formula, got.quantity, got.fitted), None
 
 
 def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import pytest
 
 from honestscale.analysis import laws
 from honestscale.analysis.stats import law_efficiency
+from honestscale.report import report
 from honestscale.view import Comparison
 from tests.conftest import hs
 from tests.lint_campaigns import build, view_of
@@ -77,3 +78,28 @@ def test_a_fit_at_its_bound_projects_nothing(tmp_path: Path) -> None:
     got = laws.fit(_series(tmp_path, points))
     assert got.withheld is not None and got.projected == []
     assert "bound" in got.withheld or "superlinear" in got.withheld
+
+
+def test_two_worker_counts_give_the_fraction_they_imply_not_fitted(tmp_path: Path) -> None:
+    """1 and 4 workers, p = 0.767 (Amdahl: the 4-worker speedup 1 / (0.233 + 0.767 / 4) = 2.35): one speedup fixes
+    p exactly, so no standard error, no interval, no projection, and every output says "not fitted": the law's
+    fit, advise (text and JSON) and the report's summary and results (the dashboard's campaign page renders the
+    same templates)."""
+    p = 0.767
+    points = [{"id": f"t{n}", "workers": n, "ttt_by_rep": [3600.0 * ((1 - p) + p / n) * k for k in NOISE]}
+              for n in (1, 4)]  # fmt: skip
+    store = build(tmp_path, {"runs": points})
+    got = laws.fit(_series(tmp_path / "again", points))
+    assert not got.fitted and got.parallel_fraction == pytest.approx(p, abs=0.01)
+    assert got.stderr is None and got.interval is None and got.projected == []
+    advice = json.loads(hs("advise", "--store", store, "-f", "json").stdout)
+    (group,) = advice["groups"]
+    assert group["projections"] == []
+    (said,) = [w for w in group["withheld"] if "parallel fraction" in w]
+    assert "not fitted" in said and "standard error" in said and f"p = {got.parallel_fraction:.3f}" in said
+    html = tmp_path / "r.html"
+    report(view_of(tmp_path / "view", {"runs": points}), pdf=None, html=html)
+    page = html.read_text()
+    assert page.count("implied by two worker counts, not fitted") >= 2  # summary and results
+    assert "standard error" not in page.split("implied by two worker counts")[0].rsplit("p =", 1)[-1]
+    assert "± " not in page
