@@ -262,7 +262,9 @@ def split_factor(
     the worker count (the per-worker batch under strong scaling, the threads each worker gets of a node, the
     collective backend that one worker does without, the nodes the workers fill) is a consequence; every other
     difference is a confound. With several differences and none named, each is a confound of the others."""
-    chosen = studied(a, b, named) - {"campaign"}
+    # a run's identity (run_id=, a campaign) is no setup to study, nor a field the selectors set that the runs of
+    # both sides share (``workers=1`` on one side, every run at 1 worker on both)
+    chosen = {k for k in studied(a, b, named) - set(IDENTITY) if named or any(d.field == k for d in differs)}
     if not chosen and len(differs) == 1:
         return differs, [], []
     factor = [d for d in differs if d.field in chosen]

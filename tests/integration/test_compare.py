@@ -66,6 +66,28 @@ def test_one_factor_changed_is_named_with_its_ratio_interval_and_test(compare_st
     assert "HS106" in pair["verdicts"]["fail"] and "HS214" not in pair["verdicts"]["fail"]
 
 
+@pytest.mark.parametrize(
+    "sides",
+    [
+        ("compare-base", "compare-loaders"),  # campaigns
+        ("campaign=compare-base", "campaign=compare-loaders,workers=1"),  # key=value
+        (
+            "run_id=compare-base-workers=1-ef571e73-r0",
+            "run_id=compare-loaders-workers=1-65311d96-r0",
+        ),  # run ids
+        ("campaign=compare-base,run_id=compare-base-workers=1-ef571e73-r0", "compare-loaders"),  # mixed
+    ],
+    ids=["campaigns", "key-value", "run-ids", "mixed"],
+)
+def test_the_factor_is_named_whatever_the_selectors(compare_store: Path, sides: tuple[str, str]) -> None:
+    """A run's identity (its run_id, its campaign) is no setup under study: whatever the selectors, the one thing
+    that differs (the loader workers, 0 -> 1) is the factor, never a confound that HS214 then reports."""
+    _, doc = _json(compare_store, *sides)
+    (pair,) = doc["pairs"]
+    assert [d["field"] for d in pair["factor"]] == ["hyperparameters.loader_workers"], pair
+    assert pair["confounds"] == [] and "HS214" not in pair["verdicts"]["fail"]
+
+
 def test_a_difference_within_noise_is_not_called_one(compare_store: Path) -> None:
     rc, doc = _json(
         compare_store, "compare-base", "compare-again", "--fail-if-slower", "5%", "--fail-if-faster", "5%"
