@@ -23,6 +23,15 @@ class Postgres:
     host: str
     port: int
     bin: Path
+    data: Path | None = None  # the cluster's folder (stop and start it again: the catalog going away)
+    options: str = ""
+
+    def pg_ctl(self, *args: str) -> None:
+        """``pg_ctl stop -m fast`` / ``start -w`` on this cluster, as the postgres user."""
+        assert self.data is not None
+        subprocess.run(["runuser", "-u", "postgres", "--", str(self.bin / "pg_ctl"), "-D", str(self.data), "-o",
+                        self.options, "-l", str(self.data.parent / "log"), *args], check=True, capture_output=True,
+                       timeout=120)  # fmt: skip
 
     def create_database(self, name: str) -> str:
         """A new database; returns the DuckLake store address of a catalog in it."""
@@ -70,7 +79,7 @@ def cluster() -> Iterator[Postgres]:
     subprocess.run([*as_pg, str(bin_ / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w",
                     "start"], check=True, capture_output=True, timeout=120)  # fmt: skip
     try:
-        yield Postgres("127.0.0.1", port, bin_)
+        yield Postgres("127.0.0.1", port, bin_, data, options)
     finally:
         subprocess.run([*as_pg, str(bin_ / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True, timeout=60)  # fmt: skip

@@ -7,6 +7,7 @@ exports, by the names it wrote) and from the package's ``static`` folder; any ot
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -33,7 +34,8 @@ from honestscale.serve import _run
 from honestscale.serve._access import Access, Hosts
 from honestscale.serve._compare import ComparePages
 from honestscale.serve._state import Busy, Campaign, Overview, State
-from honestscale.store import StoreError, queries
+from honestscale.store import NoSuchCampaign, hidden, queries
+from honestscale.store import shown as masked
 
 STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 100
@@ -95,7 +97,7 @@ class Dashboard:
         name = request.path_params["name"]
         try:
             return self.state.campaign(name)
-        except StoreError as exc:
+        except NoSuchCampaign as exc:  # any other failure of the store is a 503 (_error), never "not found"
             raise HTTPException(404, f"{exc.message}: {exc.fix}") from None
 
     # -- pages -------------------------------------------------------------------------------------------------
@@ -301,7 +303,14 @@ class Dashboard:
             response.headers["Retry-After"] = "3"
             return response
         if isinstance(exc, HonestscaleError):
-            return self._problem(request, 503, f"{exc.message}: {exc.fix}" if exc.fix else exc.message)
+            # the server's log has the whole message; a page never shows the store's address (its catalog's
+            # connection string), only that the store cannot be read and what to expect
+            print(f"{time.strftime('%H:%M:%S')} {request.url.path}: {masked(str(exc))}", file=sys.stderr)
+            said = hidden(f"{exc.message}: {exc.fix}" if exc.fix else exc.message, str(self.state.store))
+            response = self._problem(request, 503, f"the store cannot be read now: {said}; this page loads again "
+                                     "by itself once it can")  # fmt: skip
+            response.headers["Retry-After"] = "10"
+            return response
         # a bug: the server's log has the traceback (uvicorn prints it), the page the one line
         return self._problem(
             request, 500, f"internal error ({type(exc).__name__}); the server log has the details"

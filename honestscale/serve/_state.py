@@ -25,7 +25,16 @@ from typing import Any, TypeVar
 from honestscale import report as reporting
 from honestscale.lint import LintResult, Suppression
 from honestscale.report import Model, Outputs, Plan
-from honestscale.store import Connection, StoreBusy, StoreError, is_lake, open_store, queries
+from honestscale.store import (
+    Connection,
+    NoSuchCampaign,
+    StoreBusy,
+    StoreError,
+    as_store_error,
+    is_lake,
+    open_store,
+    queries,
+)
 from honestscale.store import dashboard as reads
 from honestscale.view import build
 
@@ -150,10 +159,13 @@ class State:
             self._lake_con = open_store(self.store, read_only=True)
         try:
             return fn(self._lake_con)
-        except Exception:
+        except Exception as exc:
             with contextlib.suppress(Exception):
                 self._lake_con.close()
             self._lake_con = None
+            failed = as_store_error(exc)  # the catalog gone: the store's fault named, never a bug of the page
+            if failed is not None and not isinstance(exc, StoreError):
+                raise failed from None
             raise
 
     @contextlib.contextmanager
@@ -204,7 +216,7 @@ class State:
         fingerprint = self.fingerprint(name)
         if fingerprint is None:
             self.read(lambda con: queries.check_campaign(con, name))  # names the close ones
-            raise StoreError(f"no campaign {name!r} in the store", "see the campaigns page")
+            raise NoSuchCampaign(f"no campaign {name!r} in the store", "see the campaigns page")
         with self._lock:
             building = self._building.setdefault(name, threading.Lock())
         with building:

@@ -10,7 +10,9 @@ from honestscale.store._copy import copy as copy_store
 from honestscale.store._database import (
     DEFAULT_STORE,
     STORE_ENV,
+    CatalogGone,
     Connection,
+    NoSuchCampaign,
     StoreBusy,
     StoreError,
     StoreTooNew,
@@ -23,7 +25,7 @@ from honestscale.store._database import (
     open_store,
     resolve_store_path,
 )
-from honestscale.store._lake import DATA_PATH_ENV, is_lake, shown
+from honestscale.store._lake import DATA_PATH_ENV, Loose, hidden, is_lake, loose_files, shown
 from honestscale.store._projection import refresh_runs
 from honestscale.store._sql import sql_in_list, sql_string
 
@@ -34,7 +36,10 @@ __all__ = [
     "DEFAULT_STORE",
     "DUCKDB_VERSION",
     "STORE_ENV",
+    "CatalogGone",
     "Connection",
+    "Loose",
+    "NoSuchCampaign",
     "StoreBusy",
     "StoreError",
     "StoreTooNew",
@@ -43,9 +48,11 @@ __all__ = [
     "campaigns",
     "copy_store",
     "cursor",
+    "hidden",
     "interrupted",
     "is_lake",
     "latest_version",
+    "loose_files",
     "migrations",
     "open_store",
     "refresh_runs",

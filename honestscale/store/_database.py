@@ -35,6 +35,14 @@ class StoreUnwritable(StoreError):
     """A write to the store failed (a full disk, an I/O error); what was committed before stays."""
 
 
+class NoSuchCampaign(StoreError):
+    """The store holds no campaign of that name (a 404 to serve, never a failure of the store)."""
+
+
+class CatalogGone(StoreError):
+    """A DuckLake store's PostgreSQL catalog went away (or cannot be reached); what was committed before stays."""
+
+
 class StoreTooNew(StoreError):
     """The store was written by a newer honestscale."""
 
@@ -106,6 +114,8 @@ def as_store_error(exc: BaseException) -> StoreError | None:
         return StoreUnwritable(f"the store could not be written: {text}",
                           "free space on the store's disk and run the same command again: what landed before "
                           "stays (every file lands in one transaction), the rest lands then")  # fmt: skip
+    if (lost := _lake.gone(str(exc))) is not None:
+        return CatalogGone(*lost)
     denied = re.search(r"permission denied[^\n\"]*", str(exc))
     if denied:
         return StoreError(f"the store's catalog refused the write: {denied.group(0)} (a read-only role?)",

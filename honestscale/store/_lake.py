@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -25,6 +26,15 @@ DATA_PATH_ENV = "HONESTSCALE_DATA_PATH"
 CATALOG = "honestscale_lake"
 _PACKAGES = {"ducklake": "duckdb-ext-ducklake", "postgres": "duckdb-ext-postgres"}
 _SECRET = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+# what libpq and DuckDB's postgres extension say when the catalog's server goes away mid-command, or is not there
+_GONE = re.compile(
+    r"server closed the connection unexpectedly|no connection to the server|terminating connection|"
+    r"could not receive data from server|SSL SYSCALL error|Connection refused|could not connect to server",
+    re.IGNORECASE,
+)
+_OPENED: list[
+    str
+] = []  # the lake addresses this process attached: the last one is what a later failure names
 
 
 def is_lake(address: str | os.PathLike[str]) -> bool:
@@ -90,6 +100,7 @@ def connect(address: str, *, read_only: bool, data_path: str | None) -> duckdb.D
         attach = f"ATTACH '{quoted(address)}' AS {CATALOG}" + (f" ({', '.join(options)})" if options else "")
         con.execute(attach)
         con.execute(f"USE {CATALOG}")
+        _OPENED.append(address)
     except LakeError:
         con.close()
         raise
@@ -109,6 +120,41 @@ def quoted(text: str) -> str:
     return text.replace("'", "''")
 
 
+def hidden(text: str, *addresses: str) -> str:
+    """``text`` for a web page: every lake address (``addresses`` and those this process attached), whole or its
+    libpq part, replaced by "the store's catalog"; a password masked as ``shown`` does."""
+    for address in sorted({*addresses, *_OPENED}, key=len, reverse=True):
+        if is_lake(address):
+            libpq = address.split(":", 2)[-1]
+            for form in (address, shown(address), libpq, shown(libpq)):
+                text = text.replace(form, "the store's catalog")
+    return shown(text)
+
+
+def endpoint(address: str) -> tuple[str, str]:
+    """The catalog server's host (or socket folder) and port in a libpq connection string, with libpq's defaults."""
+
+    def part(key: str, env: str, default: str) -> str:
+        m = re.search(rf"\b{key}\s*=\s*('[^']*'|\S+)", address)
+        return m.group(1).strip("'") if m else os.environ.get(env) or default
+
+    return part("host", "PGHOST", "localhost"), part("port", "PGPORT", "5432")
+
+
+def gone(text: str, address: str | None = None) -> tuple[str, str] | None:
+    """(message, fix) when ``text`` (a DuckDB error) says the catalog's PostgreSQL went away or cannot be reached;
+    None otherwise. Named by host and port only (``address``, else the lake this process attached last)."""
+    said = _GONE.search(text)
+    if said is None:
+        return None
+    address = address or (_OPENED[-1] if _OPENED else None)
+    host, port = endpoint(address) if address else ("?", "?")
+    return (f"the catalog's PostgreSQL at {host}:{port} went away: {said.group(0).lower()}",
+            f"start it again (pg_isready -h {host} -p {port} says when it answers) and run the same command again: "
+            "what landed before is whole (each file lands in one transaction or not at all), the rest lands then; "
+            "`honestscale store check` lists the Parquet files a write cut short left behind")  # fmt: skip
+
+
 def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
     where = shown(address)
     first = shown(text.strip().splitlines()[0] if text.strip() else text)
@@ -121,8 +167,10 @@ def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
                 "leave --data-path out (the catalog keeps the data path it was created with)")  # fmt: skip
     low = text.lower()
     if "connection refused" in low or "could not connect" in low or "could not translate host" in low:
-        return (f"cannot reach the PostgreSQL of {where}: {first}",
-                "check host, port and dbname in the address, and that the server is up (pg_isready)")  # fmt: skip
+        host, port = endpoint(address)
+        return (f"cannot reach the catalog's PostgreSQL at {host}:{port} (store {where}): connection refused",
+                f"check host, port and dbname in the address, and that the server is up (pg_isready -h {host} -p "
+                f"{port})")  # fmt: skip
     if re.search(r'database "[^"]*" does not exist', text):
         return (f"the catalog database of {where} does not exist: {first}",
                 "create it first (createdb NAME, as a PostgreSQL user allowed to), then: honestscale --store ADDRESS "
@@ -140,3 +188,35 @@ def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
                 "Parquet files")  # fmt: skip
     return (f"cannot open the DuckLake store {where}: {first}",
             "check the address (ducklake:postgres:dbname=... host=... user=...) and the server")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Loose:
+    """The Parquet files of a lake's data path that hold nothing the store shows."""
+
+    orphaned: list[str]  # named by no catalog row: a writer killed or cut off mid-write left them
+    expired: list[str]  # dropped by the catalog (a deletion, an expired snapshot) and scheduled for removal
+
+    @property
+    def count(self) -> int:
+        return len(self.orphaned) + len(self.expired)
+
+
+def loose_files(con: duckdb.DuckDBPyConnection, older_than_s: float, remove: bool) -> Loose:
+    """The lake's loose files, found (and with ``remove``, deleted) by DuckLake's own cleanup functions
+    (``ducklake_delete_orphaned_files``, ``ducklake_cleanup_old_files``); only those older than ``older_than_s``
+    seconds (0: all), so that the files of a writer still running are never taken."""
+    since = (
+        f"older_than => now() - INTERVAL {int(older_than_s)} SECOND"
+        if older_than_s > 0
+        else "cleanup_all => true"
+    )
+    dry = "false" if remove else "true"
+    got = [
+        [
+            str(path)
+            for (path,) in con.execute(f"CALL {fn}('{CATALOG}', dry_run => {dry}, {since})").fetchall()
+        ]
+        for fn in ("ducklake_delete_orphaned_files", "ducklake_cleanup_old_files")
+    ]
+    return Loose(*got)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
-from honestscale.store._database import StoreError
+from honestscale.store._database import NoSuchCampaign, StoreError
 
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pl.DataFrame:
@@ -243,12 +243,12 @@ def check_campaign(con: duckdb.DuckDBPyConnection, campaign: str | None) -> None
     if campaign in names:
         return
     if not names:
-        raise StoreError(f"no campaign {campaign!r}: the store holds no campaign",
+        raise NoSuchCampaign(f"no campaign {campaign!r}: the store holds no campaign",
                          "ingest or run one first (honestscale ingest PATH --campaign NAME, or campaign run SPEC)")  # fmt: skip
     close = difflib.get_close_matches(campaign, names, n=len(names), cutoff=0.0)
     ordered = close + [n for n in names if n not in close]
     shown = ", ".join(ordered[:10]) + (f" (+{len(ordered) - 10} more)" if len(ordered) > 10 else "")
-    raise StoreError(f"no campaign {campaign!r} in the store", f"campaigns here, nearest first: {shown}")
+    raise NoSuchCampaign(f"no campaign {campaign!r} in the store", f"campaigns here, nearest first: {shown}")
 
 
 def run_count(con: duckdb.DuckDBPyConnection) -> int:

@@ -68,3 +68,28 @@ def test_store_location_default_env_and_option(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "honestscale", "ingest", str(EXAMPLE)]
     subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env)
     assert counts(cwd / "honestscale.duckdb")["runs"] == 4
+
+
+# DuckDB 1.4.4's words when the catalog's PostgreSQL stopped under an attached DuckLake (recorded from a real
+# session: tests/system/test_store_tiers.py stops one under serve and ingest)
+_CLOSED = ('Failed to query most recent snapshot for DuckLake: Failed to execute query "BEGIN TRANSACTION ISOLATION '
+           'LEVEL REPEATABLE READ": server closed the connection unexpectedly\n\tThis probably means the server '
+           "terminated abnormally\n\tbefore or while processing the request.\n\n\nLINE 2: \tSELECT * FROM "
+           "postgres_query('__ducklake_metadata_honestscale_lake',")  # fmt: skip
+
+
+def test_the_catalog_going_away_mid_command_is_named_by_host_and_port() -> None:
+    """What DuckDB says when the catalog's server goes away during a command becomes one sentence naming the
+    server by host and port (never DuckDB's internal query, never the connection string) and what to do."""
+    from honestscale.store import CatalogGone, _lake, as_store_error
+
+    _lake._OPENED.append("ducklake:postgres:dbname=hs host=db.example.org port=6432 user=hs password=s3cret")
+    try:
+        got = as_store_error(duckdb.Error(_CLOSED))
+    finally:
+        _lake._OPENED.pop()
+    assert isinstance(got, CatalogGone)
+    assert got.message == ("the catalog's PostgreSQL at db.example.org:6432 went away: server closed the "
+                           "connection unexpectedly")  # fmt: skip
+    assert got.fix is not None and "pg_isready -h db.example.org -p 6432" in got.fix and "whole" in got.fix
+    assert "s3cret" not in str(got) and "postgres_query" not in str(got)
