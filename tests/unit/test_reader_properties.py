@@ -524,7 +524,9 @@ def _verbatim(parsed: Parsed) -> Counter[tuple[Any, ...]]:
     may be any string): the value is there, as the log gives it, not lost."""
     got: Counter[tuple[Any, ...]] = Counter()
     for _, event in parsed.events:
-        got.update((event["kind"], *p) for p, v in _leaves(event) if isinstance(v, str) and v.encode() in TOKENS)
+        got.update(
+            (event["kind"], *p) for p, v in _leaves(event) if isinstance(v, str) and v.encode() in TOKENS
+        )
     return got
 
 
