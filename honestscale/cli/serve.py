@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from honestscale.cli._app import StoreOpt, app
+from honestscale.cli._app import StoreOpt, app, out
 from honestscale.cli.analysis import PathRootOpt
 from honestscale.store import resolve_store_path
 
@@ -35,10 +35,10 @@ def serve(
         str | None,
         typer.Option(
             envvar="HONESTSCALE_TOKEN",
-            help="Secret of at least 128 bits (e.g. 22 random url-safe characters; weaker ones are refused) every "
-            "request must carry: a browser opens ?token=... once and keeps a session cookie, API clients send "
-            "'Authorization: Bearer ...'. Off loopback or with --allow-host, serve makes one if not given and "
-            "prints its link.",
+            help="Secret of at least 128 bits every request must carry (weaker ones are refused; off loopback or with "
+            "--allow-host only one serve made: --make-token): a browser opens ?token=... once and keeps a session "
+            "cookie, API clients send 'Authorization: Bearer ...'. Off loopback or with --allow-host, serve makes "
+            "one if not given and prints its link.",
             show_default=False,
         ),
     ] = None,
@@ -78,6 +78,14 @@ def serve(
     ] = None,
     interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
     path_root: PathRootOpt = None,
+    make_token: Annotated[
+        bool,
+        typer.Option(
+            "--make-token",
+            help="Print a new token (the only kind taken off loopback: 256 random bits and a checksum serve knows "
+            "its own by) and exit; keep it in a file only you can read, give it as --token or HONESTSCALE_TOKEN.",
+        ),
+    ] = False,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -102,6 +110,12 @@ def serve(
     """
     from honestscale import serve as dashboard
     from honestscale.lint import load_config
+
+    if make_token:
+        from honestscale.serve import make_token as made
+
+        out.print(made(), highlight=False)
+        return
 
     dashboard.serve(resolve_store_path(store), host=host, port=port, token=token, watch=watch, campaign=campaign,
                     interval=interval, suppressions=load_config(config), allow_hosts=allow_host or (),

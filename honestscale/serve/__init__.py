@@ -81,12 +81,12 @@ def _watch(state: State, watcher: Watcher, interval: float) -> None:
         state.stop.wait(interval)
 
 
-def check(store: Path, host: str, token: str | None, watch: Path | None, certfile: Path | None = None,
+def check(store: Path, shared: bool, token: str | None, watch: Path | None, certfile: Path | None = None,
           keyfile: Path | None = None) -> None:  # fmt: skip
-    """Refuse, before anything starts, a weak token, a certificate that does not load and a store that cannot be
-    read."""
+    """Refuse, before anything starts, a weak token (``shared``: one serve did not make), a certificate that does
+    not load and a store that cannot be read."""
     if token is not None:
-        check_token(token)
+        check_token(token, shared)
     if keyfile is not None and certfile is None:
         raise HonestscaleError("--keyfile without --certfile", "give the certificate with --certfile too")
     if certfile is not None:
@@ -118,10 +118,11 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
     ``X-Forwarded-Proto``/``-For`` uvicorn believes (its default: 127.0.0.1 and ::1, or ``FORWARDED_ALLOW_IPS``)."""
     import uvicorn
 
-    check(store, host, token, watch, certfile, keyfile)
-    hosts = allowed_hosts(host, allow_hosts)
     # a token is needed where others reach the server: beyond loopback, or through a proxy's name (--allow-host)
-    made = token is None and (not is_loopback(host) or bool(allow_hosts))
+    shared = not is_loopback(host) or bool(allow_hosts)
+    check(store, shared, token, watch, certfile, keyfile)
+    hosts = allowed_hosts(host, allow_hosts)
+    made = token is None and shared
     if made:
         token = make_token()
     sock = _bind(host, port)
@@ -175,4 +176,4 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-__all__ = ["TOKEN_ENV", "Busy", "Dashboard", "State", "check", "serve"]
+__all__ = ["TOKEN_ENV", "Busy", "Dashboard", "State", "check", "make_token", "serve"]

@@ -5,9 +5,11 @@
   on every address, this machine's names; ``--allow-host`` adds a proxy's name. Starlette's
   ``TrustedHostMiddleware`` decides (its patterns: an exact name or ``*.example.org``); a request for any other
   name is answered 421 (no ``Host`` at all: 400) with the option that fixes it.
-* **Token**: at least 128 bits (a weaker one is refused at start; off loopback without one, ``serve`` makes one with
-  :func:`secrets.token_urlsafe` and prints its link). Compared in constant time, as SHA-256 digests so that not even
-  its length shows in the time taken.
+* **Token**: at least 128 bits (a weaker one is refused at start). Off loopback (or with ``--allow-host``) only a
+  token serve made is taken (``make_token``: ``hs_``, 256 random bits from :func:`secrets.token_urlsafe`, and a
+  checksum of them that ``made_here`` checks), since a chosen one can pass any test of length and alphabet and
+  still be guessable; without one, ``serve`` makes one and prints its link, and ``serve --make-token`` prints one
+  to keep. Compared in constant time, as SHA-256 digests so that not even its length shows in the time taken.
 * **Session**: ``?token=`` is exchanged once for a cookie that holds no token (an issue time, a nonce and their
   HMAC-SHA256 under a key made at start-up: a restart ends every session) and the browser is sent on to the same
   address without the token, so it stays in neither the address bar nor the history. ``HttpOnly``,
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -45,7 +48,11 @@ WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
 SESSION_COOKIE = "honestscale_session"
 SECURE_SESSION_COOKIE = "__Host-honestscale_session"  # browsers accept it only with Secure, Path=/, no Domain
 SESSION_MAX_AGE_S = 7 * 24 * 3600
-MAKE_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+MAKE_TOKEN = "honestscale serve --make-token"
+# a token serve made: ``hs_`` + 43 url-safe random characters (256 bits) + ``_`` + 8 characters of their SHA-256:
+# off loopback only such a token is taken, because a chosen one can pass any test of length and alphabet
+# ("correcthorsebatterystaple", "abcdefgh" x 4) and still be guessable
+TOKEN_PREFIX, _BODY, _SUM = "hs_", 43, 8
 _BASE64 = set(string.ascii_letters + string.digits + "+/=-_")
 
 
@@ -111,9 +118,25 @@ def token_bits(token: str) -> float:
     return len(token) * math.log2(alphabet)
 
 
-def check_token(token: str) -> None:
-    """Refuse a token weaker than 128 bits, or one a URL or a header would mangle."""
-    fix = (f"make one with `{MAKE_TOKEN}` (or `openssl rand -hex 32`), or, off loopback, leave --token and "
+def _sum(body: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()[:6]).decode()
+
+
+def made_here(token: str) -> bool:
+    """A token ``make_token`` made: its prefix, its length, and its last part the checksum of its random part."""
+    body = token[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + _BODY]
+    return (
+        len(token) == len(TOKEN_PREFIX) + _BODY + 1 + _SUM
+        and token.startswith(TOKEN_PREFIX)
+        and token[-_SUM - 1] == "_"
+        and hmac.compare_digest(token[-_SUM:], _sum(body))
+    )
+
+
+def check_token(token: str, shared: bool = False) -> None:
+    """Refuse a token weaker than 128 bits, or one a URL or a header would mangle; where others reach the server
+    (``shared``: off loopback, or through a proxy's name), one serve did not make (``made_here``)."""
+    fix = (f"make one with `{MAKE_TOKEN}` (keep it in a file only you can read), or leave --token and "
            f"{TOKEN_ENV} out: serve then makes one and prints its link")  # fmt: skip
     if not token.isascii() or not token.isprintable() or " " in token:
         raise HonestscaleError(
@@ -127,6 +150,13 @@ def check_token(token: str) -> None:
     if bits < MIN_TOKEN_BITS:
         raise HonestscaleError(f"the token (--token or {TOKEN_ENV}) is too weak: {len(token)} character(s) carry "
                                f"at most {bits:.0f} bits; {need}", fix)  # fmt: skip
+    if shared and not made_here(token):
+        raise HonestscaleError(
+            f"the token (--token or {TOKEN_ENV}) was not made by serve: off loopback (or with --allow-host) only a "
+            f"token serve made is taken ({TOKEN_PREFIX}..., its last part a checksum of its 256 random bits), since "
+            "a chosen one can look random and not be",
+            fix,
+        )
 
 
 def machine_name() -> str:
@@ -136,7 +166,9 @@ def machine_name() -> str:
 
 
 def make_token() -> str:
-    return secrets.token_urlsafe(32)  # 256 bits
+    """256 random bits, url-safe, with the checksum ``made_here`` knows them by."""
+    body = secrets.token_urlsafe(32)
+    return f"{TOKEN_PREFIX}{body}_{_sum(body)}"
 
 
 def _digest(value: str) -> bytes:
@@ -267,6 +299,7 @@ __all__ = [
     "check_token",
     "is_loopback",
     "machine_name",
+    "made_here",
     "make_token",
     "token_bits",
 ]

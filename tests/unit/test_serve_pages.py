@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.requests import Request
 from typer.testing import CliRunner
 
@@ -14,7 +15,7 @@ from honestscale.cli import app
 from honestscale.serve._access import Access
 from honestscale.serve._app import Dashboard
 from honestscale.serve._state import State
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, cli
 
 CAMPAIGN = "digits-ddp-example"
 
@@ -61,3 +62,39 @@ def test_the_campaign_page_is_shown_before_its_figures_are_drawn(tmp_path: Path)
     again = bytes(dashboard.campaign(_request(f"/campaigns/{CAMPAIGN}", name=CAMPAIGN)).body).decode()
     assert "the figures are drawn after this page" not in again and "(figures and exports)" in again
     assert re.findall(rf'src="/campaigns/{CAMPAIGN}/files/([^"]+\.svg)"', again) == shown
+
+
+def test_off_loopback_only_a_token_serve_made_is_taken(tmp_path: Path) -> None:
+    """Strings that pass every test of length and alphabet but are chosen, not drawn (a passphrase, a repeated
+    pattern, a long word list) are refused off loopback, with the command that makes a token; a token
+    `serve --make-token` printed is taken there, and one character of it changed is not. On loopback the chosen
+    strings stay usable (nobody else reaches the server)."""
+    from honestscale.errors import HonestscaleError
+    from honestscale.serve._access import check_token, made_here
+
+    chosen = [
+        "correcthorsebatterystaple",
+        "abcdefgh" * 4,
+        "Tr0ub4dor&3-Tr0ub4dor&3-Tr0ub4dor&3",
+        STRONG_CHOSEN,
+    ]
+    for token in chosen:
+        check_token(token, shared=False)
+        with pytest.raises(HonestscaleError) as refused:
+            check_token(token, shared=True)
+        assert "was not made by serve" in refused.value.message and "serve --make-token" in str(
+            refused.value.fix
+        )
+    got = cli("serve", "--make-token")
+    made = got.stdout.strip()
+    assert got.returncode == 0 and made.startswith("hs_") and made_here(made)
+    check_token(made, shared=True)
+    flipped = made[:10] + ("A" if made[10] != "A" else "B") + made[11:]
+    assert not made_here(flipped)
+    with pytest.raises(HonestscaleError):
+        check_token(flipped, shared=True)
+
+
+STRONG_CHOSEN = (
+    "Yq3v9Lr0bX2mTz7KpA4sWn"  # random-looking, 132 bits by its alphabet, but typed in, not made here
+)
