@@ -1,4 +1,4 @@
-"""The honestscale event contract, version 4: the one place that defines, writes and reads events.
+"""The honestscale event contract (``SCHEMA_VERSION``, what each version added: ``VERSIONS``): the one place that defines, writes and reads events.
 
 Standard library only. A runner imports this module inside any framework environment
 (an NGC container, an MXNet venv pinned to an old NumPy) without the rest of honestscale.

@@ -41,16 +41,16 @@ def summary(
 
     Each campaign is summarised on its own runs; `--pool` pools one setup's runs across campaigns and names them
     (JSON: `campaigns` of each row)."""
-    from honestscale.cli import _output
+    from honestscale.cli import _output, _summary
 
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, campaign, pool)
     if format is ShowFormat.json:
-        print(_output.dumps(_output.summary_records(rows)))
+        print(_output.dumps(_summary.summary_records(rows)))
     elif not rows:
         err.print("no final runs to summarise" + (f" in campaign {campaign}" if campaign else ""))
     else:
-        out.print(_output.summary_table(rows))
+        out.print(_summary.summary_table(rows))
 
 
 def _summary_rows(con: Connection, campaign: str | None, pool: bool = False) -> list[Any]:

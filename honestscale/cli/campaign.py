@@ -194,7 +194,7 @@ def run_campaign(
     """Run a spec locally (tuning, then finals), ingesting as it goes; print the summary; return the failed runs."""
     from honestscale.campaign import local, shared
     from honestscale.campaign import spec as _campaign
-    from honestscale.cli import _output
+    from honestscale.cli import _output, _summary
 
     s = _campaign.with_until_ci(shared.load(spec), until_ci, max_reps)
     plans = s.plans()
@@ -218,12 +218,12 @@ def run_campaign(
             stopped, not_ok = exc, []
     if stopped is not None:  # what landed before the stop, then the stop's message and exit code (130)
         with _store(store, read_only=True, wait=wait) as con:
-            out.print(_output.summary_table(_summary_rows(con, s.name)))
+            out.print(_summary.summary_table(_summary_rows(con, s.name)))
         raise stopped
     with _store(store, read_only=True, wait=wait) as con:
         rows = _summary_rows(con, s.name)
         precise = shared.precisions(con, s)
-    out.print(_output.summary_table(rows))
+    out.print(_summary.summary_table(rows))
     for point, text in precise:
         err.print(f"{s.name} {point}: {text}", highlight=False, markup=False)
     if not_ok:

@@ -131,6 +131,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
         "tf32" if cuda and torch.backends.cuda.matmul.allow_tf32 else "fp32"
     )
     software = base_software() | {"torch": torch.__version__}
+    args.optimizer = "adamw"  # what the GPT trains with (torch.optim.AdamW below): its hyper-parameters say so too
     if cuda:
         software |= {"cuda": str(torch.version.cuda), "nccl": ".".join(map(str, torch.cuda.nccl.version()))}  # type: ignore[no-untyped-call]
     sizes = {f"{k}_size": corpus.windows(k, args.seq_len) for k in ("train", "validation", "test")}
@@ -146,7 +147,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
         stop_criterion=stop[0], stop_value=stop[1],
         threads=(torch.get_num_threads(), torch.get_num_interop_threads()),
         accelerators_per_node=world.local_world_size if cuda else 0,
-        accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer="adamw",
+        accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer=args.optimizer,
         lr_schedule=args.lr_schedule, precision=args.precision,
     )  # fmt: skip
     start |= layout.record() | {

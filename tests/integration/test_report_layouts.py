@@ -8,6 +8,8 @@ bubble are computed here from what was written, and the ordering sentence is che
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -247,3 +249,12 @@ def test_an_mfu_over_100_percent_fails_as_an_error_and_is_never_quoted(tmp_path:
     assert "do not quote" in cell
     linted = cli("lint", "--store", tmp_path / "store.duckdb", "--campaign", "impossible")
     assert linted.returncode == 1 and "do not quote" in linted.stdout, linted.stdout
+    # summary's table has the MFU column its JSON has, the impossible one marked in both
+    table = cli("summary", "--store", tmp_path / "store.duckdb", "--campaign", "impossible").stdout
+    cells = re.findall(r"│([^│\n]*)", table)  # the table's cells, line by line (rich wraps a long cell)
+    assert "MFU" in table and any("do not" in c for c in cells) and any("quote" in c for c in cells), table
+    rows = json.loads(
+        cli("summary", "--store", tmp_path / "store.duckdb", "--campaign", "impossible", "-f", "json").stdout
+    )
+    marked = {(r["layout"] or "data parallel"): r["mfu"]["do_not_quote"] for r in rows if r["mfu"]}
+    assert marked and any(marked.values()) and not all(marked.values()), marked

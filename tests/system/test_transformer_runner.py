@@ -111,6 +111,8 @@ def test_the_layout_and_the_flops_land_with_the_run(layouts: tuple[Path, dict[st
         assert len(starts) == runs[run_id]["world_size"] and all(s["schema"] >= 3 for s in starts)
         s = starts[0]
         assert s["parallel"] == runs[run_id]["parallel"]
+        # the optimizer it trains with, said alike by run_start and its hyper-parameters (AdamW, never "sgd")
+        assert s["optimizer"] == s["hyperparameters"]["optimizer"] == "adamw"
         # gpt-tiny: 2 layers of hidden 64, 4 heads, ffn 256, vocab 256 (bytes), 64 tokens of context
         layers, d, ffn, vocab, t = 2, 64, 256, 256, 64
         block = 4 * (d * d + d) + (d * ffn + ffn) + (ffn * d + d) + 4 * d

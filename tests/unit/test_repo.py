@@ -33,3 +33,14 @@ def test_ci_builds_every_framework_environment_the_readme_shows() -> None:
     ]
     lines = [line for c in environments for line in c.splitlines()]
     assert len(lines) == 3 and all(line in ci for line in lines)
+
+
+def test_the_readme_names_the_contract_version_the_runners_write() -> None:
+    """Prose that states a version reads it from the code: the README's `"schema": N` is events.SCHEMA_VERSION, and
+    it says what each version up to it added."""
+    from honestscale.events import SCHEMA_VERSION, VERSIONS
+
+    text = (REPO / "README.md").read_text()
+    assert re.findall(r'versioned by `"schema": (\d+)`', text) == [str(SCHEMA_VERSION)]
+    said = text[text.index('versioned by `"schema"') :][:600]
+    assert all(f"{v} " in said for v in VERSIONS if v > 1), said
