@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import html
 import io
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -362,12 +364,47 @@ FRAMEWORK_FIGURES: tuple[tuple[str, str, Callable[[ComparisonModel], Figure], Ca
 
 
 def to_svg(fig: Figure) -> str:
-    """The figure as SVG text, every marked point with its hover text (``mark``)."""
+    """The figure as SVG text, every marked point with its hover text (``mark``), its styles as presentation
+    attributes (``presentational``)."""
     fig.tight_layout()
     buf = io.StringIO()
     # tight: the saved figure holds every artist (legends above the axes included), nothing clipped
     fig.savefig(buf, format="svg", bbox_inches="tight")
-    return _with_tips(buf.getvalue(), _TIPS.pop(fig, {}))
+    return presentational(_with_tips(buf.getvalue(), _TIPS.pop(fig, {})))
+
+
+_STYLED = re.compile(r'<(?P<tag>[\w:]+)(?P<before>[^>]*?) style="(?P<style>[^"]*)"(?P<after>[^>]*)>')
+_SHEET = re.compile(r'<style type="text/css">\*\{(?P<rules>[^}<]*)\}</style>')
+
+
+def _declarations(css: str) -> list[tuple[str, str]]:
+    return [
+        (k.strip(), v.strip())
+        for k, _, v in (d.partition(":") for d in css.split(";"))
+        if k.strip() and v.strip()
+    ]
+
+
+def presentational(svg: str) -> str:
+    """Matplotlib's SVG with every ``style="..."`` attribute and its ``<style>`` sheet (``*{stroke-linejoin: ...}``)
+    written as SVG presentation attributes (``fill="#1f77b4"``; the sheet's on the root, inherited): what it draws
+    is the same, and a page that allows no inline style (the dashboard's Content-Security-Policy has no
+    ``'unsafe-inline'``) shows it whole. Matplotlib writes only properties that are presentation attributes (fill,
+    stroke and its widths, caps, joins and dashes, font family and size, text-anchor); an attribute the element
+    already has is kept."""
+
+    def attrs(m: re.Match[str]) -> str:
+        have = set(re.findall(r"\s([\w:-]+)=", m["before"] + m["after"]))
+        added = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in _declarations(html.unescape(m["style"]))
+                        if k not in have)  # fmt: skip
+        return f"<{m['tag']}{m['before']}{added}{m['after']}>"
+
+    sheet = _SHEET.search(svg)
+    svg = _STYLED.sub(attrs, _SHEET.sub("", svg))
+    if sheet is not None:
+        root = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in _declarations(sheet["rules"]))
+        svg = re.sub(r"<svg\b", "<svg" + root, svg, count=1)
+    return svg
 
 
 def save(

@@ -9,7 +9,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from honestscale.analysis.points import sig, verdicts_text
+from honestscale.analysis.points import do_not_quote, sig, verdicts_text
 from honestscale.analysis.stats import Estimate
 from honestscale.display import pieces, shown, shown_path, shown_text
 
@@ -115,6 +115,22 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+def _verdicts(lint: dict[str, list[str]] | None, mark: bool = True) -> Markup:
+    """A number's verdicts as a mark, ``✗ 2 · ? 6`` (rules failing, unverifiable), the rules' codes one hover away
+    (``title``; each series lists them once in full: ``verdicts_list``), and "do not quote" in words where an
+    error-severity rule fails (unless ``mark`` is false: the caller marks it)."""
+    if not lint or not any(lint.get(k) for k in ("fail", "cannot_verify", "suppressed")):
+        return Markup("none")
+    counts = [f"{sign} {len(lint[k])}" for k, sign in (("fail", "✗"), ("cannot_verify", "?")) if lint.get(k)]
+    if lint.get("suppressed"):
+        counts.append(f"{len(lint['suppressed'])} suppressed")
+    flag = do_not_quote(lint) if mark else None
+    shown = Markup('<span class="verdicts" title="{}">{}</span>').format(
+        verdicts_text(lint, mark=False), " · ".join(counts)
+    )
+    return shown + (Markup(' <strong class="flag">— {}</strong>').format(flag) if flag else "")
+
+
 def _name(value: Any, limit: int = 0) -> Markup:
     """A name (campaign, run, framework, system) isolated from the text around it (``<bdi>``), its controls as
     marked escapes, the whole name on hover (``title``); on screen the stylesheet cuts a long one short, in print
@@ -148,6 +164,7 @@ def environment() -> Environment:
         finalize=_finalize,
     )
     env.filters.update(minutes=_minutes, hours=_hours, ci_minutes=_ci_minutes, num=_num, sig=sig, pct=_pct, within=_in,
-                       ci_within=_ci_in, ratio=ratio_text, verdicts=verdicts_text, scaled=_scaled,
+                       ci_within=_ci_in, ratio=ratio_text, verdicts=_verdicts, verdicts_list=verdicts_text, scaled=_scaled,
                        scaled_ci=_scaled_ci, estimate=_estimate, date=_date, name=_name, path=_path)  # fmt: skip
+    env.tests["exported_table"] = lambda name: str(name).endswith((".csv", ".tex"))  # a table for a paper
     return env

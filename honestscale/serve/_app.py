@@ -44,8 +44,9 @@ RUN_PAGES_KEPT = 64
 FINDING_SEVERITIES = ("error", "warning", "info")
 FINDING_OUTCOMES = ("fail", "cannot_verify")
 # What a page may load: only this server's own files; no inline script, nothing from elsewhere (a hostile run name
-# that got past escaping still could neither run nor fetch). Styles inline: matplotlib's SVG carries them.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+# that got past escaping still could neither run nor fetch), and no inline style either (the figures' SVG carries its
+# styles as presentation attributes: report.presentational)
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
 
 

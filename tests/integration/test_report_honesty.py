@@ -44,11 +44,13 @@ def test_a_stalled_base_case_gets_the_new_rules_beside_its_speedup_on_page_1(tmp
     assert all(0.6 < s < 0.8 for s in shares) and all(
         r["outliers"] == 60 for r in hs210["evidence"]["per_run"].values()
     )
-    page1 = text_of(report_pdf(store, tmp_path), 1, 1)
+    page1 = text_of(report_pdf(store, tmp_path, "--html", str(tmp_path / "r.html")), 1, 1)
     sentence = page1[page1.index("At 2:") : page1.index("Lint on this series")]
     assert re.search(r"\d\.\d\dx \[\d\.\d\d, \d\.\d\d\] on the median time to accuracy", sentence), sentence
-    for code in ("HS208", "HS209", "HS211"):  # the rules about exactly the runs behind the 2-worker number
-        assert code in sentence, (code, sentence)
+    # the 2-worker number's mark counts the rules about exactly its runs; their codes are one hover away (HTML)
+    failing_here = _mark_codes(tmp_path / "r.html", "At 2:")
+    assert {"HS208", "HS209", "HS211"} <= failing_here, failing_here
+    assert f"[rules: ✗ {len(failing_here)} ·" in sentence, sentence
     series = page1[page1.index("Lint on this series") :]
     assert "no finding" not in series.split("Total cost")[0] and "HS210" in series
     # the advisor carries the same verdicts and does not project from a superlinear pair of points
@@ -63,12 +65,22 @@ def test_a_stalled_base_case_gets_the_new_rules_beside_its_speedup_on_page_1(tmp
     )
 
 
+def _mark_codes(html: Path, where: str) -> set[str]:
+    """The failing rules' codes in the title of the first verdict mark after ``where`` on the HTML page."""
+    page = html.read_text()
+    title = re.search(r'<span class="verdicts" title="([^"]*)"', page[page.index(where) :])
+    assert title is not None, where
+    failing = title.group(1).split(";")[0]
+    return set(re.findall(r"HS\d{3}", failing)) if failing.startswith("✗") else set()
+
+
 def test_a_series_failing_hs106_shows_it_beside_every_number(tmp_path: Path) -> None:
     case = {"change": {"finals": {"data_source": "synthetic"}}}
     store = build(tmp_path, case | {"runs": case_runs(case)})
-    page1 = text_of(report_pdf(store, tmp_path), 1, 1)
-    sentence = page1[page1.index("At 8:") : page1.index("Lint on this series")]
-    assert "HS106" in sentence and "HS106" in page1[page1.index("Base case:") : page1.index("At 8:")]
+    page1 = text_of(report_pdf(store, tmp_path, "--html", str(tmp_path / "r.html")), 1, 1)
+    assert "HS106" in page1[page1.index("Lint on this series") :]  # the series lists its rules once, in full
+    for where in ("Base case:", "At 8:"):  # and each number's mark has HS106 one hover away
+        assert "HS106" in _mark_codes(tmp_path / "r.html", where), where
     # the careful campaign itself: "no finding" is said, and true
     store = build(tmp_path / "good", {"runs": [dict(r) for r in GOOD]})
     assert report_json("lint", "--store", store, "-f", "json") == []

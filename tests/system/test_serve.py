@@ -197,6 +197,41 @@ def test_the_campaign_page_shows_the_numbers_of_report_json(
         assert all(r["run_id"] in landed for r in printed["runs"])
 
 
+def test_a_campaign_page_reads_whole_at_1400_px(served: Server, browser: Any) -> None:
+    """The campaign page at 1,400 px: nothing wider than the window (no table cut mid-word), the exports folded
+    under their own heading, every number's verdicts a mark (counts) whose rules' codes are one hover away (its
+    title), and each series' codes listed once in full ("Lint on this series")."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(1400, 1000)
+    try:
+        visit(browser, served.url + "campaigns/dell-v0.7", settle=3.0)
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 1400, f"the page is {width} px wide at 1,400"
+        folded = browser.find_elements(By.CSS_SELECTOR, "details.exports")
+        assert len(folded) == 1 and not folded[0].get_attribute("open")
+        assert "Tables for a paper" in folded[0].find_element(By.TAG_NAME, "summary").text
+        marks = browser.find_elements(By.CSS_SELECTOR, "#summary span.verdicts, #results span.verdicts")
+        assert marks, "no verdict marks"
+        for mark in marks:
+            assert re.fullmatch(r"(✗ \d+|\? \d+|\d+ suppressed)( · (\? \d+|\d+ suppressed))*", mark.text), (
+                mark.text
+            )
+            codes = mark.get_attribute("title")
+            counted = sum(int(n) for n in re.findall(r"(\d+)", mark.text))
+            assert len(re.findall(r"HS\d{3}", codes)) == counted, (mark.text, codes)
+        # no inline style is allowed (nor script), and the page needs none: its console holds no refusal
+        status, _, headers = served.get("/campaigns/dell-v0.7")
+        policy = {k.lower(): v for k, v in headers.items()}["content-security-policy"]
+        assert status == 200 and "style-src 'self';" in policy and "unsafe-inline" not in policy, policy
+        summary = browser.find_element(By.CSS_SELECTOR, "#summary").text
+        listed = re.findall(r"Lint on this series: [^\n]*?see Lint verdicts", summary)
+        rest = re.sub(r"Lint on this series: [^\n]*?see Lint verdicts", "", summary)
+        assert listed and not re.search(r"\[rules: [^\]]*HS\d{3}", rest), rest  # marks only, codes on hover
+    finally:
+        browser.set_window_size(1300, 2000)
+
+
 def test_downloads_and_hostile_paths(served: Server) -> None:
     status, body, headers = served.get("/campaigns/dell-v0.7/lint.sarif")
     assert status == 200 and json.loads(body)["version"] == "2.1.0"
