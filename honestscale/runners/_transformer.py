@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,33 @@ GPT_ONLY = ("parallel", "pipeline_schedule", "microbatches", "model_size", "seq_
             "target_loss", "activation_checkpointing", "compile", "declared_peak_tflops", "declared_peak_source")  # fmt: skip
 
 
+# --model gpt's own defaults where the command line gives none (the shared ones suit the digits models' SGD): on 2 CPU
+# cores gpt-tiny over the default 2 MB of source reaches a validation loss of 1.70 nats/byte in its first epoch of
+# about 50 s (1.40 in its second) at this learning rate, so a layout trains to its target in a minute or two
+GPT_DEFAULTS: dict[str, float | int] = {"lr": 0.003, "epochs": 3, "target_loss": 2.0}
+SLOW_S = 600.0  # an estimate above this says so before training starts
+
+
+def given(option: str, argv: list[str]) -> bool:
+    """Whether ``--option`` (``--target-loss`` for ``target_loss``) is on the command line."""
+    flag = "--" + option.replace("_", "-")
+    return any(a == flag or a.startswith(flag + "=") for a in argv)
+
+
+def gpt_defaults(args: argparse.Namespace, argv: list[str]) -> None:
+    """``--model gpt``'s own defaults (``GPT_DEFAULTS``) for the options its command line ``argv`` does not give;
+    the target only where no budget is given either (``--epochs``, ``--max-samples``, ``--max-time``: a run told
+    what to spend trains that, and is judged by it)."""
+    budget = any(given(b, argv) for b in ("target_loss", "epochs", "max_samples", "max_time"))
+    for name, value in GPT_DEFAULTS.items():
+        if not given(name, argv) and not (name == "target_loss" and budget):
+            setattr(args, name, value)
+
+
 def settle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
     """Keep the transformer's options to ``--model gpt``: for any other model, one given is refused (named), and
-    the rest leave the run's hyper-parameters (and config hash) as they were before the transformer existed."""
+    the rest leave the run's hyper-parameters (and config hash) as they were before the transformer existed. For
+    ``--model gpt``, see ``gpt_defaults``."""
     if args.model == "gpt":
         return None
     for name in GPT_ONLY:
@@ -71,7 +96,13 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "reaches it, so nearby values can read the same files")  # fmt: skip
     g.add_argument("--eval-sequences", type=POSITIVE_INT, default=256,
                    help="sequences evaluated per split (at least the sequences per replica)")  # fmt: skip
-    g.add_argument("--target-loss", type=POSITIVE, help="stop when validation loss (nats/byte) reaches this")
+    g.add_argument(
+        "--target-loss",
+        type=POSITIVE,
+        help="stop when validation loss (nats/byte) reaches this (default 2.0; --model gpt's own defaults "
+        "where not given: --lr 0.003, --epochs 3: gpt-tiny reaches it in a minute or two on 2 CPU "
+        "cores)",
+    )
     g.add_argument("--activation-checkpointing", choices=["none", "full"], default="none")
     g.add_argument("--compile", action="store_true", help="torch.compile each transformer block")
     g.add_argument("--declared-peak-tflops", type=POSITIVE,
@@ -131,7 +162,9 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
         "tf32" if cuda and torch.backends.cuda.matmul.allow_tf32 else "fp32"
     )
     software = base_software() | {"torch": torch.__version__}
-    args.optimizer = "adamw"  # what the GPT trains with (torch.optim.AdamW below): its hyper-parameters say so too
+    args.optimizer = (
+        "adamw"  # what the GPT trains with (torch.optim.AdamW below): its hyper-parameters say so too
+    )
     if cuda:
         software |= {"cuda": str(torch.version.cuda), "nccl": ".".join(map(str, torch.cuda.nccl.version()))}  # type: ignore[no-untyped-call]
     sizes = {f"{k}_size": corpus.windows(k, args.seq_len) for k in ("train", "validation", "test")}
@@ -172,6 +205,54 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
     _run(args, world, rec, par, corpus, layout, local_batch, device, clock, budget)
 
 
+def _expected_cost(args: argparse.Namespace, world: _world.World, steps_per_epoch: int, device: Any) -> str:
+    """What the run will cost, said before it starts: the FLOPs of an epoch (``flops_per_token``, palm) at the
+    rate this rank's device multiplies matrices now (measured here, 0.2 s), spread over the ranks: a lower bound
+    (a small model's steps are dominated by overheads: gpt-tiny's by about 2x), and a warning where the epochs cap
+    takes longer than ``SLOW_S``."""
+    import torch
+
+    a = torch.randn(512, 512, device=device)
+    done, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 0.2:
+        a @ a
+        done += 1
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    rate = done * 2 * 512**3 / (time.perf_counter() - t0)
+    tokens = steps_per_epoch * args.batch_size * args.seq_len
+    epoch_s = _gpt.flops_per_token(_gpt.shape(args.model_size, args.seq_len, 256))["palm"] * tokens / rate
+    epoch_s /= world.world_size
+    cap = args.epochs * epoch_s
+    said = (f"{args.model_size}: {steps_per_epoch} steps an epoch of {args.batch_size} x {args.seq_len} tokens; at "
+            f"least {epoch_s:,.0f} s an epoch here ({rate / 1e9:,.0f} GFLOP/s measured on rank 0's device, "
+            f"{world.world_size} rank(s)), {cap / 60:,.1f} min for the {args.epochs}-epoch cap")  # fmt: skip
+    if cap > SLOW_S:
+        said += (f"; that is over {SLOW_S / 60:.0f} min: a smaller --model-size, --corpus-bytes or --epochs trains "
+                 "in minutes, and --target-loss may not be reached before the cap")  # fmt: skip
+    return said
+
+
+class _Pace:
+    """Rank 0's projection from its first steps, said once: the lower bound said before training (FLOPs alone) is
+    far below what a small model's steps take, so what they take is measured and said too."""
+
+    AFTER = 20  # steps (warm-up included: a projection that errs long)
+
+    def __init__(self, steps_per_epoch: int, epochs: int) -> None:
+        self.per_epoch, self.epochs, self.seen, self.t0 = steps_per_epoch, epochs, 0, time.perf_counter()
+
+    def tick(self) -> None:
+        self.seen += 1
+        if self.seen == 1:
+            self.t0 = time.perf_counter()
+        elif self.seen == self.AFTER + 1:
+            each = (time.perf_counter() - self.t0) / self.AFTER
+            print(f"the first {self.AFTER} steps took {each * 1e3:,.0f} ms each: about {each * self.per_epoch:,.0f} s "
+                  f"an epoch, {each * self.per_epoch * self.epochs / 60:,.1f} min for the {self.epochs}-epoch cap "
+                  "(evaluations apart)", file=sys.stderr, flush=True)  # fmt: skip
+
+
 def layout_name(layout: _layouts.Layout) -> str:
     used = [f"{d}{layout.degrees[d]}" for d in ("dp", "fsdp", "tp", "pp") if layout.degrees[d] > 1]
     return "-".join(used) or "single"
@@ -189,6 +270,8 @@ def _run(args: argparse.Namespace, world: _world.World, rec: Recorder, par: _lay
     if steps_per_epoch == 0:
         raise _layouts.LayoutError(f"{len(x_train)} train sequences give no full batch of {args.batch_size}: "
                                    "raise --corpus-bytes or lower --batch-size")  # fmt: skip
+    if world.rank == 0:
+        print(_expected_cost(args, world, steps_per_epoch, device), file=sys.stderr, flush=True)
     opt = torch.optim.AdamW(list(par.parameters()), lr=args.lr, weight_decay=args.weight_decay)
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * steps_per_epoch)
              if args.lr_schedule == "cosine" else None)  # fmt: skip
@@ -219,8 +302,12 @@ def _run(args: argparse.Namespace, world: _world.World, rec: Recorder, par: _lay
                 losses = _layouts.pipeline_pass(par, x, y, train=True)
             return torch.stack(losses).mean().detach() if losses else None
 
+    pace = _Pace(steps_per_epoch, args.epochs) if world.rank == 0 else None
+
     def step(batch: Any) -> Done:
         x, y = batch
+        if pace is not None:
+            pace.tick()
         opt.zero_grad(set_to_none=True)
         par.pp_wait_s = 0.0
         if par.ddp_comm is not None:

@@ -121,8 +121,9 @@ def _splits(args: argparse.Namespace) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    if (why := settle_args(args, parser)) is not None:
+    if (why := settle_args(args, parser, argv)) is not None:
         print(f"error: {why}", file=sys.stderr)
         return 2
     try:
@@ -144,10 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def settle_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+def settle_args(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str] | None = None
+) -> str | None:
     """What the runner refuses once its options are parsed (the transformer's options on another model), or None;
-    ``honestscale run`` and campaign specs ask it before any rank starts."""
-    return _gpt_refusal(args) if args.model == "gpt" else _transformer.settle(args, parser)
+    ``honestscale run`` and campaign specs ask it before any rank starts. ``--model gpt`` takes its own defaults
+    for what its command line ``argv`` (default: this process's) does not give."""
+    if args.model != "gpt":
+        return _transformer.settle(args, parser)
+    if (why := _gpt_refusal(args)) is None:
+        _transformer.gpt_defaults(args, sys.argv[1:] if argv is None else argv)
+    return why
 
 
 def _gpt_refusal(args: argparse.Namespace) -> str | None:
