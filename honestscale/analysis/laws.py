@@ -168,6 +168,15 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
                         f"{100 * law_efficiency(law, p, worst[0] / base):.0f} % efficiency where "
                         f"{100 * worst[1] * base / worst[0]:.0f} % was measured")  # fmt: skip
         return out
+    _project(out, samples, ws, bootstrap)
+    return out
+
+
+def _project(out: LawFit, samples: dict[int, list[float]], ws: list[int], bootstrap: int) -> None:
+    """The fitted law's 95 % bootstrap interval of its fraction (``bootstrap`` resamples of each point's
+    repetitions, the law refitted in each) and its projection to 2, 4 and 8 times the largest worker count."""
+    assert out.law is not None and out.parallel_fraction is not None
+    law, p, base = out.law, out.parallel_fraction, ws[0]
     if all(len(v) >= MIN_INTERVAL_RUNS for v in samples.values()):  # no bootstrap of fewer (analysis.stats)
         rng = np.random.default_rng(0)
         statistic = "hmean" if law == "gustafson" else "median"
@@ -189,4 +198,3 @@ def fit(c: Comparison, kept: set[str] | None = None, bootstrap: int = BOOTSTRAP)
             effs = [law_efficiency(law, q, w / base) for q in out.interval]
             row["low"], row["high"] = min(effs), max(effs)
         out.projected.append(row)
-    return out

@@ -3,9 +3,11 @@ statistic it is."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from honestscale.cli._output import _fmt_seconds, _name, _pct
 
@@ -55,46 +57,66 @@ def _mfu_cell(p: Any) -> str:
     return f"{100 * p.mfu.median:.1f} %{ci} ({p.mfu.convention}){flag}"
 
 
-def summary_table(rows: list[Any]) -> Table:
+def _count(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _accuracy(p: Any) -> str:
+    if p.accuracy is None:
+        return "-"
+    lower = f" {p.accuracy_metric} (lower is better)" if p.accuracy_better == "lower" else ""
+    return f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip() + lower
+
+
+def _energy(p: Any) -> str:
+    if p.energy_j is None:
+        return "not recorded"
+    return f"{p.energy_j / 1e3:,.1f} kJ to {p.energy_metric.removeprefix('energy to ')}"
+
+
+def _columns(rows: list[Any]) -> list[tuple[str, Callable[[Any], str | Text]]]:
+    """The table's columns, each with its cell; a column of what no row has (tokens, MFU, energy, a layout beyond
+    data parallel) left out."""
     from honestscale.analysis.points import verdicts_text
+
+    def has(test: Callable[[Any], object]) -> bool:
+        return any(test(r) for r in rows)
+
+    cols: list[tuple[str, Callable[[Any], str | Text], bool]] = [
+        ("campaign", lambda r: _name(r.campaign or "-"), True),
+        ("model", lambda r: _name(r.model or "-"), True),
+        ("framework", lambda r: _name(r.framework or "-"), True),
+        ("workers", lambda r: str(r.point.workers), True),
+        ("layout", lambda r: r.layout or "data parallel", has(lambda r: r.layout)),
+        ("runs ok", lambda r: f"{r.point.succeeded}/{r.point.runs}", True),
+        ("time to train", lambda r: _fmt_seconds(r.point.time_s), True),
+        ("time to accuracy", lambda r: _fmt_seconds(r.point.tta_s), True),
+        ("samples/s", lambda r: _count(r.point.throughput), True),
+        ("per worker", lambda r: _count(r.point.per_worker), True),
+        ("tokens/s", lambda r: _count(r.point.tokens_per_s), has(lambda r: r.point.tokens_per_s)),
+        ("MFU (median [95 % CI])", lambda r: _mfu_cell(r.point), has(lambda r: r.point.mfu is not None)),
+        ("data", lambda r: _pct(r.point.breakdown.get("data")), True),
+        ("compute", lambda r: _pct(r.point.breakdown.get("compute")), True),
+        ("comm", lambda r: _pct(r.point.breakdown.get("comm"))
+         if r.point.comm == "measured" or r.point.workers == 1 else r.point.comm, True),
+        ("optimizer", lambda r: _pct(r.point.breakdown.get("optimizer")), True),
+        ("accuracy", lambda r: _accuracy(r.point), True),
+        ("energy (median)", lambda r: _energy(r.point), has(lambda r: r.point.energy_j is not None)),
+        ("scaling", lambda r: r.mode or "-", True),
+        ("rules", lambda r: verdicts_text(r.point.lint), True),
+    ]  # fmt: skip
+    return [(name, cell) for name, cell, shown in cols if shown]
+
+
+def summary_table(rows: list[Any]) -> Table:
     from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 
-    tokens = any(r.point.tokens_per_s for r in rows)  # a column only where some run counted tokens
-    rates = "samples/s and tokens/s" if tokens else "samples/s"
+    rates = "samples/s and tokens/s" if any(r.point.tokens_per_s for r in rows) else "samples/s"
     table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, {rates} the "
                   f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
-    cols: tuple[str, ...] = ("campaign", "model", "framework", "workers", "runs ok", "time to train", "time to accuracy", "samples/s",
-            "per worker", "data", "compute", "comm", "optimizer", "accuracy", "scaling", "rules")  # fmt: skip
-    energy = any(r.point.energy_j is not None for r in rows)  # a column only where some run measured it
-    cols = (*cols[:-2], "energy (median)", *cols[-2:]) if energy else cols
-    layouts = any(r.layout for r in rows)  # a column only where some runs are more than data parallel
-    if tokens:
-        at = cols.index("per worker") + 1
-        cols = (*cols[:at], "tokens/s", *cols[at:])
-    mfu = any(r.point.mfu is not None for r in rows)  # a column only where some run's MFU could be recomputed
-    if mfu:
-        at = cols.index("data")
-        cols = (*cols[:at], "MFU (median [95 % CI])", *cols[at:])
-    if layouts:
-        at = cols.index("workers") + 1
-        cols = (*cols[:at], "layout", *cols[at:])
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("campaign", "model", "framework") else "right")
+    cols = _columns(rows)
+    for name, _ in cols:
+        table.add_column(name, justify="left" if name in ("campaign", "model", "framework") else "right")
     for r in rows:
-        p = r.point
-        comm = _pct(p.breakdown.get("comm")) if p.comm == "measured" or p.workers == 1 else p.comm
-        extra = () if not energy else ("not recorded" if p.energy_j is None else f"{p.energy_j / 1e3:,.1f} kJ to "
-                                       f"{p.energy_metric.removeprefix('energy to ')}",)  # fmt: skip
-        table.add_row(
-            _name(r.campaign or "-"), _name(r.model or "-"), _name(r.framework or "-"), str(p.workers),
-            *([r.layout or "data parallel"] if layouts else []), f"{p.succeeded}/{p.runs}",
-            _fmt_seconds(p.time_s), _fmt_seconds(p.tta_s),
-            "-" if p.throughput is None else f"{p.throughput:,.0f}",
-            "-" if p.per_worker is None else f"{p.per_worker:,.0f}",
-            *(["-" if p.tokens_per_s is None else f"{p.tokens_per_s:,.0f}"] if tokens else []),
-            *([_mfu_cell(p)] if mfu else []), _pct(p.breakdown.get("data")), _pct(p.breakdown.get("compute")), comm, _pct(p.breakdown.get("optimizer")),
-            "-" if p.accuracy is None else f"{p.accuracy:.4f} {p.accuracy_split or ''}".strip()
-            + (f" {p.accuracy_metric} (lower is better)" if p.accuracy_better == "lower" else ""),
-            *extra, r.mode or "-", verdicts_text(p.lint),
-        )  # fmt: skip
+        table.add_row(*(cell(r) for _, cell in cols))
     return table

@@ -225,9 +225,9 @@ def test_no_section_without_two_layouts(tmp_path: Path) -> None:
 
 def test_an_mfu_over_100_percent_fails_as_an_error_and_is_never_quoted(tmp_path: Path) -> None:
     """A declared peak far below what the counts reach (a CPU's peak mistyped 1,000 x too small) gives an MFU over
-    100 %: HS107 fails as an error on exactly those runs (lint exits 1), and the report's MFU cell of that layout,
-    in HTML and in the values CSV, is marked "do not quote"; the other layout's MFU is not."""
-    low = {"tflops": PEAK["tflops"] / 1000, "dtype": "fp32", "source": "a peak mistyped, for this test"}
+    100 %: HS107 fails as an error on exactly those runs (lint exits 1), and that layout's MFU is marked "do not
+    quote" in the report (HTML) and in summary's table and JSON; the other layout's MFU is not."""
+    low = {"tflops": 0.0005, "dtype": "fp32", "source": "PEAK mistyped 1,000 x too small, for this test"}
     spec = {
         "dp2": {**LAYOUTS["dp2"], "peak": low},
         "pp2 (1f1b, 4 microbatches)": LAYOUTS["pp2 (1f1b, 4 microbatches)"],

@@ -151,19 +151,35 @@ def test_an_import_back_up_a_layer_or_round_a_circle_breaks_a_contract(tmp_path:
     assert "No cycles are allowed in honestscale.report" in result.stdout
 
 
-# the runners' shared training loop is the parallelism issue's to cut (it moves into a helper the runners share)
-COMPLEX_ON_PURPOSE = {"honestscale/runners/torch_ddp.py:_train"}
+# The functions at radon's grade E (complexity 31-40) on 2026-11-27: a ceiling that only falls. Cutting one takes
+# it off this list (the test below says so); no other function may reach E or F.
+GRADE_E = {
+    "honestscale/campaign/launch.py:launch",
+    "honestscale/campaign/probe.py:prepare",
+    "honestscale/collector/importers/torchtitan.py:_console_events",
+    "honestscale/collector/importers/torchtitan.py:parse_system",
+    "honestscale/lint/rules/hs209_superlinear_speedup.py:causes",
+    "honestscale/lint/rules/hs107_highest_ops_numbers.py:_claims",
+    "honestscale/record/world.py:discover",
+    "honestscale/compare/_pairs.py:_consequence",
+    "honestscale/runners/_layouts.py:parse",
+    "honestscale/runners/tf_keras.py:_train",
+}
 
 
-def test_no_function_is_radon_grade_f() -> None:
-    """No block of the package reaches radon's grade F (cyclomatic complexity over 40): such functions are cut into
-    named steps, each C or better where it can be."""
+def test_no_function_is_radon_grade_f_and_grade_e_only_falls() -> None:
+    """No block of the package reaches radon's grade F (cyclomatic complexity over 40), and none reaches grade E
+    (31-40) but those of ``GRADE_E``, a list that may only shrink: a function cut below E is taken off it. Such
+    functions are cut into named steps, each C or better where it can be."""
     from radon.complexity import cc_rank, cc_visit
 
-    graded = []
+    graded: dict[str, str] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for block in cc_visit(path.read_text()):
             name = f"{path.relative_to(REPO)}:{block.name}"
-            if cc_rank(block.complexity) == "F" and name not in COMPLEX_ON_PURPOSE:
-                graded.append(f"{name} F ({block.complexity})")
-    assert graded == []
+            if cc_rank(block.complexity) in ("E", "F"):
+                graded[name] = f"{cc_rank(block.complexity)} ({block.complexity})"
+    assert {k: v for k, v in graded.items() if v.startswith("F") or k not in GRADE_E} == {}, (
+        "cut these below E"
+    )
+    assert set(graded) >= GRADE_E, f"below E now, take off GRADE_E: {sorted(GRADE_E - set(graded))}"

@@ -24,6 +24,7 @@ import bisect
 import itertools
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import harmonic_mean
 from typing import Any
@@ -150,68 +151,83 @@ def _fields(rest: str, line: int, raw: str, out: Parsed) -> dict[str, Any]:
     return got
 
 
+@dataclass
+class _Read:
+    """What the log's lines said, as they are read."""
+
+    out: Parsed
+    args: dict[str, Any] = field(default_factory=dict)
+    iterations: list[tuple[int, dict[str, Any], float | None]] = field(
+        default_factory=list
+    )  # line, fields, time
+    validations: list[tuple[int, str, int | None, dict[str, Any]]] = field(default_factory=list)
+    began: tuple[int, float] | None = None
+    ended: tuple[int, float] | None = None
+
+
+def _progress(line: str, n: int, r: _Read) -> bool:
+    """An iteration or validation line (read, or quarantined by field when its iteration is no number)."""
+    if m := _ITERATION.search(line):
+        fields = _fields(m.group("rest"), n, line, r.out)
+        fields["iteration"], fields["train_iters"] = int(m.group("it")), int(m.group("of"))
+        r.iterations.append((n, fields, _when(m.group("ts")) if m.group("ts") else None))
+    elif m := _ITERATION_LIKE.search(line):
+        field_, value = ("iteration", m["it"]) if not m["it"].isdigit() else ("train_iters", m["of"])
+        r.out.bad.append(BadLine(n, line, _UNREADABLE_ITERATION.format(field=field_, value=value)))
+    elif (m := _VALIDATION.search(line)) and m["it"] and not m["it"].isdigit():
+        r.out.bad.append(BadLine(n, line, _UNREADABLE_ITERATION.format(field="iteration", value=m["it"])))
+    elif m:
+        split = "test" if "test" in (m.group("set"), m.group("which")) else "validation"
+        it = count(int(m.group("it"))) if m.group("it") else None
+        r.validations.append((n, split, it, _fields(m.group("rest"), n, line, r.out)))
+    else:
+        return False
+    return True
+
+
+def _fact(line: str, n: int, r: _Read) -> bool:
+    """A line that tells one fact of the run: the padded vocabulary, the energy, versions, a shard's parameters,
+    when training began or ended."""
+    if m := _PADDED.search(line):
+        r.args["padded_vocab_size"] = int(m.group("n"))
+    elif m := _ENERGY.match(line):
+        mj = checked(r.out, n, line, "Total training energy (GPU)", m["mj"], least=0.0, what="energy")
+        if mj is not None:
+            r.args["_energy_mj"] = mj
+    elif m := _VERSIONS.match(line):
+        r.args.setdefault("_versions", {})[m.group("what")] = m.group("v")
+    elif m := _PARAMS.search(line):
+        r.args.setdefault("_shard_params", []).append((m.group("ranks").replace(" ", ""), int(m.group("n"))))
+    elif (m := _DATETIME.search(line)) and (t := _when(m.group("ts"))) is not None:
+        if m.group("what").startswith("before"):
+            r.began = (n, t)
+        else:
+            r.ended = (n, t)
+    else:
+        return False
+    return True
+
+
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
-    out = Parsed()
-    args: dict[str, Any] = {}
+    r = _Read(Parsed())
     in_args = False
-    iterations: list[tuple[int, dict[str, Any], float | None]] = []  # (line, fields, timestamp)
-    validations: list[tuple[int, str, int | None, dict[str, Any]]] = []
-    began = ended = None
-    for number_, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if in_args:
             if _ARGS_END.match(line):
                 in_args = False
-            elif (m := _ARG.match(line)) and _finite(
-                value := _value(m.group(2)), m.group(1), number_, line, out
-            ):
-                args[m.group(1)] = value
-            continue
-        if _ARGS_START.match(line):
+            elif (m := _ARG.match(line)) and _finite(value := _value(m.group(2)), m.group(1), n, line, r.out):
+                r.args[m.group(1)] = value
+        elif _ARGS_START.match(line):
             in_args = True
-        elif m := _ITERATION.search(line):
-            fields = _fields(m.group("rest"), number_, line, out)
-            fields["iteration"], fields["train_iters"] = int(m.group("it")), int(m.group("of"))
-            iterations.append((number_, fields, _when(m.group("ts")) if m.group("ts") else None))
-        elif m := _ITERATION_LIKE.search(line):
-            field, value = ("iteration", m["it"]) if not m["it"].isdigit() else ("train_iters", m["of"])
-            out.bad.append(BadLine(number_, line, _UNREADABLE_ITERATION.format(field=field, value=value)))
-        elif (m := _VALIDATION.search(line)) and m["it"] and not m["it"].isdigit():
-            out.bad.append(
-                BadLine(number_, line, _UNREADABLE_ITERATION.format(field="iteration", value=m["it"]))
-            )
-        elif m:
-            split = "test" if "test" in (m.group("set"), m.group("which")) else "validation"
-            validations.append((number_, split, count(int(m.group("it"))) if m.group("it") else None,
-                                _fields(m.group("rest"), number_, line, out)))  # fmt: skip
-        elif m := _PADDED.search(line):
-            args["padded_vocab_size"] = int(m.group("n"))
-        elif m := _ENERGY.match(line):
-            if (
-                mj := checked(
-                    out, number_, line, "Total training energy (GPU)", m["mj"], least=0.0, what="energy"
-                )
-            ) is not None:
-                args["_energy_mj"] = mj
-        elif m := _VERSIONS.match(line):
-            args.setdefault("_versions", {})[m.group("what")] = m.group("v")
-        elif m := _PARAMS.search(line):
-            args.setdefault("_shard_params", []).append(
-                (m.group("ranks").replace(" ", ""), int(m.group("n")))
-            )
-        elif (m := _DATETIME.search(line)) and (t := _when(m.group("ts"))) is not None:
-            if m.group("what").startswith("before"):
-                began = (number_, t)
-            else:
-                ended = (number_, t)
-        else:
-            out.other_lines += 1
-    if not iterations and not args:
-        out.warnings.append(
+        elif not (_progress(line, n, r) or _fact(line, n, r)):
+            r.out.other_lines += 1
+    if not r.iterations and not r.args:
+        r.out.warnings.append(
             "no iteration line (`iteration N/ M | ... elapsed time per iteration (ms)`) and no arguments block: no run"
         )
-        return out
-    out.events = _events(path, text, args, iterations, validations, began, ended, campaign, out)
-    return out
+        return r.out
+    r.out.events = _events(path, text, r.args, r.iterations, r.validations, r.began, r.ended, campaign, r.out)
+    return r.out
 
 
 def _layout(args: dict[str, Any]) -> dict[str, int]:
