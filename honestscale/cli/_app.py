@@ -24,8 +24,10 @@ app = typer.Typer(
     name="honestscale",
     help=(
         "Results store, honest-metrics linter and scaling reports for distributed deep-learning training.\n\n"
-        "Runners write events (one JSONL file per rank); `honestscale ingest` lands them, and MLPerf "
-        ":::MLLOG result logs, in a DuckDB store; `runs`, `show` and `quarantine` read it back."
+        "Runners (`run`, `campaign run`) write events, one JSONL file per rank; `ingest` lands them, MLPerf "
+        "result logs of every round and the logs other tools write, in a store (a DuckDB file, or a centre's "
+        "DuckLake); `runs`, `show`, `summary` read it, `lint` judges it, `report` writes the paper-ready analysis, "
+        "`compare` gates CI, `serve` shows it live."
     ),
     no_args_is_help=True,
     add_completion=False,

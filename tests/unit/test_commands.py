@@ -177,3 +177,22 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
     with pytest.raises(SystemExit) as chosen:
         cli.main()
     assert chosen.value.code == 130 and "interrupted" not in capsys.readouterr().err
+
+
+def test_the_cli_reference_is_generated_from_the_cli() -> None:
+    """docs/cli.md is every command's --help as Typer writes it (as docs/rules.md is the rules'): regenerated, it
+    equals the committed page, so the reference cannot drift from the commands."""
+    import typer
+    from typer.cli import MARKUP_MODE_KEY, get_docs_for_click
+
+    from honestscale.cli import app
+
+    command = typer.main.get_command(app)
+    ctx = typer.Context(command)
+    ctx.ensure_object(dict)
+    ctx.obj[MARKUP_MODE_KEY] = app.rich_markup_mode
+    made = get_docs_for_click(obj=command, ctx=ctx, name="honestscale", title="honestscale: the command line")
+    assert (REPO / "docs" / "cli.md").read_text() == made.strip() + "\n", (
+        "regenerate: typer honestscale.cli utils docs --name honestscale --title 'honestscale: the command line' "
+        "--output docs/cli.md"
+    )
