@@ -184,7 +184,7 @@ def test_a_busy_machines_superlinear_point_with_stalls_and_other_threads_is_not_
 
 
 def test_the_dashboard_marks_them_on_the_campaign_page(dgx: Path, tmp_path: Path) -> None:
-    from tests.system.test_serve import start, stop
+    from tests.serving import start, stop
 
     store = tmp_path / "s.duckdb"
     shutil.copy(dgx, store)

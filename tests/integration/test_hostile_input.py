@@ -53,7 +53,7 @@ def test_hostile_names_pass_through_every_output_as_text(tmp_path: Path) -> None
 
 
 def test_deeply_nested_json_is_a_quarantined_line_not_a_recursion_error(tmp_path: Path) -> None:
-    from tests.integration.test_ingest import write_run
+    from tests.runs import write_run
 
     (path, *_) = write_run(tmp_path / "ev", "deep", world=1)
     deep = (

@@ -20,7 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_importers import DATA, _cli, _ingest, _query, _runs
+from tests.importing import DATA
+from tests.importing import ingest as _ingest
+from tests.importing import query as _query
+from tests.importing import run_cli as _cli
+from tests.importing import runs as _runs
 
 DLE = DATA / "dllogger-dle"
 LOG = DLE / "dllogger.json"

@@ -15,57 +15,24 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from honestscale.collector._sources import classify
-from tests.conftest import REPO, cli
+from tests.conftest import REPO
+from tests.importing import DATA
+from tests.importing import ingest as _ingest
+from tests.importing import lint as _lint
+from tests.importing import log_text as _text
+from tests.importing import query as _query
+from tests.importing import run_cli as _cli
+from tests.importing import runs as _runs
 
-DATA = REPO / "tests" / "data" / "imported"
 CONSOLE_R022 = DATA / "torchtitan-console-r022.log.gz"
 CONSOLE_OBS = DATA / "torchtitan-console-obs.log.gz"
 CONSOLE_SL = DATA / "torchtitan-console-sl.log.gz"
 OBS = DATA / "torchtitan-obs"
 SL = DATA / "torchtitan-sl"
 MEGATRON = DATA / "megatron" / "megatron.log.gz"
-
-
-def _cli(*args: str) -> tuple[int, str]:
-    got = cli(*args)
-    return got.returncode, got.stdout + got.stderr
-
-
-def _text(path: Path, plain: bool = False) -> str:
-    """The log's text; ``plain``: without the colours torchtitan's console prints."""
-    text = gzip.decompress(path.read_bytes()).decode()
-    return re.sub(r"\x1b\[[0-9;]*m", "", text) if plain else text
-
-
-def _ingest(store: Path, *paths: Path) -> str:
-    code, out = _cli("ingest", *map(str, paths), "--store", str(store), "-v")
-    assert code == 0, out
-    return out
-
-
-def _runs(store: Path) -> list[dict[str, Any]]:
-    code, out = _cli("runs", "-f", "json", "--store", str(store))
-    assert code == 0, out
-    runs: list[dict[str, Any]] = json.loads(out)
-    return runs
-
-
-def _lint(store: Path, codes: str) -> list[dict[str, Any]]:
-    code, out = _cli("lint", "--select", codes, "-f", "json", "--store", str(store))
-    assert code in (0, 1), out
-    return [f for f in json.loads(out) if isinstance(f, dict) and f.get("outcome")]
-
-
-def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_chosen_by_content_not_by_name(tmp_path: Path) -> None:

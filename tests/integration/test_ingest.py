@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +19,7 @@ from honestscale.collector._sources import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.store import open_store
 from tests.conftest import EXAMPLE, REPO, Lines, cli, counts, held_store, hs_start, query, snapshot
-
-
-def write_run(
-    out: Path, run_id: str, world: int = 2, steps: int = 20, stop: str | None = "success"
-) -> list[Path]:
-    paths = []
-    for rank in range(world):
-        with ev.EventWriter(out, run_id, rank) as w:
-            w.run_start(framework="torch", world_size=world, nodes=1, accelerators_per_node=0, global_batch_size=64,
-                        local_batch_size=64 // world, campaign="c1")  # fmt: skip
-            for i in range(steps):
-                w.step(epoch=i // 10, step=i, samples=64 // world, t_total=0.1, t_data=0.01, t_compute=0.07,
-                       t_comm=0.015, t_optimizer=0.005)  # fmt: skip
-            if rank == 0:
-                w.eval(split="test", metric="accuracy", value=0.91, epoch=1)
-            if stop:
-                w.run_stop(stop)
-            paths.append(w.path)
-    return paths
+from tests.runs import big_campaign, wait_for, write_run
 
 
 def land(store: Path, *paths: Path, force: bool = False) -> Any:
@@ -297,18 +278,9 @@ def test_fast_validator_agrees_with_the_contract(tmp_path: Path, store: Path) ->
     assert not any("please report" in r for r in reasons)
 
 
-def _big_campaign(folder: Path, files: int = 24, steps: int = 6000) -> None:
-    for r in range(files):
-        with ev.EventWriter(folder, f"run{r // 4}", r % 4) as w:
-            w.run_start(framework="torch", world_size=4)
-            for i in range(steps):
-                w.step(step=i, samples=32, t_total=0.01, t_data=0.001, t_compute=0.008)
-            w.run_stop("success")
-
-
 def test_kill_9_mid_ingest_then_reingest_equals_one_clean_ingest(tmp_path: Path) -> None:
     folder = tmp_path / "big"
-    _big_campaign(folder)
+    big_campaign(folder)
     clean, killed = tmp_path / "clean.duckdb", tmp_path / "killed.duckdb"
     small_batches = {"HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per transaction
     assert cli("ingest", folder, "--store", clean, env=small_batches).returncode == 0
@@ -344,7 +316,7 @@ def test_a_second_ingest_waits_or_refuses(tmp_path: Path, store: Path) -> None:
 
 def test_two_concurrent_ingests_never_corrupt(tmp_path: Path, store: Path) -> None:
     folder = tmp_path / "big"
-    _big_campaign(folder, files=8, steps=3000)
+    big_campaign(folder, files=8, steps=3000)
     cmd = [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "--wait", "60"]
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
@@ -369,14 +341,14 @@ def test_watch_ingests_growing_files_and_lets_readers_in(tmp_path: Path, store: 
         w.run_start(framework="torch", world_size=1)
         for i in range(5):
             w.step(step=i, samples=8, t_total=0.1)
-        _wait_for(lambda: _events_in(store) == 6)
+        wait_for(lambda: _events_in(store) == 6)
         runs = cli("runs", "--store", store, "-f", "json", "--wait", "10")
         assert runs.returncode == 0 and json.loads(runs.stdout)[0]["status"] == "incomplete"
         for i in range(5, 10):
             w.step(step=i, samples=8, t_total=0.1)
         w.run_stop("success")
         w.close()
-        _wait_for(lambda: _events_in(store) == 12)
+        wait_for(lambda: _events_in(store) == 12)
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
@@ -390,15 +362,6 @@ def _events_in(store: Path) -> int:
         return counts(store)["events"]
     except Exception:  # store locked by the watcher mid-cycle, or not created yet
         return -1
-
-
-def _wait_for(cond: Any, timeout: float = 30) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def test_example_copy_keeps_working_after_move(tmp_path: Path, store: Path) -> None:

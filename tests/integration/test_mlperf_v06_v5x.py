@@ -11,13 +11,10 @@ where it scores a v0.6 folder at all). The quality targets and their directions 
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -34,18 +31,9 @@ from tests.conftest import (
     runs_by_file,
     submission_id,
 )
-
-mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
-summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
+from tests.mlperf import compliance_target, reference, round_of, summarizer
 
 ROOT = REPO.parent / "shared" / "data" / "mlperf-training-v06-v5x"
-CHECKS = Path(mlp_parser.__file__).parents[1]
-
-
-def _round(path: Path) -> str:
-    rnd = catalogue.round_of(path.parts[path.parts.index("results") - 2])
-    assert rnd is not None
-    return rnd
 
 
 def result_files() -> list[Path]:
@@ -68,58 +56,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _accelerators(lines: list[Any], path: Path) -> int:
-    """The summarizer's accelerator count; for NVIDIA's v0.6 system files, which are not JSON and which it cannot
-    read, the log's own ``submission_entry`` (num_nodes x num_accelerators of its ``nodes``)."""
-    try:
-        desc = summarizer._load_system_desc(str(path.parents[3]), path.parents[1].name)
-        return int(desc["accelerators_per_node"]) * int(desc["number_of_nodes"])
-    except (json.JSONDecodeError, TypeError):  # its own error path raises a TypeError on a non-JSON file
-        entry = next(ll.value["value"] for ll in lines if ll.key == "submission_entry")
-        nodes = ast.literal_eval(ast.literal_eval(entry)["nodes"])
-        return int(nodes["num_nodes"]) * int(nodes["num_accelerators"])
-
-
-def _final(lines: list[Any], stop: Any, gbs: int) -> dict[str, Any]:
-    """The quality a run stopped at, by the log's own names: the evaluation of the checkpoint run_stop names
-    (offline evaluation: Stable Diffusion), else the last evaluation at or before run_stop (all when none)."""
-    evals = [ll for ll in lines if ll.key == "eval_accuracy"]
-    if stop is not None and any("metric" in ll.value["metadata"] for ll in evals):
-        meta = stop.value["metadata"]
-        at = meta.get("samples_count", meta.get("step_num", 0) * gbs)
-        return {
-            ll.value["metadata"]["metric"]: ll.value["value"]
-            for ll in evals
-            if ll.value["metadata"].get("samples_count") == at
-        }
-    if any("metric" in ll.value["metadata"] for ll in evals):  # no run_stop: the last of each metric
-        return {ll.value["metadata"]["metric"]: ll.value["value"] for ll in evals}
-    if stop is not None:
-        evals = [ll for ll in evals if ll.timestamp <= stop.timestamp]
-    return {"": evals[-1].value["value"]} if evals else {}
-
-
-def reference(path: Path) -> dict[str, Any]:
-    """What mlperf-logging reads from one result file (v0.6 timestamps in seconds, later rounds in ms)."""
-    rnd = _round(path)
-    lines, failed = mlp_parser.parse_file(str(path), f"{rnd}.0")
-    assert not failed or rnd == "0.6", failed[
-        :2
-    ]  # v0.6: lines glued to other output are cut by our reader alike
-    per_second = 1.0 if rnd == "0.6" else 1000.0
-    starts = [ll for ll in lines if ll.key == "run_start"]
-    stops = [ll for ll in lines if ll.key == "run_stop"]
-    gbs = next(ll.value["value"] for ll in lines if ll.key == "global_batch_size")
-    return {
-        "seconds": (stops[0].timestamp - starts[0].timestamp) / per_second if stops else None,
-        "status": stops[0].value["metadata"].get("status") if stops else None,
-        "gbs": gbs,
-        "accelerators": _accelerators(lines, path),
-        "final": _final(lines, stops[0] if stops else None, gbs),
-        "benchmark": summarizer._benchmark_alias(path.parent.name),
-    }
-
-
 def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> None:
     files = result_files()
     assert len(files) == 157
@@ -129,10 +65,10 @@ def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> Non
     for path in files:
         ref, run = reference(path), runs[str(path.resolve())]
         where = str(path.relative_to(ROOT))
-        rounds.add(_round(path))
+        rounds.add(round_of(path))
         assert_run_as_reference(run, ref, where)
         statuses.add(run["status"])
-        rules = catalogue.mlperf(ref["benchmark"], _round(path))
+        rules = catalogue.mlperf(ref["benchmark"], round_of(path))
         assert rules is not None, f"{where}: benchmark not in the catalogue"
         quality = json.loads(run["final_quality"])
         final = ref["final"]
@@ -152,15 +88,6 @@ def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> Non
     assert statuses == {"success", "aborted", "incomplete"}
 
 
-def _compliance_target(benchmark: str, rnd: str) -> tuple[str, float] | None:
-    """The direction and target in the round's compliance rule ``ATLEAST_ONE_CHECK`` on eval_accuracy."""
-    path = CHECKS / f"training_{rnd}.0" / f"closed_{benchmark}.yaml"
-    if not path.is_file():
-        return None
-    m = re.search(r"ATLEAST_ONE_CHECK: \"\(?v\['value'\] (<=|>=) ([0-9.]+)", path.read_text())
-    return ("lower" if m[1] == "<=" else "higher", float(m[2])) if m else None
-
-
 def test_every_quality_is_judged_in_its_own_direction_and_every_successful_run_reached_it(
     store: Path,
 ) -> None:
@@ -173,7 +100,7 @@ def test_every_quality_is_judged_in_its_own_direction_and_every_successful_run_r
         assert rules is not None, run.id
         for target in info["targets"]:
             assert catalogue.direction(target["metric"], info) == target["better"]
-        official = _compliance_target(str(info["benchmark"]), str(info["round"]))
+        official = compliance_target(str(info["benchmark"]), str(info["round"]))
         if official is not None and len(rules.metrics) == 1:
             assert (rules.metrics[0].better, rules.metrics[0].target) == official, run.id
             checked.add(rules.name)
@@ -229,7 +156,7 @@ def test_every_submission_score_is_the_official_one(store: Path) -> None:
     for folder in folders:
         sub = ours[submission_id(folder)]
         benchmark = summarizer._benchmark_alias(folder.name)
-        rules = catalogue.mlperf(benchmark, _round(folder / "x"))
+        rules = catalogue.mlperf(benchmark, round_of(folder / "x"))
         assert rules is not None and sub.drop == rules.drop == (4 if benchmark == "unet3d" else 1)
         expected = reference_olympic_minutes(folder, reference, sub.drop)
         factor = summarizer._get_scaling_factor(str(folder))
@@ -246,10 +173,10 @@ def test_every_submission_score_is_the_official_one(store: Path) -> None:
         # as milliseconds, so its score is ours / 1000
         with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(FileNotFoundError):
             official, _, got = summarizer._compute_strong_score_standalone(
-                benchmark, folder.parent.name, False, str(folder), "training", f"{_round(folder / 'x')}.0"
+                benchmark, folder.parent.name, False, str(folder), "training", f"{round_of(folder / 'x')}.0"
             )
             if official is not None:
-                scale = 1000.0 if _round(folder / "x") == "0.6" else 1.0
+                scale = 1000.0 if round_of(folder / "x") == "0.6" else 1.0
                 assert sub.scaled_s / 60 == pytest.approx(official * scale, rel=1e-9), folder
                 assert got == pytest.approx(factor)
     assert factors >= 8  # the factor is not 1 for most newer submissions: the official score needs it

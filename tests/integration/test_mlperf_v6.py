@@ -29,7 +29,7 @@ from tests.conftest import (
     runs_by_file,
     submission_id,
 )
-from tests.integration.test_mlperf_v06_v5x import _compliance_target, _round, reference, summarizer
+from tests.mlperf import compliance_target, reference, round_of, summarizer
 
 ROOT = REPO.parent / "shared" / "data" / "mlperf-training-v6"
 NEW = ("gpt_oss_20b", "deepseekv3_671b")
@@ -59,7 +59,7 @@ def test_every_v6_result_file_is_one_run_equal_to_the_reference(store: Path) -> 
     for path in files:
         ref, run = reference(path), runs[str(path.resolve())]
         where = str(path.relative_to(ROOT))
-        assert _round(path) == "6.0", where
+        assert round_of(path) == "6.0", where
         assert_run_as_reference(run, ref, where)
         rules = catalogue.mlperf(ref["benchmark"], "6.0")
         assert rules is not None, f"{where}: benchmark not in the catalogue"
@@ -78,7 +78,7 @@ def test_the_new_benchmarks_losses_are_judged_lower_is_better_with_the_rounds_ta
         for rnd in ("6.0", "6.1"):  # the v6.1 rules keep both benchmarks' targets
             rules = catalogue.mlperf(str(run.model), rnd)
             assert rules is not None and len(rules.metrics) == 1
-            assert (rules.metrics[0].better, rules.metrics[0].target) == _compliance_target(
+            assert (rules.metrics[0].better, rules.metrics[0].target) == compliance_target(
                 str(run.model), rnd
             )
         assert [t["better"] for t in info["targets"]] == ["lower"]

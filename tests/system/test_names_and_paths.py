@@ -193,7 +193,7 @@ def test_the_pdf_names_no_machine_path(clone_layout: dict[str, Path], tmp_path: 
 @pytest.fixture(scope="module")
 def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[Any]:  # fmt: skip
-    from tests.system.test_serve import CHROMIUM, DRIVER, start, stop
+    from tests.serving import CHROMIUM, DRIVER, start, stop
 
     if CHROMIUM is None or DRIVER is None:
         pytest.skip("chromium / chromium-driver not installed")
@@ -209,7 +209,7 @@ def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory
 
 @pytest.fixture(scope="module")
 def page(dashboard: Any) -> Iterator[Any]:
-    from tests.system.test_serve import chrome
+    from tests.serving import chrome
 
     yield from chrome("1300,1000")
 
@@ -226,12 +226,12 @@ def _fits(browser: Any, where: str) -> None:
 
 
 def test_the_dashboard_isolates_names_and_fits_the_window(dashboard: Any, page: Any) -> None:
-    from tests.system.test_serve import _wait_for_text, visit
+    from tests.serving import visit, wait_for_text
 
     base = dashboard.url.rstrip("/")
     visit(page, base + "/", settle=1.0)
     css_name = SHOWN.replace("\\", "\\\\")  # a backslash escapes in a CSS string
-    _wait_for_text(page, f'#campaign-rows tr[data-campaign="{css_name}"] td.landed', "5", timeout=60)
+    wait_for_text(page, f'#campaign-rows tr[data-campaign="{css_name}"] td.landed', "5", timeout=60)
     names = {n["title"]: n for n in page.execute_script(NAMES, "#campaign-rows td.name bdi.name")}
     assert names[SHOWN]["isolated"] and names[SHOWN]["text"] == SHOWN  # the override, isolated and visible
     assert (
@@ -261,7 +261,7 @@ def test_the_dashboard_isolates_names_and_fits_the_window(dashboard: Any, page: 
 def test_the_dashboard_names_no_machine_path_and_wraps_commands(
     dashboard: Any, page: Any, clone_layout: dict[str, Path]
 ) -> None:
-    from tests.system.test_serve import visit
+    from tests.serving import visit
 
     base = dashboard.url.rstrip("/")
     visit(page, base + "/campaigns/compare-base#repro", settle=3.0)

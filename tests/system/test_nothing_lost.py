@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import cli, hs, query
-from tests.integration.test_ingest import write_run
 from tests.lint_campaigns import build
+from tests.runs import write_run
 
 
 def _runs(store: Path) -> list[tuple[str, str, int]]:

@@ -28,7 +28,7 @@ from honestscale.collector._sources import discover
 from honestscale.collector.ingest import BATCH_ENV, Ingester
 from honestscale.store import StoreUnwritable, as_store_error, open_store
 from tests.conftest import Lines, counts, held_store, hs, query, snapshot
-from tests.integration.test_ingest import _big_campaign, _wait_for, write_run
+from tests.runs import big_campaign, wait_for, write_run
 
 FILES, STEPS = 24, 6000  # the big campaign: 24 files of 6,002 events, a 7 MB store
 SMALL_BATCHES = {"HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per transaction
@@ -37,7 +37,7 @@ SMALL_BATCHES = {"HONESTSCALE_INGEST_BATCH_MB": "1"}  # about one file per trans
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("big") / "campaign"
-    _big_campaign(folder, FILES, STEPS)
+    big_campaign(folder, FILES, STEPS)
     return folder
 
 
@@ -118,7 +118,7 @@ def test_watch_beside_ingest_report_and_lint_on_one_store(tmp_path: Path, store:
     write_run(pre, "r1")
     write_run(pre, "r2", world=1)
     live.mkdir()
-    _big_campaign(other, files=8, steps=3000)
+    big_campaign(other, files=8, steps=3000)
     assert hs("ingest", pre, "--store", store).returncode == 0
     watcher = _watch(
         live, store, "--wait", "1"
@@ -144,7 +144,7 @@ def test_watch_beside_ingest_report_and_lint_on_one_store(tmp_path: Path, store:
         assert procs[name].returncode in ((0, 1) if name == "lint" else (0,)), (name, err[-3000:])
     once = tmp_path / "once.duckdb"
     assert hs("ingest", pre, other, live, "--store", once).returncode == 0
-    _wait_for(lambda: _events(store) == counts(once)["events"], timeout=60)
+    wait_for(lambda: _events(store) == counts(once)["events"], timeout=60)
     out, err = _interrupt(watcher)
     assert watcher.returncode == 0 and "Traceback" not in err, err[-3000:]
     assert "watch stopped" in out
@@ -168,7 +168,7 @@ def test_watch_goes_on_while_the_store_is_held_past_its_wait(tmp_path: Path, sto
         assert watcher.stderr is not None
         said = Lines(watcher.stderr)
         said.wait_for("not landed yet")  # the watcher says so while the store is held, and goes on
-    _wait_for(lambda: _events(store) == 2 * 23, timeout=60)
+    wait_for(lambda: _events(store) == 2 * 23, timeout=60)
     watcher.send_signal(signal.SIGINT)
     watcher.wait(60)
     err = said.text()
@@ -182,11 +182,11 @@ def test_a_refused_writer_never_removes_the_store_another_is_creating(tmp_path: 
     """Two ingests into a store that does not exist yet: the one refused (busy past --wait) leaves the other's
     store alone, and what the first landed stays."""
     folder = tmp_path / "big"
-    _big_campaign(folder, files=8, steps=3000)
+    big_campaign(folder, files=8, steps=3000)
     env = {k: v for k, v in os.environ.items() if k != "HONESTSCALE_STORE"}
     first = subprocess.Popen([sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
-    _wait_for(lambda: store.exists(), timeout=30)
+    wait_for(lambda: store.exists(), timeout=30)
     refused = hs("ingest", folder, "--store", store, "--wait", "0")
     first.communicate(timeout=120)
     assert first.returncode == 0
@@ -337,7 +337,7 @@ def test_watch_on_a_full_disk_waits_for_space_then_lands_everything(small_disk: 
     filler.unlink()
     once = tmp_path / "once.duckdb"
     assert hs("ingest", live, "--store", once).returncode == 0
-    _wait_for(lambda: _events(store) == counts(once)["events"], timeout=60)
+    wait_for(lambda: _events(store) == counts(once)["events"], timeout=60)
     _out, err = _interrupt(watcher)
     assert watcher.returncode == 0 and "Traceback" not in err, err[-3000:]
     assert "not landed yet" in err and "No space left on device" in err

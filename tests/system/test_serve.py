@@ -10,11 +10,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +18,8 @@ import pytest
 
 from tests.conftest import REPO, cli, held_store, hs
 from tests.lint_campaigns import build
+from tests.serving import CHROMIUM, DRIVER, EXAMPLE, Server, chrome, start, stop, visit, wait_for_text
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits-ddp"
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 MARKUP = "<img src=http://127.0.0.1:9/x onerror=window.pwned=1>"
 SCRIPT = "<script>window.pwned=1</script>"
 MATH = r"$\undefinedcmd$"
@@ -36,73 +30,9 @@ pytestmark = [
               pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
 
 
-class Server:
-    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
-        self.proc, self.url = proc, url
-
-    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
-        request = urllib.request.Request(self.url.rstrip("/") + path, headers=headers or {})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return response.status, response.read().decode(errors="replace"), dict(response.headers)
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace"), dict(exc.headers)
-
-
-def start(store: Path, *args: str, env: dict[str, str] | None = None) -> Server:
-    """``honestscale serve --port 0`` in its own process; returns once it answers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "honestscale", "serve", "--store", str(store), "--port", "0", *args],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    found = re.search(r"(https?://\S+/)", line)
-    assert found, line + proc.stderr.read()
-    url = found.group(1).replace("0.0.0.0", "127.0.0.1")
-    return Server(proc, url)
-
-
-def stop(server: Server) -> str:
-    server.proc.terminate()
-    try:
-        _, err = server.proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        _, err = server.proc.communicate()
-    return err
-
-
-def chrome(window: str, *flags: str, page_timeout: float = 180) -> Iterator[Any]:
-    """A headless Chromium driven by selenium (Debian's chromium and chromedriver), its console kept; quit after."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 f"--window-size={window}", *flags):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=str(DRIVER)), options=options)
-    driver.set_page_load_timeout(page_timeout)
-    yield driver
-    driver.quit()
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     yield from chrome("1300,2000")
-
-
-def visit(browser: Any, url: str, settle: float = 1.5) -> list[str]:
-    """Load the page; the console's errors (and warnings about refused content) while it settles."""
-    browser.get("about:blank")  # the page before stops polling its (perhaps stopped) server ...
-    browser.get_log("browser")  # ... and what it said is read and dropped, not blamed on this page
-    browser.get(url)
-    time.sleep(settle)
-    return [e["message"] for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +213,7 @@ def test_hostile_names_render_as_text(tmp_path: Path, browser: Any) -> None:
             assert browser.find_elements(By.CSS_SELECTOR, 'img[src^="http"]') == [], path
             assert MARKUP in browser.find_element(By.TAG_NAME, "body").text, path
         visit(browser, server.url, settle=1.0)
-        _wait_for_text(browser, "#campaign-rows a", MARKUP, timeout=10.0)
+        wait_for_text(browser, "#campaign-rows a", MARKUP, timeout=10.0)
     finally:
         err = stop(server)
     assert "Traceback" not in err, err[-2000:]
@@ -301,10 +231,10 @@ def test_a_campaign_appears_while_its_files_land_in_the_watched_folder(tmp_path:
         browser.execute_script("window.sameLoad = 42")
         runs = sorted(EXAMPLE.iterdir())
         shutil.copytree(runs[0], watched / runs[0].name)
-        _wait_for_text(browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', "1")
+        wait_for_text(browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', "1")
         for run in runs[1:]:
             shutil.copytree(run, watched / run.name)
-        _wait_for_text(
+        wait_for_text(
             browser, '#campaign-rows tr[data-campaign="digits-ddp-example"] td.landed', str(len(runs))
         )
         assert (
@@ -313,22 +243,6 @@ def test_a_campaign_appears_while_its_files_land_in_the_watched_folder(tmp_path:
     finally:
         err = stop(server)
     assert "landed" in err or "new" in err, err
-
-
-def _wait_for_text(browser: Any, css: str, text: str, timeout: float = 60.0) -> None:
-    """Wait until the first element matching `css` reads `text`.
-
-    The text is read inside the page in one script call: the live update replaces the rows, so an element found
-    by one WebDriver call may be gone by the next (a stale element)."""
-    read = "const e = document.querySelector(arguments[0]); return e === null ? null : e.textContent.trim();"
-    deadline = time.monotonic() + timeout
-    seen = None
-    while time.monotonic() < deadline:
-        seen = browser.execute_script(read, css)
-        if seen == text:
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{css} never read {text!r}: it read {seen!r}")
 
 
 def test_a_missing_or_damaged_store_gives_the_cli_message(tmp_path: Path) -> None:

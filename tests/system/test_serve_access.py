@@ -24,16 +24,16 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import hs
-from tests.system.test_serve import (
+from tests.serving import (
     CHROMIUM,
     DRIVER,
     EXAMPLE,
     Server,
-    _wait_for_text,
     chrome,
     start,
     stop,
     visit,
+    wait_for_text,
 )
 
 pytestmark = [
@@ -253,7 +253,7 @@ def test_a_token_link_followed_from_another_site_signs_in(
     while time.monotonic() < deadline and browser.current_url != f"http://127.0.0.1:{port}/runs?workers=2":
         time.sleep(0.2)
     assert browser.current_url == f"http://127.0.0.1:{port}/runs?workers=2", browser.current_url
-    _wait_for_text(browser, "h1", "Runs")
+    wait_for_text(browser, "h1", "Runs")
     assert "digits-ddp-example" in browser.find_element("tag name", "body").text
 
 

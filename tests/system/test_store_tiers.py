@@ -151,7 +151,7 @@ def test_serve_reads_a_lake_as_a_read_only_role_while_campaigns_land(
 ) -> None:
     """The dashboard on a DuckLake store, logged in as a role that may only SELECT (its password from PGPASSWORD,
     never shown): a campaign ingested by the writer while it serves appears; the reader role cannot write."""
-    from tests.system.test_serve import start, stop
+    from tests.serving import start, stop
 
     lake = postgres.create_database("live")
     runs = sorted(COMPARE_RUNS.iterdir())
@@ -225,7 +225,7 @@ def test_the_catalog_going_away_is_named_and_a_killed_writer_s_files_are_cleaned
     names: `store check` lists them (exit 1), `store clean --older-than 0` removes exactly those, and the store's
     JSON is the same before and after."""
     from tests.postgres import cluster
-    from tests.system.test_serve import start, stop
+    from tests.serving import start, stop
 
     own = cluster()
     pg = next(own)

@@ -16,7 +16,10 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join((str(root), str(REPO))),
+    }  # the package at root, tests/ here
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
         cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False,

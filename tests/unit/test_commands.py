@@ -183,7 +183,8 @@ def test_the_cli_reference_is_generated_from_the_cli() -> None:
     """docs/cli.md is every command's --help as Typer writes it (as docs/rules.md is the rules'): regenerated, it
     equals the committed page, so the reference cannot drift from the commands."""
     import typer
-    from typer.cli import MARKUP_MODE_KEY, get_docs_for_click
+    from typer.cli import get_docs_for_click
+    from typer.core import MARKUP_MODE_KEY
 
     from honestscale.cli import app
 
