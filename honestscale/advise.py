@@ -169,8 +169,9 @@ def _projections(view: View, kept_ids: set[str], campaign: str | None) -> tuple[
             withheld.append(f"{name}: {c.mode} scaling; no projection: {got.withheld}")
             continue
         if not got.fitted:
-            withheld.append(f"{name}: {c.mode} scaling; {got.law.capitalize()} parallel fraction "
-                            f"{got.describe()}")  # fmt: skip
+            withheld.append(
+                f"{name}: {c.mode} scaling; {got.law.capitalize()} parallel fraction {got.describe()}"
+            )
             continue
         out.append(
             Projection(

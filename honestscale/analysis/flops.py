@@ -101,9 +101,11 @@ class ShapeParams:
         return self.recorded < SHARD * self.from_shape
 
     def describe(self) -> str:
-        return (f"{self.field} less params_embedding is {self.recorded:,} non-embedding parameters, "
-                f"1/{self.from_shape / self.recorded:.1f} of the {self.from_shape:,} at least that model_shape "
-                f"gives ({SHAPE_CONVENTION})")  # fmt: skip
+        return (
+            f"{self.field} less params_embedding is {self.recorded:,} non-embedding parameters, "
+            f"1/{self.from_shape / self.recorded:.1f} of the {self.from_shape:,} at least that model_shape "
+            f"gives ({SHAPE_CONVENTION})"
+        )
 
 
 def shape_params(run: Run) -> ShapeParams | None:

@@ -20,24 +20,57 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         p = r.point
-        out.append({
-            "campaign": r.campaign, "campaigns": list(r.campaigns), "model": r.model, "dataset": r.dataset, "framework": r.framework,
-            "workers": p.workers, "layout": r.layout, "runs": p.runs, "succeeded": p.succeeded, "scaling": r.mode, "lint": p.lint,
-            "time_to_train_s": p.time_s, "time_to_train_ci_s": list(p.time_ci), "time_to_accuracy_s": p.tta_s,
-            "samples_per_s": p.throughput, "per_worker": p.per_worker, "steady_samples_per_s": p.steady_throughput,
-            "tokens_per_s": p.tokens_per_s, "tokens_per_s_per_worker": p.tokens_per_worker,
-            "mfu": None if p.mfu is None else {"median": p.mfu.median, "ci": [p.mfu.low, p.mfu.high],
-                                               "convention": p.mfu.convention, "runs": p.mfu.runs,
-                                               "statistic": p.mfu.method,
-                                               "do_not_quote": "HS107" in (p.lint or {}).get("error", [])},
-            "stall_share": p.stall_share, "data": p.breakdown.get("data"), "compute": p.breakdown.get("compute"),
-            "comm": p.breakdown.get("comm"), "optimizer": p.breakdown.get("optimizer"), "comm_is": p.comm,
-            "accuracy": p.accuracy, "accuracy_split": p.accuracy_split, "accuracy_metric": p.accuracy_metric,
-            "accuracy_better": p.accuracy_better,
-            "test_accuracy": p.accuracy if p.accuracy_split == "test" else None,
-            "statistics": {"times": TIME_STATISTIC, "time_ci": CI_METHOD, "throughput": RATE_STATISTIC,
-                           "shares": "median of runs", "accuracy": "median of runs"},
-        })  # fmt: skip
+        out.append(
+            {
+                "campaign": r.campaign,
+                "campaigns": list(r.campaigns),
+                "model": r.model,
+                "dataset": r.dataset,
+                "framework": r.framework,
+                "workers": p.workers,
+                "layout": r.layout,
+                "runs": p.runs,
+                "succeeded": p.succeeded,
+                "scaling": r.mode,
+                "lint": p.lint,
+                "time_to_train_s": p.time_s,
+                "time_to_train_ci_s": list(p.time_ci),
+                "time_to_accuracy_s": p.tta_s,
+                "samples_per_s": p.throughput,
+                "per_worker": p.per_worker,
+                "steady_samples_per_s": p.steady_throughput,
+                "tokens_per_s": p.tokens_per_s,
+                "tokens_per_s_per_worker": p.tokens_per_worker,
+                "mfu": None
+                if p.mfu is None
+                else {
+                    "median": p.mfu.median,
+                    "ci": [p.mfu.low, p.mfu.high],
+                    "convention": p.mfu.convention,
+                    "runs": p.mfu.runs,
+                    "statistic": p.mfu.method,
+                    "do_not_quote": "HS107" in (p.lint or {}).get("error", []),
+                },
+                "stall_share": p.stall_share,
+                "data": p.breakdown.get("data"),
+                "compute": p.breakdown.get("compute"),
+                "comm": p.breakdown.get("comm"),
+                "optimizer": p.breakdown.get("optimizer"),
+                "comm_is": p.comm,
+                "accuracy": p.accuracy,
+                "accuracy_split": p.accuracy_split,
+                "accuracy_metric": p.accuracy_metric,
+                "accuracy_better": p.accuracy_better,
+                "test_accuracy": p.accuracy if p.accuracy_split == "test" else None,
+                "statistics": {
+                    "times": TIME_STATISTIC,
+                    "time_ci": CI_METHOD,
+                    "throughput": RATE_STATISTIC,
+                    "shares": "median of runs",
+                    "accuracy": "median of runs",
+                },
+            }
+        )
     return out
 
 
@@ -97,14 +130,21 @@ def _columns(rows: list[Any]) -> list[tuple[str, Callable[[Any], str | Text]]]:
         ("MFU (median [95 % CI])", lambda r: _mfu_cell(r.point), has(lambda r: r.point.mfu is not None)),
         ("data", lambda r: _pct(r.point.breakdown.get("data")), True),
         ("compute", lambda r: _pct(r.point.breakdown.get("compute")), True),
-        ("comm", lambda r: _pct(r.point.breakdown.get("comm"))
-         if r.point.comm == "measured" or r.point.workers == 1 else r.point.comm, True),
+        (
+            "comm",
+            lambda r: (
+                _pct(r.point.breakdown.get("comm"))
+                if r.point.comm == "measured" or r.point.workers == 1
+                else r.point.comm
+            ),
+            True,
+        ),
         ("optimizer", lambda r: _pct(r.point.breakdown.get("optimizer")), True),
         ("accuracy", lambda r: _accuracy(r.point), True),
         ("energy (median)", lambda r: _energy(r.point), has(lambda r: r.point.energy_j is not None)),
         ("scaling", lambda r: r.mode or "-", True),
         ("rules", lambda r: verdicts_text(r.point.lint), True),
-    ]  # fmt: skip
+    ]
     return [(name, cell) for name, cell, shown in cols if shown]
 
 
@@ -112,8 +152,11 @@ def summary_table(rows: list[Any]) -> Table:
     from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 
     rates = "samples/s and tokens/s" if any(r.point.tokens_per_s for r in rows) else "samples/s"
-    table = Table(title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, {rates} the "
-                  f"{RATE_STATISTIC}, shares and accuracy the median of runs", title_justify="left")  # fmt: skip
+    table = Table(
+        title=f"scaling summary, final runs: times are the {TIME_STATISTIC}, {rates} the "
+        f"{RATE_STATISTIC}, shares and accuracy the median of runs",
+        title_justify="left",
+    )
     cols = _columns(rows)
     for name, _ in cols:
         table.add_column(name, justify="left" if name in ("campaign", "model", "framework") else "right")

@@ -76,9 +76,12 @@ def _loose(store: Path | None, older_than: float, remove: bool) -> None:
         for path in paths:
             out.print(f"{what}: {path}", highlight=False)
     age = f" older than {older_than:g} min" if older_than else ""
-    out.print(f"{shown(address)}: {verb} {got.count} loose Parquet file(s){age}: {len(got.orphaned)} orphaned "
-              f"(named by no catalog row: a writer killed mid-write), {len(got.expired)} expired (dropped by the "
-              "catalog)", highlight=False)  # fmt: skip
+    out.print(
+        f"{shown(address)}: {verb} {got.count} loose Parquet file(s){age}: {len(got.orphaned)} orphaned "
+        f"(named by no catalog row: a writer killed mid-write), {len(got.expired)} expired (dropped by the "
+        "catalog)",
+        highlight=False,
+    )
     if got.count and not remove:
         out.print(
             "remove them: honestscale store clean (the store's tables are not changed)", highlight=False

@@ -192,10 +192,15 @@ def _speedup_caption(c: ComparisonModel) -> str:
         drawn = "on throughput (the scaled speedup, squares)" if thr else "(none: no throughput recorded)"
     else:
         drawn = f"on the {c.metric}" + (" (circles) and on throughput (squares)" if thr else "")
-    fit = "" if c.fit is None else (
-        f", the {c.fit.law} law fitted to the {c.fit.quantity} dotted" if c.fit.fitted
-        else f", the {c.fit.law} law through the two points dotted (not fitted)"
-    )  # fmt: skip
+    fit = (
+        ""
+        if c.fit is None
+        else (
+            f", the {c.fit.law} law fitted to the {c.fit.quantity} dotted"
+            if c.fit.fitted
+            else f", the {c.fit.law} law through the two points dotted (not fitted)"
+        )
+    )
     if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
         bars = "bars are the 95 % intervals of the ratios (bootstrap over repetitions), none at the base case"
     elif c.metric == "MLPerf olympic mean":
@@ -395,8 +400,11 @@ def presentational(svg: str) -> str:
 
     def attrs(m: re.Match[str]) -> str:
         have = set(re.findall(r"\s([\w:-]+)=", m["before"] + m["after"]))
-        added = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in _declarations(html.unescape(m["style"]))
-                        if k not in have)  # fmt: skip
+        added = "".join(
+            f' {k}="{html.escape(v, quote=True)}"'
+            for k, v in _declarations(html.unescape(m["style"]))
+            if k not in have
+        )
         return f"<{m['tag']}{m['before']}{added}{m['after']}>"
 
     sheet = _SHEET.search(svg)

@@ -224,12 +224,16 @@ def _expected_cost(args: argparse.Namespace, world: _world.World, steps_per_epoc
     epoch_s = _gpt.flops_per_token(_gpt.shape(args.model_size, args.seq_len, 256))["palm"] * tokens / rate
     epoch_s /= world.world_size
     cap = args.epochs * epoch_s
-    said = (f"{args.model_size}: {steps_per_epoch} steps an epoch of {args.batch_size} x {args.seq_len} tokens; at "
-            f"least {epoch_s:,.0f} s an epoch here ({rate / 1e9:,.0f} GFLOP/s measured on rank 0's device, "
-            f"{world.world_size} rank(s)), {cap / 60:,.1f} min for the {args.epochs}-epoch cap")  # fmt: skip
+    said = (
+        f"{args.model_size}: {steps_per_epoch} steps an epoch of {args.batch_size} x {args.seq_len} tokens; at "
+        f"least {epoch_s:,.0f} s an epoch here ({rate / 1e9:,.0f} GFLOP/s measured on rank 0's device, "
+        f"{world.world_size} rank(s)), {cap / 60:,.1f} min for the {args.epochs}-epoch cap"
+    )
     if cap > SLOW_S:
-        said += (f"; that is over {SLOW_S / 60:.0f} min: a smaller --model-size, --corpus-bytes or --epochs trains "
-                 "in minutes, and --target-loss may not be reached before the cap")  # fmt: skip
+        said += (
+            f"; that is over {SLOW_S / 60:.0f} min: a smaller --model-size, --corpus-bytes or --epochs trains "
+            "in minutes, and --target-loss may not be reached before the cap"
+        )
     return said
 
 
@@ -248,9 +252,13 @@ class _Pace:
             self.t0 = time.perf_counter()
         elif self.seen == self.AFTER + 1:
             each = (time.perf_counter() - self.t0) / self.AFTER
-            print(f"the first {self.AFTER} steps took {each * 1e3:,.0f} ms each: about {each * self.per_epoch:,.0f} s "
-                  f"an epoch, {each * self.per_epoch * self.epochs / 60:,.1f} min for the {self.epochs}-epoch cap "
-                  "(evaluations apart)", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"the first {self.AFTER} steps took {each * 1e3:,.0f} ms each: about {each * self.per_epoch:,.0f} s "
+                f"an epoch, {each * self.per_epoch * self.epochs / 60:,.1f} min for the {self.epochs}-epoch cap "
+                "(evaluations apart)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def layout_name(layout: _layouts.Layout) -> str:

@@ -308,8 +308,11 @@ class Dashboard:
             # connection string), only that the store cannot be read and what to expect
             print(f"{time.strftime('%H:%M:%S')} {request.url.path}: {masked(str(exc))}", file=sys.stderr)
             said = hidden(f"{exc.message}: {exc.fix}" if exc.fix else exc.message, str(self.state.store))
-            response = self._problem(request, 503, f"the store cannot be read now: {said}; this page loads again "
-                                     "by itself once it can")  # fmt: skip
+            response = self._problem(
+                request,
+                503,
+                f"the store cannot be read now: {said}; this page loads again by itself once it can",
+            )
             response.headers["Retry-After"] = "10"
             return response
         # a bug: the server's log has the traceback (uvicorn prints it), the page the one line

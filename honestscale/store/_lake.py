@@ -149,10 +149,12 @@ def gone(text: str, address: str | None = None) -> tuple[str, str] | None:
         return None
     address = address or (_OPENED[-1] if _OPENED else None)
     host, port = endpoint(address) if address else ("?", "?")
-    return (f"the catalog's PostgreSQL at {host}:{port} went away: {said.group(0).lower()}",
-            f"start it again (pg_isready -h {host} -p {port} says when it answers) and run the same command again: "
-            "what landed before is whole (each file lands in one transaction or not at all), the rest lands then; "
-            "`honestscale store check` lists the Parquet files a write cut short left behind")  # fmt: skip
+    return (
+        f"the catalog's PostgreSQL at {host}:{port} went away: {said.group(0).lower()}",
+        f"start it again (pg_isready -h {host} -p {port} says when it answers) and run the same command again: "
+        "what landed before is whole (each file lands in one transaction or not at all), the rest lands then; "
+        "`honestscale store check` lists the Parquet files a write cut short left behind",
+    )
 
 
 def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
@@ -168,9 +170,11 @@ def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
     low = text.lower()
     if "connection refused" in low or "could not connect" in low or "could not translate host" in low:
         host, port = endpoint(address)
-        return (f"cannot reach the catalog's PostgreSQL at {host}:{port} (store {where}): connection refused",
-                f"check host, port and dbname in the address, and that the server is up (pg_isready -h {host} -p "
-                f"{port})")  # fmt: skip
+        return (
+            f"cannot reach the catalog's PostgreSQL at {host}:{port} (store {where}): connection refused",
+            f"check host, port and dbname in the address, and that the server is up (pg_isready -h {host} -p "
+            f"{port})",
+        )
     if re.search(r'database "[^"]*" does not exist', text):
         return (f"the catalog database of {where} does not exist: {first}",
                 "create it first (createdb NAME, as a PostgreSQL user allowed to), then: honestscale --store ADDRESS "

@@ -93,11 +93,15 @@ def _spans(events: list[dict[str, Any]], out: Parsed) -> _Spans:
         ):
             spans["cpu_comm"].append((ts, ts + dur, name))
     if steps := [u for step, u in unusable if step]:
-        out.warnings.append(f"step annotation(s) with no usable span, left out: {', '.join(steps[:5])}"
-                            + (f" and {len(steps) - 5} more" if len(steps) > 5 else ""))  # fmt: skip
+        out.warnings.append(
+            f"step annotation(s) with no usable span, left out: {', '.join(steps[:5])}"
+            + (f" and {len(steps) - 5} more" if len(steps) > 5 else "")
+        )
     if others := len(unusable) - len(steps):
-        out.warnings.append(f"{others} other event(s) with no usable span (ts or dur no finite number, or dur "
-                            f"negative), left out: e.g. {next(u for step, u in unusable if not step)}")  # fmt: skip
+        out.warnings.append(
+            f"{others} other event(s) with no usable span (ts or dur no finite number, or dur "
+            f"negative), left out: e.g. {next(u for step, u in unusable if not step)}"
+        )
     return spans
 
 

@@ -131,22 +131,40 @@ class HighestOpsNumbers(Rule):
         sp = flops.shape_params(run)
         shard = sp is not None and sp.shard_only
         u = flops.utilisation(run)
-        ev: dict[str, Any] = {"run": run.id, "recomputed": u.as_json(), "claims": _claims_json(c),
-                              "configuration": summary.describe() if summary else None,
-                              "parameters_trusted": "model_shape" if shard else "recorded"}  # fmt: skip
+        ev: dict[str, Any] = {
+            "run": run.id,
+            "recomputed": u.as_json(),
+            "claims": _claims_json(c),
+            "configuration": summary.describe() if summary else None,
+            "parameters_trusted": "model_shape" if shard else "recorded",
+        }
         peak_text = _peak_text(u)
         over = c.mfu is not None and c.mfu > 1
         if sp is not None and sp.shard_only:
             counted = flops.utilisation(run, trust_shape=False)
             yield self.fail(target, [run], _shard_message(run.id, sp, u, counted), _SHARD_FIX, **ev)
         if u.mfu is not None and u.mfu > 1:
-            yield _impossible(self.fail(target, [run], f"{run.id}: recomputed MFU {_pct(u.mfu)} is over 100 % "
-                                        f"({peak_text}): the peak or the counts are wrong",
-                                        "check the declared peak and the recorded counts", **ev))  # fmt: skip
+            yield _impossible(
+                self.fail(
+                    target,
+                    [run],
+                    f"{run.id}: recomputed MFU {_pct(u.mfu)} is over 100 % "
+                    f"({peak_text}): the peak or the counts are wrong",
+                    "check the declared peak and the recorded counts",
+                    **ev,
+                )
+            )
         if over:
-            yield _impossible(self.fail(target, [run], f"{run.id}: claimed MFU {_pct(c.mfu)} is over 100 %; "
-                                        f"recomputed {_pct(u.mfu)} ({peak_text}){_peak_cause(run, c)}", FIX,
-                                        **ev))  # fmt: skip
+            yield _impossible(
+                self.fail(
+                    target,
+                    [run],
+                    f"{run.id}: claimed MFU {_pct(c.mfu)} is over 100 %; "
+                    f"recomputed {_pct(u.mfu)} ({peak_text}){_peak_cause(run, c)}",
+                    FIX,
+                    **ev,
+                )
+            )
         if c.peak_tflops is not None:
             kind, what = flops.claimed_peak(run, c.peak_tflops)
             if kind in ("sparse", "vector"):
@@ -234,9 +252,11 @@ _SHARD_FIX = (
 
 def _shard_message(run: str, sp: flops.ShapeParams, shape: Utilisation, counted: Utilisation) -> str:
     """A recorded parameter count too small for the recorded shape: which count HS107 trusted, and why."""
-    return (f"{run}: a shard-only parameter count: {sp.describe()}; HS107 trusts model_shape (no whole model of "
-            f"that shape has fewer): MFU at least {_pct(shape.mfu)} from the shape, {_pct(counted.mfu)} from {sp.field} "
-            "(fms-fsdp issue 67)")  # fmt: skip
+    return (
+        f"{run}: a shard-only parameter count: {sp.describe()}; HS107 trusts model_shape (no whole model of "
+        f"that shape has fewer): MFU at least {_pct(shape.mfu)} from the shape, {_pct(counted.mfu)} from {sp.field} "
+        "(fms-fsdp issue 67)"
+    )
 
 
 def _impossible(finding: Finding) -> Finding:
@@ -283,8 +303,10 @@ def _causes(run: Run, view: View, c: Claims, u: Utilisation) -> list[str]:
             out.append(f"a wrong peak: {c.peak_tflops:g} TFLOP/s" + (f" is {what}" if what else "")
                        + f"; the table's dense {u.peak.dtype} peak is {_g(u.peak.tflops)}")  # fmt: skip
     if (sp := flops.shape_params(run)) is not None and sp.shard_only:
-        out.append(f"a shard-only parameter count: {sp.field} {sp.recorded:,} non-embedding is 1/"
-                   f"{sp.from_shape / sp.recorded:.1f} of what model_shape gives (fms-fsdp issue 67)")  # fmt: skip
+        out.append(
+            f"a shard-only parameter count: {sp.field} {sp.recorded:,} non-embedding is 1/"
+            f"{sp.from_shape / sp.recorded:.1f} of what model_shape gives (fms-fsdp issue 67)"
+        )
     elif c.params and run.params_total and c.params < (1 - TOLERANCE) * run.params_total:
         out.append(f"a shard-only parameter count: claims.params {c.params:,} is 1/{run.params_total / c.params:.1f} "
                    f"of params_total {run.params_total:,} (fms-fsdp issue 67: an FSDP model's numel() counts the "
