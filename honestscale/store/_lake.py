@@ -100,7 +100,8 @@ def connect(address: str, *, read_only: bool, data_path: str | None) -> duckdb.D
         attach = f"ATTACH '{quoted(address)}' AS {CATALOG}" + (f" ({', '.join(options)})" if options else "")
         con.execute(attach)
         con.execute(f"USE {CATALOG}")
-        _OPENED.append(address)
+        if not _OPENED or _OPENED[-1] != address:  # serve reopens its session: one entry, not one a reopen
+            _OPENED.append(address)
     except LakeError:
         con.close()
         raise

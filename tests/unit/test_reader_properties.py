@@ -434,7 +434,9 @@ def _assert_finite_and_kept(parsed: Parsed) -> None:
     assert not _nonfinite(parsed.profile), f"a profile with a number that is not finite: {parsed.profile}"
 
 
-def _breaks(case: str, rel: str, pattern: bytes, token: bytes, why: str) -> Any:
+def _pinned(case: str, rel: str, pattern: bytes, token: bytes, why: str) -> Any:
+    """A real log with one value changed that a reader was found to mishandle: a strict xfail until ``case`` is
+    in FIXED, then a plain test (for KNOWN_BREAKS and KNOWN_SILENT alike)."""
     if case in FIXED:
         return pytest.param(rel, pattern, token, id=case)
     return pytest.param(
@@ -443,21 +445,21 @@ def _breaks(case: str, rel: str, pattern: bytes, token: bytes, why: str) -> Any:
 
 
 KNOWN_BREAKS = [
-    _breaks("megatron-elapsed", "megatron/megatron.log.gz",
+    _pinned("megatron-elapsed", "megatron/megatron.log.gz",
             rb"iteration +50/.*?elapsed time per iteration \(ms\): (\S+) \|", b"-1",
             "megatron.py _steps takes `elapsed time per iteration (ms): -1` as is: t_total -0.005 s, an event "
             "the contract refuses (t_total >= 0), so the whole step is quarantined by the store"),
-    _breaks("torchtitan-experiment-step-time", TITAN_EXPERIMENT,
+    _pinned("torchtitan-experiment-step-time", TITAN_EXPERIMENT,
             rb'"sum": ([^,]+), "weight": [^,]+, "key": "trainer_time/step_s", "step": 5,', b"-1",
             "torchtitan.py parse_experiment takes a trainer_time/step_s of -1 as is: t_total -1, refused by the "
             "contract (t_data, t_compute and t_optimizer alike)"),
-    _breaks("torchtitan-system-step-span", TITAN_SL, rb'"step": 5, [^\n]*"step_end", [^\n]*"value": ([\d.]+)',
+    _pinned("torchtitan-system-step-span", TITAN_SL, rb'"step": 5, [^\n]*"step_end", [^\n]*"value": ([\d.]+)',
             b"-1", "torchtitan.py parse_system takes a step_end span of -1 ms as is: t_total -0.001, refused by "
                    "the contract (fetching_batch, fwd_bwd and optim spans alike; both layouts)"),
-    _breaks("dllogger-epoch", "dllogger/dllogger.json", rb'"step": \[(\d+), 0\], "data": \{"train\.', b"-1",
+    _pinned("dllogger-epoch", "dllogger/dllogger.json", rb'"step": \[(\d+), 0\], "data": \{"train\.', b"-1",
             "dllogger.py _step takes the step key's epoch as is: a key [-1, 0] makes a step of epoch -1, refused by "
             "the contract (epoch >= 0), so the store quarantines the whole step"),
-    _breaks("codecarbon-part-energy", "codecarbon/emissions.csv", rb"^2026-11-26T02:54:09,(?:[^,]*,){9}([^,]+),",
+    _pinned("codecarbon-part-energy", "codecarbon/emissions.csv", rb"^2026-11-26T02:54:09,(?:[^,]*,){9}([^,]+),",
             b"1e308", "codecarbon.py _row checks each part's kWh (cpu/gpu/ram_energy) but not its joules: 1e308 kWh "
                       "of CPU lands as details.cpu_j = inf (written Infinity into the JSON column), beside a total "
                       "energy that does not hold it"),
@@ -465,7 +467,7 @@ KNOWN_BREAKS = [
 
 
 @pytest.mark.parametrize(("rel", "pattern", "token"), KNOWN_BREAKS)
-def test_known_contract_breaks(rel: str, pattern: bytes, token: bytes) -> None:
+def test_known_contract_pinned(rel: str, pattern: bytes, token: bytes) -> None:
     """The property above, on the values found to break it (one real log, one value made -1 or 1e308): each is a
     reader bug, pinned xfail strict so that it turns red once fixed (then drop its entry from NOT_DRAWN)."""
     m, _ = _bad_number(rel, pattern, token)
@@ -565,56 +567,48 @@ def test_a_value_made_nan_inf_or_a_word_is_never_lost_in_silence(fmt: str, data:
     assert (lost := _lost_in_silence(m, line)) is None, lost
 
 
-def _silent(case: str, rel: str, pattern: bytes, token: bytes, why: str) -> Any:
-    if case in FIXED:
-        return pytest.param(rel, pattern, token, id=case)
-    return pytest.param(
-        rel, pattern, token, id=case, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why)
-    )
-
-
 KNOWN_SILENT = [
-    _silent("megatron-lm-loss", "megatron/megatron.log.gz", rb"iteration +100/.*?\| lm loss: (\S+) \|", b"NAN",
+    _pinned("megatron-lm-loss", "megatron/megatron.log.gz", rb"iteration +100/.*?\| lm loss: (\S+) \|", b"NAN",
             "megatron.py reads every `key: value` with number(): a NaN `lm loss` (what `{:E}` prints for a "
             "diverged loss) is dropped from the step, no quarantine, no warning"),
-    _silent("megatron-validation", "megatron/megatron.log.gz",
+    _pinned("megatron-validation", "megatron/megatron.log.gz",
             rb"validation loss at iteration 50 \| lm loss value: (\S+) \|", b"nan",
             "megatron.py _evaluations: a NaN validation value is skipped (number() is None): the eval is gone, "
             "no quarantine, no warning"),
-    _silent("megatron-iteration", "megatron/megatron.log.gz", rb"^ \[[^]]+\] iteration +(50)/ +100 \|", b"oops",
+    _pinned("megatron-iteration", "megatron/megatron.log.gz", rb"^ \[[^]]+\] iteration +(50)/ +100 \|", b"oops",
             "megatron.py: an iteration line whose iteration is no number no longer matches _ITERATION and is "
             "counted as another line: its step event is gone in silence (the next line's covers its iterations)"),
-    _silent("torchtitan-console-loss", "torchtitan-console-r022.log.gz", rb"step: +1 .*?loss: +([\d.]+)", b"nan",
+    _pinned("torchtitan-console-loss", "torchtitan-console-r022.log.gz", rb"step: +1 .*?loss: +([\d.]+)", b"nan",
             "torchtitan.py _PAIR matches only [\\d.,]+ values: `loss: nan` (a diverged loss) leaves train_loss out "
             "of the step, no quarantine, no warning"),
-    _silent("torchtitan-console-config", "torchtitan-console-r022.log.gz",
+    _pinned("torchtitan-console-config", "torchtitan-console-r022.log.gz",
             rb"^\[rank0\]:\[titan\] (\d+)-[^\n]*Building llama3 debugmodel ?with \{", b"NaN",
             "torchtitan.py: a line whose timestamp is unreadable is counted as another line; the `Building ... "
             "with {` line so lost loses the whole model configuration, and imported.unknown then says the version "
             "does not print it"),
-    _silent("torchtitan-console-step-time", "torchtitan-console-r022.log.gz",
+    _pinned("torchtitan-console-step-time", "torchtitan-console-r022.log.gz",
             rb"^\[rank0\]:\[titan\] [\d-]+ (\d+):[^\n]* - INFO - \x1b\[31mstep: +5 ", b"nan",
             "torchtitan.py: a step line whose timestamp is unreadable is counted as another line: step 5's event "
             "is gone in silence (step 6's then covers 2 iterations)"),
-    _silent("torchtitan-console-trainer", "torchtitan-console-r022.log.gz",
+    _pinned("torchtitan-console-trainer", "torchtitan-console-r022.log.gz",
             rb"global batch size \d+, gradient accumulation steps (\d+),", b"NaN",
             "torchtitan.py: a `Trainer is initialized with ...` line that _TRAINER does not match is ignored: the "
             "batch sizes and sequence length are gone, and with them every step's samples and tokens, in silence"),
-    _silent("torchtitan-experiment-step-time", TITAN_EXPERIMENT,
+    _pinned("torchtitan-experiment-step-time", TITAN_EXPERIMENT,
             rb'"sum": ([^,]+), "weight": [^,]+, "key": "trainer_time/step_s", "step": 5,', b"NaN",
             "torchtitan.py parse_experiment reads values with number(): a NaN trainer_time/step_s drops step 5's "
             "event in silence"),
-    _silent("torchtitan-system-step-span", TITAN_SL, rb'"step": 5, [^\n]*"step_end", [^\n]*"value": ([\d.]+)',
+    _pinned("torchtitan-system-step-span", TITAN_SL, rb'"step": 5, [^\n]*"step_end", [^\n]*"value": ([\d.]+)',
             b"NaN", "torchtitan.py parse_system: a step_end whose value is NaN is no span, so step 5's event is "
                     "dropped in silence"),
-    _silent("dllogger-batch-size", "dllogger/dllogger.json", rb'"PARAMETER", "data": \{[^\n]*"batch_size": (\d+)',
+    _pinned("dllogger-batch-size", "dllogger/dllogger.json", rb'"PARAMETER", "data": \{[^\n]*"batch_size": (\d+)',
             b"NaN", "dllogger.py reads batch_size with count(): a NaN batch_size PARAMETER leaves every step's "
                     "samples (and the batch sizes) out, no quarantine, no warning (imported.unknown says there "
                     "is no batch_size parameter)"),
-    _silent("dllogger-summary", "dllogger/dllogger.json", rb'"step": \[\], "data": \{[^\n]*"val\.top1": ([\d.]+)',
+    _pinned("dllogger-summary", "dllogger/dllogger.json", rb'"step": \[\], "data": \{[^\n]*"val\.top1": ([\d.]+)',
             b"NaN", "dllogger.py: a NaN in the `[]` summary row is dropped from imported.summaries (finite_json), "
                     "no quarantine, no warning"),
-    _silent("sacct-start", "sacct/sacct-jobs.txt", rb"^1\|ok\|root\|(\d+)-", b"NaN",
+    _pinned("sacct-start", "sacct/sacct-jobs.txt", rb"^1\|ok\|root\|(\d+)-", b"NaN",
             "sacct.py _time: a Start that is no time is read as Slurm's `Unknown` (None) in silence; the reader "
             "has no quarantine at all"),
 ]  # fmt: skip
