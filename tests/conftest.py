@@ -19,6 +19,7 @@ import duckdb
 import pytest
 
 from tests.postgres import Postgres, cluster
+from tests.tools import require
 
 # Tests press Ctrl-C (SIGINT) in the commands they start. pytest started in the background by a script (`pytest &`,
 # no job control) starts with SIGINT ignored, so does every command it starts, and Python keeps an ignore it
@@ -44,10 +45,11 @@ def mlperf_root() -> Path:
 @pytest.fixture(scope="session")
 def mlperf() -> Path:
     root = mlperf_root()
-    if not (root / "DellEMC").is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MLPerf v0.7 logs missing at {root}: CI must have ../shared beside the repo")
-        pytest.skip(f"MLPerf v0.7 logs not at {root} (set HONESTSCALE_MLPERF_DATA)")
+    require(
+        (root / "DellEMC").is_dir(),
+        f"the MLPerf v0.7 logs at {root}",
+        "../shared beside the repository, or set HONESTSCALE_MLPERF_DATA",
+    )
     return root
 
 
@@ -313,17 +315,13 @@ def reference_olympic_minutes(
 
 def framework_python(framework: str) -> str:
     """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
-    import os
-
     from honestscale.campaign import launch
 
     try:
         python = launch.python_for(framework)
         launch.check_installed(framework, python)
     except launch.LaunchError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the {framework} environment must exist in CI: {exc}")
-        pytest.skip(str(exc))
+        require(False, f"the {framework} environment", str(exc))
     return python
 
 

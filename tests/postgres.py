@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.tools import require
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,9 @@ def cluster() -> Iterator[Postgres]:
     """Start a cluster in a new folder of /tmp owned by the postgres user (pytest's own temporary folders are root's
     alone), yield it, stop it and remove the folder."""
     bin_ = _bin()
-    if bin_ is None or shutil.which("runuser") is None or os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("PostgreSQL must be installed in CI, and the tests run as root (.ci/run does it)")
-        pytest.skip("Debian's PostgreSQL (initdb, pg_ctl) is not installed, or not root: no DuckLake tests")
+    require(shutil.which("runuser") and os.geteuid() == 0, "root, and runuser", "run the tests as root")
+    require(bin_, "Debian's PostgreSQL (initdb, pg_ctl)", "apt-get install postgresql")
+    assert bin_ is not None
     folder = Path(tempfile.mkdtemp(prefix="honestscale-pg-"))
     shutil.chown(folder, "postgres")
     data, port = folder / "data", _free_port()

@@ -4,7 +4,6 @@ command prints."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,17 +15,15 @@ import numpy as np
 import pytest
 
 from tests.conftest import cli
+from tests.tools import require
 
 
 def needs_poppler() -> list[pytest.MarkDecorator]:
     """The marks (``pytestmark``) that skip a module's report tests where poppler-utils is missing (never in CI:
     .ci/run installs it)."""
-    if shutil.which("pdftoppm") is None:
-        if os.environ.get("CI") == "true":
-            raise RuntimeError(
-                "poppler-utils (pdftotext, pdftoppm) must be installed in CI: .ci/run installs it"
-            )
-        return [pytest.mark.skip(reason="poppler-utils (pdftoppm) not installed")]
+    require(
+        shutil.which("pdftoppm"), "poppler-utils (pdftoppm)", "apt-get install poppler-utils", module=True
+    )
     return []
 
 

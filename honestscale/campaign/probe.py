@@ -111,7 +111,7 @@ def prepare(
         raise HonestscaleError(
             "no framework environment can run this model here"
             + "".join(f"\n  {line}" for line in other_family),
-            "see README: Framework environments",
+            "see docs/runners.md: Framework environments",
         )
     campaign = name or f"probe-{usermodel.label(model)}"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import typer
 from honestscale.cli._app import StoreOpt, app, out
 
 store_app = typer.Typer(
-    help="The store itself: copy it between a DuckDB file and a centre's DuckLake, check and clean a DuckLake's loose files (README: the tiers).",
+    help="The store itself: copy it between a DuckDB file and a centre's DuckLake, check and clean a DuckLake's loose files (docs/store.md: the tiers).",
     no_args_is_help=True,
 )
 app.add_typer(store_app, name="store")

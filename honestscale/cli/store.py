@@ -123,7 +123,7 @@ def ingest(
     and scaling.json files, read with the logs beside them, only with --verbose).
 
     Your own loop writes event files with honestscale.record (docs/record.md); other tools' logs are chosen by
-    content, named with -v: torchtitan, Megatron-LM, DLLogger, trainer_state.json (README: "Logs you already have").
+    content, named with -v: torchtitan, Megatron-LM, DLLogger, trainer_state.json (docs/readers.md).
 
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format or a log its reader does not know), or an MLPerf system

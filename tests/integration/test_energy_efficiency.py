@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import subprocess
 import unicodedata
@@ -24,6 +23,7 @@ from honestscale.store import open_store
 from honestscale.view import build
 from tests.conftest import cli
 from tests.lint_campaigns import T0, view_of
+from tests.tools import require
 
 
 def _watts(t: float) -> float:
@@ -138,8 +138,7 @@ def test_the_report_prints_energy_where_measured_and_says_not_recorded_elsewhere
         "source": "not recorded"
     }
     assert "not recorded" in cli("show", "cpu-r2", "--store", store).stdout
-    if shutil.which("pdftotext") is None and os.environ.get("CI") != "true":
-        pytest.skip("poppler-utils (pdftotext) not installed")
+    require(shutil.which("pdftotext"), "poppler-utils (pdftotext)", "apt-get install poppler-utils")
     pdf = tmp_path / "r.pdf"
     assert cli("report", "--store", store, "--campaign", "gpu", "-o", pdf).returncode == 0
     text = " ".join(unicodedata.normalize("NFKC", subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,

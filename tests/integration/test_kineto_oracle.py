@@ -31,7 +31,6 @@ import gzip
 import importlib
 import json
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,16 +39,19 @@ import pytest
 
 from honestscale.collector.importers import kineto
 from tests.conftest import REPO
+from tests.tools import require
 
 try:
     _TA = importlib.import_module("hta.trace_analysis")
     _UTILS = importlib.import_module("hta.utils.utils")
     _ENV = importlib.import_module("hta.configs.env_options")
 except ImportError as exc:  # the dev extra installs it (traceinsight): CI must never skip the oracle
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"Holistic Trace Analysis (module hta) must be importable in CI: {exc}", pytrace=False)
-    pytest.skip(f"Holistic Trace Analysis (module hta) not importable ({exc}): pip install -e '.[dev]' "
-                "(traceinsight)", allow_module_level=True)  # fmt: skip
+    require(
+        False,
+        f"Holistic Trace Analysis (module hta: {exc})",
+        "pip install -e '.[dev]' (traceinsight)",
+        module=True,
+    )
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta")  # HTA's own pandas deprecations, its 0/0
 

@@ -17,11 +17,9 @@ from honestscale.report._model import median_ci, mlperf_score
 from honestscale.report._render import AssetFetcher
 from tests.conftest import cli
 from tests.lint_campaigns import build, case_runs
+from tests.tools import require
 
-if shutil.which("pdftotext") is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("poppler-utils (pdftotext, pdftoppm) must be installed in CI: .ci/run installs it")
-    pytestmark = pytest.mark.skip(reason="poppler-utils (pdftotext) not installed")
+require(shutil.which("pdftotext"), "poppler-utils (pdftotext)", "apt-get install poppler-utils", module=True)
 
 
 def _ttt(log: Path) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli, framework_python, hs, query
+from tests.tools import require
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ["torch", "tensorflow", "horovod-torch", "horovod-tf", "mxnet"]
@@ -58,8 +59,7 @@ def test_one_spec_compares_every_framework(tmp_path: Path, store: Path, environm
     pdf = tmp_path / "frameworks.pdf"
     made = cli("report", "--store", store, "--campaign", "frameworks", "-o", pdf)
     assert made.returncode == 0, made.stderr[-3000:]
-    if shutil.which("pdftotext") is None:
-        pytest.skip("poppler-utils (pdftotext) not installed")
+    require(shutil.which("pdftotext"), "poppler-utils (pdftotext)", "apt-get install poppler-utils")
     text = subprocess.run(
         ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
     ).stdout

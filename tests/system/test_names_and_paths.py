@@ -13,7 +13,6 @@ folder; ``show`` still prints the full path the store keeps.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import pytest
 
 from honestscale.display import file_name, json_text, shown, shown_command, shown_path, shown_text
 from tests.conftest import COMPARE_RUNS, REPO, hs
+from tests.tools import require
 
 EVIL = "evil\u202egpj.exe"
 SHOWN = "evil\\u202egpj.exe"
@@ -45,10 +45,7 @@ def _compact(text: str) -> str:
 
 
 def _pdf_text(pdf: Path) -> str:
-    if shutil.which("pdftotext") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("poppler-utils (pdftotext) must be installed in CI")
-        pytest.skip("poppler-utils (pdftotext) not installed")
+    require(shutil.which("pdftotext"), "poppler-utils (pdftotext)", "apt-get install poppler-utils")
     return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
 
@@ -195,8 +192,7 @@ def dashboard(named_store: Path, clone_layout: dict[str, Path], tmp_path_factory
               ) -> Iterator[Any]:  # fmt: skip
     from tests.serving import CHROMIUM, DRIVER, start, stop
 
-    if CHROMIUM is None or DRIVER is None:
-        pytest.skip("chromium / chromium-driver not installed")
+    require(CHROMIUM and DRIVER, "chromium and chromium-driver", "apt-get install chromium chromium-driver")
     store = clone_layout["clone"] / "dashboard.duckdb"
     shutil.copy(named_store, store)
     got = hs("ingest", clone_layout["runs"], "--store", store)

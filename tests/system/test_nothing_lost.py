@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import cli, hs, query
 from tests.lint_campaigns import build
 from tests.runs import write_run
+from tests.tools import require
 
 
 def _runs(store: Path) -> list[tuple[str, str, int]]:
@@ -382,10 +383,9 @@ def test_exports_hold_values_and_the_latex_compiles(tmp_path: Path, mlperf: Path
         assert "–" not in path.read_text() and " %" not in path.read_text()
     tex = "".join(p.read_text() for p in sorted(files.glob("*.tex")))
     assert tex.isascii()
-    if shutil.which("pdflatex") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("pdflatex missing: .ci/run installs texlive-latex-base and texlive-latex-recommended")
-        pytest.skip("pdflatex not installed")
+    require(
+        shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base texlive-latex-recommended"
+    )
     doc = tmp_path / "paper.tex"
     body = "\n".join(rf"\input{{{p.name}}}" + "\n\\clearpage" for p in sorted(files.glob("*.tex")))
     doc.write_text(

@@ -7,7 +7,6 @@ The server runs as a user starts it (``honestscale serve`` in its own process) o
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -19,15 +18,18 @@ import pytest
 from tests.conftest import REPO, cli, held_store, hs
 from tests.lint_campaigns import build
 from tests.serving import CHROMIUM, DRIVER, EXAMPLE, Server, chrome, start, stop, visit, wait_for_text
+from tests.tools import require
 
 MARKUP = "<img src=http://127.0.0.1:9/x onerror=window.pwned=1>"
 SCRIPT = "<script>window.pwned=1</script>"
 MATH = r"$\undefinedcmd$"
 
-if (CHROMIUM is None or DRIVER is None) and os.environ.get("CI") == "true":
-    raise RuntimeError("chromium and chromium-driver must be installed in CI: .ci/run installs them")
-pytestmark = [
-              pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
+require(
+    CHROMIUM and DRIVER,
+    "chromium and chromium-driver",
+    "apt-get install chromium chromium-driver",
+    module=True,
+)
 
 
 @pytest.fixture(scope="module")

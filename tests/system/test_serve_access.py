@@ -35,9 +35,14 @@ from tests.serving import (
     visit,
     wait_for_text,
 )
+from tests.tools import require
 
-pytestmark = [
-              pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason="chromium / chromium-driver not installed")]  # fmt: skip
+require(
+    CHROMIUM and DRIVER,
+    "chromium and chromium-driver",
+    "apt-get install chromium chromium-driver",
+    module=True,
+)
 
 STRONG = "Yq3v9Lr0bX2mTz7KpA4sWn"  # 22 url-safe characters: 132 bits
 
@@ -84,8 +89,7 @@ def shared(store: Path) -> Iterator[tuple[Server, str, str]]:
 @pytest.fixture(scope="module")
 def tls(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
     """HTTPS with a self-signed certificate for 127.0.0.1 made here by openssl, and a token."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+    require(shutil.which("openssl"), "openssl", "apt-get install openssl")
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
