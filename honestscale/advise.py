@@ -139,18 +139,31 @@ def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, StepFract
         spreads = [v for r in ok if (v := steps[r.id].get("imbalance")) is not None]
         out.append(
             Setup(
-                campaign=campaign, model=model, dataset=dataset, framework=framework, workers=workers, runs=p.runs,
-                succeeded=p.succeeded, time_s=p.time_s, tta_s=p.tta_s, samples_per_s=p.throughput,
-                per_worker=p.per_worker, breakdown=p.breakdown,
+                campaign=campaign,
+                model=model,
+                dataset=dataset,
+                framework=framework,
+                workers=workers,
+                runs=p.runs,
+                succeeded=p.succeeded,
+                time_s=p.time_s,
+                tta_s=p.tta_s,
+                samples_per_s=p.throughput,
+                per_worker=p.per_worker,
+                breakdown=p.breakdown,
                 comm_measured=bool(ok) and all(steps[r.id].get("comm_measured") for r in ok),
-                imbalance=median(spreads) if spreads else None, dominant=dominant,
+                imbalance=median(spreads) if spreads else None,
+                dominant=dominant,
                 dominant_share=shares.get(dominant) if dominant else None,
                 loader_workers=_hyper(runs, "loader_workers"),
                 local_batch=next((int(r.local_batch_size) for r in runs if r.local_batch_size), None),
-                lr=_hyper(runs, "lr"), run_ids=p.run_ids, comm=p.comm, layout=layout or None,
+                lr=_hyper(runs, "lr"),
+                run_ids=p.run_ids,
+                comm=p.comm,
+                layout=layout or None,
                 comm_dimensions=tuple(str(d) for d in (runs[0].attrs.get("comm_dimensions") or ())),
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -175,12 +188,20 @@ def _projections(view: View, kept_ids: set[str], campaign: str | None) -> tuple[
             continue
         out.append(
             Projection(
-                model=str(c.key.get("model")), dataset=str(c.key.get("dataset")), framework=str(c.key.get("framework")),
-                law=got.law, parallel_fraction=got.parallel_fraction, interval=got.interval, measured=got.measured,
-                projected=got.projected, points=got.points, mode=c.mode or "", quantity=got.quantity,
+                model=str(c.key.get("model")),
+                dataset=str(c.key.get("dataset")),
+                framework=str(c.key.get("framework")),
+                law=got.law,
+                parallel_fraction=got.parallel_fraction,
+                interval=got.interval,
+                measured=got.measured,
+                projected=got.projected,
+                points=got.points,
+                mode=c.mode or "",
+                quantity=got.quantity,
                 campaign=c.key.get("campaign"),
             )
-        )  # fmt: skip
+        )
     return out, withheld
 
 
@@ -192,37 +213,49 @@ def _suggest(setups: list[Setup], projections: list[Projection]) -> list[str]:
         where = f"{s.model} / {s.framework} at {s.workers} worker(s)" + (f" ({s.layout})" if s.layout else "")
         share = f"{100 * s.dominant_share:.0f} %"
         if s.dominant == "data" and s.dominant_share >= 0.25:
-            tips.append(f"{where} is data/I/O bound ({share} of the step loading data): raise --loader-workers "
-                        f"(now {s.loader_workers or 0}), stage the data on node-local storage, or preprocess once")  # fmt: skip
+            tips.append(
+                f"{where} is data/I/O bound ({share} of the step loading data): raise --loader-workers "
+                f"(now {s.loader_workers or 0}), stage the data on node-local storage, or preprocess once"
+            )
         elif s.dominant == "comm" and s.dominant_share >= 0.25:
             k = 4
             lr = f"{s.lr * k:g}" if s.lr else "k x the current"
-            tips.append(f"{where} is communication bound ({share} of the step waiting for the gradient exchange): "
-                        f"a larger per-worker batch (e.g. {k} x {s.local_batch or '?'} with the linear scaling rule, "
-                        f"lr {lr}, with warm-up), gradient compression (--grad-compression fp16 or powersgd), or fewer "
-                        f"nodes with more workers per node")  # fmt: skip
+            tips.append(
+                f"{where} is communication bound ({share} of the step waiting for the gradient exchange): "
+                f"a larger per-worker batch (e.g. {k} x {s.local_batch or '?'} with the linear scaling rule, "
+                f"lr {lr}, with warm-up), gradient compression (--grad-compression fp16 or powersgd), or fewer "
+                f"nodes with more workers per node"
+            )
         elif s.dominant == "optimizer" and s.dominant_share >= 0.25:
             tips.append(
                 f"{where} spends {share} in the optimizer step: a fused/foreach optimizer or a larger batch"
             )
         if s.imbalance is not None and s.imbalance > IMBALANCE:
-            tips.append(f"{where}: the slowest rank's step time is {100 * (s.imbalance - 1):.0f} % above the fastest's "
-                        f"(load imbalance or a straggler): check the host load and other jobs on the node (HS208), "
-                        f"and uneven data shards")  # fmt: skip
+            tips.append(
+                f"{where}: the slowest rank's step time is {100 * (s.imbalance - 1):.0f} % above the fastest's "
+                f"(load imbalance or a straggler): check the host load and other jobs on the node (HS208), "
+                f"and uneven data shards"
+            )
         if not s.comm_measured and s.workers > 1 and s.layout:
-            tips.append(f"{where}: the layout's collectives (fully sharded all-gathers and reduce-scatters, tensor-parallel "
-                        "all-reduces) run inside forward and backward and are counted in compute: a profiler trace "
-                        "(torch.profiler) shows them")  # fmt: skip
+            tips.append(
+                f"{where}: the layout's collectives (fully sharded all-gathers and reduce-scatters, tensor-parallel "
+                "all-reduces) run inside forward and backward and are counted in compute: a profiler trace "
+                "(torch.profiler) shows them"
+            )
         elif not s.comm_measured and s.workers > 1:
-            tips.append(f"{where}: the framework does not expose its all-reduce, so communication is counted in "
-                        f"compute; run it with Horovod and --horovod-timeline to see it")  # fmt: skip
+            tips.append(
+                f"{where}: the framework does not expose its all-reduce, so communication is counted in "
+                f"compute; run it with Horovod and --horovod-timeline to see it"
+            )
     for p in projections:
         low = [r for r in p.projected if r["efficiency"] < 0.5]
         if low:
             r = low[0]
-            tips.append(f"{p.model} / {p.framework}: {p.law} projects {100 * r['efficiency']:.0f} % efficiency at {r['workers']} "
-                        f"workers (parallel fraction {p.parallel_fraction:.3f}): do not go that wide for this model; "
-                        f"use fewer workers or make each worker's share of the work larger")  # fmt: skip
+            tips.append(
+                f"{p.model} / {p.framework}: {p.law} projects {100 * r['efficiency']:.0f} % efficiency at {r['workers']} "
+                f"workers (parallel fraction {p.parallel_fraction:.3f}): do not go that wide for this model; "
+                f"use fewer workers or make each worker's share of the work larger"
+            )
     return tips
 
 
@@ -234,10 +267,16 @@ def _advice_of(
     for s in setups:
         if s.succeeded:
             problems[(s.model, s.dataset)].append(s)
-    per_sample = [max(got, key=lambda s: s.samples_per_s or 0.0)
-                  for got in ([s for s in u if s.samples_per_s] for u in problems.values()) if got]  # fmt: skip
-    to_target = [min(got, key=lambda s: s.tta_s or 0.0)
-                 for got in ([s for s in u if s.tta_s is not None] for u in problems.values()) if got]  # fmt: skip
+    per_sample = [
+        max(got, key=lambda s: s.samples_per_s or 0.0)
+        for got in ([s for s in u if s.samples_per_s] for u in problems.values())
+        if got
+    ]
+    to_target = [
+        min(got, key=lambda s: s.tta_s or 0.0)
+        for got in ([s for s in u if s.tta_s is not None] for u in problems.values())
+        if got
+    ]
     for s in setups:
         s.lint = lint_codes(findings, set(s.run_ids))
     projections, withheld = _projections(kept, kept_ids, campaign)
@@ -258,8 +297,17 @@ def _advice_of(
     for best in to_target:
         rivals = [s for s in problems[(best.model, best.dataset)] if s is not best and s.tta_s is not None]
         versus[f"to target: {best.model} / {best.dataset}"] = _versus_next(best, rivals, ttas, "median")
-    return CampaignAdvice(campaign, len(runs), setups, per_sample, to_target, projections,
-                          _suggest([s for s in setups if s.succeeded], projections), withheld, versus)  # fmt: skip
+    return CampaignAdvice(
+        campaign,
+        len(runs),
+        setups,
+        per_sample,
+        to_target,
+        projections,
+        _suggest([s for s in setups if s.succeeded], projections),
+        withheld,
+        versus,
+    )
 
 
 def _versus_next(
@@ -296,10 +344,13 @@ def advise(view: View, result: LintResult, campaign: str | None = None) -> Advic
         if (r.purpose or "final") in ("final", "baseline", "smoke") and r.workers:
             by_campaign[kept.group_of(r)].append(r)
     kept_ids = {r.id for r in kept.runs}
-    groups = [_advice_of(name, runs, kept, kept_ids, findings)
-              for name, runs in sorted(by_campaign.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]  # fmt: skip
-    return Advice(campaign, list(view.pooled), excluded, groups,
-                  {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC})  # fmt: skip
+    groups = [
+        _advice_of(name, runs, kept, kept_ids, findings)
+        for name, runs in sorted(by_campaign.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+    ]
+    return Advice(
+        campaign, list(view.pooled), excluded, groups, {"time": TIME_STATISTIC, "throughput": RATE_STATISTIC}
+    )
 
 
 def _pct(v: float | None) -> str:
@@ -308,8 +359,10 @@ def _pct(v: float | None) -> str:
 
 def _heading(a: Advice, g: CampaignAdvice) -> str:
     if a.pooled:
-        return (f"Pooled: {g.runs} run(s) of {len(a.pooled)} campaigns ({', '.join(a.pooled)}), as repetitions of "
-                "one setup each (asked with --pool):")  # fmt: skip
+        return (
+            f"Pooled: {g.runs} run(s) of {len(a.pooled)} campaigns ({', '.join(a.pooled)}), as repetitions of "
+            "one setup each (asked with --pool):"
+        )
     if g.campaign is None:
         return f"Runs without a campaign ({g.runs} run(s)):"
     return f"Campaign {g.campaign} ({g.runs} run(s)):"
@@ -319,19 +372,25 @@ def lines(a: Advice) -> list[str]:
     """The advice as plain sentences, per campaign (the CLI prints them; ``--format json`` gives the numbers)."""
     out: list[str] = []
     if a.excluded:
-        out.append(f"Excluded {len(a.excluded)} run(s) failing {', '.join(BLOCKING)}: "
-                   + ", ".join(f"{r} ({', '.join(c)})" for r, c in sorted(a.excluded.items())))  # fmt: skip
+        out.append(
+            f"Excluded {len(a.excluded)} run(s) failing {', '.join(BLOCKING)}: "
+            + ", ".join(f"{r} ({', '.join(c)})" for r, c in sorted(a.excluded.items()))
+        )
     if not a.groups and a.excluded and all("HS101" in c for c in a.excluded.values()):
-        out.append("Nothing to advise from: test accuracy differs across worker counts by more than HS101 allows "
-                   "(`honestscale lint --select HS101` gives the numbers). Train longer (probe --samples) until "
-                   "it settles, or check the learning rate and batch at the larger worker count.")  # fmt: skip
+        out.append(
+            "Nothing to advise from: test accuracy differs across worker counts by more than HS101 allows "
+            "(`honestscale lint --select HS101` gives the numbers). Train longer (probe --samples) until "
+            "it settles, or check the learning rate and batch at the larger worker count."
+        )
         return out
     if not a.groups:
         out.append("No successful final runs to advise from: run a campaign or `honestscale probe` first.")
         return out
     if len(a.groups) > 1:
-        out.append(f"Advice per campaign ({len(a.groups)} campaigns, each on its own runs); --pool treats the runs of "
-                   "one setup in every campaign as repetitions of it.")  # fmt: skip
+        out.append(
+            f"Advice per campaign ({len(a.groups)} campaigns, each on its own runs); --pool treats the runs of "
+            "one setup in every campaign as repetitions of it."
+        )
     for g in a.groups:
         out.append(_heading(a, g))
         out += [f"  {line}" for line in _group_lines(g, a.statistics)]
@@ -349,35 +408,54 @@ def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
         verdict = (
             f"{PART_NAMES[s.dominant]} bound ({_pct(s.dominant_share)})" if s.dominant else "no step data"
         )
-        rate = (f"{s.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}, "
-                f"{s.succeeded} run(s))" if s.samples_per_s else "throughput unknown")  # fmt: skip
-        out.append(f"{s.model} / {s.framework} at {s.workers} worker(s)" + (f" ({s.layout})" if s.layout else "")
-                   + f": {verdict}; {rate}; step time: {parts}"
-                   + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
-                   + f" [rules: {verdicts_text(s.lint)}]")  # fmt: skip
+        rate = (
+            f"{s.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}, "
+            f"{s.succeeded} run(s))"
+            if s.samples_per_s
+            else "throughput unknown"
+        )
+        out.append(
+            f"{s.model} / {s.framework} at {s.workers} worker(s)"
+            + (f" ({s.layout})" if s.layout else "")
+            + f": {verdict}; {rate}; step time: {parts}"
+            + (f"; rank imbalance {100 * (s.imbalance - 1):.0f} %" if s.imbalance else "")
+            + f" [rules: {verdicts_text(s.lint)}]"
+        )
     for f in g.fastest_per_sample:
         versus = g.versus_next.get(f"per sample: {f.model} / {f.dataset}", "")
-        out.append(f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s)"
-                   + (f" ({f.layout})" if f.layout else "") + ", "
-                   f"{f.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}; "
-                   f"{f.per_worker or 0:,.0f} per worker), {versus} [rules: {verdicts_text(f.lint)}].")  # fmt: skip
+        out.append(
+            f"Fastest per sample for {f.model} on {f.dataset}: {f.framework} at {f.workers} worker(s)"
+            + (f" ({f.layout})" if f.layout else "")
+            + ", "
+            f"{f.samples_per_s:,.0f} samples/s ({statistics.get('throughput', 'harmonic mean of runs')}; "
+            f"{f.per_worker or 0:,.0f} per worker), {versus} [rules: {verdicts_text(f.lint)}]."
+        )
     for f in g.fastest_to_target:
         versus = g.versus_next.get(f"to target: {f.model} / {f.dataset}", "")
-        out.append(f"Fastest to the target for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
-                   f"worker(s)" + (f" ({f.layout})" if f.layout else "") + f", {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}), {versus} "
-                   f"[rules: {verdicts_text(f.lint)}].")  # fmt: skip
+        out.append(
+            f"Fastest to the target for {f.model} on {f.dataset}: {f.framework} at {f.workers} "
+            f"worker(s)"
+            + (f" ({f.layout})" if f.layout else "")
+            + f", {f.tta_s:.2f} s ({statistics.get('time', 'median of runs')}), {versus} "
+            f"[rules: {verdicts_text(f.lint)}]."
+        )
     for p in g.projections:
-        ci = (f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})" if p.interval
-              else f" (no interval: needs {MIN_INTERVAL_RUNS}+ repetitions per point)")  # fmt: skip
+        ci = (
+            f" (95 % bootstrap interval {p.interval[0]:.3f}-{p.interval[1]:.3f})"
+            if p.interval
+            else f" (no interval: needs {MIN_INTERVAL_RUNS}+ repetitions per point)"
+        )
         proj = "; ".join(
             f"{r['workers']} workers {_pct(r['efficiency'])}"
             + (f" [{_pct(r['low'])}-{_pct(r['high'])}]" if r["low"] is not None else "")
             for r in p.projected
         )
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
-        out.append(f"{p.model} / {p.framework}: {p.mode} scaling; {p.quantity} {measured}; "
-                   f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}; "
-                   f"projected efficiency {proj}.")  # fmt: skip
+        out.append(
+            f"{p.model} / {p.framework}: {p.mode} scaling; {p.quantity} {measured}; "
+            f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}; "
+            f"projected efficiency {proj}."
+        )
     out += list(g.withheld)
     out += [f"Try: {t}." for t in dict.fromkeys(g.suggestions)]
     return out

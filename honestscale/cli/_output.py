@@ -33,17 +33,22 @@ def reached(runs: list[Any]) -> dict[str, dict[str, Any]]:
         goals = targets_of(r)
         out[r.id] = {
             "time_to_accuracy_s": time_to_accuracy(r) if goals else None,
-            "target": [{"split": "validation", "metric": g.name, "better": g.better, "value": g.target}
-                       for g in goals] or None,
-        }  # fmt: skip
+            "target": [
+                {"split": "validation", "metric": g.name, "better": g.better, "value": g.target}
+                for g in goals
+            ]
+            or None,
+        }
     return out
 
 
 def _target_text(target: list[dict[str, Any]] | None) -> str | None:
     if not target:
         return None
-    return "; ".join(f"{t['split']} {t['metric']} {'>=' if t['better'] == 'higher' else '<='} {t['value']:g}"
-                     for t in target)  # fmt: skip
+    return "; ".join(
+        f"{t['split']} {t['metric']} {'>=' if t['better'] == 'higher' else '<='} {t['value']:g}"
+        for t in target
+    )
 
 
 def rejected_times(findings: Any) -> dict[str, dict[str, Any]]:
@@ -64,8 +69,11 @@ def _withhold(rec: dict[str, Any], rejected: dict[str, Any] | None) -> dict[str,
     if rejected is None:
         rec["rejected"] = None
         return rec
-    rec["rejected"] = {**rejected, "time_to_train_s": rec.get("time_to_train_s"),
-                       "time_to_accuracy_s": rec.get("time_to_accuracy_s")}  # fmt: skip
+    rec["rejected"] = {
+        **rejected,
+        "time_to_train_s": rec.get("time_to_train_s"),
+        "time_to_accuracy_s": rec.get("time_to_accuracy_s"),
+    }
     rec["time_to_train_s"] = rec["time_to_accuracy_s"] = None
     return rec
 
@@ -87,20 +95,37 @@ def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
     out = {}
     for r in runs:
         # a log of fewer ranks than the run had (HS215): its rates are those ranks', never divided by the world
-        partial = bool(isinstance(r.attrs.get("imported"), dict) and r.world_size and r.ranks_seen is not None
-                       and r.ranks_seen < r.world_size)  # fmt: skip
+        partial = bool(
+            isinstance(r.attrs.get("imported"), dict)
+            and r.world_size
+            and r.ranks_seen is not None
+            and r.ranks_seen < r.world_size
+        )
         per = r.throughput / r.workers if r.throughput is not None and r.workers and not partial else None
         u = flops.utilisation(r) if flops.audited(r) else None
-        are = (f"{RATES_ARE}; from the steps of {r.ranks_seen} of the run's {r.world_size} ranks (the log holds no "
-               "more): those ranks' rates, not the run's (HS215), and no per-worker rate" if partial else RATES_ARE)  # fmt: skip
-        out[r.id] = {"layout": r.layout, "parallel": r.degrees if r.parallel else None,
-                     "samples_per_s": r.throughput, "samples_per_s_per_worker": per,
-                     "tokens_per_s": r.tokens_per_s,
-                     "tokens_per_s_per_worker": None if partial else r.tokens_per_s_per_accelerator,
-                     "rates_are": are if r.throughput is not None else None,
-                     "utilisation": None if u is None else u.as_json() | {"method": flops.MFU_METHOD,
-                                                                          "no_peak": u.peak.missing or None,
-                                                                          "to_record": u.peak.record or None}}  # fmt: skip
+        are = (
+            f"{RATES_ARE}; from the steps of {r.ranks_seen} of the run's {r.world_size} ranks (the log holds no "
+            "more): those ranks' rates, not the run's (HS215), and no per-worker rate"
+            if partial
+            else RATES_ARE
+        )
+        out[r.id] = {
+            "layout": r.layout,
+            "parallel": r.degrees if r.parallel else None,
+            "samples_per_s": r.throughput,
+            "samples_per_s_per_worker": per,
+            "tokens_per_s": r.tokens_per_s,
+            "tokens_per_s_per_worker": None if partial else r.tokens_per_s_per_accelerator,
+            "rates_are": are if r.throughput is not None else None,
+            "utilisation": None
+            if u is None
+            else u.as_json()
+            | {
+                "method": flops.MFU_METHOD,
+                "no_peak": u.peak.missing or None,
+                "to_record": u.peak.record or None,
+            },
+        }
     return out
 
 
@@ -156,17 +181,23 @@ def runs_csv(
     rejected = rejected or {}
     at = df.columns.index("time_to_train_s") + 1
     df = df.insert_column(
-        at, pl.Series("time_to_accuracy_s", [targets.get(i, {}).get("time_to_accuracy_s") for i in ids],
-                      dtype=pl.Float64)
+        at,
+        pl.Series(
+            "time_to_accuracy_s",
+            [targets.get(i, {}).get("time_to_accuracy_s") for i in ids],
+            dtype=pl.Float64,
+        ),
     ).insert_column(
-        at + 1, pl.Series("target", [_target_text(targets.get(i, {}).get("target")) for i in ids], dtype=pl.String)
-    )  # fmt: skip
+        at + 1,
+        pl.Series("target", [_target_text(targets.get(i, {}).get("target")) for i in ids], dtype=pl.String),
+    )
     times = zip(ids, df["time_to_train_s"].to_list(), df["time_to_accuracy_s"].to_list(), strict=True)
     why = [_rejected_text(rejected.get(i), t, a) for i, t, a in times]
     gone = pl.Series([i in rejected for i in ids])
     df = df.with_columns(
-        pl.when(gone).then(None).otherwise(pl.col(c)).alias(c) for c in ("time_to_train_s", "time_to_accuracy_s")
-    ).insert_column(at + 2, pl.Series("rejected", why, dtype=pl.String))  # fmt: skip
+        pl.when(gone).then(None).otherwise(pl.col(c)).alias(c)
+        for c in ("time_to_train_s", "time_to_accuracy_s")
+    ).insert_column(at + 2, pl.Series("rejected", why, dtype=pl.String))
     df = df.with_columns(
         pl.col("started_at").map_elements(iso, return_dtype=pl.String),
         pl.col("stopped_at").map_elements(iso, return_dtype=pl.String),
@@ -184,8 +215,9 @@ def _name(value: object) -> Text:
 def _rejected_text(rejected: dict[str, Any] | None, ttt: float | None, tta: float | None) -> str | None:
     if rejected is None:
         return None
-    values = "; ".join(f"{name} {v:g} s" for name, v in (("time to train", ttt), ("time to accuracy", tta))
-                       if v is not None)  # fmt: skip
+    values = "; ".join(
+        f"{name} {v:g} s" for name, v in (("time to train", ttt), ("time to accuracy", tta)) if v is not None
+    )
     return f"{rejected['rule']}: {rejected['reason']}" + (f" ({values}: not a measurement)" if values else "")
 
 
@@ -216,8 +248,14 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = No
     listed = set(df["run_id"].to_list())
     rejected = {k: v for k, v in (rejected or {}).items() if k in listed}
     if rejected:
-        table.caption = Text("\n".join(f"✗ {v['rule']} ({v['severity']}) {shown(k)}: {v['reason']}: its times are no "
-                                        "measurement" for k, v in rejected.items()), style="red", justify="left")  # fmt: skip
+        table.caption = Text(
+            "\n".join(
+                f"✗ {v['rule']} ({v['severity']}) {shown(k)}: {v['reason']}: its times are no measurement"
+                for k, v in rejected.items()
+            ),
+            style="red",
+            justify="left",
+        )
     for col in ("run", "system", "framework", "workers", "accelerators", "batch", "status", "time to train"):
         table.add_column(col, overflow="fold")
     table.add_column("final quality", overflow="fold")
@@ -276,8 +314,9 @@ def plan_table(campaign: str, plans: list[Any]) -> Table:
         table.add_column(col, overflow="fold")
     for p in plans:
         options = " ".join(f"{k}={v}" for k, v in p.args.items())
-        table.add_row(_name(p.run_id), p.purpose, _name(p.framework), str(p.workers), str(p.seed),
-                      _name(options))  # fmt: skip
+        table.add_row(
+            _name(p.run_id), p.purpose, _name(p.framework), str(p.workers), str(p.seed), _name(options)
+        )
     return table
 
 

@@ -18,21 +18,72 @@ if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, 
     import polars as pl
 
 _SHOW_FIELDS = (
-    "run_id", "source", "campaign", "name", "purpose", "status", "reason", "framework", "framework_version",
-    "launcher", "backend", "world_size", "n_nodes", "accelerators_per_node", "n_accelerators", "accelerator",
-    "system", "host", "cpu", "interconnect", "intra_op_threads", "inter_op_threads", "cpus_allowed", "launch_env",
-    "model", "model_params", "dataset", "train_size", "validation_size",
-    "test_size", "data_source", "data_path", "global_batch_size", "local_batch_size", "optimizer", "learning_rate",
-    "lr_schedule", "precision", "grad_compression", "seed", "stop_criterion", "stop_value", "target_metric", "scope",
-    "scaling", "config_hash", "git_commit", "slurm_job_id", "slurm_step_id", "ranks_seen", "ranks_stopped",
-    "started_at", "stopped_at", "time_to_train_s", "source_file",
-)  # fmt: skip
+    "run_id",
+    "source",
+    "campaign",
+    "name",
+    "purpose",
+    "status",
+    "reason",
+    "framework",
+    "framework_version",
+    "launcher",
+    "backend",
+    "world_size",
+    "n_nodes",
+    "accelerators_per_node",
+    "n_accelerators",
+    "accelerator",
+    "system",
+    "host",
+    "cpu",
+    "interconnect",
+    "intra_op_threads",
+    "inter_op_threads",
+    "cpus_allowed",
+    "launch_env",
+    "model",
+    "model_params",
+    "dataset",
+    "train_size",
+    "validation_size",
+    "test_size",
+    "data_source",
+    "data_path",
+    "global_batch_size",
+    "local_batch_size",
+    "optimizer",
+    "learning_rate",
+    "lr_schedule",
+    "precision",
+    "grad_compression",
+    "seed",
+    "stop_criterion",
+    "stop_value",
+    "target_metric",
+    "scope",
+    "scaling",
+    "config_hash",
+    "git_commit",
+    "slurm_job_id",
+    "slurm_step_id",
+    "ranks_seen",
+    "ranks_stopped",
+    "started_at",
+    "stopped_at",
+    "time_to_train_s",
+    "source_file",
+)
 
 
 def show_record(
-    run: dict[str, Any], evals: pl.DataFrame, steps: pl.DataFrame, counts: pl.DataFrame,
-    series: pl.DataFrame | None = None, profiled: pl.DataFrame | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    run: dict[str, Any],
+    evals: pl.DataFrame,
+    steps: pl.DataFrame,
+    counts: pl.DataFrame,
+    series: pl.DataFrame | None = None,
+    profiled: pl.DataFrame | None = None,
+) -> dict[str, Any]:
     rec: dict[str, Any] = {k: run.get(k) for k in _SHOW_FIELDS}
     rec["started_at"], rec["stopped_at"] = iso(run["started_at"]), iso(run["stopped_at"])
     for key in ("software", "input_shape"):
@@ -46,11 +97,12 @@ def show_record(
     rec["step_breakdown"] = steps.to_dicts()
     rec["events_per_rank"] = counts.to_dicts()
     rec["steady_state"] = (
-        steady.of_steps(series["t_total"].to_list(), int(series["warmup"].sum()),
-                        max(series["iterations"].to_list())).as_json()
+        steady.of_steps(
+            series["t_total"].to_list(), int(series["warmup"].sum()), max(series["iterations"].to_list())
+        ).as_json()
         if series is not None and len(series)
         else None
-    )  # fmt: skip
+    )
     rec["profiled_steps"] = profiled.to_dicts() if profiled is not None else []
     return rec
 
@@ -90,10 +142,19 @@ def show_verdicts(rec: dict[str, Any]) -> list[Text]:
         return []
     findings = got["findings"]
     if not findings:
-        return [Text(f"verdicts: no rule fails or cannot be verified on this run (judged with "
-                     f"{shown(got['judged_with'])})", style="green")]  # fmt: skip
-    lines = [Text(f"verdicts on this run ({len(findings)} finding(s), judged with {shown(got['judged_with'])}):",
-                  style="bold")]  # fmt: skip
+        return [
+            Text(
+                f"verdicts: no rule fails or cannot be verified on this run (judged with "
+                f"{shown(got['judged_with'])})",
+                style="green",
+            )
+        ]
+    lines = [
+        Text(
+            f"verdicts on this run ({len(findings)} finding(s), judged with {shown(got['judged_with'])}):",
+            style="bold",
+        )
+    ]
     for f in findings:
         line = Text("  ")
         line.append(f"{f['code']} ", style="bold")
@@ -147,9 +208,17 @@ def _facts(rec: dict[str, Any]) -> Table:
     spent = rec.get("energy_to_train") or {}
     if spent.get("joules") is not None:
         ranks = spent.get("per_rank_joules") or {}
-        facts.add_row("energy_to_train", f"{spent['joules'] / 1e3:,.2f} kJ ({spent['source']}"
-                      + (f"; mean power {spent['mean_power_w']:,.0f} W" if spent.get("mean_power_w") else "")
-                      + (f"; per rank: {', '.join(f'{r}: {j / 1e3:,.2f} kJ' for r, j in ranks.items())}" if ranks else "") + ")")  # fmt: skip
+        facts.add_row(
+            "energy_to_train",
+            f"{spent['joules'] / 1e3:,.2f} kJ ({spent['source']}"
+            + (f"; mean power {spent['mean_power_w']:,.0f} W" if spent.get("mean_power_w") else "")
+            + (
+                f"; per rank: {', '.join(f'{r}: {j / 1e3:,.2f} kJ' for r, j in ranks.items())}"
+                if ranks
+                else ""
+            )
+            + ")",
+        )
         if spent.get("joined"):
             facts.add_row("energy_joined", _name(spent["joined"]))
     elif spent:
@@ -173,9 +242,13 @@ def _evaluations(rec: dict[str, Any], all_ranks: bool) -> Table:
         )
     for e in evals:
         ev_table.add_row(
-            str(e["epoch"] if e["epoch"] is not None else "-"), str(e["rank"]), _name(e["split"]), _name(e["metric"]),
-            f"{e['value']:.5g}", str(e["samples"] or "-"),
-        )  # fmt: skip
+            str(e["epoch"] if e["epoch"] is not None else "-"),
+            str(e["rank"]),
+            _name(e["split"]),
+            _name(e["metric"]),
+            f"{e['value']:.5g}",
+            str(e["samples"] or "-"),
+        )
     return ev_table
 
 
@@ -195,10 +268,16 @@ def _step_split(rec: dict[str, Any], all_ranks: bool) -> list[Any]:
         comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
         counted = s["samples"] is not None  # a log that counts no samples (tokens only): unknown, never 0
         st.add_row(
-            str(s["rank"]), str(s["steps"]), str(s["samples"]) if counted else "not counted",
+            str(s["rank"]),
+            str(s["steps"]),
+            str(s["samples"]) if counted else "not counted",
             f"{s['samples'] / total:.1f}" if total and counted else "-",
-            pct(s["t_data"]), pct(s["t_compute"]), comm, pct(s["t_optimizer"]), pct(max(total - known, 0.0)),
-        )  # fmt: skip
+            pct(s["t_data"]),
+            pct(s["t_compute"]),
+            comm,
+            pct(s["t_optimizer"]),
+            pct(max(total - known, 0.0)),
+        )
     parts: list[Any] = [st]
     if note is not None:
         parts.append(note)
@@ -217,16 +296,24 @@ def _gaps(rec: dict[str, Any], all_ranks: bool) -> list[Text]:
         return [
             Text(f"{len(gaps):,} ranks lost events ({lost:,} in all); --ranks lists them", style="yellow")
         ]
-    return [Text(f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",
-                 style="yellow") for c in gaps]  # fmt: skip
+    return [
+        Text(
+            f"rank {c['rank']}: {c['missing']} events missing between seq {c['first_seq']} and {c['last_seq']}",
+            style="yellow",
+        )
+        for c in gaps
+    ]
 
 
 def _steady_text(ss: dict[str, Any]) -> str:
     marked = f"the run marks {ss['marked_warmup_steps']} warm-up step(s)"
     if ss["detected_warmup_steps"] is None:
         return f"steady state (first rank's {ss['steps']} steps): {ss['verdict']}; {marked}"
-    interval = (f" [{ss['low_s']:.4g}, {ss['high_s']:.4g}] (95 %, {ss['batches']} batch means)"
-                if ss["low_s"] is not None else " (too few steps for an interval)")  # fmt: skip
+    interval = (
+        f" [{ss['low_s']:.4g}, {ss['high_s']:.4g}] (95 %, {ss['batches']} batch means)"
+        if ss["low_s"] is not None
+        else " (too few steps for an interval)"
+    )
     return (
         f"steady state (first rank's {ss['steps']} steps, MSER-5): warm-up ends after step "
         f"{ss['detected_warmup_steps']}, {marked}; mean step after it {ss['steady_step_s']:.4g} s{interval}"
@@ -235,9 +322,13 @@ def _steady_text(ss: dict[str, Any]) -> str:
 
 def _profile_table(rows: list[dict[str, Any]]) -> Table:
     """The run's profiled steps (PyTorch profiler traces): evidence beside its step split."""
-    t = Table(title="profiler evidence (PyTorch profiler traces)", title_justify="left",
-              caption="device busy/idle: kernels, copies and sets in the step's window; collectives: in flight "
-                      "(overlapping compute), exposed: no other kernel beside them", caption_justify="left")  # fmt: skip
+    t = Table(
+        title="profiler evidence (PyTorch profiler traces)",
+        title_justify="left",
+        caption="device busy/idle: kernels, copies and sets in the step's window; collectives: in flight "
+        "(overlapping compute), exposed: no other kernel beside them",
+        caption_justify="left",
+    )
     for col in ("rank", "step", "step s", "device busy", "idle", "collectives", "exposed", "by kind"):
         t.add_column(col, justify="right" if col not in ("by kind",) else "left")
     for r in rows:
@@ -247,16 +338,28 @@ def _profile_table(rows: list[dict[str, Any]]) -> Table:
             return "-" if v is None or not step else f"{100 * v / step:.1f}%"
 
         kinds = json.loads(r["comm_by_kind"]) if r.get("comm_by_kind") else {}
-        t.add_row(str(r["rank"]), str(r["step"]), f"{step:.4g}", pct(r["t_busy"]), pct(r["t_idle"]), pct(r["t_comm"]),
-                  pct(r["t_comm_exposed"]), ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in sorted(kinds.items())) or "none")  # fmt: skip
+        t.add_row(
+            str(r["rank"]),
+            str(r["step"]),
+            f"{step:.4g}",
+            pct(r["t_busy"]),
+            pct(r["t_idle"]),
+            pct(r["t_comm"]),
+            pct(r["t_comm_exposed"]),
+            ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in sorted(kinds.items())) or "none",
+        )
     return t
 
 
 def profiles_table(df: pl.DataFrame) -> Table:
     unlinked = df.filter(df["run_id"].is_null()).height
-    table = Table(title=f"{df.height} profiler trace(s), {unlinked} linked to no run", title_justify="left",
-                  caption="shares of the profiled steps' summed time; busy: the device's kernels, copies and sets; "
-                          "collectives: in flight; exposed: no other kernel beside them", caption_justify="left")  # fmt: skip
+    table = Table(
+        title=f"{df.height} profiler trace(s), {unlinked} linked to no run",
+        title_justify="left",
+        caption="shares of the profiled steps' summed time; busy: the device's kernels, copies and sets; "
+        "collectives: in flight; exposed: no other kernel beside them",
+        caption_justify="left",
+    )
     for col in ("file", "run", "rank", "device", "steps", "step time", "busy", "collectives", "exposed"):
         table.add_column(
             col, overflow="fold", justify="left" if col in ("file", "run", "device") else "right"
@@ -267,7 +370,15 @@ def profiles_table(df: pl.DataFrame) -> Table:
         def share(v: float | None, total: float = total) -> str:
             return "-" if v is None or not total else f"{100 * v / total:.1f}%"
 
-        table.add_row(_name(r["path"]), _name(r["run_id"] or "linked to no run"), str(r["rank"] if r["rank"] is not None else "-"),
-                      _name(f"{r['device']} ({r['backend'] or '?'})"), str(r["steps"]), _fmt_seconds(total),
-                      share(r["t_busy"]), share(r["t_comm"]), share(r["t_comm_exposed"]))  # fmt: skip
+        table.add_row(
+            _name(r["path"]),
+            _name(r["run_id"] or "linked to no run"),
+            str(r["rank"] if r["rank"] is not None else "-"),
+            _name(f"{r['device']} ({r['backend'] or '?'})"),
+            str(r["steps"]),
+            _fmt_seconds(total),
+            share(r["t_busy"]),
+            share(r["t_comm"]),
+            share(r["t_comm_exposed"]),
+        )
     return table

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 DEFAULT_PORT = 29500
@@ -87,123 +87,183 @@ def slurm_port(job_id: str) -> int:
     return 20000 + int(digits) % 10000
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What every launcher may read: the environment and the Slurm job (if any) the process runs in."""
+
+    env: Mapping[str, str]
+    slurm_job: str | None
+    slurm_step: str | None
+    nodes_env: str | None
+    node_list: tuple[str, ...]
+
+    @classmethod
+    def of(cls, env: Mapping[str, str]) -> _Job:
+        slurm_job = env.get("SLURM_JOB_ID")
+        if env.get("SLURM_ARRAY_JOB_ID") and env.get(
+            "SLURM_ARRAY_TASK_ID"
+        ):  # an array task: name it as squeue does
+            slurm_job = f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+        return cls(
+            env=env,
+            slurm_job=slurm_job,
+            slurm_step=env.get("SLURM_STEP_ID"),
+            nodes_env=env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES"),
+            node_list=tuple(expand_hostlist(env["SLURM_JOB_NODELIST"]))
+            if env.get("SLURM_JOB_NODELIST")
+            else (),
+        )
+
+    def number(self, name: str) -> int:
+        return _int(self.env, name)
+
+    def number_or(self, name: str, default: int) -> int:
+        return _int(self.env, name) if name in self.env else default
+
+    def host(self, addr: str | None) -> str:
+        """``addr`` when set, else the first host of the Slurm job, else this machine."""
+        return addr or (self.node_list[0] if self.node_list else "127.0.0.1")
+
+    def nodes(self, default: int) -> int:
+        if self.nodes_env and self.nodes_env.isdigit():
+            return int(self.nodes_env)
+        return len(self.node_list) or default
+
+    def spread(self, world: int, local_world: int) -> int:
+        """The node count, ``world`` ranks at ``local_world`` a node unless Slurm says otherwise."""
+        return self.nodes(max(1, -(-world // max(local_world, 1))))
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """What a launcher knows of the process; ``hosts`` None stands for the Slurm job's node list."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    master_addr: str
+    master_port: int
+    launcher: str
+    nodes: int
+    hosts: tuple[str, ...] | None = None
+
+
+def _torchrun(job: _Job) -> _Fields:
+    world = job.number("WORLD_SIZE")
+    local_world = job.number_or("LOCAL_WORLD_SIZE", world)
+    rank = job.number("RANK")
+    return _Fields(
+        rank=rank,
+        local_rank=job.number_or("LOCAL_RANK", rank),
+        world_size=world,
+        local_world_size=local_world,
+        master_addr=job.env.get("MASTER_ADDR", "127.0.0.1"),
+        master_port=job.number_or("MASTER_PORT", DEFAULT_PORT),
+        launcher=job.env.get("HONESTSCALE_LAUNCHER", "torchrun"),
+        nodes=job.spread(world, local_world),
+    )
+
+
+def _counted(job: _Job, prefix: str, size: str, addr: str, launcher: str) -> _Fields:
+    """Horovod's and Open MPI's shape: ``{prefix}RANK``, ``{prefix}LOCAL_RANK``, ``{prefix}{size}``, ..."""
+    world = job.number(f"{prefix}{size}")
+    local_world = job.number_or(f"{prefix}LOCAL_{size}", world)
+    return _Fields(
+        rank=job.number(f"{prefix}RANK"),
+        local_rank=job.number_or(f"{prefix}LOCAL_RANK", 0),
+        world_size=world,
+        local_world_size=local_world,
+        master_addr=job.host(job.env.get(addr)),
+        master_port=job.number_or("MASTER_PORT", DEFAULT_PORT),
+        launcher=launcher,
+        nodes=job.spread(world, local_world),
+    )
+
+
+def _horovod(job: _Job) -> _Fields:
+    return _counted(job, "HOROVOD_", "SIZE", "HOROVOD_GLOO_RENDEZVOUS_ADDR", "horovodrun")
+
+
+def _open_mpi(job: _Job) -> _Fields:
+    return _counted(job, "OMPI_COMM_WORLD_", "SIZE", "MASTER_ADDR", "mpirun")
+
+
+def _pmi(job: _Job) -> _Fields:
+    world = job.number("PMI_SIZE")
+    return _Fields(
+        rank=job.number("PMI_RANK"),
+        local_rank=job.number_or("MPI_LOCALRANKID", 0),
+        world_size=world,
+        local_world_size=job.number_or("MPI_LOCALNRANKS", world),
+        master_addr=job.host(job.env.get("MASTER_ADDR")),
+        master_port=slurm_port(job.slurm_job) if job.slurm_job else DEFAULT_PORT,
+        launcher="slurm" if job.slurm_job else "mpirun",
+        nodes=job.nodes(1),
+    )
+
+
+def _srun(job: _Job) -> _Fields:
+    if not job.node_list:
+        raise WorldError("SLURM_PROCID is set but SLURM_JOB_NODELIST is not: run the ranks with srun")
+    world = job.number("SLURM_NTASKS")
+    per_node = job.env.get("SLURM_NTASKS_PER_NODE", "").split("(")[0]
+    return _Fields(
+        rank=job.number("SLURM_PROCID"),
+        local_rank=job.number_or("SLURM_LOCALID", 0),
+        world_size=world,
+        local_world_size=int(per_node) if per_node.isdigit() else max(1, world // max(len(job.node_list), 1)),
+        master_addr=job.node_list[0],
+        master_port=job.number_or("MASTER_PORT", slurm_port(job.slurm_job or "0")),
+        launcher="slurm",
+        nodes=job.nodes(len(job.node_list)),
+    )
+
+
+def _local(job: _Job) -> _Fields:
+    return _Fields(0, 0, 1, 1, "127.0.0.1", DEFAULT_PORT, "local", 1, hosts=(socket.gethostname(),))
+
+
+@dataclass(frozen=True)
+class _Launcher:
+    """One row of the table: the launcher started the process when every variable of ``needs`` is set."""
+
+    name: str
+    needs: tuple[str, ...]
+    read: Callable[[_Job], _Fields]
+
+
+# The precedence of the module's docstring, first row first; the last row needs nothing and always matches.
+_LAUNCHERS: tuple[_Launcher, ...] = (
+    _Launcher("torchrun", ("RANK", "WORLD_SIZE"), _torchrun),
+    _Launcher("horovodrun", ("HOROVOD_RANK", "HOROVOD_SIZE"), _horovod),
+    _Launcher("open-mpi", ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), _open_mpi),
+    _Launcher("pmi", ("PMI_RANK", "PMI_SIZE"), _pmi),
+    _Launcher("slurm", ("SLURM_PROCID", "SLURM_NTASKS"), _srun),
+    _Launcher("local", (), _local),
+)
+
+
 def discover(env: Mapping[str, str] | None = None) -> World:
-    env = os.environ if env is None else env
-    slurm_job = env.get("SLURM_JOB_ID")
-    if env.get("SLURM_ARRAY_JOB_ID") and env.get(
-        "SLURM_ARRAY_TASK_ID"
-    ):  # an array task: name it as squeue does
-        slurm_job = f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
-    slurm_step = env.get("SLURM_STEP_ID")
-    nodes_env = env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")
-    node_list = tuple(expand_hostlist(env["SLURM_JOB_NODELIST"])) if env.get("SLURM_JOB_NODELIST") else ()
-
-    def nodes(default: int) -> int:
-        return int(nodes_env) if nodes_env and nodes_env.isdigit() else (len(node_list) or default)
-
-    if all(k in env for k in ("RANK", "WORLD_SIZE")):
-        world = _int(env, "WORLD_SIZE")
-        local_world = _int(env, "LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in env else world
-        launcher = env.get("HONESTSCALE_LAUNCHER", "torchrun")
-        return _checked(
-            World(
-                rank=_int(env, "RANK"),
-                local_rank=_int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else _int(env, "RANK"),
-                world_size=world,
-                local_world_size=local_world,
-                master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
-                master_port=_int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_PORT,
-                launcher=launcher,
-                nodes=nodes(max(1, -(-world // max(local_world, 1)))),
-                node_list=node_list,
-                slurm_job_id=slurm_job,
-                slurm_step_id=slurm_step,
-            )
+    """This process's place in the job, read from ``env`` (default ``os.environ``) by the first launcher of
+    ``_LAUNCHERS`` whose variables are all set; ``WorldError`` names a variable that is inconsistent."""
+    job = _Job.of(os.environ if env is None else env)
+    row = next(row for row in _LAUNCHERS if all(name in job.env for name in row.needs))
+    f = row.read(job)
+    return _checked(
+        World(
+            rank=f.rank,
+            local_rank=f.local_rank,
+            world_size=f.world_size,
+            local_world_size=f.local_world_size,
+            master_addr=f.master_addr,
+            master_port=f.master_port,
+            launcher=f.launcher,
+            nodes=f.nodes,
+            node_list=job.node_list if f.hosts is None else f.hosts,
+            slurm_job_id=job.slurm_job,
+            slurm_step_id=job.slurm_step,
         )
-    if "HOROVOD_RANK" in env and "HOROVOD_SIZE" in env:
-        world = _int(env, "HOROVOD_SIZE")
-        local_world = _int(env, "HOROVOD_LOCAL_SIZE") if "HOROVOD_LOCAL_SIZE" in env else world
-        return _checked(
-            World(
-                rank=_int(env, "HOROVOD_RANK"),
-                local_rank=_int(env, "HOROVOD_LOCAL_RANK") if "HOROVOD_LOCAL_RANK" in env else 0,
-                world_size=world,
-                local_world_size=local_world,
-                master_addr=env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR")
-                or (node_list[0] if node_list else "127.0.0.1"),
-                master_port=_int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_PORT,
-                launcher="horovodrun",
-                nodes=nodes(max(1, -(-world // max(local_world, 1)))),
-                node_list=node_list,
-                slurm_job_id=slurm_job,
-                slurm_step_id=slurm_step,
-            )
-        )
-    if "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
-        world = _int(env, "OMPI_COMM_WORLD_SIZE")
-        local_world = (
-            _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE") if "OMPI_COMM_WORLD_LOCAL_SIZE" in env else world
-        )
-        return _checked(
-            World(
-                rank=_int(env, "OMPI_COMM_WORLD_RANK"),
-                local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
-                if "OMPI_COMM_WORLD_LOCAL_RANK" in env
-                else 0,
-                world_size=world,
-                local_world_size=local_world,
-                master_addr=env.get("MASTER_ADDR") or (node_list[0] if node_list else "127.0.0.1"),
-                master_port=_int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_PORT,
-                launcher="mpirun",
-                nodes=nodes(max(1, -(-world // max(local_world, 1)))),
-                node_list=node_list,
-                slurm_job_id=slurm_job,
-                slurm_step_id=slurm_step,
-            )
-        )
-    if "PMI_RANK" in env and "PMI_SIZE" in env:
-        world = _int(env, "PMI_SIZE")
-        return _checked(
-            World(
-                rank=_int(env, "PMI_RANK"),
-                local_rank=_int(env, "MPI_LOCALRANKID") if "MPI_LOCALRANKID" in env else 0,
-                world_size=world,
-                local_world_size=_int(env, "MPI_LOCALNRANKS") if "MPI_LOCALNRANKS" in env else world,
-                master_addr=env.get("MASTER_ADDR") or (node_list[0] if node_list else "127.0.0.1"),
-                master_port=slurm_port(slurm_job) if slurm_job else DEFAULT_PORT,
-                launcher="slurm" if slurm_job else "mpirun",
-                nodes=nodes(1),
-                node_list=node_list,
-                slurm_job_id=slurm_job,
-                slurm_step_id=slurm_step,
-            )
-        )
-    if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
-        if not node_list:
-            raise WorldError("SLURM_PROCID is set but SLURM_JOB_NODELIST is not: run the ranks with srun")
-        world = _int(env, "SLURM_NTASKS")
-        per_node = env.get("SLURM_NTASKS_PER_NODE", "").split("(")[0]
-        return _checked(
-            World(
-                rank=_int(env, "SLURM_PROCID"),
-                local_rank=_int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
-                world_size=world,
-                local_world_size=int(per_node)
-                if per_node.isdigit()
-                else max(1, world // max(len(node_list), 1)),
-                master_addr=node_list[0],
-                master_port=_int(env, "MASTER_PORT")
-                if "MASTER_PORT" in env
-                else slurm_port(slurm_job or "0"),
-                launcher="slurm",
-                nodes=nodes(len(node_list)),
-                node_list=node_list,
-                slurm_job_id=slurm_job,
-                slurm_step_id=slurm_step,
-            )
-        )
-    return World(
-        0, 0, 1, 1, "127.0.0.1", DEFAULT_PORT, "local", 1, (socket.gethostname(),), slurm_job, slurm_step
     )
 
 

@@ -11,10 +11,29 @@ from honestscale.report._model import ComparisonModel, Point
 from honestscale.report._text import _ci_in, _in, _pct, ratio_text
 from honestscale.report._units import unit_for
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "✗": "fails", "✓": "ok", "–": "--",
-          "—": "---", "×": r"$\times$", "≤": r"$\leq$", "≥": r"$\geq$", "±": r"$\pm$", "µ": r"$\mu$",
-          "\u00a0": "~", "…": r"\ldots{}"}  # fmt: skip
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "✗": "fails",
+    "✓": "ok",
+    "–": "--",
+    "—": "---",
+    "×": r"$\times$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    "±": r"$\pm$",
+    "µ": r"$\mu$",
+    "\u00a0": "~",
+    "…": r"\ldots{}",
+}
 
 
 def _latex_escape(text: str) -> str:
@@ -24,8 +43,15 @@ def _latex_escape(text: str) -> str:
 
 def latex_table(header: list[str], rows: list[list[str]], caption: str) -> str:
     cols = "l" + "r" * (len(header) - 1)
-    lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{_latex_escape(caption)}}}", rf"\begin{{tabular}}{{{cols}}}",
-             r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]  # fmt: skip
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{_latex_escape(caption)}}}",
+        rf"\begin{{tabular}}{{{cols}}}",
+        r"\toprule",
+        " & ".join(_latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
@@ -51,8 +77,12 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
         extra.append((f"time to accuracy [{unit}]", lambda p: t(p.tta_s)))
     if any(p.mlperf_official_s is not None for p in c.points):
         # six columns fit a paper's column: the official score beside the olympic mean it scales, in one cell
-        extra.append((f"MLPerf olympic mean (official score) [{unit}]",
-                      lambda p: f"{t(p.mlperf_score_s)} ({t(p.mlperf_official_s)})"))  # fmt: skip
+        extra.append(
+            (
+                f"MLPerf olympic mean (official score) [{unit}]",
+                lambda p: f"{t(p.mlperf_score_s)} ({t(p.mlperf_official_s)})",
+            )
+        )
     elif any(p.mlperf_score_s is not None for p in c.points):
         extra.append((f"MLPerf olympic mean [{unit}]", lambda p: t(p.mlperf_score_s)))
     extra = extra or [("global batch", lambda p: " ".join(map(str, p.global_batch)))]
@@ -62,17 +92,47 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
     ]
     for p in c.points:
         ci = _ci_in(p.time_ci, (unit, div)).replace("n too small", "").strip()
-        times.append([str(p.workers), f"{p.succeeded}/{p.runs}", f"{t(p.time_s)} ({ci})" if ci else t(p.time_s),
-                      *(cell(p) for _, cell in extra), _codes(p)])  # fmt: skip
-    scaling = [["workers", "speedup [95 % CI]", "efficiency [95 % CI]", "throughput speedup [95 % CI]",
-                "throughput efficiency [95 % CI]", "rules failing (with the base)"]]  # fmt: skip
+        times.append(
+            [
+                str(p.workers),
+                f"{p.succeeded}/{p.runs}",
+                f"{t(p.time_s)} ({ci})" if ci else t(p.time_s),
+                *(cell(p) for _, cell in extra),
+                _codes(p),
+            ]
+        )
+    scaling = [
+        [
+            "workers",
+            "speedup [95 % CI]",
+            "efficiency [95 % CI]",
+            "throughput speedup [95 % CI]",
+            "throughput efficiency [95 % CI]",
+            "rules failing (with the base)",
+        ]
+    ]
     rates = [["workers", "samples/s", "per worker", "steady-state samples/s", "stall share", "accuracy"]]
     for p in c.points:
-        scaling.append([str(p.workers), ratio_text(p.speedup, p.speedup_ci), ratio_text(p.efficiency, p.efficiency_ci, pct=True),
-                        ratio_text(p.throughput_speedup, p.throughput_speedup_ci),
-                        ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True), verdicts_text(p.ratio_lint)])  # fmt: skip
-        rates.append([str(p.workers), _f(p.throughput, 0), _f(p.per_worker, 0), _f(p.steady_throughput, 0),
-                      _pct(p.stall_share) if p.stall_share is not None else "", f"{_f(p.accuracy, 4)} {p.accuracy_split or ''}".strip()])  # fmt: skip
+        scaling.append(
+            [
+                str(p.workers),
+                ratio_text(p.speedup, p.speedup_ci),
+                ratio_text(p.efficiency, p.efficiency_ci, pct=True),
+                ratio_text(p.throughput_speedup, p.throughput_speedup_ci),
+                ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True),
+                verdicts_text(p.ratio_lint),
+            ]
+        )
+        rates.append(
+            [
+                str(p.workers),
+                _f(p.throughput, 0),
+                _f(p.per_worker, 0),
+                _f(p.steady_throughput, 0),
+                _pct(p.stall_share) if p.stall_share is not None else "",
+                f"{_f(p.accuracy, 4)} {p.accuracy_split or ''}".strip(),
+            ]
+        )
     return [
         ("times", times[0], times[1:]),
         ("scaling", scaling[0], scaling[1:]),
@@ -104,23 +164,44 @@ def results_values(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
     times, scaling, rates = [], [], []
     for p in c.points:
         fail, unknown = _codes_of(p.lint)
-        times.append({"workers": str(p.workers), "runs_ok": str(p.succeeded), "runs": str(p.runs),
-                      "global_batch": " ".join(map(str, p.global_batch)),
-                      **_with_ci("time_to_train_s", p.time_s, p.time_ci), "time_to_accuracy_s": _value(p.tta_s),
-                      "mlperf_olympic_mean_s": _value(p.mlperf_score_s),
-                      "mlperf_scaling_factor": _value(p.mlperf_scaling_factor),
-                      "mlperf_official_score_s": _value(p.mlperf_official_s),
-                      "rules_failing": fail, "rules_unverifiable": unknown})  # fmt: skip
+        times.append(
+            {
+                "workers": str(p.workers),
+                "runs_ok": str(p.succeeded),
+                "runs": str(p.runs),
+                "global_batch": " ".join(map(str, p.global_batch)),
+                **_with_ci("time_to_train_s", p.time_s, p.time_ci),
+                "time_to_accuracy_s": _value(p.tta_s),
+                "mlperf_olympic_mean_s": _value(p.mlperf_score_s),
+                "mlperf_scaling_factor": _value(p.mlperf_scaling_factor),
+                "mlperf_official_score_s": _value(p.mlperf_official_s),
+                "rules_failing": fail,
+                "rules_unverifiable": unknown,
+            }
+        )
         fail, unknown = _codes_of(p.ratio_lint)
-        scaling.append({"workers": str(p.workers), **_with_ci("speedup", p.speedup, p.speedup_ci),
-                        **_with_ci("efficiency", p.efficiency, p.efficiency_ci),
-                        **_with_ci("throughput_speedup", p.throughput_speedup, p.throughput_speedup_ci),
-                        **_with_ci("throughput_efficiency", p.throughput_efficiency, p.throughput_efficiency_ci),
-                        "rules_failing": fail, "rules_unverifiable": unknown})  # fmt: skip
-        rates.append({"workers": str(p.workers), "samples_per_s": _value(p.throughput),
-                      "samples_per_s_per_worker": _value(p.per_worker),
-                      "steady_samples_per_s": _value(p.steady_throughput), "stall_share": _value(p.stall_share),
-                      "accuracy": _value(p.accuracy), "accuracy_split": p.accuracy_split or ""})  # fmt: skip
+        scaling.append(
+            {
+                "workers": str(p.workers),
+                **_with_ci("speedup", p.speedup, p.speedup_ci),
+                **_with_ci("efficiency", p.efficiency, p.efficiency_ci),
+                **_with_ci("throughput_speedup", p.throughput_speedup, p.throughput_speedup_ci),
+                **_with_ci("throughput_efficiency", p.throughput_efficiency, p.throughput_efficiency_ci),
+                "rules_failing": fail,
+                "rules_unverifiable": unknown,
+            }
+        )
+        rates.append(
+            {
+                "workers": str(p.workers),
+                "samples_per_s": _value(p.throughput),
+                "samples_per_s_per_worker": _value(p.per_worker),
+                "steady_samples_per_s": _value(p.steady_throughput),
+                "stall_share": _value(p.stall_share),
+                "accuracy": _value(p.accuracy),
+                "accuracy_split": p.accuracy_split or "",
+            }
+        )
     return [("times", *_columns(times)), ("scaling", *_columns(scaling)), ("throughput", *_columns(rates))]
 
 
@@ -130,13 +211,27 @@ def framework_values(c: ComparisonModel) -> list[tuple[str, list[str], list[list
     for fw in c.frameworks:
         p = fw.point
         fail, unknown = _codes_of(p.lint)
-        times.append({"framework": fw.framework, "versions": " ".join(fw.versions), "runs_ok": str(p.succeeded),
-                      "runs": str(p.runs), **_with_ci("time_to_train_s", p.time_s, p.time_ci),
-                      "relative_time": _value(fw.relative_time), "rules_failing": fail,
-                      "rules_unverifiable": unknown})  # fmt: skip
+        times.append(
+            {
+                "framework": fw.framework,
+                "versions": " ".join(fw.versions),
+                "runs_ok": str(p.succeeded),
+                "runs": str(p.runs),
+                **_with_ci("time_to_train_s", p.time_s, p.time_ci),
+                "relative_time": _value(fw.relative_time),
+                "rules_failing": fail,
+                "rules_unverifiable": unknown,
+            }
+        )
         shares = {f"{k}_share": _value(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")}
-        parts.append({"framework": fw.framework, "samples_per_s": _value(p.throughput), **shares,
-                      "comm_measured": str(p.comm == "measured").lower()})  # fmt: skip
+        parts.append(
+            {
+                "framework": fw.framework,
+                "samples_per_s": _value(p.throughput),
+                **shares,
+                "comm_measured": str(p.comm == "measured").lower(),
+            }
+        )
     return [("times", *_columns(times)), ("breakdown", *_columns(parts))]
 
 
@@ -156,8 +251,16 @@ def framework_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list
     parts = [["framework", "samples/s", "data", "compute", "comm", "optimizer"]]
     for fw in c.frameworks:
         p = fw.point
-        times.append([f"{fw.framework} {' '.join(fw.versions)}".strip(), f"{p.succeeded}/{p.runs}", _in(p.time_s, (unit, div)),
-                      _ci_in(p.time_ci, (unit, div)).replace("n too small", ""), _f(fw.relative_time), _codes(p)])  # fmt: skip
+        times.append(
+            [
+                f"{fw.framework} {' '.join(fw.versions)}".strip(),
+                f"{p.succeeded}/{p.runs}",
+                _in(p.time_s, (unit, div)),
+                _ci_in(p.time_ci, (unit, div)).replace("n too small", ""),
+                _f(fw.relative_time),
+                _codes(p),
+            ]
+        )
         shares = [_pct(p.breakdown.get(k)) for k in ("data", "compute", "comm", "optimizer")]
         if p.comm != "measured":
             shares[2] = p.comm

@@ -46,8 +46,10 @@ FINDING_OUTCOMES = ("fail", "cannot_verify")
 # What a page may load: only this server's own files; no inline script, nothing from elsewhere (a hostile run name
 # that got past escaping still could neither run nor fetch), and no inline style either (the figures' SVG carries its
 # styles as presentation attributes: report.presentational)
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 
 def _env() -> Any:
@@ -87,8 +89,9 @@ class Dashboard:
     # -- responses ---------------------------------------------------------------------------------------------
     def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         busy = self.state.busy
-        body = self.env.get_template(template).render(busy=busy, watching=self.watching, path=request.url.path,
-                                                      **context)  # fmt: skip
+        body = self.env.get_template(template).render(
+            busy=busy, watching=self.watching, path=request.url.path, **context
+        )
         return HTMLResponse(body, status_code=status)
 
     def json(self, data: Any, status: int = 200) -> JSONResponse:
@@ -106,8 +109,14 @@ class Dashboard:
         rows = []
         for row in overview.rows:
             entry = self.state.cached(row["campaign"]) if row["campaign"] else None
-            rows.append(row | {"verdicts": entry.verdicts if entry else None, "fresh": self.state.fresh(row),
-                               "totals": entry.model.totals if entry else None})  # fmt: skip
+            rows.append(
+                row
+                | {
+                    "verdicts": entry.verdicts if entry else None,
+                    "fresh": self.state.fresh(row),
+                    "totals": entry.model.totals if entry else None,
+                }
+            )
         return rows
 
     def campaigns(self, request: Request) -> Response:
@@ -124,10 +133,20 @@ class Dashboard:
         # shown from the plan: the figures are drawn after the page, when the browser asks for their files
         contents = self.state.contents(entry)
         base = f"/campaigns/{quote(entry.name, safe='')}"
-        return self.html(request, "campaign.html.j2", entry=entry, model=entry.model, scaling=contents.scaling,
-                         frameworks=contents.frameworks, layouts=contents.layouts, assets_url=f"{base}/files/",
-                         base=base, run_url="/runs/", files=sorted(contents.exports),
-                         fresh=entry.fingerprint == self.state.fingerprint(entry.name))  # fmt: skip
+        return self.html(
+            request,
+            "campaign.html.j2",
+            entry=entry,
+            model=entry.model,
+            scaling=contents.scaling,
+            frameworks=contents.frameworks,
+            layouts=contents.layouts,
+            assets_url=f"{base}/files/",
+            base=base,
+            run_url="/runs/",
+            files=sorted(contents.exports),
+            fresh=entry.fingerprint == self.state.fingerprint(entry.name),
+        )
 
     def campaign_file(self, request: Request) -> Response:
         entry = self._campaign(request)
@@ -139,8 +158,11 @@ class Dashboard:
 
     def campaign_pdf(self, request: Request) -> Response:
         entry = self._campaign(request)
-        return FileResponse(self.state.pdf(entry), media_type="application/pdf",
-                            filename=f"report-{file_name(entry.name)}.pdf")  # fmt: skip
+        return FileResponse(
+            self.state.pdf(entry),
+            media_type="application/pdf",
+            filename=f"report-{file_name(entry.name)}.pdf",
+        )
 
     def campaign_json(self, request: Request) -> Response:
         return self.json(self._campaign(request).model.as_json())
@@ -192,8 +214,10 @@ class Dashboard:
             frame = frame.filter(pl.col("world_size") == workers)
         if "q" in params:
             q = params["q"].lower()
-            frame = frame.filter(pl.col("run_id").str.to_lowercase().str.contains(q, literal=True)
-                                 | pl.col("name").fill_null("").str.to_lowercase().str.contains(q, literal=True))  # fmt: skip
+            frame = frame.filter(
+                pl.col("run_id").str.to_lowercase().str.contains(q, literal=True)
+                | pl.col("name").fill_null("").str.to_lowercase().str.contains(q, literal=True)
+            )
         return frame, params
 
     def runs(self, request: Request) -> Response:
@@ -204,13 +228,25 @@ class Dashboard:
         except ValueError:
             raise HTTPException(400, f"page={params['page']!r} is not a whole number") from None
         shown = frame.slice((page - 1) * PAGE_SIZE, PAGE_SIZE).to_dicts()
-        choices = {c: sorted({str(v) for v in everything[c].drop_nulls().to_list()})
-                   for c in ("campaign", "framework", "system", "status", "purpose")}  # fmt: skip
+        choices = {
+            c: sorted({str(v) for v in everything[c].drop_nulls().to_list()})
+            for c in ("campaign", "framework", "system", "status", "purpose")
+        }
         choices["workers"] = [str(w) for w in sorted(set(everything["world_size"].drop_nulls().to_list()))]
         rest = {k: v for k, v in params.items() if k != "page"}
-        return self.html(request, "run_list.html.j2", runs=shown, total=frame.height, everything=everything.height,
-                         page=page, pages=max(1, math.ceil(frame.height / PAGE_SIZE)), params=params,
-                         choices=choices, rest=rest, first=(page - 1) * PAGE_SIZE)  # fmt: skip
+        return self.html(
+            request,
+            "run_list.html.j2",
+            runs=shown,
+            total=frame.height,
+            everything=everything.height,
+            page=page,
+            pages=max(1, math.ceil(frame.height / PAGE_SIZE)),
+            params=params,
+            choices=choices,
+            rest=rest,
+            first=(page - 1) * PAGE_SIZE,
+        )
 
     def runs_json(self, request: Request) -> Response:
         frame, _ = self._filtered(request, self._all_runs())
@@ -220,8 +256,12 @@ class Dashboard:
         self, request: Request
     ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, list[str]]]:
         params = {k: v for k, v in request.query_params.items() if v != ""}
-        known = {"code": sorted(registry()), "severity": list(FINDING_SEVERITIES), "outcome": list(FINDING_OUTCOMES),
-                 "suppressed": ["yes", "no"]}  # fmt: skip
+        known = {
+            "code": sorted(registry()),
+            "severity": list(FINDING_SEVERITIES),
+            "outcome": list(FINDING_OUTCOMES),
+            "suppressed": ["yes", "no"],
+        }
         for key, values in known.items():
             if key in params and params[key] not in values:
                 raise HTTPException(400, f"{key}={params[key]!r} is none of {', '.join(values)}")
@@ -234,12 +274,18 @@ class Dashboard:
                 if name and row["landed"]:
                     pending.append(name)
                 continue
-            anchors = {c.id: f"cmp-{i}" for i, c in enumerate([c for c in entry.model.comparisons
-                                                               if c.kind == "scaling"], start=1)}  # fmt: skip
+            anchors = {
+                c.id: f"cmp-{i}"
+                for i, c in enumerate([c for c in entry.model.comparisons if c.kind == "scaling"], start=1)
+            }
             for f in entry.model.lint["findings"]:
                 found.append(f | {"campaign": name, "anchor": anchors.get(f["comparison"] or "")})
-        choices = {"code": sorted({f["code"] for f in found}), "severity": sorted({f["severity"] for f in found}),
-                   "outcome": sorted({f["outcome"] for f in found}), "campaign": sorted({f["campaign"] for f in found})}  # fmt: skip
+        choices = {
+            "code": sorted({f["code"] for f in found}),
+            "severity": sorted({f["severity"] for f in found}),
+            "outcome": sorted({f["outcome"] for f in found}),
+            "campaign": sorted({f["campaign"] for f in found}),
+        }
         for key in ("code", "severity", "outcome", "campaign"):
             if key in params:
                 found = [f for f in found if f[key] == params[key]]
@@ -251,18 +297,35 @@ class Dashboard:
     def findings(self, request: Request) -> Response:
         found, params, choices = self._findings(request)
         rules = registry()
-        docs = {code: {"name": rules[code].name, "summary": rules[code].summary} | rules[code].doc_sections()
-                for code in sorted({f["code"] for f in found}) if code in rules}  # fmt: skip
-        return self.html(request, "findings.html.j2", findings=found[:500], total=len(found), params=params,
-                         choices=choices, docs=docs)  # fmt: skip
+        docs = {
+            code: {"name": rules[code].name, "summary": rules[code].summary} | rules[code].doc_sections()
+            for code in sorted({f["code"] for f in found})
+            if code in rules
+        }
+        return self.html(
+            request,
+            "findings.html.j2",
+            findings=found[:500],
+            total=len(found),
+            params=params,
+            choices=choices,
+            docs=docs,
+        )
 
     def findings_json(self, request: Request) -> Response:
         return self.json(self._findings(request)[0])
 
     def campaigns_json(self, request: Request) -> Response:
         overview = self.state.overview()
-        return self.json({"read_at": overview.read_at, "busy": self.state.busy, "campaigns": [
-            {k: v for k, v in row.items() if k != "spec_hash"} for row in self.overview_rows(overview)]})  # fmt: skip
+        return self.json(
+            {
+                "read_at": overview.read_at,
+                "busy": self.state.busy,
+                "campaigns": [
+                    {k: v for k, v in row.items() if k != "spec_hash"} for row in self.overview_rows(overview)
+                ],
+            }
+        )
 
     # -- the application ---------------------------------------------------------------------------------------
     def app(self) -> Starlette:
@@ -288,10 +351,19 @@ class Dashboard:
             Route("/api/findings", self.findings_json),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
-        return Starlette(routes=routes, middleware=[Middleware(Hosts, hosts=self.access.hosts, refuse=self._refused),
-                                                 Middleware(_Guard, dashboard=self)],
-                         exception_handlers={HTTPException: self._http_error, Busy: self._error,
-                                             HonestscaleError: self._error, Exception: self._error})  # fmt: skip
+        return Starlette(
+            routes=routes,
+            middleware=[
+                Middleware(Hosts, hosts=self.access.hosts, refuse=self._refused),
+                Middleware(_Guard, dashboard=self),
+            ],
+            exception_handlers={
+                HTTPException: self._http_error,
+                Busy: self._error,
+                HonestscaleError: self._error,
+                Exception: self._error,
+            },
+        )
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -299,8 +371,12 @@ class Dashboard:
 
     async def _error(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, Busy):
-            response = self._problem(request, 503, f"the store is being written ({exc.why}) and this page has not "
-                                     "been read before; it loads again by itself in a few seconds")  # fmt: skip
+            response = self._problem(
+                request,
+                503,
+                f"the store is being written ({exc.why}) and this page has not "
+                "been read before; it loads again by itself in a few seconds",
+            )
             response.headers["Retry-After"] = "3"
             return response
         if isinstance(exc, HonestscaleError):
@@ -347,7 +423,10 @@ class _Guard(BaseHTTPMiddleware):
             given = request.query_params.get("token")
             refused = access.check(request) if given is None else None
             if given is not None and not access.matches(given):
-                refused = ("the link's token is not this server's", "open the link serve printed, with its whole token")  # fmt: skip
+                refused = (
+                    "the link's token is not this server's",
+                    "open the link serve printed, with its whole token",
+                )
             if refused is not None:
                 response: Response = self.dashboard._problem(request, 401, f"{refused[0]}: {refused[1]}")
                 response.headers["WWW-Authenticate"] = "Bearer"

@@ -133,8 +133,15 @@ class View:
 
     def keeping(self, runs: list[Run]) -> View:
         """The view of a subset of its runs (the advisor's, without the runs a blocking rule fails)."""
-        return View(runs, comparisons(runs, pooled=bool(self.pooled)), self.campaigns, self.fractions,
-                    self.rank_times, self.superseded, self.pooled)  # fmt: skip
+        return View(
+            runs,
+            comparisons(runs, pooled=bool(self.pooled)),
+            self.campaigns,
+            self.fractions,
+            self.rank_times,
+            self.superseded,
+            self.pooled,
+        )
 
     def pooling(self) -> View:
         """The view whose comparisons pool the runs of every campaign (repetitions of one setup across campaigns
@@ -142,8 +149,15 @@ class View:
         if len({r.campaign for r in self.runs}) < 2:
             return self
         names = tuple(sorted({r.campaign for r in self.runs if r.campaign is not None}))
-        return View(self.runs, comparisons(self.runs, pooled=True), self.campaigns, self.fractions,
-                    self.rank_times, self.superseded, names)  # fmt: skip
+        return View(
+            self.runs,
+            comparisons(self.runs, pooled=True),
+            self.campaigns,
+            self.fractions,
+            self.rank_times,
+            self.superseded,
+            names,
+        )
 
     def group_of(self, run: Run) -> str | None:
         """The campaign a run's numbers are grouped under: its own, or ``POOLED``."""
@@ -211,19 +225,39 @@ def classify(runs: list[Run]) -> Mode:
     ok = [r for r in runs if r.ok]
     target = bool(ok) and all(r.stop_criterion == "target_accuracy" for r in ok)
     if batches == "strong":
-        return Mode("strong", batches, target, "Strong scaling: the same global batch at every scale, a fixed "
-                    "problem; speedup and efficiency on time and on throughput.")  # fmt: skip
+        return Mode(
+            "strong",
+            batches,
+            target,
+            "Strong scaling: the same global batch at every scale, a fixed "
+            "problem; speedup and efficiency on time and on throughput.",
+        )
     if batches == "weak" and not target:
-        return Mode("weak", batches, target, "Weak scaling: the batch per worker is constant, so each scale solves "
-                    "a larger problem; throughput per worker and its efficiency are the measure, not a speedup of "
-                    "time to train.")  # fmt: skip
+        return Mode(
+            "weak",
+            batches,
+            target,
+            "Weak scaling: the batch per worker is constant, so each scale solves "
+            "a larger problem; throughput per worker and its efficiency are the measure, not a speedup of "
+            "time to train.",
+        )
     if batches == "weak":
-        return Mode("mixed", batches, target, "Mixed: the global batch grows with the workers (weak scaling by "
-                    "batch) while every run trains to the same target (a fixed problem, as in strong scaling), as "
-                    "MLPerf submissions do; both the speedup of time to the target and throughput per worker are "
-                    "given.")  # fmt: skip
-    return Mode("mixed", batches, target, "Mixed: the batches are neither strong nor weak scaling (HS111); speedups "
-                "of time and throughput per worker are both given, and neither is a clean scaling measure.")  # fmt: skip
+        return Mode(
+            "mixed",
+            batches,
+            target,
+            "Mixed: the global batch grows with the workers (weak scaling by "
+            "batch) while every run trains to the same target (a fixed problem, as in strong scaling), as "
+            "MLPerf submissions do; both the speedup of time to the target and throughput per worker are "
+            "given.",
+        )
+    return Mode(
+        "mixed",
+        batches,
+        target,
+        "Mixed: the batches are neither strong nor weak scaling (HS111); speedups "
+        "of time and throughput per worker are both given, and neither is a clean scaling measure.",
+    )
 
 
 def _label(key: dict[str, Any]) -> str:
@@ -256,9 +290,14 @@ def _one_version_each(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]
         chosen = max(names, key=lambda n: (len(names[n]), n))
         kept += names[chosen]
         for name in sorted(set(names) - {chosen}):
-            left_out.append({"framework": name, "runs": str(len(names[name])),
-                             "differs": f"another version of {family} ({chosen} is compared): versions of one "
-                             "framework are not two frameworks (honestscale compare compares them as versions)"})  # fmt: skip
+            left_out.append(
+                {
+                    "framework": name,
+                    "runs": str(len(names[name])),
+                    "differs": f"another version of {family} ({chosen} is compared): versions of one "
+                    "framework are not two frameworks (honestscale compare compares them as versions)",
+                }
+            )
     return kept, left_out
 
 
@@ -272,21 +311,33 @@ def like_for_like(runs: list[Run]) -> tuple[list[Run], list[dict[str, str]]]:
     for key, group in sorted(found.items(), key=lambda kv: repr(kv[0])):
         if key == ref:
             continue
-        diff = "; ".join(f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
-                         for k, a, b in zip(LIKE, ref, key, strict=True) if a != b)  # fmt: skip
+        diff = "; ".join(
+            f"{LIKE_NAMES.get(k, k)} {b} (compared: {a})"
+            for k, a, b in zip(LIKE, ref, key, strict=True)
+            if a != b
+        )
         for fw in sorted({r.framework or "?" for r in group}):
-            left_out.append({"framework": fw, "runs": str(sum(1 for r in group if (r.framework or "?") == fw)),
-                             "differs": diff})  # fmt: skip
+            left_out.append(
+                {
+                    "framework": fw,
+                    "runs": str(sum(1 for r in group if (r.framework or "?") == fw)),
+                    "differs": diff,
+                }
+            )
     families = _families(found[ref])
     if len(families) < 2:
         ((family, names),) = families.items()
         why = "no other framework ran this setup"
         # one framework's versions (one system's v2.0 and v2.1 submissions) are not frameworks
         if len(names) >= 2:
-            why = (f"{' and '.join(sorted(names))} are versions of one framework ({family}), not two frameworks: "
-                   "nothing is compared here (honestscale compare compares them as versions)")  # fmt: skip
-        left_out += [{"framework": fw, "runs": str(len(names[fw])) if len(names) >= 2 else "", "differs": why}
-                     for fw in sorted(names)]  # fmt: skip
+            why = (
+                f"{' and '.join(sorted(names))} are versions of one framework ({family}), not two frameworks: "
+                "nothing is compared here (honestscale compare compares them as versions)"
+            )
+        left_out += [
+            {"framework": fw, "runs": str(len(names[fw])) if len(names) >= 2 else "", "differs": why}
+            for fw in sorted(names)
+        ]
         return [], left_out
     compared, versions = _one_version_each(found[ref])
     return compared, left_out + versions
@@ -342,8 +393,11 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
             key = dict(zip(layout, values, strict=True))
             out.append(Comparison("layout", _label(key), group, key))
     for name in sorted({r.campaign for r in compared}, key=lambda c: (c is None, c or "")):
-        out.append(Comparison("campaign", name or "(none)", [r for r in runs if r.campaign == name],
-                              {"campaign": name}))  # fmt: skip
+        out.append(
+            Comparison(
+                "campaign", name or "(none)", [r for r in runs if r.campaign == name], {"campaign": name}
+            )
+        )
     hardware = ("campaign", "model", "dataset", "framework", "layout_key")
     for values, group in sorted(_group(compared, hardware, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.hardware for r in group}) >= 2:

@@ -162,8 +162,6 @@ GRADE_E = {
     "honestscale/collector/importers/torchtitan.py:_console_events",
     "honestscale/collector/importers/torchtitan.py:parse_system",
     "honestscale/lint/rules/hs209_superlinear_speedup.py:causes",
-    "honestscale/lint/rules/hs107_highest_ops_numbers.py:_claims",
-    "honestscale/record/world.py:discover",
     "honestscale/compare/_pairs.py:_consequence",
     "honestscale/runners/_layouts.py:parse",
     "honestscale/runners/tf_keras.py:_train",
@@ -186,3 +184,19 @@ def test_no_function_is_radon_grade_f_and_grade_e_only_falls() -> None:
         "cut these below E"
     )
     assert set(graded) >= GRADE_E, f"below E now, take off GRADE_E: {sorted(GRADE_E - set(graded))}"
+
+
+# `# fmt: skip` markers in the package on 2026-11-27 (665 before issue 56 took messages out of the rules' conditions
+# and let the formatter lay out the rest): a ceiling that only falls. A message written apart from the condition
+# that says it needs no marker; lower the number when you take markers out.
+FMT_SKIP_CEILING = 553
+
+
+def test_the_formatter_is_switched_off_no_more_than_before() -> None:
+    """`# fmt: skip` in honestscale/ never rises above the ceiling, and the ceiling follows it down."""
+    found = sum(p.read_text().count("# fmt: skip") for p in PACKAGE.rglob("*.py"))
+    assert found <= FMT_SKIP_CEILING, (
+        f"{found} `# fmt: skip` markers in honestscale/, over the ceiling of {FMT_SKIP_CEILING}: write the message "
+        "apart from its condition (a small function beside it) and let `ruff format` lay out the code"
+    )
+    assert found >= FMT_SKIP_CEILING - 10, f"{found} markers now: lower FMT_SKIP_CEILING to {found}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from honestscale.record.world import WorldError, discover, expand_hostlist, slurm_port
+from honestscale.record.world import DEFAULT_PORT, WorldError, discover, expand_hostlist, slurm_port
 
 
 @pytest.mark.parametrize(
@@ -60,3 +62,47 @@ def test_single_process_and_bad_values() -> None:
         discover({"RANK": "4", "WORLD_SIZE": "4"})
     with pytest.raises(WorldError, match="SLURM_JOB_NODELIST is not"):
         discover({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
+
+
+def test_horovod_gloo() -> None:
+    env = {"HOROVOD_RANK": "3", "HOROVOD_SIZE": "4", "HOROVOD_LOCAL_RANK": "1", "HOROVOD_LOCAL_SIZE": "2"}
+    w = discover({**env, "HOROVOD_GLOO_RENDEZVOUS_ADDR": "hv0", "MASTER_PORT": "29401"})
+    assert (w.rank, w.local_rank, w.world_size, w.local_world_size, w.nodes) == (3, 1, 4, 2, 2)
+    assert (w.master_addr, w.master_port, w.launcher) == ("hv0", 29401, "horovodrun")
+    w = discover({**env, "SLURM_JOB_NODELIST": "g[3-4]"})
+    assert (w.master_addr, w.master_port, w.node_list) == ("g3", DEFAULT_PORT, ("g3", "g4"))
+
+
+def test_pmi_outside_slurm_is_mpirun() -> None:
+    w = discover({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"})
+    assert (w.rank, w.local_rank, w.world_size, w.local_world_size) == (1, 1, 2, 2)
+    assert (w.master_addr, w.master_port, w.launcher, w.nodes) == ("127.0.0.1", DEFAULT_PORT, "mpirun", 1)
+
+
+def test_slurm_array_task_and_local_hosts() -> None:
+    env = {"SLURM_JOB_ID": "99", "SLURM_ARRAY_JOB_ID": "98", "SLURM_ARRAY_TASK_ID": "1", "SLURM_STEP_ID": "2"}
+    w = discover(env)
+    assert (w.launcher, w.slurm_job_id, w.slurm_step_id) == ("local", "98_1", "2")
+    assert w.node_list == (socket.gethostname(),) and w.nodes == 1
+
+
+def test_precedence_is_the_docstring_order() -> None:
+    """With every launcher's variables set, the first of the docstring's order wins; take it away, the next wins."""
+    rows = [
+        ("torchrun", {"RANK": "0", "WORLD_SIZE": "8"}),
+        ("horovodrun", {"HOROVOD_RANK": "1", "HOROVOD_SIZE": "8"}),
+        ("mpirun", {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "8"}),
+        ("slurm", {"PMI_RANK": "3", "PMI_SIZE": "8"}),
+        ("slurm", {"SLURM_PROCID": "4", "SLURM_NTASKS": "8"}),
+    ]
+    env = {"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]"}
+    for _, variables in rows:
+        env.update(variables)
+    seen = []
+    for _, variables in rows:
+        w = discover(env)
+        seen.append((w.launcher, w.rank))
+        for name in variables:
+            del env[name]
+    assert seen == [(launcher, rank) for rank, (launcher, _) in enumerate(rows)]
+    assert discover(env).launcher == "local"
