@@ -89,13 +89,32 @@ def probe(
     from honestscale import advise as _advise
     from honestscale.campaign import probe as planned
 
+    request = planned.Probe(
+        model=model,
+        workers=workers,
+        framework=framework,
+        dataset=dataset,
+        data_path=data_path,
+        samples=samples,
+        batch_size=batch_size,
+        warmup_steps=warmup_steps,
+        repetitions=repetitions,
+        name=name,
+        out_dir=out_dir,
+    )
+    on_slurm = planned.SlurmOptions(
+        on_slurm=slurm,
+        partition=partition,
+        account=account,
+        time_limit=time_limit,
+        tasks_per_node=tasks_per_node,
+        cpus_per_task=cpus_per_task,
+        gpus_per_task=gpus_per_task,
+        exclusive=exclusive,
+    )
     spec, campaign = planned.prepare(
-        model=model, workers=workers, framework=framework, dataset=dataset, data_path=data_path, samples=samples,
-        batch_size=batch_size, warmup_steps=warmup_steps, repetitions=repetitions, name=name, out_dir=out_dir,
-        slurm=slurm, partition=partition, account=account, time_limit=time_limit, tasks_per_node=tasks_per_node,
-        cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task, exclusive=exclusive,
-        notify=lambda message: err.print(message, highlight=False, markup=False),
-    )  # fmt: skip
+        request, on_slurm, lambda message: err.print(message, highlight=False, markup=False)
+    )
     if slurm:
         submit_campaign(spec, store, dry_run=False, arrays=True, wait=wait)
         try:
