@@ -34,10 +34,26 @@ class Budget:
 
     @classmethod
     def of(cls, args: Any, target: float | None, target_metric: str = "accuracy") -> Budget:
-        """The budget a runner's options set (``add_training_args``'s names), with the target of its quality."""
-        return cls(epochs=args.epochs, warmup_steps=args.warmup_steps, eval_every=args.eval_every,
-                   max_samples=args.max_samples, max_time=args.max_time, target=target,
-                   target_metric=target_metric)  # fmt: skip
+        """The budget a runner's options set (``add_training_args``'s names; a budget a runner does not offer is
+        None), with the target of its quality."""
+        return cls(
+            epochs=args.epochs,
+            warmup_steps=args.warmup_steps,
+            eval_every=getattr(args, "eval_every", 1),
+            max_samples=getattr(args, "max_samples", None),
+            max_time=getattr(args, "max_time", None),
+            target=target,
+            target_metric=target_metric,
+        )
+
+    def evaluates(self, epoch: int, last: bool) -> bool:
+        """Whether train and validation are evaluated after ``epoch``: every ``eval_every`` epochs, after the last
+        one, and after every epoch while a target is to be reached."""
+        return (epoch + 1) % self.eval_every == 0 or last or self.target is not None
+
+    def spent(self, samples: int) -> bool:
+        """The sample budget is spent after ``samples`` training samples (all replicas)."""
+        return self.max_samples is not None and samples >= self.max_samples
 
     def criterion(self) -> tuple[str, float]:
         """run_start's stop criterion and value: what ends training as :meth:`Loop.run` decides it, the target
@@ -132,7 +148,7 @@ class Loop:
                 seen += done.samples
                 n += 1
                 samples_seen += done.samples * self.replicas
-                if b.max_samples is not None and samples_seen >= b.max_samples:
+                if b.spent(samples_seen):
                     stop_now = True
                     break
                 # Ranks' clocks differ: they agree on the time limit every 10 steps (one small broadcast).
@@ -152,9 +168,7 @@ class Loop:
                 t_total=time.perf_counter() - t_epoch,
             )
             last = epoch == b.epochs - 1 or stop_now
-            if (everyone_evaluates or self.is_main) and (
-                (epoch + 1) % b.eval_every == 0 or last or b.target is not None
-            ):
+            if (everyone_evaluates or self.is_main) and b.evaluates(epoch, last):
                 val = evaluate(epoch, last)
                 got = b.target is not None and val is not None and reached(val)
             if self.decide(got) or stop_now:

@@ -24,6 +24,16 @@ from honestscale.record import world as _world
 from honestscale.runners import _gpt, _layouts, _text
 from honestscale.runners._ddp_comm import DDPCommTiming
 from honestscale.runners._loop import Budget, Done, Loop, check_target
+from honestscale.runners._run_start import (
+    NO_ACCELERATORS,
+    Accelerators,
+    Data,
+    Framework,
+    Model,
+    Sizes,
+    Stop,
+    Threads,
+)
 from honestscale.runners.instrument import (
     POSITIVE,
     POSITIVE_INT,
@@ -174,14 +184,12 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
         args, world, runner="honestscale.runners.torch_ddp",
         default_name=f"gpt-{layout_name(layout)}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=corpus.path, device=world.local_rank if cuda else None),
-        framework="torch", framework_version=torch.__version__, backend="nccl" if cuda else "gloo", software=software,
-        model=f"gpt ({args.model_size})", model_params=counts.total, dataset=corpus.name, sizes=sizes,
-        data_source="in_memory", data_path=corpus.path, input_shape=[args.seq_len], local_batch_size=local_batch,
-        stop_criterion=stop[0], stop_value=stop[1],
-        threads=(torch.get_num_threads(), torch.get_num_interop_threads()),
-        accelerators_per_node=world.local_world_size if cuda else 0,
-        accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer=args.optimizer,
-        lr_schedule=args.lr_schedule, precision=args.precision,
+        framework=Framework("torch", torch.__version__, "nccl" if cuda else "gloo", software),
+        model=Model(f"gpt ({args.model_size})", counts.total, (args.seq_len,), optimizer=args.optimizer,
+                    lr_schedule=args.lr_schedule, precision=args.precision),
+        data=Data(corpus.name, Sizes(**sizes), "in_memory", corpus.path, local_batch_size=local_batch),
+        stop=Stop(*stop), threads=Threads(torch.get_num_threads(), torch.get_num_interop_threads()),
+        accelerators=Accelerators(world.local_world_size, torch.cuda.get_device_name(device)) if cuda else NO_ACCELERATORS,
     )  # fmt: skip
     start |= layout.record() | {
         "target_metric": "loss",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.record import world as _world
+from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import (
     POSITIVE_INT,
     HostClock,
@@ -181,12 +182,12 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
     )
     rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.mxnet_gluon", default_name=f"{args.model}-{args.dataset}-{world.world_size}w",
-        environment=environment(world, Path(__file__), data_path=path), framework="mxnet",
-        framework_version=mx.__version__, backend="ps", software=base_software() | {"mxnet": mx.__version__, "numpy": np.__version__},
-        model=args.model, model_params=params, dataset=args.dataset,
-        sizes={"train_size": len(y_train), "validation_size": len(data["validation"][1]), "test_size": len(data["test"][1])},
-        data_source=source, data_path=path, input_shape=list(shape), local_batch_size=local,
-        stop_criterion=criterion, stop_value=float(value), threads=_mxnet_threads(),
+        environment=environment(world, Path(__file__), data_path=path),
+        framework=Framework("mxnet", mx.__version__, "ps", base_software() | {"mxnet": mx.__version__, "numpy": np.__version__}),
+        model=Model(args.model, params, tuple(shape)),
+        data=Data(args.dataset, Sizes(len(y_train), len(data["validation"][1]), len(data["test"][1])), source, path,
+                  local_batch_size=local),
+        stop=Stop(criterion, float(value)), threads=Threads(*_mxnet_threads()),
     ))  # fmt: skip
     w = rec.writer
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()

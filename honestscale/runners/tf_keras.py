@@ -31,6 +31,7 @@ from typing import Any
 from honestscale.record import pressure
 from honestscale.record import world as _world
 from honestscale.runners import _keras, usermodel
+from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import (
     POSITIVE_INT,
     Recorder,
@@ -226,17 +227,16 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
     rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.tf_keras",
         default_name=f"{usermodel.label(args.model)}-{usermodel.label(args.dataset)}-{world.world_size}w",
-        environment=environment(world, Path(__file__), data_path=path), framework=framework,
-        framework_version=version, backend=backend, software=software,
-        model=usermodel.name(args.model) if usermodel.is_spec(args.model) else args.model,
-        model_params=_keras.trainable_params(model), dataset=dataset_name,
-        sizes={"train_size": len(data["train"][1]), "validation_size": len(data["validation"][1]),
-               "test_size": len(data["test"][1])},
-        data_source=source, data_path=path, input_shape=list(sample_shape), local_batch_size=local,
-        stop_criterion=criterion, stop_value=float(value),
+        environment=environment(world, Path(__file__), data_path=path),
+        framework=Framework(framework, version, backend, software),
+        model=Model(usermodel.name(args.model) if usermodel.is_spec(args.model) else args.model,
+                    _keras.trainable_params(model), tuple(sample_shape)),
+        data=Data(dataset_name, Sizes(len(data["train"][1]), len(data["validation"][1]), len(data["test"][1])),
+                  source, path, local_batch_size=local),
+        stop=Stop(criterion, float(value)),
         # as configured: 0 (TensorFlow's default) means TensorFlow chooses when it builds its thread pools
-        threads=(tf.config.threading.get_intra_op_parallelism_threads(),
-                 tf.config.threading.get_inter_op_parallelism_threads()),
+        threads=Threads(tf.config.threading.get_intra_op_parallelism_threads(),
+                        tf.config.threading.get_inter_op_parallelism_threads()),
     ))  # fmt: skip
     x_train, y_train = data["train"]
     w = rec.writer

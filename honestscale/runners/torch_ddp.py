@@ -28,6 +28,16 @@ from honestscale.record import world as _world
 from honestscale.runners import _transformer, usermodel
 from honestscale.runners._ddp_comm import DDPCommTiming
 from honestscale.runners._loop import Budget, Done, Loop, check_target
+from honestscale.runners._run_start import (
+    NO_ACCELERATORS,
+    Accelerators,
+    Data,
+    Framework,
+    Model,
+    Sizes,
+    Stop,
+    Threads,
+)
 from honestscale.runners.instrument import (
     COUNT,
     NON_NEGATIVE,
@@ -290,13 +300,13 @@ def _train(args: argparse.Namespace, world: _world.World, run_id: str, rec: Reco
     rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.torch_ddp", default_name=f"{model_name}-{splits.name}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=splits.path, device=world.local_rank if cuda else None),
-        framework=framework, framework_version=version, backend=backend, software=software,
-        model=model_name, model_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-        dataset=splits.name, sizes=splits.sizes(), data_source=splits.source, data_path=splits.path,
-        input_shape=list(splits.input_shape), local_batch_size=local_batch, stop_criterion=criterion, stop_value=target,
-        threads=(torch.get_num_threads(), torch.get_num_interop_threads()), accelerators_per_node=(world.local_world_size if cuda else 0),
-        accelerator=torch.cuda.get_device_name(device) if cuda else None, optimizer=args.optimizer,
-        lr_schedule=args.lr_schedule, precision=args.precision, grad_compression=args.grad_compression,
+        framework=Framework(framework, version, backend, software),
+        model=Model(model_name, sum(p.numel() for p in model.parameters() if p.requires_grad), tuple(splits.input_shape),
+                    optimizer=args.optimizer, lr_schedule=args.lr_schedule, precision=args.precision,
+                    grad_compression=args.grad_compression),
+        data=Data(splits.name, Sizes(**splits.sizes()), splits.source, splits.path, local_batch_size=local_batch),
+        stop=Stop(criterion, target), threads=Threads(torch.get_num_threads(), torch.get_num_interop_threads()),
+        accelerators=Accelerators(world.local_world_size, torch.cuda.get_device_name(device)) if cuda else NO_ACCELERATORS,
     ))  # fmt: skip
 
     clock = CudaClock() if cuda else HostClock()

@@ -18,6 +18,7 @@ from honestscale import events as ev
 from honestscale.campaign.launch import thread_split
 from honestscale.record.world import World
 from honestscale.runners import torch_ddp
+from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import environment, run_start_fields
 from honestscale.store import migrations, open_store
 from tests.conftest import EXAMPLE, REPO, hs, query
@@ -30,11 +31,10 @@ def _fields(threads: tuple[int | None, int | None]) -> dict[str, Any]:
     args = torch_ddp.build_parser().parse_args(["--model", "mlp", "--dataset", "digits", "--out", "runs"])
     return run_start_fields(
         args, WORLD, runner="honestscale.runners.torch_ddp", default_name="mlp-digits-1w",
-        environment=environment(WORLD, REPO), framework="torch", framework_version="2.13.0", backend="none",
-        software={}, model="mlp", model_params=10, dataset="digits",
-        sizes={"train_size": 1257, "validation_size": 270, "test_size": 270}, data_source="in_memory",
-        data_path=None, input_shape=[1, 8, 8], local_batch_size=64, stop_criterion="epochs", stop_value=3,
-        threads=threads,
+        environment=environment(WORLD, REPO), framework=Framework("torch", "2.13.0", "none", {}),
+        model=Model("mlp", 10, (1, 8, 8)),
+        data=Data("digits", Sizes(1257, 270, 270), "in_memory", None, local_batch_size=64),
+        stop=Stop("epochs", 3), threads=Threads(*threads),
     )  # fmt: skip
 
 
