@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.record import world as _world
+from honestscale.runners._loop import Budget, Done, Loop, check_target
 from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import (
     POSITIVE_INT,
     HostClock,
     Recorder,
     StepTimer,
-    TargetNotReached,
     add_recording_args,
     add_training_args,
     base_software,
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--synthetic-size", type=POSITIVE_INT, default=10000, help="train samples of the synthetic dataset"
     )
-    add_training_args(p, sample_budget=False)
+    add_training_args(p)
     add_recording_args(p)
     return p
 
@@ -177,9 +177,8 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": args.lr, "momentum": args.momentum},
                             kvstore=kv, update_on_kvstore=False)  # fmt: skip
     local = args.batch_size // world.world_size
-    criterion, value = (
-        ("target_accuracy", args.target_accuracy) if args.target_accuracy else ("epochs", args.epochs)
-    )
+    budget = Budget.of(args, args.target_accuracy)
+    criterion, value = budget.criterion()
     rec.run_start(**run_start_fields(
         args, world, runner="honestscale.runners.mxnet_gluon", default_name=f"{args.model}-{args.dataset}-{world.world_size}w",
         environment=environment(world, Path(__file__), data_path=path),
@@ -221,59 +220,61 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
         return acc
 
     rng = np.random.default_rng(args.seed)
-    step = 0
-    reached = False
-    epoch = 0
-    for epoch in range(args.epochs):
-        t_epoch, losses = time.perf_counter(), []
+
+    def shard(order: Any, s: int) -> tuple[Any, Any]:
+        """This worker's shard of global batch ``s``, on the device: the step's data time."""
+        first = s * args.batch_size + world.rank * local
+        idx = np.sort(order[first : first + local])
+        xb, yb = mx.nd.array(np.asarray(x_train[idx])), mx.nd.array(np.asarray(y_train[idx]))
+        mx.nd.waitall()
+        return xb, yb
+
+    def batches(epoch: int) -> Any:
+        """The epoch's batches; its permutation is drawn here, before the first step is timed."""
         order = rng.permutation(len(y_train))  # the same permutation on every worker: each takes its shard
-        for s in range(steps_per_epoch):
-            timer.begin()
-            idx = np.sort(
-                order[
-                    s * args.batch_size + world.rank * local : s * args.batch_size + (world.rank + 1) * local
-                ]
-            )
-            xb, yb = mx.nd.array(np.asarray(x_train[idx])), mx.nd.array(np.asarray(y_train[idx]))
+        return (shard(order, s) for s in range(steps_per_epoch))
+
+    def train_step(batch: Any) -> Done:
+        """Forward and backward, the kvstore's all-reduce (push/pull), the update; each part waited for, as the
+        engine is asynchronous."""
+        xb, yb = batch
+        with autograd.record():
+            loss = loss_fn(net(xb), yb)
+        loss.backward()
+        mx.nd.waitall()
+        comm_from = clock.now()
+        if kv is not None:
+            trainer.allreduce_grads()
             mx.nd.waitall()
-            timer.mark("data")
-            with autograd.record():
-                loss = loss_fn(net(xb), yb)
-            loss.backward()
-            mx.nd.waitall()
-            comm_from = clock.now()
-            if kv is not None:
-                trainer.allreduce_grads()
-                mx.nd.waitall()
-            timer.mark("compute")
-            trainer.update(args.batch_size)  # gradients are summed over the global batch
-            mx.nd.waitall()
-            timer.mark("optimizer")
-            for done in timer.end(comm_from if kv is not None else None, epoch=epoch, step=step, samples=local,
-                                  warmup=step < args.warmup_steps):  # fmt: skip
-                w.step(**done)
-            losses.append(float(loss.mean().asscalar()))
-            step += 1
-        for done in timer.flush():
-            w.step(**done)
-        w.epoch(epoch=epoch, train_loss=float(np.mean(losses)), samples=steps_per_epoch * local,
-                t_total=time.perf_counter() - t_epoch)  # fmt: skip
-        if world.is_main:
-            evaluate("train", epoch, limit=10000)
-            val = evaluate("validation", epoch)
-            reached = args.target_accuracy is not None and val >= args.target_accuracy
-        if decide(reached):
-            reached = True
-            break
-    if world.is_main:
-        evaluate("test", epoch)  # held out: once, at the end, never used to stop or select
-    reached = decide(reached)
+        timer.mark("compute")
+        trainer.update(args.batch_size)  # gradients are summed over the global batch
+        mx.nd.waitall()
+        timer.mark("optimizer")
+        return Done(loss=float(loss.mean().asscalar()), samples=local, comm_from=comm_from if kv else None)
+
+    def train_and_validation(epoch: int, last: bool) -> float:
+        evaluate("train", epoch, limit=10000)
+        return evaluate("validation", epoch)
+
+    loop = Loop(
+        w,
+        timer,
+        budget,
+        decide=decide,
+        replicas=world.world_size,
+        is_main=world.is_main,
+        mean_loss=lambda losses: float(np.mean(losses)) if losses else None,
+    )
+    outcome = loop.run(
+        batches,
+        train_step,
+        train_and_validation,
+        lambda acc: acc >= float(args.target_accuracy),
+        lambda epoch: evaluate("test", epoch),
+    )
     if kv is not None:
         kv._barrier()  # every worker is past its last push/pull: the scheduler and servers may now be stopped
-    if args.target_accuracy is not None and not reached:
-        raise TargetNotReached(
-            f"validation accuracy never reached {args.target_accuracy} in {epoch + 1} epochs"
-        )
+    check_target(outcome, budget)
 
 
 def run() -> None:

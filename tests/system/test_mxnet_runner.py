@@ -42,3 +42,22 @@ def test_environment_without_mxnet_names_the_one_command(tmp_path: Path) -> None
                 env={"HONESTSCALE_MX_PYTHON": sys.executable})  # fmt: skip
     assert result.returncode == 2
     assert "mxnet" in result.stderr and "numpy<1.24" in result.stderr
+
+
+def test_mxnet_stops_on_the_shared_loops_sample_budget(tmp_path: Path, store: Path, mx_python: str) -> None:
+    """MXNet trains through the loop every PyTorch runner shares: --max-samples stops it at the step that spends
+    the budget (counted over both workers), run_start says so, and evaluations follow --eval-every."""
+    out = tmp_path / "runs"
+    result = hs("run", "--framework", "mxnet", "--workers", "2", "--model", "mlp", "--dataset", "digits",
+                "--epochs", "50", "--max-samples", "1000", "--eval-every", "5", "--out", out, "--run-id", "mx-budget",
+                "--ingest", "--store", store, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert query(store, "SELECT stop_criterion, stop_value FROM runs") == [("samples", 1000.0)]
+    # 64 samples a global batch: the 16th step spends the budget (1,024 samples), on both ranks alike
+    assert query(store, "SELECT rank, count(*), sum(samples) FROM steps GROUP BY rank ORDER BY rank") == [
+        (0, 16, 512),
+        (1, 16, 512),
+    ]
+    # 19 steps an epoch: the budget ends the first epoch, and the last epoch is evaluated
+    evals = query(store, "SELECT split, epoch FROM evals ORDER BY split")
+    assert evals == [("test", 0), ("train", 0), ("validation", 0)], evals
