@@ -180,7 +180,7 @@ class Loop:
 
 
 def check_target(outcome: Outcome, budget: Budget) -> None:
-    """Raise :class:`TargetNotReached` (exit 3, run_stop ``failed`` with the reason) when a target was set and
+    """Raise :class:`TargetNotReached` (exit 3, run_stop ``aborted`` with the reason, as MLPerf says) when a target was set and
     missed."""
     if budget.target is not None and not outcome.reached:
         raise TargetNotReached(

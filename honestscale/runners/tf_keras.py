@@ -31,11 +31,11 @@ from typing import Any
 from honestscale.record import pressure
 from honestscale.record import world as _world
 from honestscale.runners import _keras, usermodel
+from honestscale.runners._loop import Budget, Outcome, check_target
 from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import (
     POSITIVE_INT,
     Recorder,
-    TargetNotReached,
     add_recording_args,
     add_training_args,
     base_software,
@@ -144,115 +144,161 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
     import numpy as np
     import tensorflow as tf
 
-    hvd: Any = None
     keras: Any = _keras.keras2()
-    if args.distributed == "horovod":
-        if _keras.legacy_needed(tf):
-            raise RuntimeError(f"Horovod's Keras front end needs TensorFlow <= 2.15 (Keras 2), this is {tf.__version__}: "
-                               "use the Horovod environment, bash scripts/build-horovod-env")  # fmt: skip
-        import horovod.tensorflow.keras
-
-        hvd = horovod.tensorflow.keras
-        hvd.init()
-        if hvd.size() != world.world_size or hvd.rank() != world.rank:
-            raise _world.WorldError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment "
-                                    f"rank {world.rank} of {world.world_size}: start the ranks with horovodrun, or with "
-                                    "srun --mpi=pmix and a Horovod built with MPI")  # fmt: skip
-
+    hvd = _horovod(tf, world) if args.distributed == "horovod" else None
     tf.random.set_seed(args.seed)
-    if world.world_size == 1 or hvd is not None:
-        strategy: Any = tf.distribute.get_strategy()
-    elif world.launcher == "slurm":
-        resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=world.master_port)
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
-    else:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    from honestscale.runners import data as datasets
-
-    path = None
-    dataset_name = args.dataset
-    if usermodel.is_spec(args.dataset):
-        data, source, dataset_name = (
-            usermodel.dataset(args.dataset),
-            "in_memory",
-            usermodel.name(args.dataset),
-        )
-    elif args.dataset == "digits":
-        data, source = datasets.digits_arrays(), "in_memory"
-    elif args.dataset == "memmap":
-        if args.data_path is None:
-            raise datasets.DataError("--dataset memmap needs --data-path FOLDER")
-        data, source, path = datasets.memmap_arrays(args.data_path), "filesystem", str(args.data_path)
-    elif args.dataset == "synthetic":
-        data, source = datasets.synthetic_arrays(args.synthetic_size), "synthetic"
-    else:
-        raise datasets.DataError(f"--dataset {args.dataset!r}: digits, synthetic, memmap or FILE.py:FUNCTION")
-    sample_shape = [
+    strategy = _strategy(tf, world, hvd)
+    data, source, path, dataset_name = _arrays(args)
+    sample_shape = tuple(
         int(d) for d in data["train"][0].shape[1:]
-    ]  # recorded channels first, as every runner does
+    )  # recorded channels first, as every runner
     # Keras convolutions want channels last (a memmap stays a memmap: transposing is a view)
     if len(sample_shape) == 3:
         data = {k: (np.transpose(x, (0, 2, 3, 1)), y) for k, (x, y) in data.items()}
     classes = int(max(int(np.max(y)) for _x, y in data.values())) + 1
-    shape = data["train"][0].shape[1:]
+    shape = tuple(int(d) for d in data["train"][0].shape[1:])
     local = args.batch_size // world.world_size
     with strategy.scope():
         if usermodel.is_spec(args.model):  # the user's single-device model, built under the strategy's scope
-            model = usermodel.build(args.model, "tensorflow", tuple(sample_shape), classes)
+            model = usermodel.build(args.model, "tensorflow", sample_shape, classes)
         else:
-            model = _model(keras, args.model, tuple(int(d) for d in shape), classes)
+            model = _model(keras, args.model, shape, classes)
         optimizer = keras.optimizers.SGD(args.lr, momentum=args.momentum)
         if hvd is not None:
             optimizer = hvd.DistributedOptimizer(optimizer)
-        model.compile(optimizer=optimizer,
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])  # fmt: skip
-    criterion, value = (
-        ("target_accuracy", args.target_accuracy)
-        if args.target_accuracy
-        else ("samples", args.max_samples)
-        if args.max_samples is not None
-        else ("epochs", args.epochs)
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
+    budget = Budget.of(args, args.target_accuracy)
+    criterion, value = budget.criterion()
+    framework = _framework(tf, keras, hvd)
+    if hvd is not None and args.horovod_timeline and world.is_main:
+        # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
+        hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
+    sizes = Sizes(len(data["train"][1]), len(data["validation"][1]), len(data["test"][1]))
+    model_name = usermodel.name(args.model) if usermodel.is_spec(args.model) else args.model
+    rec.run_start(
+        **run_start_fields(
+            args,
+            world,
+            runner="honestscale.runners.tf_keras",
+            default_name=f"{usermodel.label(args.model)}-{usermodel.label(args.dataset)}-{world.world_size}w",
+            environment=environment(world, Path(__file__), data_path=path),
+            framework=framework,
+            model=Model(model_name, _keras.trainable_params(model), sample_shape),
+            data=Data(dataset_name, sizes, source, path, local_batch_size=local),
+            stop=Stop(criterion, float(value)),
+            # as configured: 0 (TensorFlow's default) means TensorFlow chooses when it builds its thread pools
+            threads=Threads(
+                tf.config.threading.get_intra_op_parallelism_threads(),
+                tf.config.threading.get_inter_op_parallelism_threads(),
+            ),
+        )
     )
-    framework, version, backend = "tensorflow", tf.__version__, "grpc"
-    software = base_software() | {"tensorflow": tf.__version__, "keras": _keras.version(keras)}
-    if hvd is not None:
-        import horovod
-
-        framework, version = "horovod-tf", str(horovod.__version__)
-        backend = "mpi" if hvd.mpi_enabled() else "gloo"
-        software["horovod"] = version
-        if args.horovod_timeline and world.is_main:
-            # beside rank 0's events: the collector finds it there (it records its own start in epoch time)
-            hvd.start_timeline(str(Path(rec.writer.path).parent / "horovod-timeline.json"), mark_cycles=False)
-    rec.run_start(**run_start_fields(
-        args, world, runner="honestscale.runners.tf_keras",
-        default_name=f"{usermodel.label(args.model)}-{usermodel.label(args.dataset)}-{world.world_size}w",
-        environment=environment(world, Path(__file__), data_path=path),
-        framework=Framework(framework, version, backend, software),
-        model=Model(usermodel.name(args.model) if usermodel.is_spec(args.model) else args.model,
-                    _keras.trainable_params(model), tuple(sample_shape)),
-        data=Data(dataset_name, Sizes(len(data["train"][1]), len(data["validation"][1]), len(data["test"][1])),
-                  source, path, local_batch_size=local),
-        stop=Stop(criterion, float(value)),
-        # as configured: 0 (TensorFlow's default) means TensorFlow chooses when it builds its thread pools
-        threads=Threads(tf.config.threading.get_intra_op_parallelism_threads(),
-                        tf.config.threading.get_inter_op_parallelism_threads()),
-    ))  # fmt: skip
-    x_train, y_train = data["train"]
-    w = rec.writer
     timing = {"data": 0.0}
-    steps_per_epoch = len(y_train) // args.batch_size
+    steps_per_epoch = len(data["train"][1]) // args.batch_size
+    ds = _dataset(tf, args, world, data["train"], local, shape, steps_per_epoch, timing)
+    events = _events(keras, rec, budget, data, local, world, timing)
+    callbacks = [events]
+    if hvd is not None:
+        callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
+    model.fit(ds, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=callbacks)
+    if hvd is not None and args.horovod_timeline and world.is_main:
+        hvd.stop_timeline()
+    x_test, y_test = data["test"]
+    test = float(model.evaluate(x_test, y_test, batch_size=256, verbose=0)[1])  # once, at the end
+    if world.is_main:
+        rec.writer.eval(split="test", metric="accuracy", value=test, samples=len(y_test), epoch=events.epoch)
+    if hvd is not None:
+        hvd.allreduce(tf.constant(0.0), name="honestscale.end")  # every rank is past its last Horovod call
+        # MPI_Finalize (Horovod built with MPI): under srun --mpi=pmix a rank that exits without it makes PMIx
+        # abort the step, killing the ranks still writing their last events
+        hvd.shutdown()
+    check_target(Outcome(reached=events.reached, epochs=events.epoch + 1, steps=events.step), budget)
+
+
+def _horovod(tf: Any, world: _world.World) -> Any:
+    """Horovod's Keras front end, started, its ranks checked against the launcher's."""
+    if _keras.legacy_needed(tf):
+        raise RuntimeError(
+            f"Horovod's Keras front end needs TensorFlow <= 2.15 (Keras 2), this is {tf.__version__}: "
+            "use the Horovod environment, bash scripts/build-horovod-env"
+        )
+    import horovod.tensorflow.keras
+
+    hvd = horovod.tensorflow.keras
+    hvd.init()
+    if hvd.size() != world.world_size or hvd.rank() != world.rank:
+        raise _world.WorldError(
+            f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher's environment rank {world.rank} of "
+            f"{world.world_size}: start the ranks with horovodrun, or with srun --mpi=pmix and a Horovod built "
+            "with MPI"
+        )
+    return hvd
+
+
+def _strategy(tf: Any, world: _world.World, hvd: Any) -> Any:
+    if world.world_size == 1 or hvd is not None:
+        return tf.distribute.get_strategy()
+    if world.launcher == "slurm":
+        resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=world.master_port)
+        return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def _arrays(args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None, str]:
+    """The splits as NumPy arrays, where they came from (in memory, the filesystem, synthetic), the data path and
+    the dataset's name."""
+    from honestscale.runners import data as datasets
+
+    if usermodel.is_spec(args.dataset):
+        return usermodel.dataset(args.dataset), "in_memory", None, usermodel.name(args.dataset)
+    if args.dataset == "digits":
+        return datasets.digits_arrays(), "in_memory", None, args.dataset
+    if args.dataset == "memmap":
+        if args.data_path is None:
+            raise datasets.DataError("--dataset memmap needs --data-path FOLDER")
+        return datasets.memmap_arrays(args.data_path), "filesystem", str(args.data_path), args.dataset
+    if args.dataset == "synthetic":
+        return datasets.synthetic_arrays(args.synthetic_size), "synthetic", None, args.dataset
+    raise datasets.DataError(f"--dataset {args.dataset!r}: digits, synthetic, memmap or FILE.py:FUNCTION")
+
+
+def _framework(tf: Any, keras: Any, hvd: Any) -> Framework:
+    software = base_software() | {"tensorflow": tf.__version__, "keras": _keras.version(keras)}
+    if hvd is None:
+        return Framework("tensorflow", tf.__version__, "grpc", software)
+    import horovod
+
+    version = str(horovod.__version__)
+    return Framework(
+        "horovod-tf", version, "mpi" if hvd.mpi_enabled() else "gloo", software | {"horovod": version}
+    )
+
+
+def _dataset(
+    tf: Any,
+    args: argparse.Namespace,
+    world: _world.World,
+    train: tuple[Any, Any],
+    local: int,
+    shape: tuple[int, ...],
+    steps_per_epoch: int,
+    timing: dict[str, float],
+) -> Any:
+    """This worker's shard of each global batch, from a generator whose time is the step's data time (no
+    prefetch: the step waits for it)."""
+    import numpy as np
+
+    x_train, y_train = train
 
     def batches() -> Any:
-        """This worker's shard of each global batch; the time spent here is the step's data time."""
         rng = np.random.default_rng(args.seed)
         while True:
             order = rng.permutation(len(y_train))
             for s in range(steps_per_epoch):
                 t0 = time.perf_counter()
-                idx = order[
-                    s * args.batch_size + world.rank * local : s * args.batch_size + (world.rank + 1) * local
-                ]
+                first = s * args.batch_size + world.rank * local
+                idx = order[first : first + local]
                 batch = (x_train[idx], y_train[idx])
                 timing["data"] = time.perf_counter() - t0
                 yield batch
@@ -261,11 +307,26 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
     ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF  # we shard
-    ds = ds.with_options(options)
+    return ds.with_options(options)
+
+
+def _events(
+    keras: Any,
+    rec: Recorder,
+    budget: Budget,
+    data: dict[str, Any],
+    local: int,
+    world: _world.World,
+    timing: dict[str, float],
+) -> Any:
+    """The callback that writes fit's steps, epochs and evaluations, and stops fit where the shared loop's budget
+    says (the sample budget, the target; evaluations every --eval-every epochs)."""
+    w = rec.writer
 
     class Events(keras.callbacks.Callback):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__()
+            self.epoch = 0
             self.step = 0
             self.t0 = 0.0
             self.waited: pressure.Reading | None = None
@@ -275,6 +336,7 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
             self.samples = 0  # every worker counts the same global batches, so all stop at the same step
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.epoch = epoch
             self.epoch_t0 = time.perf_counter()
             self.epoch_step0 = self.step
 
@@ -287,20 +349,21 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
             data_t = min(timing["data"], total)
             # fit's compiled step holds forward, backward, the all-reduce and the update: compute here is all of
             # them, and communication and the optimizer are unknown (absent), never 0
+            contention = pressure.waited(self.waited, pressure.now())
+            warmup = self.step < budget.warmup_steps
             w.step(epoch=self.epoch, step=self.step, samples=local, t_total=total, t_data=data_t,
-                   t_compute=total - data_t, comm_measured=False, warmup=self.step < args.warmup_steps,
-                   **pressure.waited(self.waited, pressure.now()))  # fmt: skip
+                   t_compute=total - data_t, comm_measured=False, warmup=warmup, **contention)  # fmt: skip
             self.step += 1
-            self.samples += args.batch_size
-            if args.max_samples is not None and self.samples >= args.max_samples:
+            self.samples += local * world.world_size
+            if budget.spent(self.samples):
                 self.model.stop_training = True  # Keras ends the epoch after this step
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             logs = logs or {}
-            w.epoch(epoch=epoch, train_loss=float(logs.get("loss", float("nan"))), samples=(self.step - self.epoch_step0) * local,
-                    train_accuracy=float(logs.get("accuracy", float("nan"))), t_total=time.perf_counter() - self.epoch_t0)  # fmt: skip
-            last = epoch == args.epochs - 1 or self.model.stop_training
-            if (epoch + 1) % args.eval_every and not last and args.target_accuracy is None:
+            seconds = time.perf_counter() - self.epoch_t0
+            w.epoch(epoch=epoch, train_loss=float(logs.get("loss", float("nan"))), train_accuracy=float(logs.get(
+                "accuracy", float("nan"))), samples=(self.step - self.epoch_step0) * local, t_total=seconds)  # fmt: skip
+            if not budget.evaluates(epoch, last=epoch == budget.epochs - 1 or self.model.stop_training):
                 return
             acc = {}
             for split in ("train", "validation"):
@@ -308,36 +371,11 @@ def _train(args: argparse.Namespace, world: _world.World, rec: Recorder) -> None
                 acc[split] = float(self.model.evaluate(x, y, batch_size=256, verbose=0)[1])
                 if world.is_main:
                     w.eval(split=split, metric="accuracy", value=acc[split], samples=len(y), epoch=epoch)
-            if args.target_accuracy is not None and acc["validation"] >= args.target_accuracy:
+            if budget.target is not None and acc["validation"] >= budget.target:
                 self.reached = True
                 self.model.stop_training = True
 
-    events = Events()
-    events.epoch = 0
-
-    class EpochTracker(keras.callbacks.Callback):  # type: ignore[misc]
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            events.epoch = epoch
-
-    callbacks = [EpochTracker(), events]
-    if hvd is not None:
-        callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
-    model.fit(ds, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=callbacks)
-    if hvd is not None and args.horovod_timeline and world.is_main:
-        hvd.stop_timeline()
-    x_test, y_test = data["test"]
-    test = float(model.evaluate(x_test, y_test, batch_size=256, verbose=0)[1])  # once, at the end
-    if world.is_main:
-        w.eval(split="test", metric="accuracy", value=test, samples=len(y_test), epoch=events.epoch)
-    if hvd is not None:
-        hvd.allreduce(tf.constant(0.0), name="honestscale.end")  # every rank is past its last Horovod call
-        # MPI_Finalize (Horovod built with MPI): under srun --mpi=pmix a rank that exits without it makes PMIx
-        # abort the step, killing the ranks still writing their last events
-        hvd.shutdown()
-    if args.target_accuracy is not None and not events.reached:
-        raise TargetNotReached(
-            f"validation accuracy never reached {args.target_accuracy} in {args.epochs} epochs"
-        )
+    return Events()
 
 
 def run() -> None:

@@ -56,3 +56,28 @@ def test_resnet18_on_a_memmap_dataset_matches_the_pytorch_model(
         p.numel() for p in build_model("resnet18", (1, 8, 8), 10).parameters() if p.requires_grad
     )
     assert shown["model_params"] == torch_params
+
+
+def test_fit_stops_where_the_shared_loops_budget_says(tmp_path: Path, store: Path, tf_python: str) -> None:
+    """Keras keeps fit; its callback asks the shared loop's Budget when the sample budget is spent and when to
+    evaluate, and a missed target ends the run as the loop's check says (exit 3, the run recorded as aborted)."""
+    from tests.conftest import query
+
+    out = tmp_path / "runs"
+    spent = hs("run", "--framework", "tensorflow", "--workers", "1", "--model", "mlp", "--dataset", "digits",
+               "--epochs", "50", "--max-samples", "1000", "--eval-every", "5", "--out", out, "--run-id", "tf-budget",
+               "--ingest", "--store", store, timeout=600)  # fmt: skip
+    assert spent.returncode == 0, spent.stdout[-3000:] + spent.stderr[-3000:]
+    assert query(store, "SELECT stop_criterion, stop_value FROM runs") == [("samples", 1000.0)]
+    assert query(store, "SELECT count(*), sum(samples) FROM steps") == [(16, 1024)]  # the 16th step spends it
+    assert query(store, "SELECT split, epoch FROM evals ORDER BY split") == [
+        ("test", 0),
+        ("train", 0),
+        ("validation", 0),
+    ]
+    missed = hs("run", "--framework", "tensorflow", "--workers", "1", "--model", "mlp", "--dataset", "digits",
+                "--epochs", "1", "--target-accuracy", "0.999", "--out", out, "--run-id", "tf-missed", "--ingest",
+                "--store", store, timeout=600)  # fmt: skip
+    assert missed.returncode == 3, missed.stderr[-3000:]
+    assert "validation accuracy never reached 0.999 in 1 epochs" in missed.stdout + missed.stderr
+    assert query(store, "SELECT status FROM runs WHERE run_id = 'tf-missed'") == [("aborted",)]

@@ -163,7 +163,6 @@ GRADE_E = {
     "honestscale/lint/rules/hs209_superlinear_speedup.py:causes",
     "honestscale/compare/_pairs.py:_consequence",
     "honestscale/runners/_layouts.py:parse",
-    "honestscale/runners/tf_keras.py:_train",
 }
 
 
@@ -188,7 +187,7 @@ def test_no_function_is_radon_grade_f_and_grade_e_only_falls() -> None:
 # `# fmt: skip` markers in the package on 2026-11-27 (665 before issue 56 took messages out of the rules' conditions
 # and let the formatter lay out the rest): a ceiling that only falls. A message written apart from the condition
 # that says it needs no marker; lower the number when you take markers out.
-FMT_SKIP_CEILING = 546
+FMT_SKIP_CEILING = 542
 
 
 def test_the_formatter_is_switched_off_no_more_than_before() -> None:
