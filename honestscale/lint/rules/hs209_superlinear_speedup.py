@@ -89,40 +89,72 @@ def accelerator_difference(base: list[Run], runs: list[Run]) -> Cause | None:
 
 
 def causes(base: list[Run], runs: list[Run], point: Scaled, mode: str | None = None) -> list[Cause]:
-    """What the store says about why the scaled runs look more than N times faster."""
-    found = []
-    b_stall, n_stall = (
-        _med([r.lost_share for r in base if r.ok]),
-        _med([r.lost_share for r in runs if r.ok]),
+    """What the store says about why the scaled runs look more than N times faster: each check below, in turn."""
+    found = [
+        _stalled_base(base, runs, point),
+        _steps_do_not_scale(point),
+        _busier_base(base, runs),
+        thread_difference(base, runs, point),
+        accelerator_difference(base, runs),
+        _smaller_working_set(base, runs),
+    ]
+    # the global batch grows with the workers by design in weak and mixed series: a difference only when strong
+    fields = ("global_batch_size", "precision") if mode in (None, "strong") else ("precision",)
+    found += [_setup_difference(base, runs, point, field) for field in fields]
+    return [c for c in found if c is not None]
+
+
+def _stalled_base(base: list[Run], runs: list[Run], point: Scaled) -> Cause | None:
+    b_stall, n_stall = _med([r.lost_share for r in base if r.ok]), _med([r.lost_share for r in runs if r.ok])
+    if b_stall is None or b_stall < STALLED or b_stall <= (n_stall or 0.0):
+        return None
+    return Cause(
+        f"slow or stalled base case: its runs lost a median {100 * b_stall:.0f} % of their time to train to outlier "
+        f"steps (HS210), the {point.workers}-worker runs {100 * (n_stall or 0):.0f} %"
     )
-    if b_stall is not None and b_stall >= STALLED and b_stall > (n_stall or 0.0):
-        found.append(Cause(f"slow or stalled base case: its runs lost a median {100 * b_stall:.0f} % of their time "
-                           f"to train to outlier steps (HS210), the {point.workers}-worker runs "
-                           f"{100 * (n_stall or 0):.0f} %"))  # fmt: skip
+
+
+def _steps_do_not_scale(point: Scaled) -> Cause | None:
     steady = point.efficiency(point.steady_speedup)
-    if steady is not None and steady.value <= 1.0:
-        found.append(Cause(f"the steady-state step throughput gives an efficiency of {steady.value:.2f}: the steps "
-                           f"themselves do not scale superlinearly"))  # fmt: skip
+    if steady is None or steady.value > 1.0:
+        return None
+    return Cause(
+        f"the steady-state step throughput gives an efficiency of {steady.value:.2f}: the steps themselves do not "
+        "scale superlinearly"
+    )
+
+
+def _busier_base(base: list[Run], runs: list[Run]) -> Cause | None:
     b_load, n_load = _med([_load(r) for r in base]), _med([_load(r) for r in runs])
-    if b_load is not None and n_load is not None and b_load > n_load * 1.2:
-        found.append(Cause(f"the base case ran on a busier host (1-minute load per CPU {b_load:.2f} against "
-                           f"{n_load:.2f})"))  # fmt: skip
-    for diff in (thread_difference(base, runs, point), accelerator_difference(base, runs)):
-        if diff is not None:
-            found.append(diff)
+    if b_load is None or n_load is None or b_load <= n_load * 1.2:
+        return None
+    return Cause(
+        f"the base case ran on a busier host (1-minute load per CPU {b_load:.2f} against {n_load:.2f})"
+    )
+
+
+def _smaller_working_set(base: list[Run], runs: list[Run]) -> Cause | None:
     b_local = {r.local_batch_size for r in base if r.local_batch_size}
     n_local = {r.local_batch_size for r in runs if r.local_batch_size}
-    if b_local and n_local and max(n_local) < min(b_local):
-        found.append(Cause(f"each worker holds a smaller share of the batch ({max(n_local)} against {min(b_local)} "
-                           f"samples): a smaller working set may fit in caches", artefact=False))  # fmt: skip
-    # the global batch grows with the workers by design in weak and mixed series: a difference only when strong
-    for field in ("global_batch_size", "precision") if mode in (None, "strong") else ("precision",):
-        b_vals = {str(r.value(field)) for r in base if r.value(field) is not None}
-        n_vals = {str(r.value(field)) for r in runs if r.value(field) is not None}
-        if b_vals and n_vals and b_vals != n_vals:
-            found.append(Cause(f"different {field.replace('_', ' ')}: {'/'.join(sorted(b_vals))} at the base, "
-                               f"{'/'.join(sorted(n_vals))} at {point.workers} workers", setup=True))  # fmt: skip
-    return found
+    if not b_local or not n_local or max(n_local) >= min(b_local):
+        return None
+    return Cause(
+        f"each worker holds a smaller share of the batch ({max(n_local)} against {min(b_local)} samples): a smaller "
+        "working set may fit in caches",
+        artefact=False,
+    )
+
+
+def _setup_difference(base: list[Run], runs: list[Run], point: Scaled, field: str) -> Cause | None:
+    b_vals = {str(r.value(field)) for r in base if r.value(field) is not None}
+    n_vals = {str(r.value(field)) for r in runs if r.value(field) is not None}
+    if not b_vals or not n_vals or b_vals == n_vals:
+        return None
+    return Cause(
+        f"different {field.replace('_', ' ')}: {'/'.join(sorted(b_vals))} at the base, "
+        f"{'/'.join(sorted(n_vals))} at {point.workers} workers",
+        setup=True,
+    )
 
 
 def _fmt(e: Estimate) -> str:
