@@ -108,8 +108,7 @@ _WORKER_COUNT = {"workers", "world_size", "n_accelerators"}
 def _consequence(d: Difference, a: Sequence[Run], b: Sequence[Run]) -> str | None:
     """Why difference ``d`` follows from a change of the worker count between ``a`` and ``b``, or None."""
     runs = [*a, *b]
-    workers = [r.workers for r in runs]
-    if any(not w for w in workers):
+    if any(not r.workers for r in runs):
         return None
     threads = "threads" in d.field
     share = _SHARES.get(d.field) or (
@@ -122,24 +121,38 @@ def _consequence(d: Difference, a: Sequence[Run], b: Sequence[Run]) -> str | Non
     if all(
         isinstance(v, dict) for v in values
     ):  # the launcher's environment: only its thread knobs may differ
-        keys = {k for v in values for k in v if len({_shown(x.get(k)) for x in values}) > 1}
-        if keys and all("THREADS" in k.upper() for k in keys):
-            totals = {k: _shared_total([_float(v.get(k)) for v in values], runs, per_node=True) for k in keys}
-            if all(t is not None for t in totals.values()):
-                knobs = ", ".join(f"{k} splits {t}" for k, t in sorted(totals.items()))
-                return f"the launcher's thread settings split a node's threads between its workers ({knobs})"
-        return None
+        return _thread_knobs(values, runs)
     if d.field == "backend":
-        single = {_shown(value_of(r, "backend")) for r in runs if r.workers == 1}
-        several = {_shown(value_of(r, "backend")) for r in runs if (r.workers or 0) > 1}
-        if single <= {"unset", "none"} and several and not several & {"unset", "none"}:
-            return "one worker needs no collective backend"
-        return None
+        return _backend(runs)
     if d.field == "n_nodes":
-        per = {r.accelerators_per_node for r in runs}
-        if len(per) == 1 and (p := per.pop()) and all(r.n_nodes == -(-(r.workers or 0) // p) for r in runs):
-            return f"{p} workers per node: the nodes follow from the worker count"
+        return _nodes(runs)
+    return None
+
+
+def _thread_knobs(values: list[dict[str, Any]], runs: Sequence[Run]) -> str | None:
+    """The launcher's environments differ in thread knobs alone, each splitting one total between the workers."""
+    keys = {k for v in values for k in v if len({_shown(x.get(k)) for x in values}) > 1}
+    if not keys or not all("THREADS" in k.upper() for k in keys):
         return None
+    totals = {k: _shared_total([_float(v.get(k)) for v in values], runs, per_node=True) for k in keys}
+    if any(t is None for t in totals.values()):
+        return None
+    knobs = ", ".join(f"{k} splits {t}" for k, t in sorted(totals.items()))
+    return f"the launcher's thread settings split a node's threads between its workers ({knobs})"
+
+
+def _backend(runs: Sequence[Run]) -> str | None:
+    single = {_shown(value_of(r, "backend")) for r in runs if r.workers == 1}
+    several = {_shown(value_of(r, "backend")) for r in runs if (r.workers or 0) > 1}
+    if single <= {"unset", "none"} and several and not several & {"unset", "none"}:
+        return "one worker needs no collective backend"
+    return None
+
+
+def _nodes(runs: Sequence[Run]) -> str | None:
+    per = {r.accelerators_per_node for r in runs}
+    if len(per) == 1 and (p := per.pop()) and all(r.n_nodes == -(-(r.workers or 0) // p) for r in runs):
+        return f"{p} workers per node: the nodes follow from the worker count"
     return None
 
 
