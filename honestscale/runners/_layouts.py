@@ -68,47 +68,8 @@ class Layout:
 def parse(text: str, world_size: int, schedule: str = "1f1b", microbatches: int | None = None) -> Layout:
     """The layout ``--parallel TEXT`` names on ``world_size`` ranks, or a :class:`LayoutError` saying what to
     write instead."""
-    degrees = dict.fromkeys(PARALLEL_DIMS, 1)
-    parts = [p.strip() for p in text.lower().split(",") if p.strip()]
-    if not parts:
-        raise LayoutError("--parallel is empty: ddp, fsdp, tp, pp, or degrees such as dp2,tp2")
-    open_dim = None
-    for part in parts:
-        m = re.fullmatch(r"([a-z]+)(\d*)", part)
-        word = m.group(1) if m else part
-        if word in ("cp", "ep"):
-            raise LayoutError(f"--parallel {text}: {word} (context/expert parallel) is recorded from other tools' "
-                              "logs; this runner trains dp, fsdp, tp and pp")  # fmt: skip
-        if m is None or word not in _WORDS:
-            raise LayoutError(f"--parallel {text}: {part!r} is not a dimension; use ddp, fsdp, tp, pp or "
-                              "degrees such as dp2,tp2")  # fmt: skip
-        dim = _WORDS[word]
-        if m.group(2):
-            degrees[dim] = int(m.group(2))
-            if degrees[dim] < 1:
-                raise LayoutError(f"--parallel {text}: {dim} needs a degree of at least 1")
-        elif open_dim is None:
-            open_dim = dim
-        else:
-            raise LayoutError(f"--parallel {text}: give degrees to all but one dimension (e.g. dp2,tp2)")
-    fixed = 1
-    for d in ("dp", "fsdp", "tp", "pp"):
-        fixed *= degrees[d] if d != open_dim else 1
-    if open_dim is not None:
-        if world_size % fixed:
-            raise LayoutError(f"--parallel {text}: {world_size} ranks do not divide by {fixed}")
-        degrees[open_dim] = world_size // fixed
-    product = degrees["dp"] * degrees["fsdp"] * degrees["tp"] * degrees["pp"]
-    if product != world_size:
-        raise LayoutError(f"--parallel {text}: the degrees multiply to {product}, the run has {world_size} ranks; "
-                          f"make dp x fsdp x tp x pp = {world_size}")  # fmt: skip
-    if degrees["dp"] > 1 and degrees["fsdp"] > 1:
-        raise LayoutError(f"--parallel {text}: replicated and sharded data parallel together (HSDP) is not "
-                          "offered; use fsdp alone, or dp with tp or pp")  # fmt: skip
-    used = frozenset(d for d in ("dp", "fsdp", "tp", "pp") if degrees[d] > 1)
-    if len(used) > 1 and used not in OFFERED:
-        raise LayoutError(f"--parallel {text}: {' x '.join(sorted(used))} is not offered (not tested here); the 2-D "
-                          "layouts are dp,tp, dp,pp and fsdp,tp")  # fmt: skip
+    degrees = _degrees(text, world_size)
+    _check_offered(text, degrees)
     if schedule not in SCHEDULES:
         raise LayoutError(f"--pipeline-schedule {schedule}: one of {', '.join(SCHEDULES)}")
     pp = degrees["pp"]
@@ -116,8 +77,78 @@ def parse(text: str, world_size: int, schedule: str = "1f1b", microbatches: int 
     mb = microbatches or (2 * pp if pp > 1 else 1)
     if pp > 1 and schedule == "interleaved-1f1b" and mb % pp:
         raise LayoutError(f"--microbatches {mb}: the interleaved schedule needs a multiple of pp = {pp}")
-    return Layout(degrees=degrees, schedule=schedule if pp > 1 else None, microbatches=mb if pp > 1 else 1,
-                  virtual=virtual)  # fmt: skip
+    return Layout(
+        degrees=degrees,
+        schedule=schedule if pp > 1 else None,
+        microbatches=mb if pp > 1 else 1,
+        virtual=virtual,
+    )
+
+
+def _degrees(text: str, world_size: int) -> dict[str, int]:
+    """Each dimension's degree: those written, and the one dimension written without one takes the ranks left."""
+    degrees = dict.fromkeys(PARALLEL_DIMS, 1)
+    parts = [p.strip() for p in text.lower().split(",") if p.strip()]
+    if not parts:
+        raise LayoutError("--parallel is empty: ddp, fsdp, tp, pp, or degrees such as dp2,tp2")
+    open_dim = None
+    for part in parts:
+        dim, degree = _dimension(text, part)
+        if degree is not None:
+            degrees[dim] = degree
+        elif open_dim is None:
+            open_dim = dim
+        else:
+            raise LayoutError(f"--parallel {text}: give degrees to all but one dimension (e.g. dp2,tp2)")
+    if open_dim is not None:
+        fixed = 1
+        for d in ("dp", "fsdp", "tp", "pp"):
+            fixed *= degrees[d] if d != open_dim else 1
+        if world_size % fixed:
+            raise LayoutError(f"--parallel {text}: {world_size} ranks do not divide by {fixed}")
+        degrees[open_dim] = world_size // fixed
+    product = degrees["dp"] * degrees["fsdp"] * degrees["tp"] * degrees["pp"]
+    if product != world_size:
+        raise LayoutError(
+            f"--parallel {text}: the degrees multiply to {product}, the run has {world_size} ranks; "
+            f"make dp x fsdp x tp x pp = {world_size}"
+        )
+    return degrees
+
+
+def _dimension(text: str, part: str) -> tuple[str, int | None]:
+    """One part of ``--parallel``: its dimension, and its degree where written (``tp2``)."""
+    m = re.fullmatch(r"([a-z]+)(\d*)", part)
+    word = m.group(1) if m else part
+    if word in ("cp", "ep"):
+        raise LayoutError(
+            f"--parallel {text}: {word} (context/expert parallel) is recorded from other tools' logs; this runner "
+            "trains dp, fsdp, tp and pp"
+        )
+    if m is None or word not in _WORDS:
+        raise LayoutError(
+            f"--parallel {text}: {part!r} is not a dimension; use ddp, fsdp, tp, pp or degrees such as dp2,tp2"
+        )
+    dim = _WORDS[word]
+    if not m.group(2):
+        return dim, None
+    if int(m.group(2)) < 1:
+        raise LayoutError(f"--parallel {text}: {dim} needs a degree of at least 1")
+    return dim, int(m.group(2))
+
+
+def _check_offered(text: str, degrees: dict[str, int]) -> None:
+    if degrees["dp"] > 1 and degrees["fsdp"] > 1:
+        raise LayoutError(
+            f"--parallel {text}: replicated and sharded data parallel together (HSDP) is not offered; use fsdp "
+            "alone, or dp with tp or pp"
+        )
+    used = frozenset(d for d in ("dp", "fsdp", "tp", "pp") if degrees[d] > 1)
+    if len(used) > 1 and used not in OFFERED:
+        raise LayoutError(
+            f"--parallel {text}: {' x '.join(sorted(used))} is not offered (not tested here); the 2-D layouts are "
+            "dp,tp, dp,pp and fsdp,tp"
+        )
 
 
 @dataclass
