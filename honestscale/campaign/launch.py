@@ -230,28 +230,63 @@ def launch(
     python = python or python_for(framework)
     check_installed(framework, python)
     check_user_files(framework, python, runner_args)
-    sink = sink or sys.stdout
-    port = free_port()
+    rank_cmd = [python, *runner_command(framework), *runner_args, "--run-id", run_id]
+    jobs = _jobs(framework, workers, python, rank_cmd)
+    procs, pumps = _start(jobs, quiet, sink or sys.stdout)
+    ranks = _Ranks(procs, on_stop)
+    old = {s: signal.signal(s, ranks.forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        ranks.watch()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if ranks.stopped:  # the ranks ended before the loop looked: told now, before the run lands
+        ranks.tell_stopped()
+    for t in pumps:
+        t.join(timeout=5)
+    codes = [p.returncode for p in procs]
+    first_failure = ranks.first_failure
+    if first_failure is None:
+        first_failure = next((c for c in codes if c != 0), 0)
+    return LaunchResult(run_id, _exit_code(first_failure), codes, ranks.stopped[0] if ranks.stopped else None)
+
+
+Job = tuple[list[str], dict[str, str], str]  # a process's command, environment and output prefix
+
+
+def _jobs(framework: str, workers: int, python: str, rank_cmd: list[str]) -> list[Job]:
+    """The processes that start the ranks: horovodrun for Horovod's frameworks (it starts them, Gloo rendezvous,
+    and prefixes their output with [1,rank]), else one per rank with torchrun's variables."""
     base = dict(os.environ)
     base.update(thread_split(workers, base))
     base.setdefault("PYTHONUNBUFFERED", "1")
-    rank_cmd = [python, *runner_command(framework), *runner_args, "--run-id", run_id]
-    jobs: list[tuple[list[str], dict[str, str], str]] = []
     if framework in HOROVOD:
-        # horovodrun starts the ranks (Gloo rendezvous) and prefixes their output with [1,rank]
         horovodrun = horovodrun_for(python)
         if not Path(horovodrun).exists():
             raise LaunchError(f"{horovodrun} not found: {NEEDS[framework][1]}")
         cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]
-        jobs.append((cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, ""))
-    else:
-        for rank in range(workers):
-            env = dict(base)
-            env.update(
-                RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(workers), LOCAL_WORLD_SIZE=str(workers),
-                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HONESTSCALE_LAUNCHER="local",
-            )  # fmt: skip
-            jobs.append((rank_cmd, env, f"[rank {rank}] "))
+        return [(cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, "")]
+    port = free_port()
+    jobs = []
+    for rank in range(workers):
+        env = base | {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(workers),
+            "LOCAL_WORLD_SIZE": str(workers),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "HONESTSCALE_LAUNCHER": "local",
+        }
+        jobs.append((rank_cmd, env, f"[rank {rank}] "))
+    return jobs
+
+
+def _start(
+    jobs: list[Job], quiet: bool, sink: TextIO
+) -> tuple[list[subprocess.Popen[str]], list[threading.Thread]]:
+    """Start every job, each in a session of its own (our signal handling decides what reaches the ranks), its
+    output pumped to ``sink`` with its prefix."""
     procs: list[subprocess.Popen[str]] = []
     pumps: list[threading.Thread] = []
     for cmd, env, prefix in jobs:
@@ -262,7 +297,7 @@ def launch(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             text=True,
-            start_new_session=True,  # our signal handling decides what reaches the ranks
+            start_new_session=True,
         )
         procs.append(proc)
         if proc.stdout is not None:
@@ -270,55 +305,58 @@ def launch(
             t.daemon = True
             t.start()
             pumps.append(t)
+    return procs, pumps
 
-    stopped: list[int] = []  # a signal we passed on: ranks exiting on it are stopping, not failing
-    told: list[int] = []
 
-    def tell_stopped() -> None:
+class _Ranks:
+    """The running ranks: signals passed on to them, the first failure told to the others (SIGUSR1), and, past
+    the grace period after it, the ones left killed."""
+
+    def __init__(self, procs: list[subprocess.Popen[str]], on_stop: Callable[[int], None] | None) -> None:
+        self.procs = procs
+        self.on_stop = on_stop
+        self.stopped: list[int] = []  # a signal we passed on: ranks exiting on it are stopping, not failing
+        self.told: list[int] = []
+        self.first_failure: int | None = None
+
+    def tell_stopped(self) -> None:
         """``on_stop`` once, with the first signal passed on."""
-        if on_stop is not None and not told:
-            told.append(stopped[0])
-            on_stop(stopped[0])
+        if self.on_stop is not None and not self.told:
+            self.told.append(self.stopped[0])
+            self.on_stop(self.stopped[0])
 
-    def forward(signum: int, frame: FrameType | None) -> None:
-        stopped.append(signum)
-        for p in procs:
+    def forward(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped.append(signum)
+        for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signum)
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    first_failure: int | None = None
-    try:
+    def watch(self) -> None:
+        """Until every rank has ended."""
         deadline: float | None = None
-        while any(p.poll() is None for p in procs):
-            if stopped:  # outside the handler: the user knows it was heard
-                tell_stopped()
-            for p in procs:
-                code = p.poll()
-                if code not in (None, 0) and first_failure is None:
-                    first_failure = code
-                    for other in procs:
-                        # SIGUSR1 says "a peer failed"; after our own SIGTERM/SIGINT the others have theirs
-                        # already (a rank busy in a collective may handle the later SIGUSR1 first)
-                        if other.poll() is None and not stopped:
-                            other.send_signal(signal.SIGUSR1)
-                    deadline = time.monotonic() + GRACE_S
+        while any(p.poll() is None for p in self.procs):
+            if self.stopped:  # outside the handler: the user knows it was heard
+                self.tell_stopped()
+            if self.first_failure is None and self._failed():
+                deadline = time.monotonic() + GRACE_S
             if deadline is not None and time.monotonic() > deadline:
-                for p in procs:
+                for p in self.procs:
                     if p.poll() is None:
                         p.kill()
             time.sleep(0.05)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    if stopped:  # the ranks ended before the loop looked: told now, before the run lands
-        tell_stopped()
-    for t in pumps:
-        t.join(timeout=5)
-    codes = [p.returncode for p in procs]
-    if first_failure is None:
-        first_failure = next((c for c in codes if c != 0), 0)
-    return LaunchResult(run_id, _exit_code(first_failure), codes, stopped[0] if stopped else None)
+
+    def _failed(self) -> bool:
+        """A rank failed: the first failure is kept and the others are told."""
+        code = next((c for p in self.procs if (c := p.poll()) not in (None, 0)), None)
+        if code is None:
+            return False
+        self.first_failure = code
+        for other in self.procs:
+            # SIGUSR1 says "a peer failed"; after our own SIGTERM/SIGINT the others have theirs already (a rank
+            # busy in a collective may handle the later SIGUSR1 first)
+            if other.poll() is None and not self.stopped:
+                other.send_signal(signal.SIGUSR1)
+        return True
 
 
 def _exit_code(code: int) -> int:
