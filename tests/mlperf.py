@@ -1,9 +1,14 @@
-"""Helpers of the MLPerf tests: what mlperf-logging (the independent reader, a dev dependency) reads from a result
-file (``reference``), the round of a file (``round_of``) and a round's compliance target (``compliance_target``)."""
+"""Helpers of the MLPerf tests: the data sets under ``../shared/data`` (``data_root``, ``result_files``), what
+mlperf-logging (the independent reader, a dev dependency) reads from a result file (``reference``) and what its result
+summarizer scores a submission (``official_score``), the round of a file or folder (``round_of``) and a round's
+compliance target (``compliance_target``)."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import io
 import json
 import re
 from pathlib import Path
@@ -12,14 +17,30 @@ from typing import Any
 import pytest
 
 from honestscale import catalogue
+from tests.tools import require
 
 mlp_parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
 summarizer = pytest.importorskip("mlperf_logging.result_summarizer.result_summarizer")
 
 CHECKS = Path(mlp_parser.__file__).parents[1]
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def data_root(name: str) -> Path:
+    """The MLPerf logs in ``../shared/data/<name>``: a test without them is skipped, or failed in CI."""
+    root = DATA / name
+    require(root.is_dir(), f"the MLPerf logs at {root}", "../shared/data beside the repository")
+    return root
+
+
+def result_files(root: Path) -> list[Path]:
+    """The result files under ``root`` (``[<round>/]<org>/results/<system>/<benchmark>/result_*.txt``), each by its
+    resolved path, as the store names its source."""
+    return sorted(p.resolve() for p in root.glob("**/results/*/*/result_*.txt"))
 
 
 def round_of(path: Path) -> str:
+    """The round of a result file or of a submission folder (``<round>/<org>/results/<system>/<benchmark>``)."""
     rnd = catalogue.round_of(path.parts[path.parts.index("results") - 2])
     assert rnd is not None
     return rnd
@@ -30,7 +51,10 @@ def _accelerators(lines: list[Any], path: Path) -> int:
     read, the log's own ``submission_entry`` (num_nodes x num_accelerators of its ``nodes``)."""
     try:
         desc = summarizer._load_system_desc(str(path.parents[3]), path.parents[1].name)
-        return int(desc["accelerators_per_node"]) * int(desc["number_of_nodes"])
+        # v0.7's descriptions spell the key "number of nodes" (the summarizer's own table would miss it)
+        return int(desc["accelerators_per_node"]) * int(
+            desc.get("number_of_nodes", desc.get("number of nodes"))
+        )
     except (json.JSONDecodeError, TypeError):  # its own error path raises a TypeError on a non-JSON file
         entry = next(ll.value["value"] for ll in lines if ll.key == "submission_entry")
         nodes = ast.literal_eval(ast.literal_eval(entry)["nodes"])
@@ -56,25 +80,44 @@ def _final(lines: list[Any], stop: Any, gbs: int) -> dict[str, Any]:
     return {"": evals[-1].value["value"]} if evals else {}
 
 
+@functools.cache
 def reference(path: Path) -> dict[str, Any]:
-    """What mlperf-logging reads from one result file (v0.6 timestamps in seconds, later rounds in ms)."""
+    """What mlperf-logging reads from one result file (v0.6 timestamps in seconds, later rounds in ms); read once a
+    process (a test reads it again for its submission's score), not to be changed by its user."""
     rnd = round_of(path)
     lines, failed = mlp_parser.parse_file(str(path), f"{rnd}.0")
-    assert not failed or rnd == "0.6", failed[
-        :2
-    ]  # v0.6: lines glued to other output are cut by our reader alike
+    # v0.6: lines glued to other output are cut by our reader alike
+    assert not failed or rnd == "0.6", failed[:2]
     per_second = 1.0 if rnd == "0.6" else 1000.0
-    starts = [ll for ll in lines if ll.key == "run_start"]
     stops = [ll for ll in lines if ll.key == "run_stop"]
+    try:  # the summarizer's own time to train
+        start, stop = summarizer._query_run_start_stop(lines)
+        seconds: float | None = (stop - start) / per_second
+    except ValueError:  # run_stop not recorded
+        seconds = None
     gbs = next(ll.value["value"] for ll in lines if ll.key == "global_batch_size")
     return {
-        "seconds": (stops[0].timestamp - starts[0].timestamp) / per_second if stops else None,
+        "seconds": seconds,
         "status": stops[0].value["metadata"].get("status") if stops else None,
         "gbs": gbs,
         "accelerators": _accelerators(lines, path),
         "final": _final(lines, stops[0] if stops else None, gbs),
         "benchmark": summarizer._benchmark_alias(path.parent.name),
     }
+
+
+def official_score(folder: Path) -> tuple[float | None, float | None, str]:
+    """The result summarizer's own score of a submission folder (minutes, times ``scaling.json``'s factor; None where
+    it gives none), the factor it applied, and what it said: what it printed, and the error it stopped on."""
+    benchmark = summarizer._benchmark_alias(folder.name)
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        try:
+            score, _, factor = summarizer._compute_strong_score_standalone(
+                benchmark, folder.parent.name, False, str(folder), "training", f"{round_of(folder)}.0"
+            )
+        except FileNotFoundError as exc:  # v0.6: a benchmark its rules have no file for
+            return None, None, f"{said.getvalue()}{exc}"
+    return score, factor, said.getvalue()
 
 
 def compliance_target(benchmark: str, rnd: str) -> tuple[str, float] | None:

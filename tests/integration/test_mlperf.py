@@ -58,6 +58,9 @@ def _logs(mlperf: Path) -> list[Path]:
 
 
 def test_one_run_per_result_file_matching_the_log(mlperf: Path, ingested: Path) -> None:
+    """Each of the 20 result files is one run of the campaign whose time, status, batch (global and per
+    accelerator), accelerators, nodes, accelerator model and final top-1 accuracy are this test's own reading of
+    the log and the system description (mlperf-logging's reading: test_mlperf_official.py)."""
     runs = json.loads(cli("runs", "--store", ingested, "--format", "json").stdout)
     by_file = {r["source_file"]: r for r in runs}
     assert len(runs) == 20
@@ -81,6 +84,7 @@ def test_one_run_per_result_file_matching_the_log(mlperf: Path, ingested: Path) 
 
 
 def test_dell_scaling_series_has_4_8_16_v100s(ingested: Path) -> None:
+    """Dell's C4140 at 1, 2 and 4 nodes: 4, 8 and 16 V100s, 5 runs each."""
     rows = query(
         ingested,
         "SELECT system, n_nodes, n_accelerators, count(*) FROM runs WHERE system LIKE '%C4140' GROUP BY ALL ORDER BY 3",
@@ -89,6 +93,8 @@ def test_dell_scaling_series_has_4_8_16_v100s(ingested: Path) -> None:
 
 
 def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: Path, ingested: Path) -> None:
+    """An evaluation logged twice is one evaluation; CUDA, NCCL, CPU and interconnect come from the system
+    description, the target and data set from the log."""
     log = mlperf / "DellEMC" / "results" / "4xC4140" / "resnet" / "result_0.txt"
     rid = "mlperf:mlperf-training-v0.7/DellEMC/4xC4140/resnet/result_0"
     n_evals = query(ingested, "SELECT count(*) FROM evals WHERE run_id = ?", [rid])[0][0]
@@ -101,6 +107,7 @@ def test_repeated_lines_count_once_and_hardware_comes_from_systems_json(mlperf: 
 
 
 def test_google_placeholders_are_unknown_not_values(ingested: Path) -> None:
+    """Google's placeholders in its system description ("CPUName", "TODO") are unknown, not values."""
     run = json.loads(
         cli("show", "Google/gpu-v100-8-TF2.0/resnet/result_0", "--store", ingested, "-f", "json").stdout
     )
@@ -110,6 +117,7 @@ def test_google_placeholders_are_unknown_not_values(ingested: Path) -> None:
 
 
 def test_reingest_changes_nothing(mlperf: Path, ingested: Path) -> None:
+    """Ingesting the same logs again finds the 20 files unchanged and leaves every table as it was."""
     before = counts(ingested)
     again = cli("ingest", mlperf, "--store", ingested)
     assert again.returncode == 0

@@ -1,12 +1,11 @@
-"""MLPerf Training v0.6 (the ``:::MLL`` format) and v4.1-v5.1 logs against the official reader, mlperf-logging.
+"""MLPerf Training v0.6 (the ``:::MLL`` format) and v4.1-v5.1 logs (``../shared/data/mlperf-training-v06-v5x/``):
+what only they hold.
 
-Every result file under ``../shared/data/mlperf-training-v06-v5x/`` must be one run whose time to train, status,
-global batch, accelerator count and final quality equal what mlperf-logging's parser reads from the same file;
-every submission's olympic mean and official score (times ``scaling.json``'s factor) must equal what its result
-summarizer computes. mlperf-logging reads v0.6's ``:::MLL`` lines (ruleset 0.6.0), but its timestamps are the
-log's **seconds** while its scoring assumes milliseconds: the reference converts (seconds here, its score x 1000
-where it scores a v0.6 folder at all). The quality targets and their directions are checked against the
-``ATLEAST_ONE_CHECK`` of each round's compliance rules where mlperf-logging has one.
+Every quality judged in its own direction, with the targets of each round's compliance rules (``ATLEAST_ONE_CHECK``)
+where mlperf-logging has one; Stable Diffusion's offline evaluations; logs in a format the reader does not know;
+NVIDIA's v0.6 system files and other v0.6 forms; a benchmark the catalogue does not know; the olympic mean and the
+official score said apart. Every result file's time, status, batch, accelerators and quality, and every submission's
+score, against mlperf-logging's reading: ``test_mlperf_official.py``, over every data set.
 """
 
 from __future__ import annotations
@@ -21,76 +20,30 @@ import pytest
 
 from honestscale import catalogue
 from honestscale import view as _view
-from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.scaling import reached_at, time_to_accuracy
-from tests.conftest import (
-    REPO,
-    assert_run_as_reference,
-    cli,
-    reference_olympic_minutes,
-    runs_by_file,
-    submission_id,
-)
-from tests.mlperf import compliance_target, reference, round_of, summarizer
-
-ROOT = REPO.parent / "shared" / "data" / "mlperf-training-v06-v5x"
-
-
-def result_files() -> list[Path]:
-    return sorted(p for p in ROOT.glob("*/*/results/*/*/result_*.txt"))
+from tests.conftest import cli
+from tests.mlperf import compliance_target, data_root, summarizer
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not ROOT.is_dir():
-        pytest.fail(f"MLPerf logs missing at {ROOT}: ../shared/data must be beside the repo")
+def root() -> Path:
+    return data_root("mlperf-training-v06-v5x")
+
+
+@pytest.fixture(scope="module")
+def store(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("v06v5x") / "s.duckdb"
-    result = cli("ingest", ROOT, "--store", path)
+    result = cli("ingest", root, "--store", path)
     assert result.returncode == 0, result.stderr
-    # every file found is named: the folder's README, MANIFEST and licences are not results, nothing is lost
-    assert (
-        "not landed, neither a honestscale event file nor an MLPerf log nor a log an importer reads (5)"
-        in result.stderr
-    )
-    assert "hold results that did not land" not in result.stderr
     return path
-
-
-def test_every_result_file_is_one_run_equal_to_the_reference(store: Path) -> None:
-    files = result_files()
-    assert len(files) == 157
-    runs = runs_by_file(store)
-    assert set(runs) == {str(p.resolve()) for p in files}
-    rounds, statuses = set(), set()
-    for path in files:
-        ref, run = reference(path), runs[str(path.resolve())]
-        where = str(path.relative_to(ROOT))
-        rounds.add(round_of(path))
-        assert_run_as_reference(run, ref, where)
-        statuses.add(run["status"])
-        rules = catalogue.mlperf(ref["benchmark"], round_of(path))
-        assert rules is not None, f"{where}: benchmark not in the catalogue"
-        quality = json.loads(run["final_quality"])
-        final = ref["final"]
-        if set(final) == {""}:
-            value = final[""]
-            if isinstance(value, list):  # v0.6 Mask R-CNN: [bbox, segm] in the catalogue's order
-                value = dict(zip((m.key for m in rules.metrics), value, strict=True))
-            if isinstance(value, dict):
-                names = {m.key: m.name for m in rules.metrics}
-                assert quality == {names[k]: pytest.approx(v) for k, v in value.items()}, where
-            else:
-                assert quality == {run["target_metric"]: pytest.approx(value)}, where
-        else:  # one line per metric (Stable Diffusion's FID and CLIP)
-            names = {m.key: m.name for m in rules.metrics}
-            assert quality == {names[k]: pytest.approx(v) for k, v in final.items()}, where
-    assert rounds == {"0.6", "4.1", "5.0", "5.1"}
-    assert statuses == {"success", "aborted", "incomplete"}
 
 
 def test_every_quality_is_judged_in_its_own_direction_and_every_successful_run_reached_it(
     store: Path,
 ) -> None:
+    """Every run's benchmark is in the catalogue, its targets' directions are the catalogue's and its quality known;
+    a one-metric benchmark's direction and target are its round's compliance rule's (the lower-is-better ones among
+    them); every successful run reached its target at its last evaluation at or before run_stop."""
     with duckdb.connect(str(store), read_only=True) as con:
         runs = _view.build(con).runs
     checked = set()
@@ -147,42 +100,9 @@ def test_offline_evaluations_are_placed_at_their_checkpoint(store: Path) -> None
     assert len(later) == 5
 
 
-def test_every_submission_score_is_the_official_one(store: Path) -> None:
-    with duckdb.connect(str(store), read_only=True) as con:
-        ours = {s.folder: s for s in submissions(_view.build(con).runs)}
-    folders = sorted({p.parent for p in result_files()})
-    assert len(ours) == len(folders) == 22
-    factors = 0
-    for folder in folders:
-        sub = ours[submission_id(folder)]
-        benchmark = summarizer._benchmark_alias(folder.name)
-        rules = catalogue.mlperf(benchmark, round_of(folder / "x"))
-        assert rules is not None and sub.drop == rules.drop == (4 if benchmark == "unet3d" else 1)
-        expected = reference_olympic_minutes(folder, reference, sub.drop)
-        factor = summarizer._get_scaling_factor(str(folder))
-        factors += factor != 1.0
-        assert (sub.scaling_factor or 1.0) == pytest.approx(factor), folder
-        if expected is None:
-            assert sub.score_s is None and sub.scaled_s is None, folder
-            continue
-        assert sub.score_s is not None and sub.score_s / 60 == pytest.approx(expected, rel=1e-9), folder
-        assert sub.scaled_s is not None and sub.scaled_s / 60 == pytest.approx(expected * factor, rel=1e-9), (
-            folder
-        )
-        # the summarizer's own score where its compliance checker accepts the logs; for v0.6 it reads seconds
-        # as milliseconds, so its score is ours / 1000
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(FileNotFoundError):
-            official, _, got = summarizer._compute_strong_score_standalone(
-                benchmark, folder.parent.name, False, str(folder), "training", f"{round_of(folder / 'x')}.0"
-            )
-            if official is not None:
-                scale = 1000.0 if round_of(folder / "x") == "0.6" else 1.0
-                assert sub.scaled_s / 60 == pytest.approx(official * scale, rel=1e-9), folder
-                assert got == pytest.approx(factor)
-    assert factors >= 8  # the factor is not 1 for most newer submissions: the official score needs it
-
-
-def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(tmp_path: Path) -> None:
+def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(root: Path, tmp_path: Path) -> None:
+    """A v0.5 ``:::MLPv0.5.0`` log and a text file are each named with their reason, exit 3 and no traceback; a good
+    log ingested beside them lands."""
     folder = tmp_path / "results"
     folder.mkdir()
     (folder / "result_0.txt").write_text(
@@ -190,7 +110,7 @@ def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(tmp_path: Path) 
         ":::MLPv0.5.0 resnet 1541713001.361 (resnet/imagenet_main.py:351) run_stop\n",
         encoding="utf-8",
     )
-    good = ROOT / "v0.6" / "Google" / "results" / "tpu-v3-128" / "resnet" / "result_0.txt"
+    good = root / "v0.6" / "Google" / "results" / "tpu-v3-128" / "resnet" / "result_0.txt"
     (folder / "notes.txt").write_text("nothing here\n", encoding="utf-8")
     store = tmp_path / "s.duckdb"
     alone = cli("ingest", folder, "--store", store)
@@ -201,8 +121,13 @@ def test_a_log_in_an_unknown_mlperf_format_is_named_and_exits_3(tmp_path: Path) 
     assert both.returncode == 3 and "1 runs touched" in both.stdout, both.stdout
 
 
-def test_nvidia_v06_system_files_are_read_in_their_own_form_and_a_broken_one_is_said(tmp_path: Path) -> None:
-    src = ROOT / "v0.6" / "NVIDIA"
+def test_nvidia_v06_system_files_are_read_in_their_own_form_and_a_broken_one_is_said(
+    root: Path, tmp_path: Path
+) -> None:
+    """NVIDIA's v0.6 system files (``key: {json}`` lines, the entry a Python literal) are read in that form; one
+    whose entry's ``nodes`` is broken is named with its reason (exit 3), and the run lands with the rest of what it
+    says, its node count unknown."""
+    src = root / "v0.6" / "NVIDIA"
     system = "dgx2h_n4_ngc19.05_pytorch"
     tree = tmp_path / "v0.6" / "NVIDIA"
     (tree / "systems").mkdir(parents=True)
@@ -222,10 +147,12 @@ def test_nvidia_v06_system_files_are_read_in_their_own_form_and_a_broken_one_is_
     assert row == ("4xNVIDIA DGX-2H", "PyTorch NVIDIA Release 19.05", None, "success")
 
 
-def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp_path: Path) -> None:
+def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(
+    root: Path, tmp_path: Path
+) -> None:
     """A benchmark the catalogue does not know keeps the log's own name for its quality, no target and no
     direction; HS101 says it cannot verify a scaling series of it (1 and 2 nodes of one system)."""
-    org = ROOT / "v5.1" / "Supermicro"
+    org = root / "v5.1" / "Supermicro"
     text = (org / "results" / "ARS-121GL-NB3" / "flux1" / "result_01.txt").read_text(encoding="utf-8")
     desc = json.loads((org / "systems" / "ARS-121GL-NB3.json").read_text(encoding="utf-8"))
     for nodes in (1, 2):
@@ -256,8 +183,10 @@ def test_a_benchmark_not_in_the_catalogue_is_landed_with_its_quality_unknown(tmp
     assert "'flux9'" in findings[0]["message"] and "unknown" in findings[0]["message"]
 
 
-def test_report_and_runs_say_olympic_mean_and_official_score_apart(tmp_path: Path) -> None:
-    folder = ROOT / "v5.0" / "NVIDIA" / "results" / "tyche_ngpu72_ngc25.04_pytorch" / "retinanet"
+def test_report_and_runs_say_olympic_mean_and_official_score_apart(root: Path, tmp_path: Path) -> None:
+    """A submission with a scaling.json factor: the report's points and ``runs`` carry the factor, the olympic mean
+    and the official score (mean x factor, the summarizer's) apart."""
+    folder = root / "v5.0" / "NVIDIA" / "results" / "tyche_ngpu72_ngc25.04_pytorch" / "retinanet"
     store = tmp_path / "s.duckdb"
     assert cli("ingest", folder, "--store", store).returncode == 0
     factor = summarizer._get_scaling_factor(str(folder))
@@ -300,6 +229,8 @@ FUJITSU_SYSTEM = {
 
 
 def test_v06_python_literal_metadata_nested_values_and_the_json_entry_form(tmp_path: Path) -> None:
+    """v0.6 forms outside ../shared/data: metadata as a Python dict, Mask R-CNN's two values nested under
+    "accuracy", a system file in the JSON entry form; a line neither JSON nor Python is quarantined (exit 3)."""
     org = tmp_path / "v0.6" / "Acme"
     (org / "systems").mkdir(parents=True)
     (org / "systems" / "abci.json").write_text(json.dumps(FUJITSU_SYSTEM), encoding="utf-8")
