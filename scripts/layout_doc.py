@@ -44,7 +44,8 @@ def _summary(path: Path) -> str:
         doc = ast.get_docstring(rules[0]) if rules else None
     if doc is None:
         return "(no docstring)"
-    return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
+    text = " ".join(doc.split("\n\n")[0].split()).replace("``", "`")
+    return text.replace(":class:", "").replace("|", "\\|")
 
 
 def render() -> str:

@@ -97,3 +97,13 @@ def test_the_docs_name_the_contract_version_the_runners_write() -> None:
     assert re.findall(r'versioned by `"schema": (\d+)`', text) == [str(SCHEMA_VERSION)]
     said = text[text.index('versioned by `"schema"') :][:600]
     assert all(f"{v} " in said for v in VERSIONS if v > 1), said
+
+
+def test_the_site_nav_names_every_page() -> None:
+    """mkdocs.yml's nav (the site's menu, in the index's order) names every docs page, and only pages that exist."""
+    text = (REPO / "mkdocs.yml").read_text()
+    named = set(re.findall(r"([\w-]+\.md)", text))
+    pages = {p.name for p in DOCS.glob("*.md")}
+    assert named == pages, (
+        f"mkdocs.yml's nav: missing {sorted(pages - named)}, not there {sorted(named - pages)}"
+    )
