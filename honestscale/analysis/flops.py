@@ -151,8 +151,12 @@ def counts(run: Run, trust_shape: bool = False) -> tuple[Counts | None, tuple[st
     n = int(used) - int(run.params_embedding or 0)
     if n <= 0:
         return None, ("params_embedding (not below params_total)",)
-    return Counts(n, int(got["model_shape.layers"] or 0), int(got["model_shape.hidden"] or 0),
-                  int(run.sequence_length or 0)), ()  # fmt: skip
+    return Counts(
+        n,
+        int(got["model_shape.layers"] or 0),
+        int(got["model_shape.hidden"] or 0),
+        int(run.sequence_length or 0),
+    ), ()
 
 
 def model_flops(c: Counts, convention: str = DEFAULT_CONVENTION) -> float:
@@ -187,8 +191,17 @@ class Claims:
 
     @property
     def any(self) -> bool:
-        return any(v is not None for v in (self.mfu, self.hfu, self.tflops_per_accelerator, self.tokens_per_s,
-                                           self.tokens_per_s_per_accelerator, self.peak_tflops))  # fmt: skip
+        return any(
+            v is not None
+            for v in (
+                self.mfu,
+                self.hfu,
+                self.tflops_per_accelerator,
+                self.tokens_per_s,
+                self.tokens_per_s_per_accelerator,
+                self.peak_tflops,
+            )
+        )
 
     @property
     def convention(self) -> str | None:
@@ -202,11 +215,16 @@ def claims_of(run: Run) -> Claims:
     if not isinstance(c, Mapping):
         return Claims()
     return Claims(
-        _num(c.get("mfu")), _num(c.get("hfu")), _num(c.get("tflops_per_accelerator")), _num(c.get("tokens_per_s")),
-        _num(c.get("tokens_per_s_per_accelerator")), _num(c.get("peak_tflops")),
+        _num(c.get("mfu")),
+        _num(c.get("hfu")),
+        _num(c.get("tflops_per_accelerator")),
+        _num(c.get("tokens_per_s")),
+        _num(c.get("tokens_per_s_per_accelerator")),
+        _num(c.get("peak_tflops")),
         str(c["peak_dtype"]) if c.get("peak_dtype") else None,
-        str(c["flops_convention"]) if c.get("flops_convention") else None, _int(c.get("params")),
-    )  # fmt: skip
+        str(c["flops_convention"]) if c.get("flops_convention") else None,
+        _int(c.get("params")),
+    )
 
 
 @dataclass(frozen=True)
@@ -226,8 +244,11 @@ class PeakChoice:
 def dtype_of(run: Run) -> str | None:
     """The data type of the run's matrix multiplies: ``compute_dtype``, else the claim's ``peak_dtype``, else
     the one its ``precision`` names (``amp-bf16``)."""
-    return (table.dtype_of(run.compute_dtype) or table.dtype_of(claims_of(run).peak_dtype)
-            or table.dtype_in(run.precision))  # fmt: skip
+    return (
+        table.dtype_of(run.compute_dtype)
+        or table.dtype_of(claims_of(run).peak_dtype)
+        or table.dtype_in(run.precision)
+    )
 
 
 def peak_for(run: Run) -> PeakChoice:
@@ -244,8 +265,10 @@ def peak_for(run: Run) -> PeakChoice:
     if tflops and tflops > 0 and isinstance(source, str) and source.strip():
         d = table.dtype_of(dp.get("dtype")) or dtype
         return PeakChoice(tflops, d, f"declared by the run: {source}", declared=True, key=key)
-    record = ("`declared_peak` in run_start: tflops (dense, per accelerator), dtype and source (a datasheet or a "
-              "measured peak); honestscale's torch runner: --declared-peak-tflops and --declared-peak-source")  # fmt: skip
+    record = (
+        "`declared_peak` in run_start: tflops (dense, per accelerator), dtype and source (a datasheet or a "
+        "measured peak); honestscale's torch runner: --declared-peak-tflops and --declared-peak-source"
+    )
     if run.cpu_only:
         missing = f"a CPU run ({run.cpu or 'CPU not recorded'}): the peak table has no CPU peaks"
     elif not run.accelerator:
@@ -255,8 +278,10 @@ def peak_for(run: Run) -> PeakChoice:
         )
     elif key is None:
         missing = f"{run.accelerator!r} is not in the peak table (version {table.version()})"
-        record = ("the accelerator's full name as torch.cuda.get_device_name() prints it (form factor included: "
-                  "SXM, PCIe, NVL), or " + record)  # fmt: skip
+        record = (
+            "the accelerator's full name as torch.cuda.get_device_name() prints it (form factor included: "
+            "SXM, PCIe, NVL), or " + record
+        )
     elif dtype is None:
         missing, record = (
             "the compute data type is not recorded",
@@ -290,13 +315,21 @@ class Utilisation:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "convention": self.convention, "flops_per_token": self.flops_per_token,
-            "hardware_flops_per_token": self.hardware_flops_per_token, "flops_source": self.flops_source,
-            "tokens_per_s": self.tokens_per_s, "tokens_per_s_per_accelerator": self.tokens_per_s_per_accelerator,
-            "accelerators": self.accelerators, "tflops_per_accelerator": self.tflops_per_accelerator,
-            "peak_tflops": self.peak.tflops, "peak_dtype": self.peak.dtype, "peak_source": self.peak.source,
-            "peak_table_version": table.version(), "mfu": self.mfu, "hfu": self.hfu,
-        }  # fmt: skip
+            "convention": self.convention,
+            "flops_per_token": self.flops_per_token,
+            "hardware_flops_per_token": self.hardware_flops_per_token,
+            "flops_source": self.flops_source,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_accelerator": self.tokens_per_s_per_accelerator,
+            "accelerators": self.accelerators,
+            "tflops_per_accelerator": self.tflops_per_accelerator,
+            "peak_tflops": self.peak.tflops,
+            "peak_dtype": self.peak.dtype,
+            "peak_source": self.peak.source,
+            "peak_table_version": table.version(),
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+        }
 
 
 def utilisation(run: Run, convention: str | None = None, trust_shape: bool = True) -> Utilisation:
@@ -322,10 +355,21 @@ def utilisation(run: Run, convention: str | None = None, trust_shape: bool = Tru
     tf = None if rate is None or model is None else rate * model / 1e12
     htf = None if rate is None or hw is None else rate * hw / 1e12
     return Utilisation(
-        run.id, conv, model, hw, source, run.tokens_per_s, rate, run.workers, tf, htf, peak,
+        run.id,
+        conv,
+        model,
+        hw,
+        source,
+        run.tokens_per_s,
+        rate,
+        run.workers,
+        tf,
+        htf,
+        peak,
         None if tf is None or not peak.tflops else tf / peak.tflops,
-        None if htf is None or not peak.tflops else htf / peak.tflops, missing,
-    )  # fmt: skip
+        None if htf is None or not peak.tflops else htf / peak.tflops,
+        missing,
+    )
 
 
 @dataclass(frozen=True)
@@ -341,8 +385,11 @@ class MfuSummary:
     method: str = MFU_INTERVAL_METHOD
 
     def describe(self) -> str:
-        ci = (f" [{100 * self.low:.1f}, {100 * self.high:.1f}]" if self.low is not None and self.high is not None
-              else " (too few runs for an interval)")  # fmt: skip
+        ci = (
+            f" [{100 * self.low:.1f}, {100 * self.high:.1f}]"
+            if self.low is not None and self.high is not None
+            else " (too few runs for an interval)"
+        )
         return f"MFU {100 * self.median:.1f} %{ci} ({self.convention}), median of {self.runs} runs"
 
 
@@ -410,16 +457,21 @@ def claimed_peak(run: Run, tflops: float) -> tuple[str, str]:
                 what = "'with sparsity'" if kind == "sparse" else "non-tensor-core"
                 return kind, f"the {what} {p.dtype} peak of the {p.label}"
     if own is not None and _near(tflops, own.tflops / 2):
-        return "halved", (f"half the {own.label}'s dense {own.dtype} peak ({own.tflops:g} TFLOP/s): a dense value "
-                          "halved again as if it were a sparse one")  # fmt: skip
+        return "halved", (
+            f"half the {own.label}'s dense {own.dtype} peak ({own.tflops:g} TFLOP/s): a dense value "
+            "halved again as if it were a sparse one"
+        )
     if own is not None and _near(tflops, own.tflops * 2) and own.sparse is None:
         return "doubled", f"twice the {own.label}'s dense {own.dtype} peak ({own.tflops:g} TFLOP/s)"
     for p, kind in mine:
         if kind == "dense":
             return "other-dtype", f"the dense {p.dtype} peak of the {p.label}, not its {choice.dtype} one"
     # another card's peak in the same data type (a fallback table entry: the A100's 312 on an MI355X)
-    others = [(p, k) for p, k in table.matches(tflops, None, PEAK_TOLERANCE)
-              if p.key != choice.key and p.dtype == choice.dtype]  # fmt: skip
+    others = [
+        (p, k)
+        for p, k in table.matches(tflops, None, PEAK_TOLERANCE)
+        if p.key != choice.key and p.dtype == choice.dtype
+    ]
     if others:
         others.sort(key=lambda pk: (pk[1] != "dense", pk[0].key))
         p, kind = others[0]

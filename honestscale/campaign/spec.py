@@ -51,9 +51,17 @@ from honestscale.analysis.repetitions import MAX_REPETITIONS, parse_fraction
 from honestscale.errors import HonestscaleError, read_toml
 
 CAMPAIGN_KEYS = {
-    "name", "out", "framework", "repetitions", "seed", "scaling", "description", "recipe", "until_ci",
+    "name",
+    "out",
+    "framework",
+    "repetitions",
+    "seed",
+    "scaling",
+    "description",
+    "recipe",
+    "until_ci",
     "max_repetitions",
-}  # fmt: skip
+}
 REPORT_KEYS = {
     "center": ("median", "mean"),
     "ci": ("nonparametric", "normal"),
@@ -92,8 +100,18 @@ class RunPlan:
         return dataclasses.replace(self, run_id=f"{self.series}-r{rep}", seed=base_seed + rep)
 
     def runner_argv(self, out: Path, campaign: str, scaling: str | None) -> list[str]:
-        argv = ["--out", str(out), "--campaign", campaign, "--purpose", self.purpose, "--seed", str(self.seed),
-                "--name", f"{campaign}-{self.point}"]  # fmt: skip
+        argv = [
+            "--out",
+            str(out),
+            "--campaign",
+            campaign,
+            "--purpose",
+            self.purpose,
+            "--seed",
+            str(self.seed),
+            "--name",
+            f"{campaign}-{self.point}",
+        ]
         if scaling:
             argv += ["--scaling", scaling]
         if self.tuning_study:
@@ -140,8 +158,10 @@ def fraction(value: Any, where: str) -> float:
     """``"5%"`` or ``0.05`` as 0.05; anything else is a SpecError naming ``where``."""
     got = parse_fraction(value)
     if got is None:
-        raise SpecError(f"{where} = {value!r} is not a fraction of the median",
-                        'write a percentage or a fraction between 0 and 1, e.g. "5%" or 0.05')  # fmt: skip
+        raise SpecError(
+            f"{where} = {value!r} is not a fraction of the median",
+            'write a percentage or a fraction between 0 and 1, e.g. "5%" or 0.05',
+        )
     return got
 
 
@@ -247,8 +267,10 @@ def check_size(spec: Spec, plans: list[RunPlan], max_runs: int | None) -> None:
         )
     for plan in plans:
         if len(plan.run_id.encode()) > 200:
-            raise SpecError(f"{spec.path}: run id {short(plan.run_id)} is too long for a folder name",
-                            "use shorter grid values or a shorter campaign name")  # fmt: skip
+            raise SpecError(
+                f"{spec.path}: run id {short(plan.run_id)} is too long for a folder name",
+                "use shorter grid values or a shorter campaign name",
+            )
 
 
 def _check_lists(where: str, grid: dict[str, Any], path: Path) -> None:
@@ -263,8 +285,10 @@ def _check_workers(where: str, values: list[Any], path: Path) -> None:
     """Worker counts are whole numbers of at least 1, checked before anything runs (the tuning study included)."""
     bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
     if bad:
-        raise SpecError(f"{path}: [{where}] workers = {values!r}: {', '.join(map(repr, bad))} is not a worker count",
-                        "worker counts are whole numbers >= 1, e.g. workers = [1, 2, 4]")  # fmt: skip
+        raise SpecError(
+            f"{path}: [{where}] workers = {values!r}: {', '.join(map(repr, bad))} is not a worker count",
+            "worker counts are whole numbers >= 1, e.g. workers = [1, 2, 4]",
+        )
 
 
 def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
@@ -311,8 +335,10 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
     if tuning is not None:
         _check_keys("tuning", tuning, TUNING_KEYS, path)
         if "name" not in tuning or not isinstance(tuning.get("grid"), dict) or not tuning["grid"]:
-            raise SpecError(f"{path}: [tuning] needs a name and a grid of values to try",
-                            'e.g. [tuning] name = "lr"  grid = { lr = [0.3, 0.1] }')  # fmt: skip
+            raise SpecError(
+                f"{path}: [tuning] needs a name and a grid of values to try",
+                'e.g. [tuning] name = "lr"  grid = { lr = [0.3, 0.1] }',
+            )
         _check_lists("tuning.grid", tuning["grid"], path)
         _check_workers("tuning", [tuning.get("workers", 1)], path)
         if "workers" in tuning["grid"]:
@@ -320,11 +346,20 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
         if tuning.get("select", "validation_accuracy") not in SELECT:
             raise SpecError(f"{path}: [tuning] select = {tuning['select']!r}", f"one of: {', '.join(SELECT)}")
     spec = Spec(
-        path=path, name=str(camp["name"]), out=(path.parent / str(camp.get("out", f"runs/{camp['name']}"))),
-        framework=framework, repetitions=repetitions, seed=int(camp.get("seed", 0)), scaling=camp.get("scaling"),
-        args=dict(args), grid={k: list(v) for k, v in grid.items()}, tuning=tuning, raw=raw,
-        until_ci=until_ci, max_repetitions=cap,
-    )  # fmt: skip
+        path=path,
+        name=str(camp["name"]),
+        out=(path.parent / str(camp.get("out", f"runs/{camp['name']}"))),
+        framework=framework,
+        repetitions=repetitions,
+        seed=int(camp.get("seed", 0)),
+        scaling=camp.get("scaling"),
+        args=dict(args),
+        grid={k: list(v) for k, v in grid.items()},
+        tuning=tuning,
+        raw=raw,
+        until_ci=until_ci,
+        max_repetitions=cap,
+    )
     # a cross-framework spec may use only the options every framework of its runs accepts
     options = set.intersection(*(runner_options(f) for f in spec.frameworks()))
     _check_runner_keys("args", args, options, path)
@@ -352,8 +387,15 @@ def tuning_plans(spec: Spec) -> list[RunPlan]:
         args.pop("workers", None)
         framework = str(args.pop("framework", spec.framework))
         workers = int(t.get("workers", 1))
-        ident = identity(framework=framework, workers=workers, args=args, seed=spec.seed, scaling=spec.scaling,
-                         purpose="tuning", study=t["name"])  # fmt: skip
+        ident = identity(
+            framework=framework,
+            workers=workers,
+            args=args,
+            seed=spec.seed,
+            scaling=spec.scaling,
+            purpose="tuning",
+            study=t["name"],
+        )
         for rep in range(int(t.get("repetitions", 1))):
             plans.append(
                 RunPlan(
@@ -379,8 +421,15 @@ def final_plans(spec: Spec, tuned: dict[str, Any], trial: str | None) -> list[Ru
         framework = str(args.pop("framework", spec.framework))
         point_slug = slug(point)
         defined = {k: v for k, v in (spec.args | point).items() if k not in ("workers", "framework")}
-        ident = identity(framework=framework, workers=workers, args=defined, seed=spec.seed, scaling=spec.scaling,
-                         purpose="final", tuning=spec.tuning)  # fmt: skip
+        ident = identity(
+            framework=framework,
+            workers=workers,
+            args=defined,
+            seed=spec.seed,
+            scaling=spec.scaling,
+            purpose="final",
+            tuning=spec.tuning,
+        )
         for rep in range(spec.repetitions):
             plans.append(
                 RunPlan(

@@ -34,11 +34,20 @@ from honestscale.record.world import World, discover
 DEFAULT_OUT = "honestscale-events"
 # what start() records of the software, where the process imported it (import name -> the name recorded)
 SOFTWARE = {
-    "torch": "torch", "lightning": "lightning", "pytorch_lightning": "pytorch-lightning",
-    "transformers": "transformers", "accelerate": "accelerate", "deepspeed": "deepspeed",
-    "tensorflow": "tensorflow", "keras": "keras", "tf_keras": "tf-keras", "horovod": "horovod",
-    "mxnet": "mxnet", "jax": "jax", "numpy": "numpy",
-}  # fmt: skip
+    "torch": "torch",
+    "lightning": "lightning",
+    "pytorch_lightning": "pytorch-lightning",
+    "transformers": "transformers",
+    "accelerate": "accelerate",
+    "deepspeed": "deepspeed",
+    "tensorflow": "tensorflow",
+    "keras": "keras",
+    "tf_keras": "tf-keras",
+    "horovod": "horovod",
+    "mxnet": "mxnet",
+    "jax": "jax",
+    "numpy": "numpy",
+}
 FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")  # the first imported one trains, unless framework= says
 _live: list[Recorder] = []
 _runs_started = [0]  # runs this process started: the n-th run of a Slurm step gets its own id
@@ -105,9 +114,11 @@ def agreed_run_id(name: str, world: World, agree: Callable[[str], str | None] | 
     elastic = os.environ.get("TORCHELASTIC_RUN_ID")
     if elastic and elastic != "none":
         return f"{_slug(name)}-{elastic}-r{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}{suffix}"
-    raise RecordError(f"run_id: the {world.world_size} ranks ({world.launcher}) have nothing to agree on one with: "
-                      "call start() after torch.distributed.init_process_group, or pass run_id= (the same on every "
-                      "rank), or set HONESTSCALE_RUN_ID")  # fmt: skip
+    raise RecordError(
+        f"run_id: the {world.world_size} ranks ({world.launcher}) have nothing to agree on one with: "
+        "call start() after torch.distributed.init_process_group, or pass run_id= (the same on every "
+        "rank), or set HONESTSCALE_RUN_ID"
+    )
 
 
 def software() -> dict[str, str]:
@@ -123,8 +134,10 @@ def software() -> dict[str, str]:
 def _framework() -> str:
     found = next((m for m in list(sys.modules) if m in FRAMEWORKS), None)  # sys.modules keeps import order
     if found is None:
-        raise RecordError("framework: no torch, tensorflow, mxnet or jax is imported, so which one trains cannot be "
-                          "read: pass framework= (e.g. framework='torch')")  # fmt: skip
+        raise RecordError(
+            "framework: no torch, tensorflow, mxnet or jax is imported, so which one trains cannot be "
+            "read: pass framework= (e.g. framework='torch')"
+        )
     return found
 
 
@@ -146,8 +159,10 @@ def _cuda(device: int | None, framework: str) -> dict[str, Any]:
         return {"accelerators_per_node": 0}
     if torch is None or device is None or not torch.cuda.is_available():
         return {}
-    return {"accelerator": str(torch.cuda.get_device_name(device)),
-            "accelerators_per_node": int(torch.cuda.device_count())}  # fmt: skip
+    return {
+        "accelerator": str(torch.cuda.get_device_name(device)),
+        "accelerators_per_node": int(torch.cuda.device_count()),
+    }
 
 
 def _cuda_device() -> int | None:
@@ -214,8 +229,10 @@ def _check_arguments(**given: Any) -> None:
     """The keywords start() computes with, checked before anything is written (the contract checks the rest)."""
     batch, target, warmup = given["global_batch"], given["target"], given["warmup_steps"]
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        raise RecordError(f"start(global_batch={batch!r}): the global batch is an integer >= 1 (samples per step, "
-                          "all ranks together), or None when unknown")  # fmt: skip
+        raise RecordError(
+            f"start(global_batch={batch!r}): the global batch is an integer >= 1 (samples per step, "
+            "all ranks together), or None when unknown"
+        )
     if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)):
         raise RecordError(f"start(target={target!r}): the target quality is a number (e.g. 0.759), or None")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
@@ -226,9 +243,13 @@ RESERVED = {
     "world_size": "read from the launcher and torch.distributed; pass world= to say otherwise",
     "config_hash": "computed from the run's definition",
     "global_batch_size": "pass global_batch=",
-    "schema": "the contract's", "run_id": "pass run_id=", "rank": "read from the launcher; pass world=",
-    "seq": "the writer's", "time": "the writer's", "kind": "the writer's",
-}  # fmt: skip
+    "schema": "the contract's",
+    "run_id": "pass run_id=",
+    "rank": "read from the launcher; pass world=",
+    "seq": "the writer's",
+    "time": "the writer's",
+    "kind": "the writer's",
+}
 
 
 def _check_fields(fields: dict[str, Any]) -> None:
@@ -284,8 +305,10 @@ def start(
     label = name or f"{model or _slug(script.stem) or 'run'}-{world.world_size}w"
     run_id = run_id or agreed_run_id(label, world, agree)
     if event_path(out, run_id, world.rank).exists():
-        raise RecordError(f"{event_path(out, run_id, world.rank)} exists: run id {run_id!r} was recorded already, and "
-                          "a run id names one run: pass another run_id (or leave it out for a new one)")  # fmt: skip
+        raise RecordError(
+            f"{event_path(out, run_id, world.rank)} exists: run id {run_id!r} was recorded already, and "
+            "a run id names one run: pass another run_id (or leave it out for a new one)"
+        )
     device = _cuda_device() if device is None else device
     hyper = dict(hyperparameters or {})
     if global_batch is not None and "local_batch_size" not in fields and global_batch % world.world_size == 0:
@@ -294,9 +317,14 @@ def start(
         sys.modules.get(framework), "__version__", None
     )
     definition = {
-        "model": model, "dataset": dataset, "global_batch_size": global_batch, "hyperparameters": hyper,
-        "world_size": world.world_size, "framework": framework, "framework_version": version,
-    } | {k: v for k, v in fields.items() if k not in ("seed", "data_path")}  # fmt: skip
+        "model": model,
+        "dataset": dataset,
+        "global_batch_size": global_batch,
+        "hyperparameters": hyper,
+        "world_size": world.world_size,
+        "framework": framework,
+        "framework_version": version,
+    } | {k: v for k, v in fields.items() if k not in ("seed", "data_path")}
     start_fields: dict[str, Any] = {
         **environment(world, script, data_path=fields.get("data_path"), device=device),
         **threads(*_threads(framework)),
@@ -323,8 +351,17 @@ def start(
             stop_criterion="target_accuracy", stop_value=float(target), target_metric=target_metric
         )
     start_fields.update(fields)
-    rec = Recorder(out, run_id, world, sample_interval=sample_interval, device=device, clock=clock,
-                   warmup_steps=warmup_steps, handle_signals=handle_signals, signals=("SIGTERM",))  # fmt: skip
+    rec = Recorder(
+        out,
+        run_id,
+        world,
+        sample_interval=sample_interval,
+        device=device,
+        clock=clock,
+        warmup_steps=warmup_steps,
+        handle_signals=handle_signals,
+        signals=("SIGTERM",),
+    )
     try:
         rec.run_start(**start_fields)
     except ValueError as exc:  # a field the contract refuses: nothing is recorded, the file goes

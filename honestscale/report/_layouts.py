@@ -135,8 +135,13 @@ def _mfu(row: LayoutRow, runs: Sequence[Run], convention: str) -> None:
     row.mfu_record = "; ".join(sorted({u.peak.record for u in got if u.peak.missing and u.peak.record}))
 
 
-SETUP = (("global_batch_size", "global batch"), ("sequence_length", "sequence length"),
-         ("global_batch_tokens", "tokens per step"), ("accelerator", "accelerator"), ("precision", "precision"))  # fmt: skip
+SETUP = (
+    ("global_batch_size", "global batch"),
+    ("sequence_length", "sequence length"),
+    ("global_batch_tokens", "tokens per step"),
+    ("accelerator", "accelerator"),
+    ("precision", "precision"),
+)
 
 
 def _setups(groups: dict[str, list[Run]]) -> list[str]:
@@ -179,8 +184,12 @@ def side_by_side(
         row.mfu_flag = DO_NOT_QUOTE if "HS107" in (p.lint or {}).get("error", []) else ""
         if row.degrees["pp"] > 1:
             v = runs[0].attrs.get("pipeline_virtual_stages")
-            row.pipeline = bubble(row.degrees["pp"], runs[0].microbatches, runs[0].pipeline_schedule,
-                                  v if isinstance(v, int) else None)  # fmt: skip
+            row.pipeline = bubble(
+                row.degrees["pp"],
+                runs[0].microbatches,
+                runs[0].pipeline_schedule,
+                v if isinstance(v, int) else None,
+            )
         rows.append(row)
     orderings = compare.layouts(groups)  # each layout against the fastest, as HS212 judges them
     fastest = orderings[0].b if orderings else None
@@ -195,9 +204,17 @@ def side_by_side(
     unit = unit_for([t for r in rows for t in (r.time_s, r.time_to_train_s, *r.time_ci)])
     # each ordering with the rules about the runs of both its sides
     said = [o.as_json() | {"lint": lint_codes(findings, {r.id for r in o.runs})} for o in orderings]
-    return Layouts(rows, metric, unit, fastest, said,
-                   bool(orderings) and all(o.difference.significant for o in orderings), conv,
-                   _target(ok), _setups(groups))  # fmt: skip
+    return Layouts(
+        rows,
+        metric,
+        unit,
+        fastest,
+        said,
+        bool(orderings) and all(o.difference.significant for o in orderings),
+        conv,
+        _target(ok),
+        _setups(groups),
+    )
 
 
 def _g(v: float | None, digits: int = 4) -> str:
@@ -241,27 +258,96 @@ def tables(lay: Layouts) -> list[tuple[str, list[str], list[list[str]]]]:
     def ci(c: tuple[float | None, float | None]) -> str:
         return "" if c[0] is None or c[1] is None else f"{t(c[0])}–{t(c[1])}"
 
-    times_ = [[r.layout, f"{r.point.succeeded}/{r.point.runs}", t(r.time_s), ci(r.time_ci),
-               _g(r.relative_time, 3) + (f" [{_g(r.relative_ci[0], 3)}, {_g(r.relative_ci[1], 3)}]"
-                                         if r.relative_ci[0] is not None else ""),
-               verdicts_text(r.point.lint)] for r in lay.rows]  # fmt: skip
-    rates = [[r.layout, _g(r.point.tokens_per_s), _g(r.point.tokens_per_worker), _g(r.tflops_per_worker, 3),
-              _mfu_cell(r)] for r in lay.rows]  # fmt: skip
-    step = [[r.layout, _share(r.point.breakdown.get("data")), _share(r.point.breakdown.get("compute")),
-             _comm_cell(r), _share(r.point.breakdown.get("optimizer")), _holds(r)] for r in lay.rows]  # fmt: skip
-    out = [("times", ["layout", "runs ok", f"{what} [{unit}], median", f"95 % CI [{unit}]", "relative [95 % CI]",
-                      "rules failing"], times_),
-           ("rates", ["layout", "tokens/s (harmonic mean)", "per worker", f"model TFLOP/s per worker ({lay.convention})",
-                      "MFU [95 % CI]"], rates),
-           ("step", ["layout", "data", "compute", "comm", "optimizer", "comm holds"], step)]  # fmt: skip
+    times_ = [
+        [
+            r.layout,
+            f"{r.point.succeeded}/{r.point.runs}",
+            t(r.time_s),
+            ci(r.time_ci),
+            _g(r.relative_time, 3)
+            + (
+                f" [{_g(r.relative_ci[0], 3)}, {_g(r.relative_ci[1], 3)}]"
+                if r.relative_ci[0] is not None
+                else ""
+            ),
+            verdicts_text(r.point.lint),
+        ]
+        for r in lay.rows
+    ]
+    rates = [
+        [
+            r.layout,
+            _g(r.point.tokens_per_s),
+            _g(r.point.tokens_per_worker),
+            _g(r.tflops_per_worker, 3),
+            _mfu_cell(r),
+        ]
+        for r in lay.rows
+    ]
+    step = [
+        [
+            r.layout,
+            _share(r.point.breakdown.get("data")),
+            _share(r.point.breakdown.get("compute")),
+            _comm_cell(r),
+            _share(r.point.breakdown.get("optimizer")),
+            _holds(r),
+        ]
+        for r in lay.rows
+    ]
+    out = [
+        (
+            "times",
+            [
+                "layout",
+                "runs ok",
+                f"{what} [{unit}], median",
+                f"95 % CI [{unit}]",
+                "relative [95 % CI]",
+                "rules failing",
+            ],
+            times_,
+        ),
+        (
+            "rates",
+            [
+                "layout",
+                "tokens/s (harmonic mean)",
+                "per worker",
+                f"model TFLOP/s per worker ({lay.convention})",
+                "MFU [95 % CI]",
+            ],
+            rates,
+        ),
+        ("step", ["layout", "data", "compute", "comm", "optimizer", "comm holds"], step),
+    ]
     pipes = [r for r in lay.rows if r.pipeline is not None]
     if pipes:
-        out.append(("pipeline", ["layout", "schedule", "microbatches", "virtual stages", "bubble (analytic)",
-                                 "comm share (measured)"],
-                    [[r.layout, r.pipeline.schedule or "–", str(r.pipeline.microbatches or "–"),
-                      str(r.pipeline.virtual_stages or "–"),
-                      _share(r.pipeline.bubble) if r.pipeline.bubble is not None else r.pipeline.why_none,
-                      _comm_cell(r)] for r in pipes if r.pipeline is not None]))  # fmt: skip
+        out.append(
+            (
+                "pipeline",
+                [
+                    "layout",
+                    "schedule",
+                    "microbatches",
+                    "virtual stages",
+                    "bubble (analytic)",
+                    "comm share (measured)",
+                ],
+                [
+                    [
+                        r.layout,
+                        r.pipeline.schedule or "–",
+                        str(r.pipeline.microbatches or "–"),
+                        str(r.pipeline.virtual_stages or "–"),
+                        _share(r.pipeline.bubble) if r.pipeline.bubble is not None else r.pipeline.why_none,
+                        _comm_cell(r),
+                    ]
+                    for r in pipes
+                    if r.pipeline is not None
+                ],
+            )
+        )
     return out
 
 
@@ -274,24 +360,39 @@ def values(lay: Layouts) -> list[tuple[str, list[str], list[list[str]]]]:
     rows = []
     for r in lay.rows:
         p, pipe = r.point, r.pipeline
-        rows.append({"layout": r.layout, "runs_ok": str(p.succeeded), "runs": str(p.runs),
-                     f"{lay.metric.replace(' ', '_')}_s_median": v(r.time_s), "ci_low_s": v(r.time_ci[0]),
-                     "ci_high_s": v(r.time_ci[1]), "time_to_train_s_median": v(r.time_to_train_s),
-                     "relative_time": v(r.relative_time), "relative_ci_low": v(r.relative_ci[0]),
-                     "relative_ci_high": v(r.relative_ci[1]), "tokens_per_s_hmean": v(p.tokens_per_s),
-                     "tokens_per_s_per_worker": v(p.tokens_per_worker),
-                     "model_tflops_per_worker_median": v(r.tflops_per_worker), "mfu_median": v(r.mfu),
-                     "mfu_ci_low": v(r.mfu_ci[0]), "mfu_ci_high": v(r.mfu_ci[1]), "mfu_missing": r.mfu_missing,
-                     "mfu_flag": r.mfu_flag,
-                     **{f"{k}_share_median": v(p.breakdown.get(k)) for k in ("data", "compute", "optimizer")},
-                     # a comm share is only where comm was timed apart: else it is inside compute, not 0
-                     "comm_share_median": v(p.breakdown.get("comm")) if p.comm == "measured" else "",
-                     "comm": p.comm, "comm_holds": "; ".join(r.comm_holds), "inside_compute": "; ".join(r.inside_compute),
-                     "pipeline_schedule": pipe.schedule or "" if pipe else "",
-                     "microbatches": str(pipe.microbatches or "") if pipe else "",
-                     "virtual_stages": str(pipe.virtual_stages or "") if pipe else "",
-                     "bubble_analytic": v(pipe.bubble) if pipe else "",
-                     "rules_failing": " ".join(p.lint.get("fail", [])),
-                     "rules_unverifiable": " ".join(p.lint.get("cannot_verify", []))})  # fmt: skip
+        rows.append(
+            {
+                "layout": r.layout,
+                "runs_ok": str(p.succeeded),
+                "runs": str(p.runs),
+                f"{lay.metric.replace(' ', '_')}_s_median": v(r.time_s),
+                "ci_low_s": v(r.time_ci[0]),
+                "ci_high_s": v(r.time_ci[1]),
+                "time_to_train_s_median": v(r.time_to_train_s),
+                "relative_time": v(r.relative_time),
+                "relative_ci_low": v(r.relative_ci[0]),
+                "relative_ci_high": v(r.relative_ci[1]),
+                "tokens_per_s_hmean": v(p.tokens_per_s),
+                "tokens_per_s_per_worker": v(p.tokens_per_worker),
+                "model_tflops_per_worker_median": v(r.tflops_per_worker),
+                "mfu_median": v(r.mfu),
+                "mfu_ci_low": v(r.mfu_ci[0]),
+                "mfu_ci_high": v(r.mfu_ci[1]),
+                "mfu_missing": r.mfu_missing,
+                "mfu_flag": r.mfu_flag,
+                **{f"{k}_share_median": v(p.breakdown.get(k)) for k in ("data", "compute", "optimizer")},
+                # a comm share is only where comm was timed apart: else it is inside compute, not 0
+                "comm_share_median": v(p.breakdown.get("comm")) if p.comm == "measured" else "",
+                "comm": p.comm,
+                "comm_holds": "; ".join(r.comm_holds),
+                "inside_compute": "; ".join(r.inside_compute),
+                "pipeline_schedule": pipe.schedule or "" if pipe else "",
+                "microbatches": str(pipe.microbatches or "") if pipe else "",
+                "virtual_stages": str(pipe.virtual_stages or "") if pipe else "",
+                "bubble_analytic": v(pipe.bubble) if pipe else "",
+                "rules_failing": " ".join(p.lint.get("fail", [])),
+                "rules_unverifiable": " ".join(p.lint.get("cannot_verify", [])),
+            }
+        )
     header = list(rows[0]) if rows else []
     return [("all", header, [[row[k] for k in header] for row in rows])]

@@ -93,11 +93,15 @@ def allowed_hosts(host: str, allow: Sequence[str] = ()) -> list[str]:
                 "name the proxy's host name (e.g. --allow-host dash.example.org, or --allow-host '*.example.org')",
             )
         if "*" in pattern[1:] or (pattern.startswith("*") and not pattern.startswith("*.")):
-            raise HonestscaleError(f"--allow-host {pattern!r}: a wildcard must be the whole first label",
-                                   "write it as '*.example.org', or give the exact name")  # fmt: skip
+            raise HonestscaleError(
+                f"--allow-host {pattern!r}: a wildcard must be the whole first label",
+                "write it as '*.example.org', or give the exact name",
+            )
         if "/" in pattern:
-            raise HonestscaleError(f"--allow-host {pattern!r} is not a host name",
-                                   "give the name only, as a browser sends it: dash.example.org, not a URL")  # fmt: skip
+            raise HonestscaleError(
+                f"--allow-host {pattern!r} is not a host name",
+                "give the name only, as a browser sends it: dash.example.org, not a URL",
+            )
         name = pattern.strip()
         if name.count(":") == 1 and not name.startswith("["):  # name:port: the port does not matter
             name = name.split(":")[0]
@@ -136,8 +140,10 @@ def made_here(token: str) -> bool:
 def check_token(token: str, shared: bool = False) -> None:
     """Refuse a token weaker than 128 bits, or one a URL or a header would mangle; where others reach the server
     (``shared``: off loopback, or through a proxy's name), one serve did not make (``made_here``)."""
-    fix = (f"make one with `{MAKE_TOKEN}` (keep it in a file only you can read), or leave --token and "
-           f"{TOKEN_ENV} out: serve then makes one and prints its link")  # fmt: skip
+    fix = (
+        f"make one with `{MAKE_TOKEN}` (keep it in a file only you can read), or leave --token and "
+        f"{TOKEN_ENV} out: serve then makes one and prints its link"
+    )
     if not token.isascii() or not token.isprintable() or " " in token:
         raise HonestscaleError(
             f"the token (--token or {TOKEN_ENV}) holds spaces or characters beyond printable ASCII", fix
@@ -145,11 +151,17 @@ def check_token(token: str, shared: bool = False) -> None:
     bits, kinds = token_bits(token), len(set(token))
     need = f"it needs at least {MIN_TOKEN_BITS} bits (22 random url-safe characters, or 32 hex digits)"
     if kinds < 8:
-        raise HonestscaleError(f"the token (--token or {TOKEN_ENV}) is too weak: {len(token)} character(s) of "
-                               f"only {kinds} different one(s), not a random secret; {need}", fix)  # fmt: skip
+        raise HonestscaleError(
+            f"the token (--token or {TOKEN_ENV}) is too weak: {len(token)} character(s) of "
+            f"only {kinds} different one(s), not a random secret; {need}",
+            fix,
+        )
     if bits < MIN_TOKEN_BITS:
-        raise HonestscaleError(f"the token (--token or {TOKEN_ENV}) is too weak: {len(token)} character(s) carry "
-                               f"at most {bits:.0f} bits; {need}", fix)  # fmt: skip
+        raise HonestscaleError(
+            f"the token (--token or {TOKEN_ENV}) is too weak: {len(token)} character(s) carry "
+            f"at most {bits:.0f} bits; {need}",
+            fix,
+        )
     if shared and not made_here(token):
         raise HonestscaleError(
             f"the token (--token or {TOKEN_ENV}) was not made by serve: off loopback (or with --allow-host) only a "
@@ -214,13 +226,22 @@ class Access:
         if header[:7].lower() == "bearer ":
             if self.matches(header[7:].strip()):
                 return None
-            return "the Authorization header's token is not this server's", "send 'Authorization: Bearer TOKEN' with the token serve was started with"  # fmt: skip
+            return (
+                "the Authorization header's token is not this server's",
+                "send 'Authorization: Bearer TOKEN' with the token serve was started with",
+            )
         cookie = request.cookies.get(SECURE_SESSION_COOKIE) or request.cookies.get(SESSION_COOKIE)
         if self.valid(cookie):
             return None
         if cookie:
-            return "this browser's session has ended (the server was restarted, or it is over a week old)", "open the link with ?token=... that serve printed again"  # fmt: skip
-        return "this server needs its token", "open the link with ?token=... that serve printed, once (the browser then keeps a session), or send 'Authorization: Bearer TOKEN'"  # fmt: skip
+            return (
+                "this browser's session has ended (the server was restarted, or it is over a week old)",
+                "open the link with ?token=... that serve printed again",
+            )
+        return (
+            "this server needs its token",
+            "open the link with ?token=... that serve printed, once (the browser then keeps a session), or send 'Authorization: Bearer TOKEN'",
+        )
 
     def exchange(self, request: Request) -> Response:
         """``?token=`` (already matched): a session cookie, and on to the same address without the token."""
@@ -243,8 +264,15 @@ class Access:
         else:
             response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https"
-        response.set_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, self.session(),
-                            max_age=SESSION_MAX_AGE_S, path="/", secure=secure, httponly=True, samesite="strict")  # fmt: skip
+        response.set_cookie(
+            SECURE_SESSION_COOKIE if secure else SESSION_COOKIE,
+            self.session(),
+            max_age=SESSION_MAX_AGE_S,
+            path="/",
+            secure=secure,
+            httponly=True,
+            samesite="strict",
+        )
         return response
 
 
@@ -284,10 +312,12 @@ class Hosts:
             else:
                 status, why = 421, f"this server does not answer for the name {host!r}"
             response = self.refuse(
-                request, status, f"{why}: it answers only for localhost, {shown} (a page that makes its own "
+                request,
+                status,
+                f"{why}: it answers only for localhost, {shown} (a page that makes its own "
                 "name resolve to this machine must not read it); if a proxy forwards to it under another name, "
                 "start honestscale serve with --allow-host NAME",
-            )  # fmt: skip
+            )
             await response(scope, receive, send)
 
 

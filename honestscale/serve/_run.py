@@ -39,10 +39,15 @@ class RunPage:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "run": self.run, "ranks": self.ranks, "evals": self.evals, "quarantined": self.quarantined,
-            "quarantine": self.quarantine, "steps": self.steps, "stall_steps": self.stall_steps,
+            "run": self.run,
+            "ranks": self.ranks,
+            "evals": self.evals,
+            "quarantined": self.quarantined,
+            "quarantine": self.quarantine,
+            "steps": self.steps,
+            "stall_steps": self.stall_steps,
             "warmup_steps": self.warmup_steps,
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -62,9 +67,15 @@ def read(con: Connection, run_id: str) -> _Read | None:
     if row.is_empty():
         return None
     count, lines = reads.run_quarantine(con, run_id)
-    return _Read(row.to_dicts()[0], reads.run_steps(con, run_id),
-                 reads.run_system(con, run_id), queries.evals(con, run_id), reads.run_ranks(con, run_id),
-                 count, lines)  # fmt: skip
+    return _Read(
+        row.to_dicts()[0],
+        reads.run_steps(con, run_id),
+        reads.run_system(con, run_id),
+        queries.evals(con, run_id),
+        reads.run_ranks(con, run_id),
+        count,
+        lines,
+    )
 
 
 def _ranks_drawn(steps: pl.DataFrame) -> list[int]:
@@ -77,8 +88,9 @@ def _ranks_drawn(steps: pl.DataFrame) -> list[int]:
 
 
 def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
-    fig, axes = plt.subplots(1, len(ranks), figsize=(min(9.5, 2.2 + 2.0 * len(ranks)), 2.6), sharey=True,
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(ranks), figsize=(min(9.5, 2.2 + 2.0 * len(ranks)), 2.6), sharey=True, squeeze=False
+    )
     for ax, rank in zip(axes[0], ranks, strict=True):
         s = steps.filter(pl.col("rank") == rank)
         x = s["first_step"].to_list()
@@ -87,8 +99,15 @@ def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
             column = f"t_{part}"
             vals = [v or 0.0 for v in s[column].to_list()]
             if any(vals):
-                ax.fill_between(x, bottom, [b + v for b, v in zip(bottom, vals, strict=True)], step="post",
-                                color=color, lw=0, label=part)  # fmt: skip
+                ax.fill_between(
+                    x,
+                    bottom,
+                    [b + v for b, v in zip(bottom, vals, strict=True)],
+                    step="post",
+                    color=color,
+                    lw=0,
+                    label=part,
+                )
                 bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         total = [v or 0.0 for v in s["t_total"].to_list()]
         ax.plot(x, total, color="black", lw=0.6, drawstyle="steps-post", label="step (mean)")
@@ -97,14 +116,24 @@ def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
             ax.axvspan(min(warm), max(warm) + 1, color="#bdbdbd", alpha=0.5, lw=0, label="warm-up")
         stalled = s.filter(pl.col("stalls") > 0)
         if not stalled.is_empty():
-            line = ax.plot(stalled["first_step"].to_list(), stalled["slowest"].to_list(), "v", color="#de2d26",
-                           ms=4, label="stall (> Q3 + 1.5 IQR)")[0]  # fmt: skip
-            mark(fig, line, [
-                f"rank {rank}, steps {r['first_step']}–{r['first_step'] + r['steps'] - 1}: {r['stalls']} stall(s), "
-                f"slowest {r['slowest']:.4g} s against a median step of {r['median_step']:.4g} s "
-                f"(fence {r['fence']:.4g} s)"
-                for r in stalled.to_dicts()
-            ])  # fmt: skip
+            line = ax.plot(
+                stalled["first_step"].to_list(),
+                stalled["slowest"].to_list(),
+                "v",
+                color="#de2d26",
+                ms=4,
+                label="stall (> Q3 + 1.5 IQR)",
+            )[0]
+            mark(
+                fig,
+                line,
+                [
+                    f"rank {rank}, steps {r['first_step']}–{r['first_step'] + r['steps'] - 1}: {r['stalls']} stall(s), "
+                    f"slowest {r['slowest']:.4g} s against a median step of {r['median_step']:.4g} s "
+                    f"(fence {r['fence']:.4g} s)"
+                    for r in stalled.to_dicts()
+                ],
+            )
         ax.set_title(f"rank {rank}")
         ax.set_xlabel("step")
         ax.set_ylim(bottom=0)
@@ -120,17 +149,28 @@ def _evals_figure(evals: pl.DataFrame, t0: float) -> Figure:
     ):
         xs = [t - t0 for t in g["time"].to_list()]
         line = ax.plot(xs, g["value"].to_list(), "o-", ms=3, lw=1, label=f"{split} {metric}")[0]
-        mark(fig, line, [f"{split} {metric} {v:.4g} at {x:.1f} s (epoch {e})"
-                         for x, v, e in zip(xs, g["value"].to_list(), g["epoch"].to_list(), strict=True)])  # fmt: skip
+        mark(
+            fig,
+            line,
+            [
+                f"{split} {metric} {v:.4g} at {x:.1f} s (epoch {e})"
+                for x, v, e in zip(xs, g["value"].to_list(), g["epoch"].to_list(), strict=True)
+            ],
+        )
     ax.set_xlabel("seconds since the run started")
     ax.set_ylabel("value")
     ax.legend(frameon=False, fontsize=6)
     return fig
 
 
-SYSTEM = (("power_w", "power [W]", 1.0), ("accel_util", "accelerator utilisation [%]", 1.0),
-          ("accel_mem_bytes", "accelerator memory [GiB]", 2**30), ("cpu_percent", "CPU [%]", 1.0),
-          ("rss_bytes", "process memory [GiB]", 2**30), ("host_load", "host load", 1.0))  # fmt: skip
+SYSTEM = (
+    ("power_w", "power [W]", 1.0),
+    ("accel_util", "accelerator utilisation [%]", 1.0),
+    ("accel_mem_bytes", "accelerator memory [GiB]", 2**30),
+    ("cpu_percent", "CPU [%]", 1.0),
+    ("rss_bytes", "process memory [GiB]", 2**30),
+    ("host_load", "host load", 1.0),
+)
 
 
 def _system_figure(system: pl.DataFrame) -> Figure | None:
@@ -186,8 +226,13 @@ def page(data: _Read) -> RunPage:
             )
         if not data.evals.is_empty():
             t0 = run.get("started_at") or float(data.evals["time"].min())  # type: ignore[arg-type]
-            out.figures.append({"name": "evals", "svg": _svg(_evals_figure(data.evals, float(t0))),
-                                "caption": "Evaluations over time (the lowest rank's)."})  # fmt: skip
+            out.figures.append(
+                {
+                    "name": "evals",
+                    "svg": _svg(_evals_figure(data.evals, float(t0))),
+                    "caption": "Evaluations over time (the lowest rank's).",
+                }
+            )
         system = _system_figure(data.system) if not data.system.is_empty() else None
         if system is not None:
             out.figures.append(

@@ -65,11 +65,14 @@ def checked(
         )
         return None
     why = (
-        f"below {least:g}" if least is not None and got < least
-        else f"above {most:g}" if most is not None and got > most
-        else f"not above {above:g}" if above is not None and got <= above
+        f"below {least:g}"
+        if least is not None and got < least
+        else f"above {most:g}"
+        if most is not None and got > most
+        else f"not above {above:g}"
+        if above is not None and got <= above
         else None
-    )  # fmt: skip
+    )
     if why is not None:
         out.bad.append(
             BadLine(line, raw, f"field {field!r}: {got!r} is {why}, which no {what} can be: left out")
@@ -110,8 +113,12 @@ def ragged(row: Mapping[Any, Any], header: Sequence[str] | None, line: int) -> B
     if not extra and not missing:
         return None
     width = len(header or ())
-    return BadLine(line, raw_row(row), f"a row of {width + extra - missing} fields where the header has {width}: "
-                   "its values cannot be told apart, the row is not read")  # fmt: skip
+    return BadLine(
+        line,
+        raw_row(row),
+        f"a row of {width + extra - missing} fields where the header has {width}: "
+        "its values cannot be told apart, the row is not read",
+    )
 
 
 def count(value: Any, least: int = 0) -> int | None:

@@ -49,12 +49,17 @@ def _method(row: dict[str, Any], cpu_j: float | None, ram_j: float | None, gpu_j
     GPU's is NVML's."""
     mode = row.get("tracking_mode") or "?"
     total = sum(v for v in (cpu_j, ram_j, gpu_j) if v)
-    parts = [f"CPU {_watts(row, 'cpu_power')} (RAPL if CodeCarbon could read it, else its model: the row does not "
-             "say which)", f"RAM {_watts(row, 'ram_power')} (CodeCarbon's model, never measured"
-             + (f"; {ram_j / total:.0%} of the energy)" if ram_j and total else ")")]  # fmt: skip
+    parts = [
+        f"CPU {_watts(row, 'cpu_power')} (RAPL if CodeCarbon could read it, else its model: the row does not "
+        "say which)",
+        f"RAM {_watts(row, 'ram_power')} (CodeCarbon's model, never measured"
+        + (f"; {ram_j / total:.0%} of the energy)" if ram_j and total else ")"),
+    ]
     parts.append(f"GPU {_watts(row, 'gpu_power')} (NVML)" if gpu_j else "no GPU counted")
-    return (f"estimated by CodeCarbon {row.get('codecarbon_version') or '?'}, "
-            f"{MODES.get(mode, f'tracking mode {mode!r}')}: " + "; ".join(parts))  # fmt: skip
+    return (
+        f"estimated by CodeCarbon {row.get('codecarbon_version') or '?'}, "
+        f"{MODES.get(mode, f'tracking mode {mode!r}')}: " + "; ".join(parts)
+    )
 
 
 def _watts(row: dict[str, Any], key: str) -> str:
@@ -99,20 +104,51 @@ def _row(out: Parsed, row: dict[str, Any], line: int, zone: str) -> None:
         else kwh
     )
     # each part's joules finite too (1e308 kWh of CPU is no energy): else quarantined, the row left out
-    part_j = {p: checked(out, line, raw, p, v * KWH, least=0.0, what="energy in joules")
-              for p, v in parts.items() if v is not None}  # fmt: skip
+    part_j = {
+        p: checked(out, line, raw, p, v * KWH, least=0.0, what="energy in joules")
+        for p, v in parts.items()
+        if v is not None
+    }
     if duration is None or len(out.bad) > before:
         return
-    details = {k: row.get(k) for k in ("project_name", "run_id", "experiment_id", "cpu_model", "cpu_count",
-                                       "gpu_model", "gpu_count", "tracking_mode", "codecarbon_version",
-                                       "country_iso_code", "pue", "cpu_power", "ram_power", "gpu_power")
-               if row.get(k)}  # fmt: skip
+    details = {
+        k: row.get(k)
+        for k in (
+            "project_name",
+            "run_id",
+            "experiment_id",
+            "cpu_model",
+            "cpu_count",
+            "gpu_model",
+            "gpu_count",
+            "tracking_mode",
+            "codecarbon_version",
+            "country_iso_code",
+            "pue",
+            "cpu_power",
+            "ram_power",
+            "gpu_power",
+        )
+        if row.get(k)
+    }
     details |= {p.replace("energy", "j"): j for p, j in part_j.items()}
     details["timestamp"] = f"{stamp} read in this machine's time zone ({zone}); CodeCarbon writes local time"
     cpu, ram, gpu = (parts[p] for p in _PARTS)
     out.energy.append(
-        {"line": line, "format": FORMAT, "job_id": None, "step_id": None, "host": None, "nodes": None,
-         "started_at": stop - duration, "stopped_at": stop, "energy_j": joules or None,
-         "method": _method(row, cpu, ram, gpu) if joules else "not measured (energy_consumed is 0 or missing)",
-         "state": None, "details": details}
-    )  # fmt: skip
+        {
+            "line": line,
+            "format": FORMAT,
+            "job_id": None,
+            "step_id": None,
+            "host": None,
+            "nodes": None,
+            "started_at": stop - duration,
+            "stopped_at": stop,
+            "energy_j": joules or None,
+            "method": _method(row, cpu, ram, gpu)
+            if joules
+            else "not measured (energy_consumed is 0 or missing)",
+            "state": None,
+            "details": details,
+        }
+    )

@@ -102,29 +102,67 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     t0 = t_end - (runtime or 0.0)
     rank = RankEvents(run_id("hf", json.dumps(entries, sort_keys=True) + str(global_step)), 0)
     local = count(state.get("train_batch_size"), 1)
-    claims = {"samples_per_s": sps, "from": "train_samples_per_second: the planned samples over train_runtime, "
-              "process 0's"} if sps else None  # fmt: skip
+    claims = (
+        {
+            "samples_per_s": sps,
+            "from": "train_samples_per_second: the planned samples over train_runtime, process 0's",
+        }
+        if sps
+        else None
+    )
     rank.add(
-        1, "run_start", t0, campaign=campaign, name=path.parent.name or "trainer", purpose="final",
-        framework="torch", local_batch_size=local, global_batch_size=gbs,
+        1,
+        "run_start",
+        t0,
+        campaign=campaign,
+        name=path.parent.name or "trainer",
+        purpose="final",
+        framework="torch",
+        local_batch_size=local,
+        global_batch_size=gbs,
         stop_criterion="samples" if max_steps and gbs else None,
-        stop_value=float(max_steps * gbs) if max_steps and gbs else None, scope="end_to_end", claims=claims,
-        hyperparameters={k: state[k] for k in ("logging_steps", "max_steps", "num_train_epochs", "eval_steps",
-                                                "save_steps", "total_flos") if isinstance(state.get(k), int | float)},
-        imported={"tool": "Hugging Face Trainer", "ranks_in_log": "process 0",
-                  "clock": "no wall clock in trainer_state.json: the end is the file's modification time, the start "
-                           "train_runtime before it, each evaluation at its step's share of train_runtime",
-                  "global_batch_from": "train_samples_per_second / train_steps_per_second" if gbs else None,
-                  "unknown": ["world_size (not in trainer_state.json)", "step times", "the other processes' numbers",
-                              "accelerator", "model shape"]},
-    )  # fmt: skip
+        stop_value=float(max_steps * gbs) if max_steps and gbs else None,
+        scope="end_to_end",
+        claims=claims,
+        hyperparameters={
+            k: state[k]
+            for k in (
+                "logging_steps",
+                "max_steps",
+                "num_train_epochs",
+                "eval_steps",
+                "save_steps",
+                "total_flos",
+            )
+            if isinstance(state.get(k), int | float)
+        },
+        imported={
+            "tool": "Hugging Face Trainer",
+            "ranks_in_log": "process 0",
+            "clock": "no wall clock in trainer_state.json: the end is the file's modification time, the start "
+            "train_runtime before it, each evaluation at its step's share of train_runtime",
+            "global_batch_from": "train_samples_per_second / train_steps_per_second" if gbs else None,
+            "unknown": [
+                "world_size (not in trainer_state.json)",
+                "step times",
+                "the other processes' numbers",
+                "accelerator",
+                "model shape",
+            ],
+        },
+    )
     for i, e in enumerate(entries):
         _evaluations(
             out, rank, e, line_of[i], t0 + (runtime or 0.0) * _share(count(e.get("step")), global_step)
         )
     if end is not None:
-        rank.add(end_line, "run_stop", t_end, status="success",
-                 train_loss=checked(out, end_line, _raw(end), "train_loss", end.get("train_loss"), what="loss"))  # fmt: skip
+        rank.add(
+            end_line,
+            "run_stop",
+            t_end,
+            status="success",
+            train_loss=checked(out, end_line, _raw(end), "train_loss", end.get("train_loss"), what="loss"),
+        )
     elif untimed:
         out.warnings.append(
             "train_runtime is no time (quarantined, with its line): the run is left without a stop"
@@ -160,8 +198,16 @@ def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, Any], line: int
             least, most = quality_bounds(metric)
             v = checked(out, line, _raw(entry), key, value, least=least, most=most, what=metric)
             if v is not None:
-                rank.add(line, "eval", when, split=split, metric=metric, value=v,
-                         epoch=int(epoch) if epoch is not None else None, step=step)  # fmt: skip
+                rank.add(
+                    line,
+                    "eval",
+                    when,
+                    split=split,
+                    metric=metric,
+                    value=v,
+                    epoch=int(epoch) if epoch is not None else None,
+                    step=step,
+                )
 
 
 def _global_batch(sps: float | None, steps_ps: float | None, local: int | None) -> int | None:

@@ -38,10 +38,21 @@ from honestscale.collector.importers._build import count, number, run_id
 FORMAT = "kineto-trace"
 LABEL = "PyTorch profiler (Kineto) trace, evidence beside a run"
 _DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
-_KINDS = (("allreduce", "all_reduce"), ("all_reduce", "all_reduce"), ("allgather", "all_gather"),
-          ("all_gather", "all_gather"), ("reducescatter", "reduce_scatter"), ("reduce_scatter", "reduce_scatter"),
-          ("broadcast", "broadcast"), ("sendrecv", "send_recv"), ("send", "send_recv"), ("recv", "send_recv"),
-          ("alltoall", "all_to_all"), ("all_to_all", "all_to_all"), ("barrier", "barrier"))  # fmt: skip
+_KINDS = (
+    ("allreduce", "all_reduce"),
+    ("all_reduce", "all_reduce"),
+    ("allgather", "all_gather"),
+    ("all_gather", "all_gather"),
+    ("reducescatter", "reduce_scatter"),
+    ("reduce_scatter", "reduce_scatter"),
+    ("broadcast", "broadcast"),
+    ("sendrecv", "send_recv"),
+    ("send", "send_recv"),
+    ("recv", "send_recv"),
+    ("alltoall", "all_to_all"),
+    ("all_to_all", "all_to_all"),
+    ("barrier", "barrier"),
+)
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _TORCHTITAN_LOGS = ("experiment_logs", "system_logs", "structured_logs")
 MAX_CHARS = 256 << 20
@@ -131,16 +142,20 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if (
         len(text) > MAX_CHARS
     ):  # json.loads holds about 7 times the text: a trace of a whole run is profiled too long
-        out.warnings.append(f"a trace of {len(text) / 2**20:,.0f} MiB, over {MAX_CHARS / 2**20:,.0f} MiB: not read "
-                            "(profile a few steps: torch.profiler.schedule(active=...))")  # fmt: skip
+        out.warnings.append(
+            f"a trace of {len(text) / 2**20:,.0f} MiB, over {MAX_CHARS / 2**20:,.0f} MiB: not read "
+            "(profile a few steps: torch.profiler.schedule(active=...))"
+        )
         return out
     try:
         trace = json.loads(text)
     except (
         ValueError
     ) as exc:  # the profiler writes the trace at the end of its window: a cut one is still being
-        out.warnings.append(f"not whole JSON ({exc}): a trace cut short (the profiler still writing it, or killed "
-                            "while it did): no step read; ingest it again once it is whole")  # fmt: skip
+        out.warnings.append(
+            f"not whole JSON ({exc}): a trace cut short (the profiler still writing it, or killed "
+            "while it did): no step read; ingest it again once it is whole"
+        )
         return out
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         out.warnings.append("no traceEvents list: not a profiler trace")
@@ -168,12 +183,17 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             "no ProfilerStep#N annotation (profile with a schedule and call prof.step()): no step"
         )
     out.profile = {
-        "run_id": _dump_run(path), "rank": count(info.get("rank")), "world_size": count(info.get("world_size"), 1),
+        "run_id": _dump_run(path),
+        "rank": count(info.get("rank")),
+        "world_size": count(info.get("world_size"), 1),
         "backend": info.get("backend") if isinstance(info.get("backend"), str) else None,
-        "device": "gpu" if on_device else "cpu", "steps": rows,
-    }  # fmt: skip
+        "device": "gpu" if on_device else "cpu",
+        "steps": rows,
+    }
     if out.profile["run_id"] is None:
-        out.notes.append("not in a torchtitan dump folder: stored as evidence, linked to no run "
-                         "(`honestscale profiles` lists it)")  # fmt: skip
+        out.notes.append(
+            "not in a torchtitan dump folder: stored as evidence, linked to no run "
+            "(`honestscale profiles` lists it)"
+        )
     out.notes.append(f"{len(rows)} profiled step(s) as evidence ({'device' if on_device else 'CPU'} trace)")
     return out

@@ -219,8 +219,18 @@ def _steps(out: Parsed, rows: list[_Row]) -> list[_Step]:
         # the steps since the row before; the first row's since the start (a resumed run counts batches anew)
         span = step - c.step if c.step is not None else (min(step + 1, batches) if batches else step + 1)
         grown = samples - c.samples if samples is not None and c.samples is not None else None
-        steps.append(_Step(row.line, row.epoch, step, c.before + t, t - c.at,
-                           grown if grown is None or grown >= 0 else None, span, start))  # fmt: skip
+        steps.append(
+            _Step(
+                row.line,
+                row.epoch,
+                step,
+                c.before + t,
+                t - c.at,
+                grown if grown is None or grown >= 0 else None,
+                span,
+                start,
+            )
+        )
         c.at, c.samples, c.step = t, samples, step
     _said(out, c)
     return steps
@@ -257,8 +267,10 @@ def _world(rows: list[_Row], columns: list[str]) -> tuple[int | None, str]:
     ratios = [m["samples_per_sec"] / m["device/samples_per_sec"] for m in rated if "samples_per_sec" in m]
     globals_ = [c for c in columns if c.endswith("/samples_per_sec") and "/device/" not in c]
     if not ratios and globals_:
-        return None, (f"train/device/samples_per_sec on {len(rated)} rows and no train/samples_per_sec beside it, "
-                      f"though {', '.join(globals_)} is a global rate (a world of more than one): the world is not said")  # fmt: skip
+        return None, (
+            f"train/device/samples_per_sec on {len(rated)} rows and no train/samples_per_sec beside it, "
+            f"though {', '.join(globals_)} is a global rate (a world of more than one): the world is not said"
+        )
     if not ratios:  # Lightning's Throughput: "Global metrics are not included if the world size is 1"
         return 1, (
             f"train/device/samples_per_sec on {len(rated)} rows and train/samples_per_sec on none: ThroughputMonitor "
@@ -283,11 +295,14 @@ def _claims(rows: list[_Row]) -> dict[str, Any] | None:
     if not rated:
         return None
     last = rated[-1]
-    return {"samples_per_s": last.monitor["samples_per_sec"],
-            "rank0_samples_per_s": last.monitor.get("device/samples_per_sec"), "samples_per_s_is": _CLAIM,
-            "from": f"{_CLAIM}: ThroughputMonitor's train/samples_per_sec at step {last.step} (line {last.line}), "
-                    "rank 0's samples per second over its last window of batches multiplied by the world size; no "
-                    "other rank is timed"}  # fmt: skip
+    return {
+        "samples_per_s": last.monitor["samples_per_sec"],
+        "rank0_samples_per_s": last.monitor.get("device/samples_per_sec"),
+        "samples_per_s_is": _CLAIM,
+        "from": f"{_CLAIM}: ThroughputMonitor's train/samples_per_sec at step {last.step} (line {last.line}), "
+        "rank 0's samples per second over its last window of batches multiplied by the world size; no "
+        "other rank is timed",
+    }
 
 
 def _local_batch(steps: list[_Step]) -> int | None:
@@ -305,11 +320,15 @@ def _unknown(
     if not steps:
         unknown += ["step times", "wall clock"]
     else:
-        unknown.append("wall clock (train/time counts from the start of training: the start is placed at the "
-                       "file's modification time minus the training time)")  # fmt: skip
+        unknown.append(
+            "wall clock (train/time counts from the start of training: the start is placed at the "
+            "file's modification time minus the training time)"
+        )
         if any(s.iterations > 1 for s in steps):
-            unknown.append("each step's own time (train/time is logged every log_every_n_steps: one step event per "
-                           "logged row, its iterations the steps it covers)")  # fmt: skip
+            unknown.append(
+                "each step's own time (train/time is logged every log_every_n_steps: one step event per "
+                "logged row, its iterations the steps it covers)"
+            )
         last = max((r.step for r in rows if r.step is not None), default=steps[-1].step)
         if last > steps[-1].step:
             unknown.append(
@@ -322,24 +341,37 @@ def _unknown(
     return [*unknown, "accelerator", "the other ranks' numbers", "how the run ended"]
 
 
-def _imported(columns: list[str], steps: list[_Step], unknown: list[str], why_world: str,
-              world: int | None) -> dict[str, Any]:  # fmt: skip
-    ranks = ("global rank 0 (metrics logged with sync_dist are the mean over ranks, the others rank 0's; "
-             "ThroughputMonitor's columns are rank 0's alone, its global rates rank 0's × world size)")  # fmt: skip
-    got: dict[str, Any] = {"tool": "Lightning CSVLogger" + (" with ThroughputMonitor" if steps else ""),
-                           "ranks_in_log": ranks, "columns": columns, "unknown": unknown}  # fmt: skip
+def _imported(
+    columns: list[str], steps: list[_Step], unknown: list[str], why_world: str, world: int | None
+) -> dict[str, Any]:
+    ranks = (
+        "global rank 0 (metrics logged with sync_dist are the mean over ranks, the others rank 0's; "
+        "ThroughputMonitor's columns are rank 0's alone, its global rates rank 0's × world size)"
+    )
+    got: dict[str, Any] = {
+        "tool": "Lightning CSVLogger" + (" with ThroughputMonitor" if steps else ""),
+        "ranks_in_log": ranks,
+        "columns": columns,
+        "unknown": unknown,
+    }
     if not steps:
-        got["clock"] = ("none: metrics.csv holds no time; every event is placed at the file's modification time, "
-                        "and the run is left without a stop (no time to train)")  # fmt: skip
+        got["clock"] = (
+            "none: metrics.csv holds no time; every event is placed at the file's modification time, "
+            "and the run is left without a stop (no time to train)"
+        )
         got["stop"] = "metrics.csv does not say how or when the run ended (no time in it)"
         return got
     last = steps[-1]
-    got["clock"] = ("ThroughputMonitor's train/time: rank 0's training time since on_train_start (perf_counter, "
-                    "the validation loops taken out); no wall clock: the start is placed at the file's "
-                    "modification time minus the training time, each step at its train/time after it, each "
-                    "evaluation at the last training row before it")  # fmt: skip
-    got["stop"] = (f"metrics.csv does not say how or when the run ended (no end marker: its last training row is "
-                   f"step {last.step}, at {last.at:.3f} s of train/time, line {last.line})")  # fmt: skip
+    got["clock"] = (
+        "ThroughputMonitor's train/time: rank 0's training time since on_train_start (perf_counter, "
+        "the validation loops taken out); no wall clock: the start is placed at the file's "
+        "modification time minus the training time, each step at its train/time after it, each "
+        "evaluation at the last training row before it"
+    )
+    got["stop"] = (
+        f"metrics.csv does not say how or when the run ended (no end marker: its last training row is "
+        f"step {last.step}, at {last.at:.3f} s of train/time, line {last.line})"
+    )
     got["last_train_time_s"] = last.at
     got["last_timed_step"] = last.step
     if world is not None:
@@ -367,11 +399,22 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     rank = RankEvents(run_id("lightning", text), 0)
     unknown = _unknown(rows, steps, world, why_world, local)
     rank.add(
-        1, "run_start", t0, campaign=campaign, name=name, purpose="final", framework="torch",
-        scope="end_to_end", hyperparameters=hparams or None, world_size=world, local_batch_size=local,
+        1,
+        "run_start",
+        t0,
+        campaign=campaign,
+        name=name,
+        purpose="final",
+        framework="torch",
+        scope="end_to_end",
+        hyperparameters=hparams or None,
+        world_size=world,
+        local_batch_size=local,
         claims=_claims(rows),
-        imported=_imported([c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world),
-    )  # fmt: skip
+        imported=_imported(
+            [c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world
+        ),
+    )
     _events(rank, rows, steps, t0 if steps else end)
     if steps:
         spans = sorted({s.iterations for s in steps})
@@ -398,8 +441,25 @@ def _events(rank: RankEvents, rows: list[_Row], steps: list[_Step], t0: float) -
         s = by_line.get(row.line)
         if s is not None:
             clock = t0 + s.at
-            rank.add(s.line, "step", clock, epoch=s.epoch, step=s.step, samples=s.samples, t_total=s.seconds,
-                     iterations=s.iterations, warmup=s.warmup)  # fmt: skip
+            rank.add(
+                s.line,
+                "step",
+                clock,
+                epoch=s.epoch,
+                step=s.step,
+                samples=s.samples,
+                t_total=s.seconds,
+                iterations=s.iterations,
+                warmup=s.warmup,
+            )
         for split, metric, value in row.evals:
-            rank.add(row.line, "eval", clock, split=split, metric=metric, value=value, epoch=row.epoch,
-                     step=row.step)  # fmt: skip
+            rank.add(
+                row.line,
+                "eval",
+                clock,
+                split=split,
+                metric=metric,
+                value=value,
+                epoch=row.epoch,
+                step=row.step,
+            )

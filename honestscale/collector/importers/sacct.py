@@ -38,8 +38,14 @@ def _time(out: Parsed, line: int, raw: str, field: str, text: str) -> float | No
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        out.bad.append(BadLine(line, raw, f"field {field!r}: {text!r} is no time (sacct prints an ISO time, Unknown "
-                               "or None): the line is left out"))  # fmt: skip
+        out.bad.append(
+            BadLine(
+                line,
+                raw,
+                f"field {field!r}: {text!r} is no time (sacct prints an ISO time, Unknown "
+                "or None): the line is left out",
+            )
+        )
         return None
 
 

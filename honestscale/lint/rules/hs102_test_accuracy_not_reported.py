@@ -41,5 +41,9 @@ class TestAccuracyNotReported(Rule):
                 runs_affected=len(wrong),
             )
         elif not splits:
-            yield self.cannot_verify(target, target.runs, "no run of this configuration recorded an accuracy",
-                                     "record eval events (split test) at the end of every run")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                target.runs,
+                "no run of this configuration recorded an accuracy",
+                "record eval events (split test) at the end of every run",
+            )

@@ -33,8 +33,17 @@ class KernelsOnlyWhenScaling(Rule):
         unknown = [r for r in target.runs if r.scope is None]
         if partial:
             scopes = sorted({str(r.scope) for r in partial})
-            yield self.fail(target, partial, f"scaling measured on {', '.join(scopes)} only, not end to end",
-                            "time whole training steps; show kernels as a breakdown of them", scopes=scopes)  # fmt: skip
+            yield self.fail(
+                target,
+                partial,
+                f"scaling measured on {', '.join(scopes)} only, not end to end",
+                "time whole training steps; show kernels as a breakdown of them",
+                scopes=scopes,
+            )
         elif unknown:
-            yield self.cannot_verify(target, unknown, "the runs do not say what was timed",
-                                     "record scope (end_to_end, layer, kernel, communication) in run_start")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                unknown,
+                "the runs do not say what was timed",
+                "record scope (end_to_end, layer, kernel, communication) in run_start",
+            )

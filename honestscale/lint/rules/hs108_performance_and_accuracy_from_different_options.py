@@ -28,8 +28,12 @@ class PerformanceAndAccuracyFromDifferentOptions(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         hashes = {r.config_hash for r in target.runs}
         if None in hashes:
-            yield self.cannot_verify(target, [r for r in target.runs if r.config_hash is None],
-                                     "the runs have no config hash", "record config_hash in run_start")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                [r for r in target.runs if r.config_hash is None],
+                "the runs have no config hash",
+                "record config_hash in run_start",
+            )
             return
         if len(hashes) > 1:
             timed = sorted(

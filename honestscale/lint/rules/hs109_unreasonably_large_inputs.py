@@ -41,8 +41,13 @@ class UnreasonablyLargeInputs(Rule):
         standard = STANDARD.get(dataset)
         shapes = {r.id: tuple(json.loads(r.input_shape)) if r.input_shape else None for r in target.runs}
         if any(s is None for s in shapes.values()):
-            yield self.cannot_verify(target, target.runs, "no recorded input shape", "record input_shape in run_start",
-                                     dataset=dataset or None)  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                target.runs,
+                "no recorded input shape",
+                "record input_shape in run_start",
+                dataset=dataset or None,
+            )
             return
         if standard is None:
             yield self.cannot_verify(
@@ -57,6 +62,11 @@ class UnreasonablyLargeInputs(Rule):
         odd = [r for r in target.runs if shapes[r.id] not in allowed]
         if odd:
             seen = sorted({str(list(shapes[r.id] or ())) for r in odd})
-            yield self.fail(target, odd, f"inputs {', '.join(seen)} differ from {dataset}'s standard {list(standard)}",
-                            "train at the standard input size, or label the run as a separate experiment",
-                            input_shapes=seen, standard=list(standard))  # fmt: skip
+            yield self.fail(
+                target,
+                odd,
+                f"inputs {', '.join(seen)} differ from {dataset}'s standard {list(standard)}",
+                "train at the standard input size, or label the run as a separate experiment",
+                input_shapes=seen,
+                standard=list(standard),
+            )

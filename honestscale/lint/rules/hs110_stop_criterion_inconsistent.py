@@ -31,16 +31,33 @@ class StopCriterionInconsistent(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         unknown = [r for r in target.runs if r.stop_criterion is None]
         if unknown:
-            yield self.cannot_verify(target, unknown, "the runs do not say what stopped them",
-                                     "record stop_criterion and stop_value in run_start")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                unknown,
+                "the runs do not say what stopped them",
+                "record stop_criterion and stop_value in run_start",
+            )
             return
         timed = [r for r in target.runs if r.stop_criterion == "wall_time"]
         if timed:
-            yield self.fail(target, timed, "runs stopped on a wall-clock budget",
-                            "stop every scale at the same target accuracy or epoch count")  # fmt: skip
+            yield self.fail(
+                target,
+                timed,
+                "runs stopped on a wall-clock budget",
+                "stop every scale at the same target accuracy or epoch count",
+            )
             return
-        criteria = sorted({f"{r.stop_criterion}={r.stop_value:g}" if r.stop_value is not None else str(r.stop_criterion)
-                           for r in target.runs})  # fmt: skip
+        criteria = sorted(
+            {
+                f"{r.stop_criterion}={r.stop_value:g}" if r.stop_value is not None else str(r.stop_criterion)
+                for r in target.runs
+            }
+        )
         if len(criteria) > 1:
-            yield self.fail(target, target.runs, f"the series mixes stop criteria: {', '.join(criteria)}",
-                            "use one stop criterion and value for every scale", criteria=criteria)  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                f"the series mixes stop criteria: {', '.join(criteria)}",
+                "use one stop criterion and value for every scale",
+                criteria=criteria,
+            )

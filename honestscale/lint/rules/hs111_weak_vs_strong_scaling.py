@@ -40,19 +40,33 @@ class WeakVsStrongScaling(Rule):
         derived = mode.batches
         batches = {w: sorted({r.global_batch_size or 0 for r in rs}) for w, rs in target.by_workers().items()}
         declared = {r.scaling for r in target.runs if r.scaling and r.scaling != "none"}
-        said = f"{mode.name} scaling" + (" (weak by batch, every run to one target)" if mode.name != derived
-                                         and derived == "weak" else "")  # fmt: skip
+        said = f"{mode.name} scaling" + (
+            " (weak by batch, every run to one target)" if mode.name != derived and derived == "weak" else ""
+        )
         evidence = {"mode": mode.name, "batches": derived, "global_batch_by_workers": batches}
         if derived == "irregular":
-            yield self.fail(target, target.runs, "the batches are neither strong nor weak scaling (mixed)",
-                            "keep either the global batch or the per-worker batch constant across scales",
-                            **evidence)  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                "the batches are neither strong nor weak scaling (mixed)",
+                "keep either the global batch or the per-worker batch constant across scales",
+                **evidence,
+            )
         elif not declared:
-            yield self.cannot_verify(target, target.runs, f"the scaling mode is not declared (the series is {said})",
-                                     f'declare scaling = "{derived}" in the campaign (run_start scaling)',
-                                     **evidence)  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                target.runs,
+                f"the scaling mode is not declared (the series is {said})",
+                f'declare scaling = "{derived}" in the campaign (run_start scaling)',
+                **evidence,
+            )
         elif declared != {derived}:
-            yield self.fail(target, target.runs, f"declared {'/'.join(sorted(map(str, declared)))} scaling, "
-                            f"but the batches are {derived} scaling",
-                            f'declare scaling = "{derived}", or change the batches to match what is claimed',
-                            declared=sorted(map(str, declared)), **evidence)  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                f"declared {'/'.join(sorted(map(str, declared)))} scaling, "
+                f"but the batches are {derived} scaling",
+                f'declare scaling = "{derived}", or change the batches to match what is claimed',
+                declared=sorted(map(str, declared)),
+                **evidence,
+            )

@@ -46,8 +46,12 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
             return
         incomplete = [r for r in base + final if r.time_to_train_s is None or r.final_value is None]
         if incomplete:
-            yield self.fail(target, incomplete, "a baseline comparison lacks time or accuracy for some runs",
-                            "record both time to train and final accuracy for baselines and new runs")  # fmt: skip
+            yield self.fail(
+                target,
+                incomplete,
+                "a baseline comparison lacks time or accuracy for some runs",
+                "record both time to train and final accuracy for baselines and new runs",
+            )
             return
         setups = {(r.dataset, r.stop_criterion, r.stop_value, r.final_split) for r in base + final}
         if len(setups) > 1:
@@ -62,8 +66,12 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
     def _pair(self, target: Comparison) -> Iterator[Finding]:
         incomplete = [r for r in target.runs if r.ok and (r.time_to_train_s is None or r.final_value is None)]
         if incomplete:
-            yield self.fail(target, incomplete, "a compared run lacks its time to train or its final accuracy",
-                            "record both time to train and final accuracy on both sides")  # fmt: skip
+            yield self.fail(
+                target,
+                incomplete,
+                "a compared run lacks its time to train or its final accuracy",
+                "record both time to train and final accuracy on both sides",
+            )
         problem = [d for d in target.key.get("differs") or [] if d["field"] in PROBLEM]
         if problem:
             what = "; ".join(

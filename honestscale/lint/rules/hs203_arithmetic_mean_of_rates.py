@@ -33,12 +33,28 @@ class ArithmeticMeanOfRates(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         spec = view.campaigns.get(target.key.get("campaign") or "", {})
         if str((spec.get("report") or {}).get("rate_mean", "harmonic")).lower() == "arithmetic":
-            yield self.fail(target, target.runs, "the campaign's report is set to an arithmetic mean of rates",
-                            'set [report] rate_mean = "harmonic" (or remove it)', setting="rate_mean = arithmetic")  # fmt: skip
-        bad = sorted({e.metric for r in target.runs for e in r.evals
-                      if e.metric.lower().startswith(("mean_", "avg_", "average_"))
-                      and any(w in e.metric.lower() for w in RATE_WORDS)})  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                "the campaign's report is set to an arithmetic mean of rates",
+                'set [report] rate_mean = "harmonic" (or remove it)',
+                setting="rate_mean = arithmetic",
+            )
+        bad = sorted(
+            {
+                e.metric
+                for r in target.runs
+                for e in r.evals
+                if e.metric.lower().startswith(("mean_", "avg_", "average_"))
+                and any(w in e.metric.lower() for w in RATE_WORDS)
+            }
+        )
         if bad:
             runs = [r for r in target.runs if any(e.metric in bad for e in r.evals)]
-            yield self.fail(target, runs, f"metrics that average rates arithmetically: {', '.join(bad)}",
-                            "record the raw values; summarise rates with the median or harmonic mean", metrics=bad)  # fmt: skip
+            yield self.fail(
+                target,
+                runs,
+                f"metrics that average rates arithmetically: {', '.join(bad)}",
+                "record the raw values; summarise rates with the median or harmonic mean",
+                metrics=bad,
+            )

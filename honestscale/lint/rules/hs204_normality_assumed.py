@@ -36,17 +36,26 @@ class NormalityAssumed(Rule):
 
         times = [r.time_to_train_s for r in target.runs if r.ok and r.time_to_train_s is not None]
         if len(times) < 3:
-            yield self.cannot_verify(target, target.runs, f"{len(times)} run(s): normality cannot be tested",
-                                     "run at least 3 (better 6) repetitions, or use the median and a nonparametric CI")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                target.runs,
+                f"{len(times)} run(s): normality cannot be tested",
+                "run at least 3 (better 6) repetitions, or use the median and a nonparametric CI",
+            )
             return
         if len(set(times)) == 1:
             return
         p = float(stats.shapiro(times).pvalue)
         if p < ALPHA:
-            yield self.fail(target, target.runs, f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
-                            "but the report is set to mean / normal interval",
-                            'use [report] center = "median" and ci = "nonparametric"', shapiro_p=round(p, 4),
-                            times_s=[round(t, 3) for t in times])  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
+                "but the report is set to mean / normal interval",
+                'use [report] center = "median" and ci = "nonparametric"',
+                shapiro_p=round(p, 4),
+                times_s=[round(t, 3) for t in times],
+            )
 
 
 def _parametric(view: View, target: Comparison) -> bool:

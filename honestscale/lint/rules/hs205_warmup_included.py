@@ -46,9 +46,10 @@ class WarmupIncluded(Rule):
 
     def targets(self, view: View) -> list[Comparison]:
         return [
-            c for c in view.of_kind("config")
+            c
+            for c in view.of_kind("config")
             if any((r.steps is not None and r.steps.steps) or _summaries(r) for r in c.runs)
-        ]  # fmt: skip
+        ]
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         summarised = [(r, got) for r in target.runs if (got := _summaries(r))]
@@ -58,10 +59,13 @@ class WarmupIncluded(Rule):
                 + (f"(its steps after warm-up: {r.steady_rate:,.4g} samples/s)" if r.steady_rate else "")
                 for r, got in summarised
             )
-            yield self.fail(target, [r for r, _ in summarised],
-                            f"the tool's summary rates average every iteration, warm-up included: {said}",
-                            "report the rate of the steps after warm-up (honestscale's), not the tool's summary",
-                            summaries={r.id: got for r, got in summarised})  # fmt: skip
+            yield self.fail(
+                target,
+                [r for r, _ in summarised],
+                f"the tool's summary rates average every iteration, warm-up included: {said}",
+                "report the rate of the steps after warm-up (honestscale's), not the tool's summary",
+                summaries={r.id: got for r, got in summarised},
+            )
         yield from self._against_the_data(target)
         with_steps = [r for r in target.runs if r.steps is not None and r.steps.steps]
         slow = []
@@ -72,15 +76,22 @@ class WarmupIncluded(Rule):
                 slow.append((r, s.first_unmarked_max_s / s.median_step_s))
         if slow:
             worst = max(ratio for _, ratio in slow)
-            yield self.fail(target, [r for r, _ in slow],
-                            f"unmarked first steps up to {worst:.1f}x slower than the median step are counted",
-                            "mark the first steps as warm-up (warmup: true in step events)",
-                            worst_ratio=round(worst, 2))  # fmt: skip
+            yield self.fail(
+                target,
+                [r for r, _ in slow],
+                f"unmarked first steps up to {worst:.1f}x slower than the median step are counted",
+                "mark the first steps as warm-up (warmup: true in step events)",
+                worst_ratio=round(worst, 2),
+            )
             return
         unmarked = [r for r in with_steps if r.steps is not None and r.steps.warmup_marked == 0]
         if unmarked:
-            yield self.cannot_verify(target, unmarked, "the steps do not say which are warm-up",
-                                     "record warmup true/false in step events")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                unmarked,
+                "the steps do not say which are warm-up",
+                "record warmup true/false in step events",
+            )
 
     def _against_the_data(self, target: Comparison) -> Iterator[Finding]:
         """The marked warm-up against the one MSER-5 finds in the step times (runs of 50 steps or more)."""
@@ -107,31 +118,47 @@ class WarmupIncluded(Rule):
                 else:
                     counted.append((r, got, excess, None))
         if counted:
-            said = "; ".join(f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
-                             f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found, "
-                             f"beyond its 95 % interval" for r, g, x, _ in counted)  # fmt: skip
-            yield self.fail(target, [r for r, *_ in counted],
-                            f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
-                            "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
-                            "or train longer before measuring", found={r.id: g.as_json() for r, g, *_ in counted})  # fmt: skip
+            said = "; ".join(
+                f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
+                f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found, "
+                f"beyond its 95 % interval"
+                for r, g, x, _ in counted
+            )
+            yield self.fail(
+                target,
+                [r for r, *_ in counted],
+                f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
+                "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
+                "or train longer before measuring",
+                found={r.id: g.as_json() for r, g, *_ in counted},
+            )
         if contended:
-            said = "; ".join(f"{_slow(r, g, x)}, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time "
-                             f"against {100 * w[1]:.0f} % after" for r, g, x, w in contended)  # fmt: skip
-            yield self.cannot_verify(target, [r for r, *_ in contended],
-                                     "the steps after the marked warm-up were slow while the host had more work than "
-                                     f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
-                                     f"tell: {said}",
-                                     "rerun on a quiet node (an exclusive allocation); do not mark the host's load as "
-                                     "warm-up", found={r.id: g.as_json() for r, g, *_ in contended},
-                                     cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended})  # fmt: skip
+            said = "; ".join(
+                f"{_slow(r, g, x)}, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time "
+                f"against {100 * w[1]:.0f} % after"
+                for r, g, x, w in contended
+            )
+            yield self.cannot_verify(
+                target,
+                [r for r, *_ in contended],
+                "the steps after the marked warm-up were slow while the host had more work than "
+                f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
+                f"tell: {said}",
+                "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up",
+                found={r.id: g.as_json() for r, g, *_ in contended},
+                cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended},
+            )
         if busy:
             said = "; ".join(f"{_slow(r, g, x)}, {load}" for r, g, x, load in busy)
-            yield self.cannot_verify(target, [r for r, *_ in busy],
-                                     "the steps after the marked warm-up were slow on a host that was busy as the run "
-                                     f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
-                                     f"pressure the steps measured does not tell which: {said}",
-                                     "rerun on a quiet node (an exclusive allocation); do not mark the host's load as "
-                                     "warm-up", found={r.id: g.as_json() for r, g, *_ in busy})  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                [r for r, *_ in busy],
+                "the steps after the marked warm-up were slow on a host that was busy as the run "
+                f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
+                f"pressure the steps measured does not tell which: {said}",
+                "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up",
+                found={r.id: g.as_json() for r, g, *_ in busy},
+            )
 
 
 METHOD = "MSER-5"

@@ -34,24 +34,41 @@ class FailedRunsDropped(Rule):
         incomplete = [r for r in target.runs if r.status == "incomplete" and not _end_untold(r)]
         untold = [r for r in target.runs if r.status in ("incomplete", "end_unknown") and _end_untold(r)]
         if untold:
-            yield self.cannot_verify(target, untold, f"{len(untold)} run(s) come from a log that does not say how they "
-                                     "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
-                                     "record the run with honestscale.record or its callbacks (docs/record.md)")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                untold,
+                f"{len(untold)} run(s) come from a log that does not say how they "
+                "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
+                "record the run with honestscale.record or its callbacks (docs/record.md)",
+            )
         if incomplete:
-            yield self.fail(target, incomplete, f"{len(incomplete)} run(s) have no run_stop (killed, never collected)",
-                            "collect the jobs: their status (timeout, cancelled, failed) must be recorded")  # fmt: skip
+            yield self.fail(
+                target,
+                incomplete,
+                f"{len(incomplete)} run(s) have no run_stop (killed, never collected)",
+                "collect the jobs: their status (timeout, cancelled, failed) must be recorded",
+            )
         spec = view.campaigns.get(target.key.get("campaign") or "", {})
         planned = spec.get("planned_runs")
         if not planned:
-            yield self.cannot_verify(target, target.runs, "the campaign's planned runs are not recorded",
-                                     "run campaigns with `honestscale campaign run SPEC` so the plan is recorded")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                target.runs,
+                "the campaign's planned runs are not recorded",
+                "run campaigns with `honestscale campaign run SPEC` so the plan is recorded",
+            )
             return
         present = {r.id for r in target.runs}
         missing = sorted(set(planned) - present)
         if missing:
-            yield self.fail(target, target.runs, f"{len(missing)} planned run(s) are not in the store",
-                            "run or collect them; a failed run is recorded as failed, not left out",
-                            missing=missing[:20], planned=len(planned))  # fmt: skip
+            yield self.fail(
+                target,
+                target.runs,
+                f"{len(missing)} planned run(s) are not in the store",
+                "run or collect them; a failed run is recorded as failed, not left out",
+                missing=missing[:20],
+                planned=len(planned),
+            )
 
 
 def _end_untold(run: Run) -> str:

@@ -54,5 +54,10 @@ class EnvironmentUndocumented(Rule):
         bad = [r for r in target.runs if gaps[r.id]]
         if bad:
             fields = sorted({f for r in bad for f in gaps[r.id]})
-            yield self.fail(target, bad, f"environment not documented: {', '.join(fields)} missing",
-                            f"record {', '.join(fields)} in run_start (or the system description)", missing=fields)  # fmt: skip
+            yield self.fail(
+                target,
+                bad,
+                f"environment not documented: {', '.join(fields)} missing",
+                f"record {', '.join(fields)} in run_start (or the system description)",
+                missing=fields,
+            )

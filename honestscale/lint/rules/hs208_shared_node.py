@@ -64,14 +64,27 @@ class SharedNode(Rule):
         unknown = [r for r in target.runs if problems[r.id] is None]
         bad = [r for r in target.runs if problems[r.id]]
         shared_fs = sorted(
-            {str(r.attrs["isolation"].get("data_filesystem")) for r in target.runs
-             if problems[r.id] is not None and r.attrs["isolation"].get("data_filesystem") in SHARED_FILESYSTEMS}
-        )  # fmt: skip
+            {
+                str(r.attrs["isolation"].get("data_filesystem"))
+                for r in target.runs
+                if problems[r.id] is not None
+                and r.attrs["isolation"].get("data_filesystem") in SHARED_FILESYSTEMS
+            }
+        )
         if bad:
             reasons = sorted({p for r in bad for p in problems[r.id] or []})
-            yield self.fail(target, bad, f"measured on a shared or busy node: {'; '.join(reasons)}",
-                            "rerun these on an exclusive, quiet node (#SBATCH --exclusive, accelerator free)",
-                            reasons=reasons, shared_filesystems=shared_fs)  # fmt: skip
+            yield self.fail(
+                target,
+                bad,
+                f"measured on a shared or busy node: {'; '.join(reasons)}",
+                "rerun these on an exclusive, quiet node (#SBATCH --exclusive, accelerator free)",
+                reasons=reasons,
+                shared_filesystems=shared_fs,
+            )
         if unknown:
-            yield self.cannot_verify(target, unknown, "the runs do not record whether the node was theirs alone",
-                                     "record isolation in run_start (honestscale's runners do)")  # fmt: skip
+            yield self.cannot_verify(
+                target,
+                unknown,
+                "the runs do not record whether the node was theirs alone",
+                "record isolation in run_start (honestscale's runners do)",
+            )

@@ -215,8 +215,11 @@ class SuperlinearSpeedup(Rule):
         for hot in superlinear(target.mode, points):
             p = hot.point
             runs = base + points[p.workers]
-            evidence: dict[str, Any] = {"workers": p.workers, "base_workers": p.base_workers,
-                                        **{k.replace(" ", "_"): vars(e) for k, e in hot.efficiencies.items()}}  # fmt: skip
+            evidence: dict[str, Any] = {
+                "workers": p.workers,
+                "base_workers": p.base_workers,
+                **{k.replace(" ", "_"): vars(e) for k, e in hot.efficiencies.items()},
+            }
             found = causes(base, points[p.workers], p, target.mode)
             artefacts = [c for c in found if c.artefact]
             setup = [c for c in found if c.setup]
@@ -224,14 +227,20 @@ class SuperlinearSpeedup(Rule):
                 "causes": [c.text for c in found],
                 "do_not_quote": bool(artefacts if hot.above else setup),
             }
-            fix = (f"rerun the base case on an exclusive, quiet node with the other points' threads per worker and "
-                   f"accelerators, and report steady-state step throughput beside the time; {CREDIBLE}")  # fmt: skip
+            fix = (
+                f"rerun the base case on an exclusive, quiet node with the other points' threads per worker and "
+                f"accelerators, and report steady-state step throughput beside the time; {CREDIBLE}"
+            )
             if hot.above:
                 said = "; ".join(f"{k} {_fmt(e)}" for k, e in hot.above.items())
-                why = ("; likely causes from the store: " + "; ".join(c.text for c in found)) if found else \
-                    "; the store shows no cause (no stalls; same load, threads, accelerators, batch and precision)"  # fmt: skip
-                finding = self.fail(target, runs, f"superlinear at {p.workers} workers: {said}{why}", fix,
-                                    **named, **evidence)  # fmt: skip
+                why = (
+                    ("; likely causes from the store: " + "; ".join(c.text for c in found))
+                    if found
+                    else "; the store shows no cause (no stalls; same load, threads, accelerators, batch and precision)"
+                )
+                finding = self.fail(
+                    target, runs, f"superlinear at {p.workers} workers: {said}{why}", fix, **named, **evidence
+                )
                 if artefacts:
                     yield self._do_not_quote(finding)
                 else:
@@ -240,17 +249,30 @@ class SuperlinearSpeedup(Rule):
             elif setup:
                 said = "; ".join(f"{k} {e.value:.2f}" for k, e in hot.unsure.items())
                 others = [c.text for c in found if not c.setup]
-                yield self._do_not_quote(self.fail(
-                    target, runs, f"{said} at {p.workers} workers (no interval: too few runs on a side), and the "
-                    f"points differ in more than the workers: {'; '.join(c.text for c in setup)}"
-                    + (f"; also: {'; '.join(others)}" if others else ""), fix, **named, **evidence))  # fmt: skip
+                yield self._do_not_quote(
+                    self.fail(
+                        target,
+                        runs,
+                        f"{said} at {p.workers} workers (no interval: too few runs on a side), and the "
+                        f"points differ in more than the workers: {'; '.join(c.text for c in setup)}"
+                        + (f"; also: {'; '.join(others)}" if others else ""),
+                        fix,
+                        **named,
+                        **evidence,
+                    )
+                )
             else:
                 said = "; ".join(f"{k} {e.value:.2f}" for k, e in hot.unsure.items())
                 also = ("; the store shows: " + "; ".join(c.text for c in found)) if found else ""
-                yield self.cannot_verify(target, runs, f"{said} at {p.workers} workers, with too few runs on a side "
-                                         f"for an interval to tell it from noise{also}",
-                                         "repeat each point (6 runs give a 95 % interval of the median)",
-                                         **named, **evidence)  # fmt: skip
+                yield self.cannot_verify(
+                    target,
+                    runs,
+                    f"{said} at {p.workers} workers, with too few runs on a side "
+                    f"for an interval to tell it from noise{also}",
+                    "repeat each point (6 runs give a 95 % interval of the median)",
+                    **named,
+                    **evidence,
+                )
 
     @staticmethod
     def _do_not_quote(finding: Finding) -> Finding:

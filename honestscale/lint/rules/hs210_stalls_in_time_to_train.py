@@ -63,7 +63,8 @@ class StallsInTimeToTrain(Rule):
             shares = [r.lost_share or 0.0 for r in dominated]
             outliers = [r.steps.outliers or 0 for r in dominated if r.steps is not None]
             yield self.fail(
-                target, dominated,
+                target,
+                dominated,
                 f"{len(dominated)} of {len(ok)} run(s) spent {100 * min(shares):.0f}-{100 * max(shares):.0f} % of "
                 f"their time to train in stalled steps ({min(outliers)}-{max(outliers)} steps above Tukey's fence "
                 f"Q3 + 1.5 IQR; the rest beyond the median step's pace): their time to train measures the stalls, "
@@ -71,10 +72,12 @@ class StallsInTimeToTrain(Rule):
                 "rerun them on an exclusive, quiet node (HS208) and find what stalled the steps (honestscale show "
                 "RUN); compare steady-state step throughput, not these times",
                 per_run={r.id: stall_evidence(r) for r in timed},
-            )  # fmt: skip
+            )
         untimed = [r for r in ok if r not in timed]
         if untimed:
             yield self.cannot_verify(
-                target, untimed, f"{len(untimed)} run(s) record fewer than {MIN_STEPS} step times",
+                target,
+                untimed,
+                f"{len(untimed)} run(s) record fewer than {MIN_STEPS} step times",
                 "record a step event per training step (honestscale's runners do), so stalls can be counted",
-            )  # fmt: skip
+            )

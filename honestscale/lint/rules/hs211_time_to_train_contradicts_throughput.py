@@ -23,8 +23,11 @@ def _direction(e: Estimate) -> int:
 
 def _outside(runs: list[Run]) -> float:
     """Median share of the time to train spent outside the timed steps (evaluations, start-up, waits)."""
-    shares = [1 - min(1.0, r.steps.step_time_s / r.time_to_train_s) for r in runs
-              if r.ok and r.steps is not None and r.steps.step_time_s and r.time_to_train_s]  # fmt: skip
+    shares = [
+        1 - min(1.0, r.steps.step_time_s / r.time_to_train_s)
+        for r in runs
+        if r.ok and r.steps is not None and r.steps.step_time_s and r.time_to_train_s
+    ]
     return median(shares) if shares else 0.0
 
 
@@ -72,38 +75,53 @@ class TimeToTrainContradictsThroughput(Rule):
             if e2e is None or steady is None:
                 continue
             opposite = _direction(e2e) * _direction(steady) < 0
-            apart = (not e2e.overlaps(steady) and e2e.has_interval and steady.has_interval
-                     and max(e2e.value, steady.value) / min(e2e.value, steady.value) > APART)  # fmt: skip
+            apart = (
+                not e2e.overlaps(steady)
+                and e2e.has_interval
+                and steady.has_interval
+                and max(e2e.value, steady.value) / min(e2e.value, steady.value) > APART
+            )
             if not (opposite or apart):
                 continue
             runs = base + points[p.workers]
             b_st, n_st = _stalls(base), _stalls(points[p.workers])
             if max(b_st, n_st) >= STALLED:
                 where = "base" if b_st >= n_st else f"{p.workers}-worker"
-                supported = (f"the steady state: the {where} runs spent a median {100 * max(b_st, n_st):.0f} % of "
-                             f"their time to train in stalled steps (HS210)")  # fmt: skip
+                supported = (
+                    f"the steady state: the {where} runs spent a median {100 * max(b_st, n_st):.0f} % of "
+                    f"their time to train in stalled steps (HS210)"
+                )
             elif abs(_outside(base) - _outside(points[p.workers])) >= OUTSIDE:
                 b_out, n_out = _outside(base), _outside(points[p.workers])
                 where = "base" if b_out >= n_out else f"{p.workers}-worker"
-                supported = (f"neither alone: the {where} runs spent {100 * max(b_out, n_out):.0f} % of their time to "
-                             f"train outside the timed steps (against {100 * min(b_out, n_out):.0f} %): evaluations, "
-                             f"start-up or waits between steps on a busy host (HS208); the steady state measures the "
-                             f"steps, the time to train what a user waits for; rerun on a quiet node before quoting "
-                             f"either")  # fmt: skip
+                supported = (
+                    f"neither alone: the {where} runs spent {100 * max(b_out, n_out):.0f} % of their time to "
+                    f"train outside the timed steps (against {100 * min(b_out, n_out):.0f} %): evaluations, "
+                    f"start-up or waits between steps on a busy host (HS208); the steady state measures the "
+                    f"steps, the time to train what a user waits for; rerun on a quiet node before quoting "
+                    f"either"
+                )
             else:
-                supported = ("the time to train, as the end-to-end cost: few stalls, so the difference is work the "
-                             "steps do not contain (evaluations, start-up, waits between steps)")  # fmt: skip
+                supported = (
+                    "the time to train, as the end-to-end cost: few stalls, so the difference is work the "
+                    "steps do not contain (evaluations, start-up, waits between steps)"
+                )
 
             def say(e: Estimate) -> str:
                 return f"{e.value:.2f}x" + (f" (95 % CI {e.low:.2f}-{e.high:.2f})" if e.has_interval else "")
 
             how = "point in different directions" if opposite else "differ beyond their intervals"
             yield self.fail(
-                target, runs,
+                target,
+                runs,
                 f"at {p.workers} workers, time to train gives {say(e2e)} and steady-state step throughput "
                 f"{say(steady)}: they {how}; the data supports {supported}",
                 "report both speedups and say which one a claim uses; find what the time to train holds that the "
                 "steps do not (honestscale show RUN) and rerun on a quiet node",
-                workers=p.workers, base_workers=p.base_workers, end_to_end_speedup=vars(e2e),
-                steady_speedup=vars(steady), base_stall_share=b_st, stall_share=n_st,
-            )  # fmt: skip
+                workers=p.workers,
+                base_workers=p.base_workers,
+                end_to_end_speedup=vars(e2e),
+                steady_speedup=vars(steady),
+                base_stall_share=b_st,
+                stall_share=n_st,
+            )

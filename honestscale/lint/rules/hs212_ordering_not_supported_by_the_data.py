@@ -51,22 +51,32 @@ class OrderingNotSupportedByTheData(Rule):
             runs = list(o.runs)
             d = o.difference
             evidence: dict[str, Any] = {
-                "a": o.a, "b": o.b, "measure": o.measure, "a_median": o.a_median, "b_median": o.b_median,
-                "p_value": d.p_value, "n": [d.n_a, d.n_b], "intervals_overlap": d.intervals_overlap,
+                "a": o.a,
+                "b": o.b,
+                "measure": o.measure,
+                "a_median": o.a_median,
+                "b_median": o.b_median,
+                "p_value": d.p_value,
+                "n": [d.n_a, d.n_b],
+                "intervals_overlap": d.intervals_overlap,
                 "verdict": d.verdict,
-            }  # fmt: skip
+            }
             if d.significant or o.ratio is None:
                 continue
             if not o.testable:
                 yield self.cannot_verify(
-                    target, runs,
+                    target,
+                    runs,
                     f"{o.a} vs {o.b}: with n = {d.n_a} and {d.n_b} no test can tell the two apart at 5 %",
-                    "repeat each configuration (4 runs against 4 can reach p < 0.05; 6 give intervals)", **evidence,
-                )  # fmt: skip
+                    "repeat each configuration (4 runs against 4 can reach p < 0.05; 6 give intervals)",
+                    **evidence,
+                )
                 continue
             yield self.fail(
-                target, runs,
+                target,
+                runs,
                 f"{o.a} is {o.ratio:.2f}x the {o.measure} of {o.b}, but {d.describe()}",
                 f'say "no significant difference with n = {d.n_a} and {d.n_b}", or repeat the runs until the '
-                "test or the intervals decide (campaign run --until-ci 5%)", **evidence,
-            )  # fmt: skip
+                "test or the intervals decide (campaign run --until-ci 5%)",
+                **evidence,
+            )

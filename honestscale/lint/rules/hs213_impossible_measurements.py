@@ -49,8 +49,10 @@ def problems(run: Run) -> dict[str, Any]:
 def _say(found: dict[str, Any], run: Run) -> str:
     parts = []
     if "time_to_train_s" in found:
-        parts.append(f"run_stop is {-found['time_to_train_s']:,.1f} s before run_start (time to train "
-                     f"{found['time_to_train_s']:,.1f} s)")  # fmt: skip
+        parts.append(
+            f"run_stop is {-found['time_to_train_s']:,.1f} s before run_start (time to train "
+            f"{found['time_to_train_s']:,.1f} s)"
+        )
     if "time_to_train_days" in found:
         parts.append(f"a time to train of {found['time_to_train_days']:,} days")
     if "clock_backwards" in found:
@@ -59,18 +61,26 @@ def _say(found: dict[str, Any], run: Run) -> str:
             f"the clock went backwards {c['events']} time(s), by up to {c['largest_step_back_s']:.3f} s"
         )
     if "missing_ranks" in found:
-        parts.append(f"rank(s) {', '.join(map(str, found['missing_ranks']))} of world size {run.world_size} "
-                     "wrote nothing")  # fmt: skip
+        parts.append(
+            f"rank(s) {', '.join(map(str, found['missing_ranks']))} of world size {run.world_size} "
+            "wrote nothing"
+        )
     if "ranks_beyond_world_size" in found:
-        parts.append(f"rank(s) {', '.join(map(str, found['ranks_beyond_world_size']))} outside world size "
-                     f"{run.world_size}")  # fmt: skip
+        parts.append(
+            f"rank(s) {', '.join(map(str, found['ranks_beyond_world_size']))} outside world size "
+            f"{run.world_size}"
+        )
     if "layout_not_world" in found:
         f = found["layout_not_world"]
-        parts.append(f"its layout {f['parallel']} multiplies to {f['product']} ranks (dp x fsdp x tp x pp x cp), its "
-                     f"world size is {f['world_size']}: every rate derived from the layout would be wrong")  # fmt: skip
+        parts.append(
+            f"its layout {f['parallel']} multiplies to {f['product']} ranks (dp x fsdp x tp x pp x cp), its "
+            f"world size is {f['world_size']}: every rate derived from the layout would be wrong"
+        )
     if "ranks_disagree" in found:
-        parts.append("its ranks disagree on " + "; ".join(f"{f} ({' / '.join(v)})"
-                                                           for f, v in found["ranks_disagree"].items()))  # fmt: skip
+        parts.append(
+            "its ranks disagree on "
+            + "; ".join(f"{f} ({' / '.join(v)})" for f, v in found["ranks_disagree"].items())
+        )
     return f"{run.id}: " + "; ".join(parts)
 
 
@@ -109,6 +119,12 @@ class ImpossibleMeasurements(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         bad = [(r, found) for r in target.runs if (found := problems(r))]
         for run, found in bad:
-            yield self.fail(target, [run], _say(found, run),
-                            "rerun on nodes with a synchronised, monotonic clock; find and rerun the rank that wrote "
-                            "nothing; launch every rank with one configuration", run=run.id, **found)  # fmt: skip
+            yield self.fail(
+                target,
+                [run],
+                _say(found, run),
+                "rerun on nodes with a synchronised, monotonic clock; find and rerun the rank that wrote "
+                "nothing; launch every rank with one configuration",
+                run=run.id,
+                **found,
+            )

@@ -47,13 +47,21 @@ class OneRankReportedForAll(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         from_logs = [r for r in target.runs if imported(r)]
         unknown = [r for r in from_logs if _world_unknown(r)]
-        partial = [r for r in from_logs if r not in unknown and r.world_size and r.world_size > 1
-                   and (r.ranks_seen or 0) < r.world_size]  # fmt: skip
+        partial = [
+            r
+            for r in from_logs
+            if r not in unknown and r.world_size and r.world_size > 1 and (r.ranks_seen or 0) < r.world_size
+        ]
         if partial:
-            said = sorted({f"{imported(r).get('tool', r.source)}: {imported(r).get('ranks_in_log', 'one rank')}"
-                           for r in partial})  # fmt: skip
+            said = sorted(
+                {
+                    f"{imported(r).get('tool', r.source)}: {imported(r).get('ranks_in_log', 'one rank')}"
+                    for r in partial
+                }
+            )
             yield self.fail(
-                target, partial,
+                target,
+                partial,
                 f"the step times and rates of {len(partial)} run(s) of "
                 f"{', '.join(sorted({str(r.world_size) for r in partial}))} ranks come from "
                 f"{', '.join(sorted({str(r.ranks_seen or 0) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
@@ -62,12 +70,13 @@ class OneRankReportedForAll(Rule):
                 "one rank's, naming it",
                 ranks_in_log={r.id: imported(r).get("ranks_in_log") for r in partial},
                 world_size={r.id: r.world_size for r in partial},
-            )  # fmt: skip
+            )
         if unknown:
             yield self.cannot_verify(
-                target, unknown,
+                target,
+                unknown,
                 "the log does not say how many ranks the run had, so whether its rates are one rank's is unknown",
                 "keep the tool's startup output with the log (Megatron's arguments block, torchtitan's console with "
                 "its device mesh), or record the run on every rank with honestscale.record or its callbacks "
                 "(Lightning, Transformers' Trainer, Keras: docs/record.md)",
-            )  # fmt: skip
+            )
