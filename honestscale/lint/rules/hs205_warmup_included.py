@@ -9,6 +9,7 @@ from honestscale.view import Comparison, Run, View
 
 SLOW = 3.0  # a first step this many times slower than the median step is warm-up
 COUNTED = 0.05  # the mean step after the marked warm-up this much above the steady one: warm-up is counted
+LOAD_FIX = "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up"
 
 
 class WarmupIncluded(Rule):
@@ -144,7 +145,7 @@ class WarmupIncluded(Rule):
                 "the steps after the marked warm-up were slow while the host had more work than "
                 f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
                 f"tell: {said}",
-                "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up",
+                LOAD_FIX,
                 found={r.id: g.as_json() for r, g, *_ in contended},
                 cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended},
             )
@@ -156,7 +157,7 @@ class WarmupIncluded(Rule):
                 "the steps after the marked warm-up were slow on a host that was busy as the run "
                 f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
                 f"pressure the steps measured does not tell which: {said}",
-                "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up",
+                LOAD_FIX,
                 found={r.id: g.as_json() for r, g, *_ in busy},
             )
 
