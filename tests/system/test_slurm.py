@@ -22,6 +22,8 @@ import pytest
 from tests.conftest import REPO, cli, framework_python, hs, query
 from tests.tools import require
 
+# a model that waits 50 ms a step: a job that idles to its limit
+IDLE = REPO / "tests" / "data" / "models" / "idle.py"
 SPEC = """
 [campaign]
 name = "{name}"
@@ -95,7 +97,9 @@ def _until(cond: object, timeout: float, what: str) -> None:
 
 
 def _states(spec: Path, store: Path, env: dict[str, str]) -> str:
-    return hs("campaign", "status", spec, "--store", store, env=env).stdout
+    """What `campaign status` prints, in this process: the tests poll it every 2 s, and a fresh process a poll cost
+    a second of CPU that the jobs it waits for needed."""
+    return cli("campaign", "status", spec, "--store", store, env=env).stdout
 
 
 def test_slurm_bad_specs_are_refused_before_submission(tmp_path: Path, slurm: dict[str, str]) -> None:
@@ -211,6 +215,7 @@ def _accounting_joins_the_runs(
 
 def test_slurm_timeout_cancel_and_never_started_are_recorded(tmp_path: Path, slurm: dict[str, str]) -> None:
     late = _spec(tmp_path, "late", epochs=1_000_000, time_limit="00:01:00")
+    late.write_text(late.read_text().replace('model = "mlp"', f'model = "{IDLE}:build"'))  # sleeps, not spins
     killed = _spec(tmp_path, "killed", epochs=1_000_000)
     held = _spec(tmp_path, "held", extra='sbatch = ["--hold"]')
     stores = {s: tmp_path / f"{s.parent.name}.duckdb" for s in (late, killed, held)}
