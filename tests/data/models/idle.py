@@ -20,7 +20,8 @@ class Idle(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         time.sleep(0.05)
-        return self.linear(x.flatten(1))
+        out: torch.Tensor = self.linear(x.flatten(1))
+        return out
 
 
 def build(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
