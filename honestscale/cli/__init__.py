@@ -15,7 +15,7 @@ from rich.markup import escape
 
 # isort: off
 # Importing a module registers its commands; --help lists them in this order.
-from honestscale.cli import store, campaign, analysis, compare, serve, probe, slurm, centre  # noqa: F401
+from honestscale.cli import store, campaign, analysis, compare, serve, probe, slurm, centre, claims  # noqa: F401
 
 # isort: on
 from honestscale.cli._app import app, err

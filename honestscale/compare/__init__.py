@@ -16,11 +16,42 @@ from honestscale.compare._history import Point, Series, history
 from honestscale.compare._history import as_json as history_json
 from honestscale.compare._measures import ENERGY, MEASURES, SCORE, THROUGHPUT, TIME, Measure, Side
 from honestscale.compare._pairs import Difference, Pair, Setup, Unpaired
-from honestscale.compare._result import SCHEMA, Compared, Result, compare
+from honestscale.compare._result import SCHEMA, Compared, Result, compare, in_context, select_side
 from honestscale.compare._select import Selector, SelectorError
+from honestscale.compare._select import parse as parse_selector
 from honestscale.compare._text import history_text, result_text
 
-__all__ = ["CANNOT_JUDGE", "ENERGY", "FAIL", "MEASURES", "PASS", "SCHEMA", "SCORE", "THROUGHPUT", "TIME", "Check",
-           "Compared", "Difference", "Measure", "Pair", "Point", "Result", "Selector", "SelectorError", "Series",
-           "Setup", "Side", "Unpaired", "compare", "exit_code", "history", "history_json", "history_text",
-           "parse_threshold", "result_text"]  # fmt: skip
+__all__ = [
+           "CANNOT_JUDGE",
+           "ENERGY",
+           "FAIL",
+           "MEASURES",
+           "PASS",
+           "SCHEMA",
+           "SCORE",
+           "THROUGHPUT",
+           "TIME",
+           "Check",
+           "Compared",
+           "Difference",
+           "Measure",
+           "Pair",
+           "Point",
+           "Result",
+           "Selector",
+           "SelectorError",
+           "Series",
+           "Setup",
+           "Side",
+           "Unpaired",
+           "compare",
+           "exit_code",
+           "history",
+           "history_json",
+           "history_text",
+           "in_context",
+           "parse_selector",
+           "parse_threshold",
+           "result_text",
+           "select_side",
+]  # fmt: skip

@@ -21,47 +21,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLE, REPO, cli
-from tests.lint_campaigns import build
+from tests.lint_campaigns import BUSY, SPEC, build
 
 NVIDIA = REPO / "tests" / "data" / "mlperf-v0.7-nvidia"
 DGX = ("different accelerators: NVIDIA V100-SXM2-16GB (300W) on 1xNVIDIA DGX-1 at 8; "
        "NVIDIA V100-SXM3-32GB (450W) on 1xNVIDIA DGX-2H at 16")  # fmt: skip
-
-# The main job on a busy 2-core host: 1 worker ran 2 threads (OMP_NUM_THREADS set by the launcher) and lost most
-# of its time to stalls on a loaded host; each of 2 workers ran 1 thread. Six repetitions a point, as the campaign.
-MAIN_JOB = {"global_batch_size": 64, "local_batch_size": 64, "model": "mlp", "dataset": "digits",
-            "input_shape": [1, 8, 8], "accelerator": None, "framework": "torch", "framework_version": "2.13.0",
-            "launcher": "local", "cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz", "data_source": "in_memory",
-            "stop_criterion": "target_accuracy", "stop_value": 0.95, "target_metric": "accuracy",
-            "campaign": "digits-scaling", "metric": "accuracy", "val_acc": 0.96, "test_acc": 0.955, "steps": 190,
-            "inter_op_threads": 2, "cpus_allowed": 2, "cpu_affinity": [0, 1]}  # fmt: skip
-BUSY = [
-    {**MAIN_JOB, "id": "w1", "workers": 1, "backend": "none", "intra_op_threads": 2,
-     "launch_env": {"OMP_NUM_THREADS": "2", "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS"},
-     "step_s": 0.0013, "stalls": 30, "stall_s": 0.04, "ttt_by_rep": [1.9, 2.0, 2.1, 2.2, 1.8, 2.0],
-     "isolation": {"exclusive": None, "host_load_1m": 4.2, "cpus": 2, "ranks_on_host": 1}},
-    {**MAIN_JOB, "id": "w2", "workers": 2, "backend": "gloo", "local_batch_size": 32, "intra_op_threads": 1,
-     "launch_env": {"OMP_NUM_THREADS": "1", "HONESTSCALE_LAUNCHER_SET": "OMP_NUM_THREADS"},
-     "step_s": 0.002, "ttt_by_rep": [0.45, 0.49, 0.5, 0.52, 0.48, 0.47],
-     "isolation": {"exclusive": None, "host_load_1m": 1.2, "cpus": 2, "ranks_on_host": 2}},
-]  # fmt: skip
-
-
-# the main job's spec: HS106 silenced with its written reason (examples/digits-campaign.toml)
-SPEC = {
-    "tool": {
-        "honestscale": {
-            "lint": {
-                "ignore": [
-                    {
-                        "code": "HS106",
-                        "reason": "digits is read into memory on purpose: the campaign studies gradient exchange",
-                    }
-                ]
-            }
-        }
-    }
-}
 
 
 def _pdf_text(pdf: Path, last: int | None = None) -> str:

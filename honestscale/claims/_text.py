@@ -1,0 +1,83 @@
+"""The verdicts as a terminal reads them, and as a table for the paper (LaTeX booktabs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from honestscale.claims._judge import CANNOT_VERIFY, CONTRADICTED, NOT_QUOTABLE, SUPPORTED, VERDICTS, Verdict
+
+MARK = {SUPPORTED: "✓", CONTRADICTED: "✗", NOT_QUOTABLE: "!", CANNOT_VERIFY: "?"}
+STYLE = {SUPPORTED: "green", CONTRADICTED: "red", NOT_QUOTABLE: "bold red", CANNOT_VERIFY: "yellow"}
+
+
+def text(path: str, verdicts: list[Verdict]) -> str:
+    """One block per claim (verdict, id, line, the sentence, why, the evidence), then the count of each verdict.
+    Rich markup: the caller prints it through a console, every user-given text escaped."""
+    from rich.markup import escape
+
+    lines = []
+    for v in verdicts:
+        c = v.claim
+        lines.append(
+            f"[{STYLE[v.verdict]}]{MARK[v.verdict]} {v.verdict}[/]  [bold]{escape(c.id)}[/] "
+            f"({escape(path)} line {c.line})"
+        )
+        lines.append(f"  “{escape(c.says)}”")
+        lines.append(f"  {escape(v.reason)}")
+        lines += [f"    {escape(e)}" for e in v.evidence]
+        if v.changed:
+            lines.append(f"    [yellow]{escape(v.changed)}[/]")
+        lines.append("")
+    counts = Counter(v.verdict for v in verdicts)
+    lines.append(
+        ", ".join(f"{counts[k]} {k}" for k in VERDICTS if counts[k]) + f" (of {len(verdicts)} claims)"
+    )
+    return "\n".join(lines)
+
+
+def _tex(s: str) -> str:
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\^{}"),
+    ):
+        s = s.replace(a, b)
+    return s
+
+
+def latex(verdicts: list[Verdict]) -> str:
+    """A booktabs table: each claim's sentence, the store's number with its interval and n, and the verdict."""
+    from honestscale.analysis.points import sig
+
+    rows = []
+    for v in verdicts:
+        n = v.number
+        number = (
+            "--"
+            if n is None
+            else (
+                f"{sig(n.value)}"
+                + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
+                + f" (n = {n.n})"
+            )
+        )
+        rows.append(f"{_tex(v.claim.says)} & {_tex(number)} & {_tex(v.verdict)} \\\\")
+    return "\n".join(
+        [
+            r"\begin{tabular}{p{0.5\linewidth}ll}",
+            r"\toprule",
+            r"Claim & Store (95 \% interval) & Verdict \\",
+            r"\midrule",
+            *rows,
+            r"\bottomrule",
+            r"\end{tabular}",
+            "",
+        ]
+    )

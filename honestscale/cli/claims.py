@@ -1,0 +1,102 @@
+"""`honestscale claims`: the paper's claims, checked against the store (docs/claims.md)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from honestscale.cli import _output
+from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, out
+
+if TYPE_CHECKING:
+    from honestscale.claims import Verdict
+
+claims_app = typer.Typer(
+    help="The paper's claims, checked against the store: a claims file (TOML, docs/claims.md), one verdict each.",
+    no_args_is_help=True,
+)
+app.add_typer(claims_app, name="claims")
+
+FileArg = Annotated[
+    Path, typer.Argument(help="The claims file (TOML: version = 1 and one [[claim]] per claim).")
+]
+
+
+class ClaimsFormat(StrEnum):
+    text = "text"
+    json = "json"
+    latex = "latex"
+
+
+def _verdicts(file: Path, store: Path | None, wait: float) -> list[Verdict]:
+    from honestscale import claims
+    from honestscale.view import build
+
+    parsed = claims.load(file)  # before the store: a malformed file is named at once
+    with _store(store, read_only=True, wait=wait) as con:
+        view = build(con)
+    return claims.check(view, parsed)
+
+
+@claims_app.command("check")
+def check(
+    file: FileArg,
+    store: StoreOpt = None,
+    format: Annotated[
+        ClaimsFormat,
+        typer.Option(
+            "--format", "-f", help="text, json (schema honestscale.claims/1) or latex (a booktabs table)."
+        ),
+    ] = ClaimsFormat.text,
+    wait: WaitOpt = 10.0,
+) -> None:
+    """Give every claim of FILE one verdict, with the store's number beside it.
+
+    supported: the store's number agrees (about V ± tolerance: within it, and V inside its 95 % interval;
+    at_least / at_most: the whole interval on the claimed side; faster / slower: significant in that direction by
+    compare's decision rule). contradicted: the interval and the claim do not overlap, the order is reversed, or
+    there is no significant difference. not quotable: an error-severity rule fails on the runs behind the number
+    (HS209's explained superlinear point, HS213's impossible times, an MFU over 100 %). cannot verify: what is
+    missing is said (runs, an interval: how many more runs, the base case, a measure the runs did not record).
+
+    Exit codes, as compare's gate: 0 every claim supported, 1 any contradicted or not quotable (1 outranks 3),
+    3 otherwise any cannot verify; 2 a usage error (a malformed claims file: its line and the fix).
+    A lock (`claims lock`) beside the file names every claim whose runs changed since.
+
+    Example: `honestscale claims check examples/claims/compare.toml --store s.duckdb`.
+    """
+    from honestscale import claims
+
+    verdicts = _verdicts(file, store, wait)
+    if (locked := claims.read_lock(file)) is not None:
+        claims.lock_changes(verdicts, locked[1], locked[0])
+    if format is ClaimsFormat.json:
+        print(
+            _output.dumps(
+                {
+                    "schema": claims.SCHEMA,
+                    "file": str(file),
+                    "exit_code": claims.exit_code(verdicts),
+                    "claims": [v.as_json() for v in verdicts],
+                }
+            )
+        )
+    elif format is ClaimsFormat.latex:
+        print(claims.latex(verdicts), end="")
+    else:
+        out.print(claims.text(str(file), verdicts), highlight=False)
+    raise typer.Exit(claims.exit_code(verdicts))
+
+
+@claims_app.command("lock")
+def lock(file: FileArg, store: StoreOpt = None, wait: WaitOpt = 10.0) -> None:
+    """Record each claim's run set (ids and count) in FILE.lock.json, so that the next check names every claim
+    whose runs changed as runs landed later. Commit the lock with the paper."""
+    from honestscale import claims
+
+    verdicts = _verdicts(file, store, wait)
+    path = claims.write_lock(file, verdicts)
+    err.print(f"locked the runs of {len(verdicts)} claims in {path}", highlight=False)

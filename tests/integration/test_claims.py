@@ -1,0 +1,151 @@
+"""`honestscale claims check`: a paper's claims judged against committed event sets (never a fresh training, whose
+numbers move with the machine's load), each verdict with its evidence, the exit code the worst one's (issue 57).
+
+Expected values come from the events themselves (a few lines of json here) and, for MLPerf, from mlperf-logging's
+result summarizer: never from honestscale's own helpers."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import COMPARE_RUNS, EXAMPLE, REPO, cli
+from tests.lint_campaigns import BUSY, SPEC, build
+
+CLAIMS = REPO / "examples" / "claims"
+
+
+def _check(file: Path, store: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+    got = cli("claims", "check", file, "--store", store, "-f", "json")
+    assert got.returncode in (0, 1, 3), got.stderr
+    body = json.loads(got.stdout)
+    assert body["schema"] == "honestscale.claims/1" and body["exit_code"] == got.returncode
+    return got.returncode, {c["id"]: c for c in body["claims"]}
+
+
+def _write(tmp: Path, *claims: str) -> Path:
+    path = tmp / "claims.toml"
+    path.write_text("version = 1\n" + "\n".join(f"[[claim]]\n{c}" for c in claims))
+    return path
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("claims") / "s.duckdb"
+    assert cli("ingest", COMPARE_RUNS, EXAMPLE, "--store", store).returncode == 0
+    return store
+
+
+def _tta_by_campaign() -> dict[str, list[float]]:
+    """Each compare example run's time to accuracy from its events: run_start to the first validation at target."""
+    out: dict[str, list[float]] = {}
+    for folder in sorted(COMPARE_RUNS.iterdir()):
+        events = [json.loads(line) for line in (folder / "events-rank0.jsonl").open()]
+        start = next(e for e in events if e["kind"] == "run_start")
+        target = start["stop_value"]
+        reached = next(e["time"] for e in events if e["kind"] == "eval" and e.get("split") == "validation"
+                       and e.get("metric") == "accuracy" and e["value"] >= target)  # fmt: skip
+        out.setdefault(start["campaign"], []).append(reached - start["time"])
+    return out
+
+
+def test_the_examples_give_each_verdict_and_exit_with_the_worst(examples: Path) -> None:
+    code, got = _check(CLAIMS / "compare.toml", examples)
+    assert code == 1  # a contradicted claim outranks one that cannot be verified
+    assert {c["verdict"] for c in got.values()} == {"supported", "contradicted", "cannot verify"}
+    tta = _tta_by_campaign()
+    ratio = statistics.median(tta["compare-loaders"]) / statistics.median(tta["compare-base"])
+    faster = got["one-loader-faster"]
+    assert faster["verdict"] == "supported"
+    assert faster["number"]["value"] == pytest.approx(ratio, rel=1e-9)  # 2.42x: the medians' ratio
+    assert "significant difference" in " ".join(faster["evidence"]) and "p = 0.00216" in " ".join(
+        faster["evidence"]
+    )
+    ten = got["ten-times-faster"]
+    low, high = ten["number"]["low"], ten["number"]["high"]
+    assert ten["verdict"] == "contradicted" and high < 9  # 10 ± 10 % and the ratio's interval do not overlap
+    assert f"{ratio:.3g}x faster" in ten["reason"] and "do not overlap" in ten["reason"], ten["reason"]
+    assert low < ratio < high
+    assert got["rerun-faster"]["verdict"] == "contradicted"
+    assert "no significant difference" in got["rerun-faster"]["reason"]
+    ddp = got["ddp-two-workers"]  # 2 runs a point: no interval
+    assert ddp["verdict"] == "cannot verify" and "4 more successful run(s)" in ddp["reason"], ddp["reason"]
+
+
+def test_exit_codes_zero_when_all_hold_three_when_any_cannot_be_verified(
+    examples: Path, tmp_path: Path
+) -> None:
+    held = 'id = "a"\nsays = "A is faster"\nmeasure = "time_to_accuracy"\nruns = "compare-base"\nthan = "compare-loaders"\nrelation = "faster"\n'
+    unverifiable = ('id = "b"\nsays = "2 workers under 2 s"\nmeasure = "time_to_train"\n'
+                    'runs = "campaign=digits-ddp-example"\nat = { workers = 2 }\nrelation = "at_most"\nvalue = 2.0\n')  # fmt: skip
+    assert _check(_write(tmp_path, held), examples)[0] == 0
+    assert _check(_write(tmp_path, held, unverifiable), examples)[0] == 3
+    gone = 'id = "c"\nsays = "x"\nmeasure = "throughput"\nruns = "campaign=no-such"\nat = { workers = 1 }\nrelation = "at_least"\nvalue = 1\n'
+    code, got = _check(_write(tmp_path, held, gone), examples)
+    assert (
+        code == 3
+        and "no campaign 'no-such'" in got["c"]["reason"]
+        and "claims.toml line" in got["c"]["reason"]
+    )
+
+
+def test_a_superlinear_point_with_stalls_is_not_quotable(tmp_path: Path) -> None:
+    store = build(tmp_path, {"runs": BUSY, "campaign": "digits-scaling", "spec": SPEC})
+    claim = ('id = "superlinear"\nsays = "2 workers train 4x faster than 1"\nmeasure = "speedup"\n'
+             'runs = "campaign=digits-scaling"\nat = { workers = 2 }\nrelation = "at_least"\nvalue = 3\n')  # fmt: skip
+    code, got = _check(_write(tmp_path, claim), store)
+    assert code == 1 and got["superlinear"]["verdict"] == "not quotable"
+    assert "HS209" in got["superlinear"]["reason"] and "do not quote" in got["superlinear"]["reason"]
+
+
+def test_mlperf_claims_against_the_official_score(tmp_path: Path) -> None:
+    from tests.mlperf import DATA, official_score
+
+    folder = DATA / "mlperf-training-v1x" / "v3.1" / "Dell" / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not there (../shared/data)")
+    minutes, factor, _ = official_score(folder)  # mlperf-logging's summarizer: olympic mean x scaling.json
+    assert minutes is not None and factor is not None and factor != 1.0
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", folder, "--store", store).returncode == 0
+    runs = 'runs = "source=mlperf,system=2xXE8640x4H100-SXM-80GB"\nmeasure = "mlperf_score"\nrelation = "about"\n'
+    code, got = _check(_write(tmp_path, f'id = "as-scored"\nsays = "in {minutes:.2f} min"\n{runs}value = {minutes:.2f}\nunit = "min"\ntolerance = "0.5%"\n',
+                              f'id = "tenth-faster"\nsays = "in {0.9 * minutes:.2f} min"\n{runs}value = {0.9 * minutes:.2f}\nunit = "min"\ntolerance = "0.5%"\n'), store)  # fmt: skip
+    assert code == 1
+    assert got["as-scored"]["verdict"] == "supported" and got["tenth-faster"]["verdict"] == "contradicted"
+    assert got["as-scored"]["number"]["value"] == pytest.approx(minutes * 60, rel=1e-6)
+    assert "the tolerance alone decides" in got["as-scored"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [("version = 1\n[[claim]]\nid = ", "not valid TOML"),
+     ('version = 1\n[[claim]]\nid = "x"\nsays = "s"\nmeasure = "speed"\nruns = "a"\nrelation = "about"\n', "line 2"),
+     ('version = 1\n[[claim]]\nid = "x"\nsays = "s"\nmeasure = "speedup"\nruns = "a"\nrelation = "at_least"\nvalue = 2\n',
+      "needs its point"),
+     ('version = 1\n[[claim]]\nid = "x"\nsays = "s"\nmeasure = "speedup"\nruns = "a"\nat = { workers = 2 }\n'
+      'relation = "about"\nvalue = 2\n', "'about' needs a tolerance"),
+     ('version = 2\n[[claim]]\nid = "x"\n', "version 2")],
+)  # fmt: skip
+def test_a_malformed_claims_file_is_named_with_its_line_and_fix(tmp_path: Path, body: str, says: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(body)
+    got = cli("claims", "check", path, "--store", tmp_path / "none.duckdb")
+    assert got.returncode == 2 and says in got.stderr and "fix:" in got.stderr, got.stderr
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_lock_names_the_claims_whose_runs_changed(examples: Path, tmp_path: Path) -> None:
+    file = _write(tmp_path, 'id = "a"\nsays = "A is faster"\nmeasure = "time_to_accuracy"\nruns = "compare-base"\n'
+                            'than = "compare-loaders"\nrelation = "faster"\n')  # fmt: skip
+    assert cli("claims", "lock", file, "--store", examples).returncode == 0
+    locked = json.loads((tmp_path / "claims.toml.lock.json").read_text())
+    assert locked["claims"]["a"]["n"] == 12
+    assert _check(file, examples)[1]["a"]["changed_since_lock"] is None
+    file.write_text(file.read_text().replace('"compare-loaders"', '"compare-again"'))
+    changed = _check(file, examples)[1]["a"]["changed_since_lock"]
+    assert "6 run(s) landed since" in changed and "6 run(s) gone" in changed
