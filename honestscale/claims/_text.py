@@ -52,6 +52,19 @@ def _tex(s: str) -> str:
     return s
 
 
+def _short(statistic: str) -> str:
+    """The statistic in a word or two, for a table cell: which one the number is."""
+    for key, word in (
+        ("olympic", "MLPerf olympic mean"),
+        ("MLPerf", "MLPerf score"),
+        ("harmonic", "harmonic mean"),
+        ("median", "median"),
+    ):
+        if key in statistic:
+            return ("ratio of " + word + "s") if "ratio" in statistic else word
+    return statistic
+
+
 def latex(verdicts: list[Verdict]) -> str:
     """A booktabs table: each claim's sentence, the store's number with its interval and n, and the verdict."""
     from honestscale.analysis.points import sig
@@ -59,21 +72,20 @@ def latex(verdicts: list[Verdict]) -> str:
     rows = []
     for v in verdicts:
         n = v.number
+        unit = "" if n is None else {"": "", "x": "x"}.get(n.unit, f" {n.unit}")
         number = (
             "--"
             if n is None
-            else (
-                f"{sig(n.value)}"
-                + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
-                + f" (n = {n.n})"
-            )
+            else f"{sig(n.value)}{unit}"
+            + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
+            + f" (n = {n.n}; {_short(n.statistic)})"
         )
         rows.append(f"{_tex(v.claim.says)} & {_tex(number)} & {_tex(v.verdict)} \\\\")
     return "\n".join(
         [
             r"\begin{tabular}{p{0.5\linewidth}ll}",
             r"\toprule",
-            r"Claim & Store (95 \% interval) & Verdict \\",
+            r"Claim & The store (95 \% interval; statistic) & Verdict \\",
             r"\midrule",
             *rows,
             r"\bottomrule",

@@ -149,3 +149,16 @@ def test_lock_names_the_claims_whose_runs_changed(examples: Path, tmp_path: Path
     file.write_text(file.read_text().replace('"compare-loaders"', '"compare-again"'))
     changed = _check(file, examples)[1]["a"]["changed_since_lock"]
     assert "6 run(s) landed since" in changed and "6 run(s) gone" in changed
+
+
+def test_the_latex_table_says_each_number_s_unit_statistic_and_n(examples: Path) -> None:
+    got = cli("claims", "check", CLAIMS / "compare.toml", "--store", examples, "-f", "latex")
+    assert got.returncode == 1 and got.stdout.startswith(r"\begin{tabular}") and r"\bottomrule" in got.stdout
+    rows = {line.split(" & ")[0]: line for line in got.stdout.splitlines() if line.endswith(r"\\")}
+    assert (
+        "x [1.654, 3.697] (n = 6; ratio of medians) & supported"
+        in rows["Training with the default data loader is faster than with extra loader workers"]
+    )
+    assert rows["Two DDP workers train digits in under 2 s"].endswith(
+        r" s (n = 2; median) & cannot verify \\"
+    )
