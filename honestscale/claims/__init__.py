@@ -5,7 +5,8 @@ it is about (``compare``'s selectors), the point, the statistic quoted and the v
 gets one verdict (``_judge``): supported, contradicted, not quotable (an error-severity rule fails on the runs behind
 the number) or cannot verify (what is missing is said), with the store's number beside it (``_numbers``: the
 report's own numbers, or ``compare``'s decision for an ordering of two run sets). ``_lock`` records each claim's run
-set so that a verdict cannot drift silently as runs land.
+set so that a verdict cannot drift silently as runs land; ``_paper`` checks the ``\\hs{...}`` numbers a paper
+uses (from the ``numbers.tex`` a report wrote) against the store as it is now.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from honestscale.claims._judge import (
 from honestscale.claims._lock import changes as lock_changes
 from honestscale.claims._lock import read as read_lock
 from honestscale.claims._lock import write as write_lock
+from honestscale.claims._paper import MacroVerdict, check_paper
+from honestscale.claims._paper import exit_code as paper_exit_code
 from honestscale.claims._text import latex, text
 
 SCHEMA = "honestscale.claims/1"
@@ -41,12 +44,15 @@ __all__ = [
     "Claim",
     "ClaimsError",
     "ClaimsFile",
+    "MacroVerdict",
     "Verdict",
     "check",
+    "check_paper",
     "exit_code",
     "latex",
     "load",
     "lock_changes",
+    "paper_exit_code",
     "read_lock",
     "text",
     "write_lock",

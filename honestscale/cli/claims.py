@@ -66,10 +66,16 @@ def check(
     3 otherwise any cannot verify; 2 a usage error (a malformed claims file: its line and the fix).
     A lock (`claims lock`) beside the file names every claim whose runs changed since.
 
+    FILE may instead be a paper (.tex) that inputs the numbers.tex a report wrote: every \\hs{...} it uses is
+    checked against the store as it is now (unchanged, changed since written, not quotable, gone, undefined;
+    exit 0 only when every number is as written, else 1).
+
     Example: `honestscale claims check examples/claims/compare.toml --store s.duckdb`.
     """
     from honestscale import claims
 
+    if file.suffix == ".tex":
+        _check_paper(file, store, format, wait)
     verdicts = _verdicts(file, store, wait)
     if (locked := claims.read_lock(file)) is not None:
         claims.lock_changes(verdicts, locked[1], locked[0])
@@ -89,6 +95,45 @@ def check(
     else:
         out.print(claims.text(str(file), verdicts), highlight=False)
     raise typer.Exit(claims.exit_code(verdicts))
+
+
+def _check_paper(paper: Path, store: Path | None, format: ClaimsFormat, wait: float) -> None:
+    """A paper's \\hs{...} numbers against the store: unchanged, changed, not quotable, gone or undefined."""
+    from rich.markup import escape
+
+    from honestscale import claims
+    from honestscale.view import build
+
+    with _store(store, read_only=True, wait=wait) as con:
+        view = build(con)
+    source, verdicts = claims.check_paper(view, paper)
+    code = claims.paper_exit_code(verdicts)
+    if format is ClaimsFormat.json:
+        print(
+            _output.dumps(
+                {
+                    "schema": claims.SCHEMA,
+                    "paper": str(paper),
+                    "numbers": str(source),
+                    "exit_code": code,
+                    "macros": [v.as_json() for v in verdicts],
+                }
+            )
+        )
+    else:
+        for v in verdicts:
+            style = "green" if v.verdict == "unchanged" else "bold red"
+            out.print(
+                f"[{style}]{v.verdict}[/] \\hs{{{escape(v.key)}}} ({escape(str(paper))} line {v.line}): "
+                f"{escape(v.reason)}",
+                highlight=False,
+            )
+        out.print(
+            f"{len(verdicts)} numbers used, from {escape(str(source))}; "
+            f"{sum(v.verdict != 'unchanged' for v in verdicts)} not as written",
+            highlight=False,
+        )
+    raise typer.Exit(code)
 
 
 @claims_app.command("lock")

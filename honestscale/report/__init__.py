@@ -14,6 +14,7 @@ from pathlib import Path
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
 from honestscale.report._model import ComparisonModel, Model, build
+from honestscale.report._numbers import TexNumber, numbers, numbers_tex, read_numbers_tex
 from honestscale.report._overview import Overview, overview, write_overview
 from honestscale.report._plan import Plan, plan
 from honestscale.report._render import Outputs, check_targets, render
@@ -58,6 +59,34 @@ def assets_for(target: Path) -> Path:
     return target.with_name(target.stem + "_files")
 
 
-__all__ = ["PARTS", "STYLE", "ComparisonModel", "Model", "Outputs", "Overview", "PairView", "Plan", "analyse", "assets_for", "check_targets", "compare_context",
-           "compare_report", "environment", "mark", "overview", "pair_views", "plan", "render", "report", "report_overview",
-           "several_campaigns", "tip", "to_svg", "write_overview"]  # fmt: skip
+__all__ = [
+    "PARTS",
+    "STYLE",
+    "ComparisonModel",
+    "Model",
+    "Outputs",
+    "Overview",
+    "PairView",
+    "Plan",
+    "TexNumber",
+    "analyse",
+    "assets_for",
+    "check_targets",
+    "compare_context",
+    "compare_report",
+    "environment",
+    "mark",
+    "numbers",
+    "numbers_tex",
+    "overview",
+    "pair_views",
+    "plan",
+    "read_numbers_tex",
+    "render",
+    "report",
+    "report_overview",
+    "several_campaigns",
+    "tip",
+    "to_svg",
+    "write_overview",
+]  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 from honestscale.report import _figures, _layouts
 from honestscale.report._model import ComparisonModel, Model
+from honestscale.report._numbers import numbers_tex
 from honestscale.report._tables import (
     _slug,
     framework_tables,
@@ -122,4 +123,5 @@ def plan(model: Model) -> Plan:
     out.tables.append(("runs.csv", functools.partial(to_csv, RUN_HEADER, run_rows)))
     _table_files(out, "runs", [RUN_HEADER[k] for k in RUN_TEX_COLUMNS],
                  [[row[k] for k in RUN_TEX_COLUMNS] for row in run_rows], "All runs")  # fmt: skip
+    out.tables.append(("numbers.tex", functools.partial(numbers_tex, model)))  # every number as a macro
     return out

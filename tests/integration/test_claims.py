@@ -162,3 +162,88 @@ def test_the_latex_table_says_each_number_s_unit_statistic_and_n(examples: Path)
     assert rows["Two DDP workers train digits in under 2 s"].endswith(
         r" s (n = 2; median) & cannot verify \\"
     )
+
+
+PAPER = r"""\documentclass{article}
+\input{numbers}
+\begin{document}
+Two workers train digits in \hs{digits-ddp-example/2/time_to_train} (n = \hs{digits-ddp-example/2/time_to_train/n}),
+a speedup of \hs{digits-ddp-example/2/speedup} (rules: \hs{digits-ddp-example/2/speedup/rules}).
+% \hs{commented/out} is no use
+\end{document}
+"""
+
+
+def _paper(tmp: Path, store: Path, campaign: str, text: str) -> Path:
+    report = tmp / "report.pdf"
+    got = cli("report", "--store", store, "--campaign", campaign, "-o", report)
+    assert got.returncode == 0, got.stderr
+    paper = tmp / "paper" / "paper.tex"
+    paper.parent.mkdir(exist_ok=True)
+    (paper.parent / "numbers.tex").write_bytes((tmp / "report_files" / "numbers.tex").read_bytes())
+    paper.write_text(text)
+    return paper
+
+
+def _compiles(paper: Path) -> str:
+    import shutil
+    import subprocess
+
+    from tests.tools import require
+
+    require(shutil.which("pdflatex"), "pdflatex", "apt-get install texlive-latex-base")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", paper.name], cwd=paper.parent,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    text = subprocess.run(
+        ["pdftotext", paper.with_suffix(".pdf"), "-"], capture_output=True, text=True
+    ).stdout
+    return " ".join(text.split())
+
+
+def test_a_paper_s_numbers_come_from_numbers_tex_and_a_changed_one_is_flagged(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    first = [p for p in sorted(EXAMPLE.iterdir()) if "-r0-" in p.name]  # one run a point, then the rest land
+    assert cli("ingest", *first, "--store", store).returncode == 0
+    paper = _paper(tmp_path, store, "digits-ddp-example", PAPER)
+    (two,) = [p for p in first if "-2w-" in p.name]
+    ranks = [[json.loads(line) for line in f.open()] for f in sorted(two.glob("events-rank*.jsonl"))]
+    # the run's time to train from its own events: the first rank's start to the last rank's stop
+    seconds = max(e["time"] for evs in ranks for e in evs if e["kind"] == "run_stop") - min(
+        e["time"] for evs in ranks for e in evs if e["kind"] == "run_start"
+    )
+    shown = _compiles(paper)
+    assert f"Two workers train digits in {seconds:.3g} s (n = 1)" in shown, shown
+    got = cli("claims", "check", paper, "--store", store, "-f", "json")
+    assert got.returncode == 0, got.stdout + got.stderr
+    used = {m["key"]: m for m in json.loads(got.stdout)["macros"]}
+    assert set(used) == {"digits-ddp-example/2/time_to_train", "digits-ddp-example/2/time_to_train/n",
+                         "digits-ddp-example/2/speedup", "digits-ddp-example/2/speedup/rules"}  # fmt: skip
+    assert {m["verdict"] for m in used.values()} == {"unchanged"}
+    assert cli("ingest", EXAMPLE, "--store", store).returncode == 0  # the second repetitions land
+    got = cli("claims", "check", paper, "--store", store, "-f", "json")
+    assert got.returncode == 1
+    changed = {m["key"]: m for m in json.loads(got.stdout)["macros"]}["digits-ddp-example/2/time_to_train"]
+    assert changed["verdict"] == "changed" and "n = 1 then, 2 now" in changed["reason"], changed
+
+
+def test_a_do_not_quote_number_carries_its_mark_in_the_paper(tmp_path: Path) -> None:
+    store = build(tmp_path, {"runs": BUSY, "campaign": "digits-scaling", "spec": SPEC})
+    paper = _paper(tmp_path, store, "digits-scaling",
+                   PAPER.replace("digits-ddp-example", "digits-scaling").replace("/time_to_train", "/throughput"))  # fmt: skip
+    assert "do not quote: error-severity HS209" in _compiles(paper)
+    got = cli("claims", "check", paper, "--store", store, "-f", "json")
+    verdicts = {m["key"]: m["verdict"] for m in json.loads(got.stdout)["macros"]}
+    assert got.returncode == 1 and verdicts["digits-scaling/2/speedup"] == "not quotable", verdicts
+
+
+def test_a_paper_without_numbers_tex_or_with_an_unknown_key_is_told(examples: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare.tex"
+    bare.write_text("\\documentclass{article}\\begin{document}\\hs{x}\\end{document}\n")
+    got = cli("claims", "check", bare, "--store", examples)
+    assert got.returncode == 2 and "inputs no numbers.tex" in got.stderr and "fix:" in got.stderr
+    (tmp_path / "numbers.tex").write_text("\\hsdef{a/1/throughput}{1 samples/s}{fp=0;n=1;rules=}\n")
+    bare.write_text("\\input{numbers}\\hs{a/1/throughput} \\hs{b/2/speedup}\n")
+    got = cli("claims", "check", bare, "--store", examples, "-f", "json")
+    verdicts = {m["key"]: m["verdict"] for m in json.loads(got.stdout)["macros"]}
+    assert got.returncode == 1 and verdicts == {"a/1/throughput": "gone", "b/2/speedup": "undefined"}
