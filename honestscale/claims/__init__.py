@@ -11,6 +11,7 @@ uses (from the ``numbers.tex`` a report wrote) against the store as it is now.
 
 from __future__ import annotations
 
+from honestscale.claims._appendix import write as write_appendix
 from honestscale.claims._file import MEASURES, RELATIONS, VERSION, Claim, ClaimsError, ClaimsFile, load
 from honestscale.claims._judge import (
     CANNOT_VERIFY,
@@ -55,5 +56,6 @@ __all__ = [
     "paper_exit_code",
     "read_lock",
     "text",
+    "write_appendix",
     "write_lock",
 ]

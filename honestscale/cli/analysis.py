@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -26,6 +26,9 @@ from honestscale.cli._app import (
 from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.files import interrupt_answered
 from honestscale.store import Connection, is_lake, resolve_store_path
+
+if TYPE_CHECKING:
+    from honestscale.view import View
 
 
 @app.command()
@@ -223,6 +226,20 @@ def _overview(view: Any, output: Path, html: Path | None, format: ReportFormat, 
         err.print(f"[yellow]refused to fetch {len(refused)} URL(s) that are not the report's own assets[/]")
 
 
+def _appendix(view: View, target: Path, claims_file: Path | None, root: Path) -> None:
+    from honestscale import claims
+
+    if claims_file is None:
+        raise HonestscaleError(
+            "--appendix writes the appendix of a paper's claims: give them",
+            "add --claims claims.toml (docs/claims.md)",
+        )
+    parsed = claims.load(claims_file)
+    verdicts = claims.check(view, parsed)
+    for path in claims.write_appendix(view, parsed, verdicts, target, root):
+        err.print(f"wrote {path}", highlight=False)
+
+
 PathRootOpt = Annotated[
     Path | None,
     typer.Option(
@@ -260,6 +277,17 @@ def report(
         ),
     ] = False,
     path_root: PathRootOpt = None,
+    appendix: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the artifact appendix (SC AD/AE structure) for the claims of --claims to this path, as "
+            "Markdown (.md) and LaTeX (.tex), instead of the report: each claim with its verdict, runs, hardware, "
+            "software, datasets, commands, expected result and the cost to reproduce.",
+        ),
+    ] = None,
+    claims: Annotated[
+        Path | None, typer.Option(help="The paper's claims file (docs/claims.md), for --appendix.")
+    ] = None,
     wait: WaitOpt = 10.0,
 ) -> None:
     """The paper-ready scaling report: PDF (and HTML), figures, tables, the lint verdicts.
@@ -298,6 +326,9 @@ def report(
             )
         view = build(con, campaign)
     root = path_root_of(store, path_root)
+    if appendix is not None:
+        _appendix(view, appendix, claims, root)
+        return
     if campaign is None and not all_campaigns and reporting.several_campaigns(view):
         _overview(view, output, html, format, extra)
         return

@@ -247,3 +247,27 @@ def test_a_paper_without_numbers_tex_or_with_an_unknown_key_is_told(examples: Pa
     got = cli("claims", "check", bare, "--store", examples, "-f", "json")
     verdicts = {m["key"]: m["verdict"] for m in json.loads(got.stdout)["macros"]}
     assert got.returncode == 1 and verdicts == {"a/1/throughput": "gone", "b/2/speedup": "undefined"}
+
+
+def test_the_artifact_appendix_is_written_from_the_store(examples: Path, tmp_path: Path) -> None:
+    target = tmp_path / "appendix"
+    got = cli("report", "--store", examples, "--appendix", target, "--claims", CLAIMS / "compare.toml")
+    assert got.returncode == 0, got.stderr
+    md, tex = target.with_suffix(".md").read_text(), target.with_suffix(".tex").read_text()
+    assert "Coverage: 4 of 4 claims are backed by runs in the store" in md
+    verdicts = _check(CLAIMS / "compare.toml", examples)[1]
+    for i, (ident, claim) in enumerate(verdicts.items(), start=1):
+        assert f"C{i}: {claim['says']} [{claim['verdict']}]" in md
+        assert f"## C{i}: {ident}" in md
+    # the commands as the runs recorded them (run_start), each once with its count, interpreter as "python"
+    base = sorted(p for p in COMPARE_RUNS.iterdir() if p.name.startswith("compare-base-"))
+    argv = next(json.loads(line) for line in (base[0] / "events-rank0.jsonl").open() if '"run_start"' in line)
+    argv = argv["command"]
+    assert "--loader-workers 0" in " ".join(argv)
+    assert f"Command ({len(base)} runs): `python -m honestscale.runners.torch_ddp" in md
+    assert str(REPO) not in md + tex and "12 runs (0 tuning)" in md
+    got = cli("report", "--store", examples, "--appendix", target)
+    assert got.returncode == 2 and "--claims" in got.stderr
+    doc = tmp_path / "ad.tex"
+    doc.write_text("\\documentclass{article}\n\\begin{document}\n\\input{appendix.tex}\n\\end{document}\n")
+    assert "Artifact description and evaluation" in _compiles(doc)
