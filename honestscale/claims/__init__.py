@@ -28,7 +28,7 @@ from honestscale.claims._lock import read as read_lock
 from honestscale.claims._lock import write as write_lock
 from honestscale.claims._paper import MacroVerdict, check_paper
 from honestscale.claims._paper import exit_code as paper_exit_code
-from honestscale.claims._text import latex, text
+from honestscale.claims._text import latex, rows, text
 
 SCHEMA = "honestscale.claims/1"
 
@@ -55,6 +55,7 @@ __all__ = [
     "lock_changes",
     "paper_exit_code",
     "read_lock",
+    "rows",
     "text",
     "write_appendix",
     "write_lock",

@@ -14,7 +14,7 @@ from typing import Any
 from honestscale.analysis.points import sig
 from honestscale.claims._file import ClaimsFile
 from honestscale.claims._judge import Verdict
-from honestscale.report import analyse
+from honestscale.report import analyse, latex_escape
 from honestscale.view import View
 
 CODE = "\x00"  # around a command: code in Markdown, typewriter in LaTeX
@@ -168,33 +168,13 @@ def markdown(a: Appendix) -> str:
     return "\n".join(lines)
 
 
-_TEX = (
-    ("\\", r"\textbackslash{}"),
-    ("{", r"\{"),
-    ("}", r"\}"),
-    ("&", r"\&"),
-    ("%", r"\%"),
-    ("$", r"\$"),
-    ("#", r"\#"),
-    ("_", r"\_"),
-    ("~", r"\textasciitilde{}"),
-    ("^", r"\^{}"),
-    ("<", r"\textless{}"),
-    (">", r"\textgreater{}"),
-    ("-", "-{}"),
-    ("…", "..."),
-    ("–", "--"),
-    ("±", r"$\pm$"),
-    ("✗", "x"),
-)
-
-
 def _tex(s: str) -> str:
-    """Text as LaTeX: specials escaped, hyphens kept apart (a command's -- stays two), commands in typewriter."""
-    for x, y in _TEX:
-        s = s.replace(x, y)
+    """Text as LaTeX (the report's escaping), each command in typewriter with its hyphens kept apart (-- stays two)."""
     parts = s.split(CODE)  # every second part a command
-    return "".join(f"\\texttt{{{p}}}" if i % 2 else p for i, p in enumerate(parts))
+    return "".join(
+        f"\\texttt{{{latex_escape(p).replace('-', '-{}')}}}" if i % 2 else latex_escape(p)
+        for i, p in enumerate(parts)
+    )
 
 
 def latex(a: Appendix) -> str:

@@ -298,7 +298,7 @@ def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
     elif d.verdict == DISAGREE:
         verdict, reason = CANNOT_VERIFY, f"{d.describe()}: more runs decide"
     elif d.verdict == SAME:
-        verdict, reason = CONTRADICTED, "no significant difference between A and B (the evidence below)"
+        verdict, reason = CONTRADICTED, d.describe()
     else:
         right = (slow.value > 1) == faster
         verdict = SUPPORTED if right else CONTRADICTED

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from honestscale.claims._judge import CANNOT_VERIFY, CONTRADICTED, NOT_QUOTABLE, SUPPORTED, VERDICTS, Verdict
+from honestscale.report import ClaimRow, latex_escape
 
 MARK = {SUPPORTED: "✓", CONTRADICTED: "✗", NOT_QUOTABLE: "!", CANNOT_VERIFY: "?"}
 STYLE = {SUPPORTED: "green", CONTRADICTED: "red", NOT_QUOTABLE: "bold red", CANNOT_VERIFY: "yellow"}
@@ -35,23 +36,6 @@ def text(path: str, verdicts: list[Verdict]) -> str:
     return "\n".join(lines)
 
 
-def _tex(s: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\^{}"),
-    ):
-        s = s.replace(a, b)
-    return s
-
-
 def _short(statistic: str) -> str:
     """The statistic in a word or two, for a table cell: which one the number is."""
     for key, word in (
@@ -80,7 +64,7 @@ def latex(verdicts: list[Verdict]) -> str:
             + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
             + f" (n = {n.n}; {_short(n.statistic)})"
         )
-        rows.append(f"{_tex(v.claim.says)} & {_tex(number)} & {_tex(v.verdict)} \\\\")
+        rows.append(f"{latex_escape(v.claim.says)} & {latex_escape(number)} & {latex_escape(v.verdict)} \\\\")
     return "\n".join(
         [
             r"\begin{tabular}{p{0.5\linewidth}ll}",
@@ -93,3 +77,25 @@ def latex(verdicts: list[Verdict]) -> str:
             "",
         ]
     )
+
+
+def number_text(v: Verdict) -> str:
+    """The store's number of a verdict in one line: value and unit, statistic, interval (or why none), n."""
+    from honestscale.analysis.points import sig
+
+    n = v.number
+    if n is None:
+        return "–"
+    unit = {"": "", "x": "x"}.get(n.unit, f" {n.unit}")
+    ci = f"95 % interval [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else (n.by_nature or "no interval")
+    return f"{n.name}: {sig(n.value)}{unit} ({n.statistic}; {ci}; n = {n.n})"
+
+
+def rows(verdicts: list[Verdict]) -> list[ClaimRow]:
+    """The verdicts as the report's Claims section prints them."""
+    return [
+        ClaimRow(
+            v.claim.id, v.claim.says, v.verdict, v.reason, number_text(v), v.number.lint if v.number else {}
+        )
+        for v in verdicts
+    ]

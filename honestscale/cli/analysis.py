@@ -28,6 +28,7 @@ from honestscale.files import interrupt_answered
 from honestscale.store import Connection, is_lake, resolve_store_path
 
 if TYPE_CHECKING:
+    from honestscale.report import ClaimRow
     from honestscale.view import View
 
 
@@ -240,6 +241,17 @@ def _appendix(view: View, target: Path, claims_file: Path | None, root: Path) ->
         err.print(f"wrote {path}", highlight=False)
 
 
+def _judged_claims(file: Path, store: Path | None, wait: float) -> tuple[str, list[ClaimRow]]:
+    """The claims of ``file`` judged on the whole store (a claim may be about other campaigns), as report rows."""
+    from honestscale import claims
+    from honestscale.view import build
+
+    parsed = claims.load(file)
+    with _store(store, read_only=True, wait=wait) as con:
+        view = build(con)
+    return file.name, claims.rows(claims.check(view, parsed))
+
+
 PathRootOpt = Annotated[
     Path | None,
     typer.Option(
@@ -286,7 +298,11 @@ def report(
         ),
     ] = None,
     claims: Annotated[
-        Path | None, typer.Option(help="The paper's claims file (docs/claims.md), for --appendix.")
+        Path | None,
+        typer.Option(
+            help="The paper's claims file (docs/claims.md): the report gains a section with each claim's verdict; "
+            "with --appendix, the claims the appendix is written for."
+        ),
     ] = None,
     wait: WaitOpt = 10.0,
 ) -> None:
@@ -336,9 +352,10 @@ def report(
         model, _ = reporting.analyse(view, campaign, extra, root)
         print(_output.dumps(model.as_json()))
         return
+    judged = _judged_claims(claims, store, wait) if claims is not None else None
     with _writing(output):
         outputs = reporting.report(
-            view, pdf=output, html=html, campaign=campaign, suppressions=extra, path_root=root
+            view, pdf=output, html=html, campaign=campaign, suppressions=extra, path_root=root, claims=judged
         )
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",

@@ -92,6 +92,13 @@ def serve(
             help="honestscale.toml with lint suppressions \\[default: ./honestscale.toml if present]."
         ),
     ] = None,
+    claims: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A paper's claims file (docs/claims.md; repeat for several): the Claims page shows each claim's "
+            "verdict, judged again as runs land. Read at start; no path is ever taken from a browser.",
+        ),
+    ] = None,
 ) -> None:
     """A live dashboard and JSON API over the store: campaigns (landing as they run), each campaign's report
     (figures with hover values, tables, lint, downloads: PDF, CSV, LaTeX, SARIF, JSON), runs with their step-time
@@ -120,4 +127,4 @@ def serve(
     dashboard.serve(resolve_store_path(store), host=host, port=port, token=token, watch=watch, campaign=campaign,
                     interval=interval, suppressions=load_config(config), allow_hosts=allow_host or (),
                     certfile=certfile, keyfile=keyfile, forwarded_allow_ips=forwarded_allow_ips,
-                    path_root=path_root)  # fmt: skip
+                    path_root=path_root, claims=claims or ())  # fmt: skip

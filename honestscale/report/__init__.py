@@ -13,11 +13,12 @@ from pathlib import Path
 
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
-from honestscale.report._model import ComparisonModel, Model, build
+from honestscale.report._model import ClaimRow, ComparisonModel, Model, build
 from honestscale.report._numbers import TexNumber, numbers, numbers_tex, read_numbers_tex
 from honestscale.report._overview import Overview, overview, write_overview
 from honestscale.report._plan import Plan, plan
 from honestscale.report._render import Outputs, check_targets, render
+from honestscale.report._tables import latex_escape
 from honestscale.report._text import environment
 from honestscale.report._versus import PairView, compare_report, pair_views
 from honestscale.report._versus import context as compare_context
@@ -34,8 +35,11 @@ def analyse(view: View, campaign: str | None = None, suppressions: list[Suppress
 
 def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
            assets: Path | None = None, suppressions: list[Suppression] | None = None,
-           path_root: Path | None = None) -> Outputs:  # fmt: skip
+           path_root: Path | None = None, claims: tuple[str, list[ClaimRow]] | None = None) -> Outputs:  # fmt: skip
+    """``claims``: a claims file's name and its claims judged, for the report's Claims section."""
     model, _ = analyse(view, campaign, suppressions, path_root)
+    if claims is not None:
+        model.claims_file, model.claims = claims[0], list(claims[1])
     target = pdf or html or Path("report.pdf")
     return render(model, pdf, html, assets or assets_for(target))
 
@@ -62,6 +66,7 @@ def assets_for(target: Path) -> Path:
 __all__ = [
     "PARTS",
     "STYLE",
+    "ClaimRow",
     "ComparisonModel",
     "Model",
     "Outputs",
@@ -75,6 +80,7 @@ __all__ = [
     "compare_context",
     "compare_report",
     "environment",
+    "latex_escape",
     "mark",
     "numbers",
     "numbers_tex",

@@ -103,6 +103,18 @@ class RunRow:
     metric: str | None = None  # what the final quality measures (accuracy, loss, ...)
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim of the paper with its verdict (``honestscale.claims``), as the report's Claims section prints it."""
+
+    id: str
+    says: str
+    verdict: str  # supported | contradicted | not quotable | cannot verify
+    reason: str
+    number: str  # the store's number with its statistic, interval and n, or "–"
+    rules: dict[str, list[str]]  # the rules' verdicts on its runs
+
+
 @dataclass
 class Model:
     title: str
@@ -116,6 +128,8 @@ class Model:
     lint: dict[str, Any]
     reproducibility: dict[str, Any]
     statistics: dict[str, str] = field(default_factory=dict)  # which statistic each number is
+    claims: list[ClaimRow] = field(default_factory=list)  # a paper's claims judged (report --claims)
+    claims_file: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = _clean(asdict(self))

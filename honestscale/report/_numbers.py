@@ -18,6 +18,7 @@ from typing import Any
 
 from honestscale.analysis.points import Point
 from honestscale.report._model import ComparisonModel, Model
+from honestscale.report._tables import latex_escape
 from honestscale.report._text import ratio_text
 
 # measure -> (the point's value, its interval, how it reads); times in seconds as the report's JSON has them
@@ -129,21 +130,7 @@ def _campaign_of(model: Model, c: ComparisonModel) -> str:
 
 
 def _tex(text: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("&", r"\&"),
-        ("%", r"\,\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\^{}"),
-        ("–", "--"),
-    ):
-        text = text.replace(a, b)
-    return text
+    return latex_escape(text)
 
 
 def _rules_text(rules: dict[str, list[str]]) -> str:

@@ -33,10 +33,17 @@ _LATEX = {
     "µ": r"$\mu$",
     "\u00a0": "~",
     "…": r"\ldots{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "“": "``",
+    "”": "''",
+    "‘": "`",
+    "’": "'",
+    "·": r"\textperiodcentered{}",
 }
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
     """Text as pdflatex with booktabs alone typesets it: specials escaped, symbols spelt, other non-ASCII as '?'."""
     return "".join(_LATEX.get(ch, ch if ch.isascii() else "?") for ch in text)
 
@@ -46,13 +53,13 @@ def latex_table(header: list[str], rows: list[list[str]], caption: str) -> str:
     lines = [
         r"\begin{table}[t]",
         r"\centering",
-        rf"\caption{{{_latex_escape(caption)}}}",
+        rf"\caption{{{latex_escape(caption)}}}",
         rf"\begin{{tabular}}{{{cols}}}",
         r"\toprule",
-        " & ".join(_latex_escape(h) for h in header) + r" \\",
+        " & ".join(latex_escape(h) for h in header) + r" \\",
         r"\midrule",
     ]
-    lines += [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in rows]
+    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
 

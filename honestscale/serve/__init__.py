@@ -109,18 +109,24 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
           watch: Path | None = None, campaign: str | None = None, interval: float = 2.0,
           suppressions: list[Suppression] | None = None, allow_hosts: Sequence[str] = (),
           certfile: Path | None = None, keyfile: Path | None = None,
-          forwarded_allow_ips: str | None = None, path_root: Path | None = None) -> None:  # fmt: skip
+          forwarded_allow_ips: str | None = None, path_root: Path | None = None,
+          claims: Sequence[Path] = ()) -> None:  # fmt: skip
     """Serve until interrupted (Ctrl-C or SIGTERM). Pages show event files relative to ``path_root`` (default:
     the store's folder).
 
     Off loopback, or through a proxy named by ``allow_hosts``, without a token: one is made for this run and its
     link printed. ``certfile``/``keyfile``: TLS (uvicorn's own); ``forwarded_allow_ips``: the proxies whose
-    ``X-Forwarded-Proto``/``-For`` uvicorn believes (its default: 127.0.0.1 and ::1, or ``FORWARDED_ALLOW_IPS``)."""
+    ``X-Forwarded-Proto``/``-For`` uvicorn believes (its default: 127.0.0.1 and ::1, or ``FORWARDED_ALLOW_IPS``).
+    ``claims``: the paper's claims files the Claims page judges (read here, before the server listens: a malformed
+    one is refused with its line)."""
     import uvicorn
 
     # a token is needed where others reach the server: beyond loopback, or through a proxy's name (--allow-host)
     shared = not is_loopback(host) or bool(allow_hosts)
     check(store, shared, token, watch, certfile, keyfile)
+    from honestscale.claims import load
+
+    claims_files = [load(path) for path in claims]
     hosts = allowed_hosts(host, allow_hosts)
     made = token is None and shared
     if made:
@@ -128,7 +134,7 @@ def serve(store: Path, *, host: str = "127.0.0.1", port: int = 8000, token: str 
     sock = _bind(host, port)
     workdir = Path(tempfile.mkdtemp(prefix="honestscale-serve-"))
     state = State(store, workdir, suppressions, path_root)
-    dashboard = Dashboard(state, Access(token, hosts), str(watch) if watch else None)
+    dashboard = Dashboard(state, Access(token, hosts), str(watch) if watch else None, claims_files)
     threads = [threading.Thread(target=_keep_warm, args=(state,), name="warm", daemon=True)]
     if watch is not None:
         watcher = Watcher(watch, lambda: state.write(wait_s=30.0), campaign)

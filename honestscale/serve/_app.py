@@ -10,7 +10,7 @@ import math
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,12 +26,14 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from honestscale.claims import ClaimsFile
 from honestscale.display import file_name
 from honestscale.errors import HonestscaleError
 from honestscale.lint import formats, registry
 from honestscale.report import environment
 from honestscale.serve import _run
 from honestscale.serve._access import Access, Hosts
+from honestscale.serve._claims import ClaimsPages
 from honestscale.serve._compare import ComparePages
 from honestscale.serve._state import Busy, Campaign, Overview, State
 from honestscale.store import NoSuchCampaign, hidden, queries
@@ -75,7 +77,9 @@ def _clean(obj: Any) -> Any:
 
 
 class Dashboard:
-    def __init__(self, state: State, access: Access, watching: str | None) -> None:
+    def __init__(
+        self, state: State, access: Access, watching: str | None, claims: Sequence[ClaimsFile] = ()
+    ) -> None:
         self.state = state
         self.access = access
         self.watching = watching
@@ -85,6 +89,8 @@ class Dashboard:
         # run pages drawn, until the store changes (the store's stamp is in the key), the oldest dropped first
         self._run_pages: OrderedDict[tuple[Any, ...], _run.RunPage] = OrderedDict()
         self.compare = ComparePages(state, self.html, self.json)
+        self.claims = ClaimsPages(state, claims, self.html, self.json)
+        self.env.globals["claims"] = bool(claims)  # the navigation shows Claims where there are some
 
     # -- responses ---------------------------------------------------------------------------------------------
     def html(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -342,6 +348,8 @@ class Dashboard:
             Route("/runs/{run_id:path}", self.run),
             Route("/findings", self.findings),
             Route("/compare", self.compare.page),
+            Route("/claims", self.claims.page),
+            Route("/api/claims", self.claims.api),
             Route("/compare/{key}/{file}", self.compare.figure),
             Route("/api/compare", self.compare.api),
             Route("/api/campaigns", self.campaigns_json),

@@ -271,3 +271,24 @@ def test_the_artifact_appendix_is_written_from_the_store(examples: Path, tmp_pat
     doc = tmp_path / "ad.tex"
     doc.write_text("\\documentclass{article}\n\\begin{document}\n\\input{appendix.tex}\n\\end{document}\n")
     assert "Artifact description and evaluation" in _compiles(doc)
+
+
+def test_the_report_has_a_claims_section_when_given_claims(examples: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    pdf = tmp_path / "r.pdf"
+    got = cli("report", "--store", examples, "--campaign", "compare-base", "--claims", CLAIMS / "compare.toml",
+              "-o", pdf)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    text = " ".join(subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True).stdout.split())
+    section = text[text.rindex("The paper's claims") :]
+    verdicts = _check(CLAIMS / "compare.toml", examples)[1]
+    for ident, claim in verdicts.items():
+        assert ident in section and claim["verdict"] in section, ident
+    assert "95 % interval [1.654, 3.697]; n = 6" in section
+    plain = tmp_path / "plain.pdf"
+    assert cli("report", "--store", examples, "--campaign", "compare-base", "-o", plain).returncode == 0
+    assert (
+        "The paper's claims"
+        not in subprocess.run(["pdftotext", plain, "-"], capture_output=True, text=True).stdout
+    )

@@ -3,6 +3,7 @@ once, its figures are drawn after it when their files are asked for, and what th
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,27 @@ def test_off_loopback_only_a_token_serve_made_is_taken(tmp_path: Path) -> None:
 STRONG_CHOSEN = (
     "Yq3v9Lr0bX2mTz7KpA4sWn"  # random-looking, 132 bits by its alphabet, but typed in, not made here
 )
+
+
+def test_the_claims_page_judges_the_files_again_as_runs_land(tmp_path: Path) -> None:
+    from honestscale.claims import load
+    from tests.conftest import COMPARE_RUNS, REPO
+
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", EXAMPLE, "--store", store).returncode == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    claims = load(REPO / "examples" / "claims" / "compare.toml")
+    dashboard = Dashboard(State(store, work), Access(None, ["127.0.0.1"]), None, [claims])
+    before: Any = dashboard.claims.api(_request("/api/claims"))
+    (file,) = json.loads(before.body)["files"]
+    got = {c["id"]: c["verdict"] for c in file["claims"]}
+    assert got["one-loader-faster"] == "cannot verify" and file["exit_code"] == 3  # its runs have not landed
+    assert cli("ingest", COMPARE_RUNS, "--store", store).returncode == 0
+    page: Any = dashboard.claims.page(_request("/claims"))
+    html = page.body.decode()
+    row = html[html.index("one-loader-faster") - 300 : html.index("one-loader-faster") + 1500]
+    assert "<strong>supported</strong>" in row and "95 % interval [1.654, 3.697]; n = 6" in row, row
+    assert "(exit code 1)" in html and 'href="/claims"' in html
+    after: Any = dashboard.claims.api(_request("/api/claims"))
+    assert json.loads(after.body)["files"][0]["exit_code"] == 1
