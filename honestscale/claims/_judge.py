@@ -116,7 +116,8 @@ def about(x: Number, value: float, tol: Tolerance) -> tuple[str, str]:
         verdict = SUPPORTED if within else CONTRADICTED
         return (
             verdict,
-            f"{sig(x.value)} {'lies' if within else 'does not lie'} within {claimed} ({x.by_nature})",
+            f"{sig(x.value)} {'lies' if within else 'does not lie'} within {claimed} ({x.by_nature}: the tolerance "
+            "alone decides)",
         )
     return CANNOT_VERIFY, (
         f"{sig(x.value)} {'lies' if within else 'does not lie'} within {claimed}, but {x.n} "
@@ -139,8 +140,9 @@ def bound(x: Number, value: float, at_least: bool) -> tuple[str, str]:
     holds = x.value >= value if at_least else x.value <= value
     if x.by_nature:
         return (
-            SUPPORTED if holds else CONTRADICTED
-        ), f"{sig(x.value)} is {'' if holds else 'not '}{word} {sig(value)} ({x.by_nature})"
+            (SUPPORTED if holds else CONTRADICTED),
+            f"{sig(x.value)} is {'' if holds else 'not '}{word} {sig(value)} ({x.by_nature}: the number alone decides)",
+        )
     return CANNOT_VERIFY, (
         f"{sig(x.value)} is {'' if holds else 'not '}{word} {sig(value)}, but {x.n} run(s) give no "
         f"interval: {x.more_runs} more successful run(s) would"

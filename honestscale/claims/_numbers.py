@@ -154,7 +154,7 @@ def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:
         "x",
         tuple(sorted({*p.run_ids, *base.run_ids})),
         p.ratio_lint,
-        "one MLPerf score a point: no interval, the tolerance alone decides" if mlperf else None,
+        "one MLPerf score a point: no interval" if mlperf else None,
     )
 
 
@@ -252,6 +252,6 @@ def _absolute(claim: Claim, p: Point, runs: list[Run]) -> Number:
         "s",
         ids,
         lint,
-        by_nature="one score per submission: the tolerance alone decides",
+        by_nature="one score per submission: no interval",
         better="lower",
     )

@@ -292,3 +292,23 @@ def test_the_report_has_a_claims_section_when_given_claims(examples: Path, tmp_p
         "The paper's claims"
         not in subprocess.run(["pdftotext", plain, "-"], capture_output=True, text=True).stdout
     )
+
+
+def test_the_mlperf_example_claims(tmp_path: Path) -> None:
+    from tests.mlperf import DATA
+
+    dell = DATA / "mlperf-training-v1x" / "v3.1" / "Dell" / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet"
+    if not dell.is_dir():
+        pytest.skip(f"{dell} is not there (../shared/data)")
+    store = tmp_path / "s.duckdb"
+    assert (
+        cli("ingest", dell, REPO / "tests" / "data" / "mlperf-v0.7-nvidia", "--store", store).returncode == 0
+    )
+    code, got = _check(CLAIMS / "mlperf.toml", store)
+    assert code == 1
+    assert {k: v["verdict"] for k, v in got.items()} == {
+        "dell-resnet-as-scored": "supported",
+        "dell-resnet-press": "contradicted",
+        "dgx-superlinear": "not quotable",  # HS209: the 16-GPU point ran on other accelerators (DGX-2H)
+    }
+    assert "HS209" in got["dgx-superlinear"]["reason"]
