@@ -312,3 +312,19 @@ def test_the_mlperf_example_claims(tmp_path: Path) -> None:
         "dgx-superlinear": "not quotable",  # HS209: the 16-GPU point ran on other accelerators (DGX-2H)
     }
     assert "HS209" in got["dgx-superlinear"]["reason"]
+
+
+def test_a_claim_quoting_the_best_run_is_told_which_statistic_the_data_gives(
+    examples: Path, tmp_path: Path
+) -> None:
+    best = min(_tta_by_campaign()["compare-base"])
+    claim = ('id = "best"\nsays = "trains to 95 % in a typical run"\nmeasure = "time_to_accuracy"\n'
+             f'runs = "campaign=compare-base"\nat = {{ workers = 1 }}\nrelation = "about"\nvalue = {best!r}\n'
+             'tolerance = "1%"\nstatistic = "best"\n')  # fmt: skip
+    code, got = _check(_write(tmp_path, claim), examples)
+    note = next(e for e in got["best"]["evidence"] if e.startswith("the claim names the best run"))
+    assert got["best"]["verdict"] != "supported" and code != 0, got["best"]
+    assert "the store's number is median of runs" in note and "not a typical run's" in note, note
+    assert got["best"]["number"]["value"] == pytest.approx(
+        statistics.median(_tta_by_campaign()["compare-base"])
+    )
