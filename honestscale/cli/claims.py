@@ -21,7 +21,8 @@ claims_app = typer.Typer(
 app.add_typer(claims_app, name="claims")
 
 FileArg = Annotated[
-    Path, typer.Argument(help="The claims file (TOML: version = 1 and one [[claim]] per claim).")
+    Path,
+    typer.Argument(help="The claims file (TOML: version = 1, then one claim table each: docs/claims.md)."),
 ]
 
 
