@@ -86,5 +86,7 @@ def test_digits_and_mlperf_reports_stay_inside_the_page_and_keep_suppressions_to
     assert "not comparable" in text.lower()
     # the exports fit one column of a paper
     for tex in (tmp_path / "mlperf" / "report_files").glob("*.tex"):
+        if tex.name == "numbers.tex":  # macros, no table (tests/integration/test_claims.py compiles it)
+            continue
         header = re.search(r"\\begin\{tabular\}\{(\w+)\}", tex.read_text())
         assert header and len(header.group(1)) <= 6, tex.name
