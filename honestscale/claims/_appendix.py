@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from honestscale.analysis.points import sig
 from honestscale.claims._file import ClaimsFile
 from honestscale.claims._judge import Verdict
 from honestscale.report import analyse, latex_escape
@@ -72,16 +71,7 @@ def build(view: View, claims: ClaimsFile, verdicts: list[Verdict], path_root: Pa
 
 
 def _number(v: Verdict) -> str:
-    n = v.number
-    if n is None:
-        return "none: " + v.reason
-    ci = (
-        f", 95 % interval [{sig(n.low)}, {sig(n.high)}]"
-        if n.has_interval
-        else f" ({n.by_nature or 'no interval'})"
-    )
-    unit = {"": "", "x": "x"}.get(n.unit, f" {n.unit}")
-    return f"{n.name}: {sig(n.value)}{unit}{ci}, n = {n.n} ({n.statistic})"
+    return "none: " + v.reason if v.number is None else v.number.describe()
 
 
 def _duration(hours: float) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import DISAGREE, SAME
 from honestscale.claims._file import Claim, ClaimsFile, Tolerance
-from honestscale.claims._numbers import CannotVerify, Number, point_number, selected
+from honestscale.claims._numbers import CannotVerify, Number, point_number
 from honestscale.compare import SelectorError, compare
 from honestscale.view import View
 
@@ -210,10 +210,8 @@ def _judge_point(view: View, claim: Claim, where: str) -> Verdict:
         verdict, reason = bound(x, claim.value, claim.relation == "at_least")
     else:
         verdict, reason = _ordered_point(claim, x)
-    interval = f"95 % interval {_ci(x.low, x.high)}" if x.has_interval else (x.by_nature or "no interval")
-    unit = {"": "", "x": "x"}.get(x.unit, f" {x.unit}")
     evidence = [
-        f"{x.name}: {sig(x.value)}{unit} ({x.statistic}; {interval}; n = {x.n})",
+        x.describe(),
         *notes,
         f"rules on these runs: {verdicts_text(x.lint)}",
     ]
@@ -234,12 +232,10 @@ def _quotable(v: Verdict, lint: dict[str, list[str]]) -> Verdict:
 
 def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
     assert claim.than is not None
-    selected(view, claim.runs, where)  # a side that selects nothing: what is missing, with the file's line
-    selected(view, claim.than, where)
-    try:
+    try:  # a side that selects nothing: what is missing, with the file's line and compare's fix
         result = compare(view, claim.runs, claim.than)
     except SelectorError as exc:
-        raise CannotVerify(f"{exc.message} ({where})") from None
+        raise CannotVerify(f"{exc.message} ({where}){f': {exc.fix}' if exc.fix else ''}") from None
     if len(result.pairs) != 1:
         labels = "; ".join(c.pair.label for c in result.pairs[:4]) or "none"
         raise CannotVerify(

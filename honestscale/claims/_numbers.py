@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from honestscale.analysis.points import Point
+from honestscale.analysis.points import Point, sig
 from honestscale.analysis.scaling import TTA, TTT, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, hmean_ci, median_ci
 from honestscale.claims._file import Claim
@@ -45,6 +45,21 @@ class Number:
     @property
     def has_interval(self) -> bool:
         return self.low is not None and self.high is not None
+
+    @property
+    def shown(self) -> str:
+        """The value with its unit: ``2.424x``, ``1.776 s``."""
+        return f"{sig(self.value)}" + {"": "", "x": "x"}.get(self.unit, f" {self.unit}")
+
+    def describe(self) -> str:
+        """``name: value unit (statistic; 95 % interval [low, high] or why none; n = N)``: how every output of a
+        claim states the store's number."""
+        interval = (
+            f"95 % interval [{sig(self.low)}, {sig(self.high)}]"
+            if self.has_interval
+            else self.by_nature or "no interval"
+        )
+        return f"{self.name}: {self.shown} ({self.statistic}; {interval}; n = {self.n})"
 
     @property
     def more_runs(self) -> int:

@@ -56,11 +56,10 @@ def latex(verdicts: list[Verdict]) -> str:
     rows = []
     for v in verdicts:
         n = v.number
-        unit = "" if n is None else {"": "", "x": "x"}.get(n.unit, f" {n.unit}")
         number = (
             "--"
             if n is None
-            else f"{sig(n.value)}{unit}"
+            else n.shown
             + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
             + f" (n = {n.n}; {_short(n.statistic)})"
         )
@@ -80,15 +79,8 @@ def latex(verdicts: list[Verdict]) -> str:
 
 
 def number_text(v: Verdict) -> str:
-    """The store's number of a verdict in one line: value and unit, statistic, interval (or why none), n."""
-    from honestscale.analysis.points import sig
-
-    n = v.number
-    if n is None:
-        return "–"
-    unit = {"": "", "x": "x"}.get(n.unit, f" {n.unit}")
-    ci = f"95 % interval [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else (n.by_nature or "no interval")
-    return f"{n.name}: {sig(n.value)}{unit} ({n.statistic}; {ci}; n = {n.n})"
+    """The store's number of a verdict in one line (``Number.describe``), or "–" where there is none."""
+    return "–" if v.number is None else v.number.describe()
 
 
 def rows(verdicts: list[Verdict]) -> list[ClaimRow]:

@@ -129,10 +129,6 @@ def _campaign_of(model: Model, c: ComparisonModel) -> str:
     return names[0] if len(names) == 1 else "+".join(names)
 
 
-def _tex(text: str) -> str:
-    return latex_escape(text)
-
-
 def _rules_text(rules: dict[str, list[str]]) -> str:
     parts = [
         f"{', '.join(rules[k])} {word}"
@@ -165,11 +161,11 @@ def numbers_tex(model: Model) -> str:
         ci = f"[{t.low:.3g}, {t.high:.3g}]" if t.low is not None and t.high is not None else "no interval"
         value = t.text.split(" [")[0]
         for suffix, text in (
-            ("", _tex(t.text) + mark),
-            ("/value", _tex(value) + mark),
-            ("/ci", _tex(ci)),
+            ("", latex_escape(t.text) + mark),
+            ("/value", latex_escape(value) + mark),
+            ("/ci", latex_escape(ci)),
             ("/n", str(t.n)),
-            ("/rules", _tex(_rules_text(t.rules))),
+            ("/rules", latex_escape(_rules_text(t.rules))),
         ):
             lines.append(f"\\hsdef{{{t.key}{suffix}}}{{{text}}}{{{meta}}}")
     return "\n".join(lines) + "\n"
