@@ -313,10 +313,32 @@ def reference_olympic_minutes(
     return None if got is None else float(got)
 
 
+# The environment each framework runs in, as .ci/run names its builds
+_BUILDS = {"tensorflow": "tf", "mxnet": "mx", "horovod-torch": "hvd", "horovod-tf": "hvd"}
+
+
+def _wait_for_build(framework: str, building: Path, limit_s: float = 1800.0) -> None:
+    """.ci/run builds the framework environments beside the tests: wait until this one's build has ended (its
+    NAME.ok or NAME.failed), failing with the build's log if it failed or took past ``limit_s``."""
+    name = _BUILDS.get(framework)
+    if name is None:
+        return
+    waited = time.monotonic()
+    while not (building / f"{name}.ok").exists():
+        log = building / f"{name}.log"
+        if (building / f"{name}.failed").exists() or time.monotonic() - waited > limit_s:
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+            pytest.fail(f"the {name} environment did not build ({log}):\n{tail}", pytrace=False)
+        time.sleep(2)
+
+
 def framework_python(framework: str) -> str:
-    """The framework's environment (built by .ci/run); in CI a missing one fails the test, elsewhere skips it."""
+    """The framework's environment (built by .ci/run, which may still be building it: then wait); in CI a missing
+    one fails the test, elsewhere skips it."""
     from honestscale.campaign import launch
 
+    if building := os.environ.get("HONESTSCALE_ENVS_BUILDING"):
+        _wait_for_build(framework, Path(building))
     try:
         python = launch.python_for(framework)
         launch.check_installed(framework, python)

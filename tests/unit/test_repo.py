@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from tests.conftest import REPO
+import pytest
+
+from tests.conftest import REPO, _wait_for_build
 
 
 def _readme_commands() -> list[str]:
@@ -37,3 +40,17 @@ def test_ci_builds_every_framework_environment_the_docs_show() -> None:
     ]
     lines = [line for c in environments for line in c.splitlines()]
     assert len(lines) == 3 and all(line in ci for line in lines)
+
+
+def test_a_test_waits_for_the_environment_ci_is_building(tmp_path: Path) -> None:
+    """.ci/run builds the framework environments beside the tests: a built one lets the test go on, a failed one
+    fails it with the build's log, one never asked of CI is not waited for."""
+    (tmp_path / "tf.ok").touch()
+    _wait_for_build("tensorflow", tmp_path)
+    _wait_for_build("torch", tmp_path)  # the main environment: nothing to wait for
+    (tmp_path / "hvd.log").write_text("error: command 'cmake' failed\n")
+    (tmp_path / "hvd.failed").touch()
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)the hvd environment did not build.*cmake' failed"):
+        _wait_for_build("horovod-torch", tmp_path)
+    with pytest.raises(pytest.fail.Exception, match="the mx environment did not build"):
+        _wait_for_build("mxnet", tmp_path, limit_s=0.0)  # never ended: the limit fails it
