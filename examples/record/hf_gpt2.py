@@ -1,7 +1,9 @@
 """A small GPT-2 trained by Hugging Face's Trainer, recorded by honestscale's callback (no download: the model is
 built from a config, the text is this Python's own standard library, as bytes).
 
-torchrun --nproc-per-node 2 hf_gpt2.py OUTPUT_DIR   (the Trainer's trainer_state.json lands in OUTPUT_DIR)
+torchrun --nproc-per-node 2 hf_gpt2.py OUTPUT_DIR [REPORT_TO]   (the Trainer's trainer_state.json lands in
+OUTPUT_DIR; REPORT_TO, default none, is the Trainer's report_to: tensorboard writes OUTPUT_DIR/runs/..., mlflow logs
+to $MLFLOW_TRACKING_URI)
 """
 
 import os
@@ -34,9 +36,10 @@ class Bytes(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
 
 torch.manual_seed(0)
 model = GPT2LMHeadModel(GPT2Config(vocab_size=256, n_positions=SEQ, n_embd=64, n_layer=2, n_head=2))
+report_to = sys.argv[2] if len(sys.argv) > 2 else "none"
 args = TrainingArguments(output_dir=sys.argv[1], per_device_train_batch_size=8, per_device_eval_batch_size=16,
                          num_train_epochs=2, learning_rate=1e-3, eval_strategy="epoch", logging_steps=1,
-                         save_strategy="no", report_to="none", use_cpu=True, seed=0, disable_tqdm=True)  # fmt: skip
+                         save_strategy="no", report_to=report_to, use_cpu=True, seed=0, disable_tqdm=True)  # fmt: skip
 callback = HonestscaleCallback(campaign="hf-gpt2", dataset="cpython-stdlib-bytes", test=True, data_source="in_memory",
                                sequence_length=SEQ)  # fmt: skip
 trainer = Trainer(model=model, args=args, train_dataset=Bytes(data["train"]), eval_dataset=Bytes(data["validation"]),

@@ -30,3 +30,15 @@ class Parsed:
     energy: list[dict[str, Any]] = field(
         default_factory=list
     )  # energy records (CodeCarbon, sacct): energy_records
+
+
+class NeedsLibrary(Exception):
+    """A reader that reads with its tool's own library, which is not installed: the file is refused (nothing of it
+    lands, so a later ingest with the library reads it), named with the install command."""
+
+    def __init__(self, package: str, extra: str, why: str = "") -> None:
+        self.package, self.extra = package, extra
+        super().__init__(
+            f"reading it needs the {package} package, not installed here ({why or 'no module'}): "
+            f"pip install 'honestscale[{extra}]', then ingest it again"
+        )

@@ -15,7 +15,7 @@ import duckdb
 
 from honestscale.collector import _mlperf, importers
 from honestscale.collector._landing import landed_readers
-from honestscale.collector._parsed import Parsed
+from honestscale.collector._parsed import NeedsLibrary, Parsed
 
 _FOUND_NOTHING = "no event, energy record or profiled step"
 MLPERF_VERSION = 1  # the MLPerf reader's (collector/_mlperf.py), raised as importers' Reader.version is
@@ -63,6 +63,8 @@ def read_log(path: Path, formats: tuple[str, ...], text: str, campaign: str | No
     for fmt in formats:
         try:
             tried.append((fmt, _parse(fmt, path, text, campaign), ""))
+        except NeedsLibrary as exc:  # its tool's library is missing here: refused, so a later ingest reads it
+            return Read(fmt, None, f"read as {importers.label(fmt)}: {exc}: nothing of it landed")
         except (
             Exception
         ) as exc:  # a log no reader foresaw: refused with the reader named, the other files land

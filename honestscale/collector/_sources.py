@@ -52,7 +52,7 @@ HF_CHECKPOINT = (
     "a Trainer checkpoint's trainer_state.json: the training's later state (the final one, or a later checkpoint's) "
     "holds all of it"
 )
-LIGHTNING_HPARAMS = "Lightning's hparams.yaml: read with the metrics.csv beside it"
+LIGHTNING_HPARAMS = "Lightning's hparams.yaml: read with the metrics.csv or TensorBoard event file beside it"
 NOT_REGULAR = "only regular files are read"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
@@ -218,7 +218,9 @@ def discover(args: list[str]) -> Discovery:
                 if _superseded_checkpoint(cand):
                     skipped.append(Skipped(cand, HF_CHECKPOINT))
                     continue
-                if cand.name == "hparams.yaml" and (cand.parent / "metrics.csv").is_file():
+                if cand.name == "hparams.yaml" and (
+                    (cand.parent / "metrics.csv").is_file() or any(cand.parent.glob("events.out.tfevents.*"))
+                ):
                     skipped.append(Skipped(cand, LIGHTNING_HPARAMS))
                     continue
                 if cand.name == "scaling.json":

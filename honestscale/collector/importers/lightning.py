@@ -72,7 +72,7 @@ _CLAIM = "rank 0's × world size"
 
 
 @dataclass
-class _Row:
+class Row:
     """One row of metrics.csv that could be read: its line, epoch and step, ThroughputMonitor's training values
     (``time``, ``samples``, ``device/samples_per_sec``, ...) and its evaluations (split, metric, value)."""
 
@@ -84,7 +84,7 @@ class _Row:
 
 
 @dataclass
-class _Step:
+class Step:
     """A step event: the rows' differences of train/time, train/samples and the step."""
 
     line: int
@@ -103,7 +103,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return "step" in columns and "epoch" in columns and len(columns) > 2 and not first.startswith("{")
 
 
-def _hparams(path: Path) -> dict[str, Any]:
+def hparams_yaml(path: Path) -> dict[str, Any]:
     """``hparams.yaml`` beside the CSV: its scalar values (numbers, strings, booleans)."""
     file = path.with_name("hparams.yaml")
     if not file.is_file():
@@ -130,7 +130,7 @@ def _index(out: Parsed, line: int, raw: str, name: str, text: Any) -> int | None
     return got
 
 
-def _monitored(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row) -> None:
+def _monitored(out: Parsed, line: int, raw: str, key: str, text: object, into: Row) -> None:
     """A ThroughputMonitor column: its training values kept (the other stages' only checked: rank 0's counts)."""
     m = _MONITOR.match(key)
     assert m is not None
@@ -142,7 +142,7 @@ def _monitored(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row
         into.monitor[("device/" if device else "") + what] = value
 
 
-def _cell(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row, trained: set[str]) -> None:
+def cell(out: Parsed, line: int, raw: str, key: str, text: object, into: Row, trained: set[str]) -> None:
     """One field of a row: a ThroughputMonitor value, an evaluation, or a training metric (its name kept)."""
     if _MONITOR.match(key):
         _monitored(out, line, raw, key, text, into)
@@ -162,10 +162,10 @@ def _cell(out: Parsed, line: int, raw: str, key: str, text: str, into: _Row, tra
         into.evals.append((split, quality_name(metric), value))
 
 
-def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
+def _read(out: Parsed, text: str) -> tuple[list[str], list[Row], set[str]]:
     """The header, the rows that could be read, and the training metrics' names; ragged rows quarantined whole."""
     reader = csv.DictReader(io.StringIO(text, newline=""))  # a lone CR ends a row, never raises
-    rows: list[_Row] = []
+    rows: list[Row] = []
     trained: set[str] = set()
     for row in reader:
         line = reader.line_num  # a quoted field may span lines: the row's last line
@@ -173,14 +173,14 @@ def _read(out: Parsed, text: str) -> tuple[list[str], list[_Row], set[str]]:
             out.bad.append(bad)
             continue
         raw = raw_row(row)
-        got = _Row(
+        got = Row(
             line,
             _index(out, line, raw, "epoch", row.get("epoch")),
             _index(out, line, raw, "step", row.get("step")),
         )
         for key, value in row.items():
             if key not in ("epoch", "step") and value:
-                _cell(out, line, raw, key, value, got, trained)
+                cell(out, line, raw, key, value, got, trained)
         rows.append(got)
     return list(reader.fieldnames or ()), rows, trained
 
@@ -198,10 +198,10 @@ class _Clock:
     skipped: list[int] = field(default_factory=list)  # lines of rows with train/time that are no step
 
 
-def _steps(out: Parsed, rows: list[_Row]) -> list[_Step]:
+def monitor_steps(out: Parsed, rows: list[Row]) -> list[Step]:
     """One step event per row with train/time: the differences from the row before (the first from the start,
     where ThroughputMonitor's counts begin, and so a row where train/time starts again)."""
-    steps: list[_Step] = []
+    steps: list[Step] = []
     c = _Clock()
     for row in rows:
         t = row.monitor.get("time")
@@ -220,7 +220,7 @@ def _steps(out: Parsed, rows: list[_Row]) -> list[_Step]:
         span = step - c.step if c.step is not None else (min(step + 1, batches) if batches else step + 1)
         grown = samples - c.samples if samples is not None and c.samples is not None else None
         steps.append(
-            _Step(
+            Step(
                 row.line,
                 row.epoch,
                 step,
@@ -254,7 +254,7 @@ def _lines(lines: list[int]) -> str:
     return ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
 
 
-def _world(rows: list[_Row], columns: list[str]) -> tuple[int | None, str]:
+def world_from_rates(rows: list[Row], columns: list[str]) -> tuple[int | None, str]:
     """The world size ThroughputMonitor's rates tell (the same whole ratio of its global to its per-device rate on
     every row with a per-device rate), and how; else None and why it cannot be told."""
     rated = [r.monitor for r in rows if r.monitor.get("device/samples_per_sec")]
@@ -289,7 +289,7 @@ def _world(rows: list[_Row], columns: list[str]) -> tuple[int | None, str]:
     )
 
 
-def _claims(rows: list[_Row]) -> dict[str, Any] | None:
+def rate_claims(rows: list[Row]) -> dict[str, Any] | None:
     """The tool's own global rate, rank 0's × world size: a claim, never the run's rate."""
     rated = [r for r in rows if r.monitor.get("samples_per_sec") is not None]
     if not rated:
@@ -305,15 +305,15 @@ def _claims(rows: list[_Row]) -> dict[str, Any] | None:
     }
 
 
-def _local_batch(steps: list[_Step]) -> int | None:
+def local_batch(steps: list[Step]) -> int | None:
     """Rank 0's samples per step when every step event says the same whole number."""
     per = {s.samples / s.iterations if s.samples is not None else None for s in steps}
     got = per.pop() if len(per) == 1 else None
     return int(got) if got is not None and got.is_integer() and got >= 1 else None
 
 
-def _unknown(
-    rows: list[_Row], steps: list[_Step], world: int | None, why_world: str, local: int | None
+def what_is_unknown(
+    rows: list[Row], steps: list[Step], world: int | None, why_world: str, local: int | None
 ) -> list[str]:
     """What metrics.csv cannot tell, each with why (``world_size`` first where unknown: HS215 reads it)."""
     unknown = [] if world is not None else [f"world_size ({why_world}: record the run with {RECORD})"]
@@ -342,7 +342,7 @@ def _unknown(
 
 
 def _imported(
-    columns: list[str], steps: list[_Step], unknown: list[str], why_world: str, world: int | None
+    columns: list[str], steps: list[Step], unknown: list[str], why_world: str, world: int | None
 ) -> dict[str, Any]:
     ranks = (
         "global rank 0 (metrics logged with sync_dist are the mean over ranks, the others rank 0's; "
@@ -386,18 +386,18 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if not rows:
         out.warnings.append("no row could be read: no run" if out.bad else "a header and no rows: no run")
         return out
-    steps = _steps(out, rows)
-    world, why_world = _world(rows, columns)
-    local = _local_batch(steps)
+    steps = monitor_steps(out, rows)
+    world, why_world = world_from_rates(rows, columns)
+    local = local_batch(steps)
     end = path.stat().st_mtime
     t0 = end - (steps[-1].at if steps else 0.0)
     version = path.parent.name
     name = (
         f"{path.parent.parent.name} {version}" if version.startswith("version_") else (version or "lightning")
     )
-    hparams = _hparams(path)
+    hparams = hparams_yaml(path)
     rank = RankEvents(run_id("lightning", text), 0)
-    unknown = _unknown(rows, steps, world, why_world, local)
+    unknown = what_is_unknown(rows, steps, world, why_world, local)
     rank.add(
         1,
         "run_start",
@@ -410,7 +410,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         hyperparameters=hparams or None,
         world_size=world,
         local_batch_size=local,
-        claims=_claims(rows),
+        claims=rate_claims(rows),
         imported=_imported(
             [c for c in columns if c not in ("epoch", "step")], steps, unknown, why_world, world
         ),
@@ -433,7 +433,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     return out
 
 
-def _events(rank: RankEvents, rows: list[_Row], steps: list[_Step], t0: float) -> None:
+def _events(rank: RankEvents, rows: list[Row], steps: list[Step], t0: float) -> None:
     """The step events and the evaluations in the file's order, each evaluation at the last step before it."""
     by_line = {s.line: s for s in steps}
     clock = t0

@@ -2,14 +2,16 @@
 
     python examples/record/digits_npz.py /tmp/lt/digits.npz
     OMP_NUM_THREADS=1 python tests/data/imported/lightning-throughput/make_lightning_throughput.py \
-        /tmp/lt/digits.npz /tmp/lt/work [OUT]
+        /tmp/lt/digits.npz /tmp/lt/work [OUT] [--default-logger]
 
 A small MLP on scikit-learn's digits (1,400 training samples, batch 10 per rank: 70 batches per rank and epoch),
 2 epochs, validation each epoch (``val_acc``, ``val_loss``, synchronised over the ranks). The Trainer keeps its
 default callbacks (checkpointing on: its checkpoint stays in WORK) with the progress bar and the model summary off,
 and adds ``ThroughputMonitor(batch_size_fn=lambda b: b[0].size(0))`` with its defaults (a rolling window of 100
 batches: its rates appear from the 100th batch on). ``log_every_n_steps=10`` as ThroughputMonitor's own example.
-CSVLogger is passed explicitly (Lightning's default logger is TensorBoard's where tensorboard is installed).
+CSVLogger is passed explicitly (Lightning's default logger is TensorBoard's where tensorboard is installed); with
+``--default-logger`` the Trainer keeps its default logger (``TensorBoardLogger`` under WORK/lightning_logs, where
+tensorboard is installed) and the script copies its ``events.out.tfevents.*`` file instead of ``metrics.csv``.
 
 Lightning's subprocess launcher starts the second rank by running this script again. Every rank counts, with its own
 clock, the batches and samples it trained and the time it spent in training (from ``on_train_start`` to its last
@@ -104,16 +106,18 @@ class Clock(Callback):
         self.end = time.perf_counter()
 
 
-data, work = Path(sys.argv[1]), Path(sys.argv[2])
-out = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(__file__).resolve().parent
+default_logger = "--default-logger" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--default-logger"]
+data, work = Path(args[0]), Path(args[1])
+out = Path(args[2]) if len(args) > 2 else Path(__file__).resolve().parent
 arrays = np.load(data)
 train = TensorDataset(torch.tensor(arrays["x_train"]), torch.tensor(arrays["y_train"]))
 validation = TensorDataset(torch.tensor(arrays["x_validation"]), torch.tensor(arrays["y_validation"]))
 pl.seed_everything(0, workers=True)
 clock = Clock()
-logger = CSVLogger(work, name="throughput")
+logger = True if default_logger else CSVLogger(work, name="throughput")
 trainer = pl.Trainer(
-    accelerator="cpu", devices=DEVICES, strategy="ddp", max_epochs=EPOCHS, logger=logger,
+    accelerator="cpu", devices=DEVICES, strategy="ddp", max_epochs=EPOCHS, logger=logger, default_root_dir=work,
     callbacks=[ThroughputMonitor(batch_size_fn=lambda b: b[0].size(0)), clock], log_every_n_steps=LOG_EVERY,
     enable_progress_bar=False, enable_model_summary=False,
 )  # fmt: skip
@@ -141,8 +145,10 @@ if trainer.global_rank == 0:
     while not all(f.is_file() for f in files) and time.monotonic() < deadline:
         time.sleep(0.2)
     ranks = [json.loads(f.read_text()) for f in files]
-    log_dir = Path(logger.log_dir)
+    assert trainer.logger is not None
+    log_dir = Path(str(trainer.logger.log_dir))
     expected = {
+        "logger": type(trainer.logger).__name__,
         "written_by": {"module": pl.__name__, "lightning": getattr(pl, "__version__", None), "torch": torch.__version__,
                        "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d")},
         "world_size": trainer.world_size,
@@ -164,6 +170,7 @@ if trainer.global_rank == 0:
     }  # fmt: skip
     (log_dir / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics.csv", "hparams.yaml", "expected.json"):
+    logged = [p.name for p in log_dir.glob("events.out.tfevents.*")] if default_logger else ["metrics.csv"]
+    for name in (*logged, "hparams.yaml", "expected.json"):
         shutil.copyfile(log_dir / name, out / name)
-    print(f"wrote {out}: metrics.csv, hparams.yaml (Lightning's, unchanged), expected.json")
+    print(f"wrote {out}: {', '.join(logged)}, hparams.yaml (Lightning's, unchanged), expected.json")

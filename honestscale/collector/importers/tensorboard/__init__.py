@@ -1,0 +1,279 @@
+"""TensorBoard event files (``events.out.tfevents.*``), read with the ``tensorboard`` package's own loader.
+
+Written by Lightning's default logger (``TensorBoardLogger``, global rank 0 only, with ``hparams.yaml`` beside), by
+the Hugging Face Trainer's ``report_to=["tensorboard"]`` (process 0 only: ``train/loss``, ``eval/*``, its own
+end-of-training rates ``train/train_*``, its arguments as text), and by a loop's own ``SummaryWriter`` (one per rank
+where every rank logs, each in a folder ``rank<N>``). Every scalar carries the wall time its process logged it at
+(``time.time()``), so, unlike a CSV export, the log has a clock:
+
+* the run starts at the writer's first record (``file_version``) and each event sits at its scalar's wall time;
+* steps: where Lightning's ``ThroughputMonitor`` logged ``train/time`` (rank 0's training time, validation taken
+  out), one step event per logged row from its differences, as the CSVLogger reader does; else one step event per
+  logging point of a training metric after the first, its time the wall time since the point before and its
+  ``iterations`` the steps between (a logging interval is no step time; validation inside an interval is in it);
+* evaluations: ``val_*``, ``val/*``, ``test_*``, ``test/*`` and the Trainer's ``eval/*`` (its rates and runtimes are
+  no quality), at their step;
+* the world size where the log says it: the number of ``rank<N>`` folders (0 to N-1) beside each other, or
+  ThroughputMonitor's global over per-device rate; else unknown, and ``imported.unknown`` says why (HS215 reads it);
+* hyper-parameters from the hparams plugin (``log_hyperparams``, ``add_hparams``: its sub-folder's file is read with
+  the log above it), Lightning's ``hparams.yaml`` and the Trainer's ``args`` text;
+* the tool's own rates (ThroughputMonitor's global rate, the Trainer's ``train_samples_per_second``) as claims.
+
+A record the loader cannot read ends what is read of the file; the bytes after it are said in a warning. A value
+that is no finite number, or one its tag cannot hold, goes to the quarantine by record and tag.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers import lightning
+from honestscale.collector.importers._build import RankEvents, run_id
+from honestscale.collector.importers.tensorboard._load import Log, load
+from honestscale.collector.importers.tensorboard._rows import Rows, logged_steps, rows
+
+FORMAT = "tensorboard"
+LABEL = "TensorBoard event file"
+_RANK = re.compile(r"^(?:rank|worker|proc)[_-]?(\d+)$", re.IGNORECASE)
+_FILES = "events.out.tfevents.*"
+_TIMESTAMP = re.compile(r"^\d{9,}(\.\d+)?$")  # add_hparams' sub-folder: str(time.time())
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """TFRecord framing (an 8-byte length and its CRC) around the writer's first record, its file_version."""
+    return len(head) >= 24 and b"brain.Event:" in head[12:80]
+
+
+def _events_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob(_FILES) if p.is_file())
+
+
+def _group(path: Path) -> tuple[int, int | None, str, str | None]:
+    """This file's rank, the world size its folder tells, what identifies the run, and how the world is known:
+    a ``rank<N>`` folder with ``rank<M>`` folders beside it is one rank of a run whose files are all of theirs."""
+    m = _RANK.match(path.parent.name)
+    if m is None:
+        return 0, None, path.name, None
+    ranks: dict[int, list[Path]] = {}
+    for folder in path.parent.parent.iterdir():
+        if (r := _RANK.match(folder.name)) and (files := _events_in(folder)):
+            ranks[int(r.group(1))] = files
+    identity = "|".join(sorted(f"{r}/{f.name}" for r, files in ranks.items() for f in files))
+    world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
+    how = (
+        f"{world} folders rank0 to rank{world - 1} beside each other, each with its own event file"
+        if world is not None
+        else None
+    )
+    return int(m.group(1)), world, identity, how
+
+
+def _owner(path: Path) -> Path | None:
+    """The event file an ``add_hparams`` file belongs to: PyTorch's SummaryWriter writes it into a sub-folder named
+    by the time, beside the run's own file."""
+    if not _TIMESTAMP.match(path.parent.name):
+        return None
+    above = _events_in(path.parent.parent)
+    return above[0] if above else None
+
+
+def _hparams(path: Path, log: Log) -> dict[str, Any]:
+    """The hparams plugin's, add_hparams' files' below, Lightning's hparams.yaml and the Trainer's ``args``."""
+    got: dict[str, Any] = dict(log.hparams)
+    args = log.texts.get("args")
+    if args:
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            got.update({str(k): v for k, v in parsed.items() if isinstance(v, int | float | str | bool)})
+    got.update(lightning.hparams_yaml(path))  # its integers stay integers (the plugin's numbers are doubles)
+    for below in sorted(p for p in path.parent.iterdir() if p.is_dir() and _TIMESTAMP.match(p.name)):
+        for file in _events_in(below):
+            got.update(load(file).hparams)
+    return got
+
+
+def _tool(path: Path, log: Log, got: Rows) -> str:
+    if (
+        any(r.monitor for r in got.rows)
+        or "hp_metric" in got.trained
+        or "_hparams_" in str(log.hparams)
+        or (path.with_name("hparams.yaml").is_file())
+    ):
+        return "lightning"
+    if "args" in log.texts or got.final or any(s.tag == "train/epoch" for s in log.scalars[:50]):
+        return "hf"
+    return "loop"
+
+
+_TOOLS = {
+    "lightning": (
+        "Lightning TensorBoardLogger",
+        "global rank 0 (Lightning logs on rank 0 only; metrics logged "
+        "with sync_dist are the mean over ranks, ThroughputMonitor's counts rank 0's alone)",
+    ),
+    "hf": (
+        "Hugging Face Trainer (report_to tensorboard)",
+        "process 0 (the Trainer logs on the main process only)",
+    ),
+    "loop": ("a training loop's SummaryWriter", "the process that wrote the file"),
+}
+
+
+def _claims(tool: str, got: Rows) -> dict[str, Any] | None:
+    if tool == "lightning":
+        return lightning.rate_claims(got.rows)
+    rate = got.final.get("train/train_samples_per_second")
+    if rate is None or not math.isfinite(rate):
+        return None
+    return {
+        "samples_per_s": rate,
+        "from": "the Trainer's train/train_samples_per_second: the planned samples over train_runtime, process 0's",
+    }
+
+
+def _unknown(
+    tool: str, world: int | None, why_world: str, steps: list[lightning.Step], got: Rows
+) -> list[str]:
+    unknown = [] if world is not None else [f"world_size ({why_world})"]
+    if not steps:
+        unknown.append("step times (fewer than two logging points of a training metric)")
+    elif not any(r.monitor for r in got.rows):
+        unknown += [
+            "each step's own time (a scalar is logged every few steps: one step event per logging interval, its "
+            "iterations the steps it covers; validation inside an interval is in its time)",
+            "the time and samples of the steps up to the first logging point (it opens the clock)",
+            "samples per step",
+        ]
+    elif any(s.iterations > 1 for s in steps):
+        unknown.append("each step's own time (ThroughputMonitor logs every log_every_n_steps)")
+    if tool != "loop" or world is None:
+        unknown.append("the other ranks' numbers")
+    return [*unknown, "accelerator", "how the run ended"]
+
+
+def _world(
+    path: Path, tool: str, got: Rows, group: tuple[int, int | None, str, str | None]
+) -> tuple[int | None, str]:
+    _, world, _, how = group
+    if world is not None and how is not None:
+        return world, how
+    if tool == "lightning":
+        return lightning.world_from_rates(
+            got.rows, sorted(got.trained | {k for r in got.rows for k in r.monitor})
+        )
+    if tool == "hf":
+        return None, "the Trainer's TensorBoard log does not say how many processes trained"
+    return (
+        None,
+        f"one event file ({path.name}) does not say how many processes trained; a run that logs on "
+        "every rank keeps each rank's file in a folder rank<N>",
+    )
+
+
+def _said(out: Parsed, path: Path, log: Log) -> None:
+    for record, why in log.unreadable:
+        out.bad.append(BadLine(record, f"record {record}", f"no TensorBoard event in it ({why}): left out"))
+    if log.read_bytes < log.size:
+        out.warnings.append(
+            f"the records end at byte {log.read_bytes:,} of {log.size:,}: the rest ({log.size - log.read_bytes:,} "
+            "bytes) is a record cut short (a writer still writing, or a copy cut off) or damaged, and was not read"
+        )
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    del text  # binary: read from the path by tensorboard's loader
+    out = Parsed()
+    log = load(path)
+    _said(out, path, log)
+    if log.hparams and (owner := _owner(path)) is not None:
+        out.read_with = owner
+        out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")
+        return out
+    got = rows(out, log)
+    if not got.rows:
+        out.warnings.append("no scalar in the file: no run")
+        return out
+    tool = _tool(path, log, got)
+    group = _group(path)
+    world, why_world = _world(path, tool, got, group)
+    monitored = any(r.monitor for r in got.rows)
+    steps = lightning.monitor_steps(out, got.rows) if monitored else logged_steps(out, got)
+    t0 = log.created if log.created is not None else min(got.walls.values())
+    rank = RankEvents(run_id("tensorboard", group[2]), group[0])
+    name = path.parent.name if not _RANK.match(path.parent.name) else path.parent.parent.name
+    if tool == "lightning" and name.startswith("version_"):
+        name = f"{path.parent.parent.name} {name}"
+    tool_name, ranks_in_log = _TOOLS[tool]
+    if group[3] is not None:
+        ranks_in_log = f"rank {group[0]} of {group[1]} (one SummaryWriter per rank)"
+    rank.add(
+        1,
+        "run_start",
+        t0,
+        campaign=campaign,
+        name=name,
+        purpose="final",
+        framework="torch",
+        scope="end_to_end",
+        hyperparameters=_hparams(path, log) or None,
+        world_size=world,
+        local_batch_size=lightning.local_batch(steps) if monitored else None,
+        claims=_claims(tool, got),
+        imported={
+            "tool": tool_name + (" with ThroughputMonitor" if monitored else ""),
+            "ranks_in_log": ranks_in_log,
+            "tags": sorted({s.tag for s in log.scalars}),
+            "clock": "each scalar's wall time (the writing process's time.time() when it logged it); the run "
+            "starts at the writer's first record",
+            "world_size_from": why_world if world is not None else None,
+            "unknown": _unknown(tool, world, why_world, steps, got),
+            "stop": "an event file does not say how or when the run ended",
+        },
+    )
+    _events(rank, got, steps)
+    out.notes.append(
+        f"{len(log.scalars):,} scalars in {log.records:,} records ({tool_name}): {len(steps)} step events"
+        + (f" (steps {steps[0].step} to {steps[-1].step})" if steps else "")
+        + f", world size {world if world is not None else 'unknown'}"
+    )
+    out.events = rank.numbered()
+    return out
+
+
+def _events(rank: RankEvents, got: Rows, steps: list[lightning.Step]) -> None:
+    """The step events and the evaluations in the file's order, a step at its row's first wall time, an evaluation
+    at its row's last (the values of a logging call are written one after the other)."""
+    by_line = {s.line: s for s in steps}
+    for row in got.rows:
+        wall = got.walls[row.line]
+        if (s := by_line.get(row.line)) is not None:
+            rank.add(
+                s.line,
+                "step",
+                wall,
+                epoch=s.epoch,
+                step=s.step,
+                samples=s.samples,
+                t_total=s.seconds,
+                iterations=s.iterations,
+                warmup=s.warmup,
+            )
+        for split, metric, value in row.evals:
+            rank.add(
+                row.line,
+                "eval",
+                got.ends[row.line],
+                split=split,
+                metric=metric,
+                value=value,
+                epoch=row.epoch,
+                step=row.step,
+            )

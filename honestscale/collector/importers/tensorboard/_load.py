@@ -1,0 +1,95 @@
+"""A TensorBoard event file read with the ``tensorboard`` package's own code (an optional extra: ``pip install
+'honestscale[tensorboard]'``): its record loader, its ``Event`` protobuf class, and its read-time compatibility layer
+(``data_compat``), which turns the ``simple_value`` scalars of PyTorch's ``SummaryWriter`` and the tensor scalars of
+``tf.summary`` into one shape. Nothing here parses TFRecord framing or protobuf by hand.
+
+The loader stops at the first record it cannot read (a record cut short while the writer is still writing, or a
+damaged one) without saying so; the records it read are counted here, and the bytes after the last of them are
+said by the caller (never lost in silence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from honestscale.collector._parsed import NeedsLibrary
+
+_HPARAMS_START = "_hparams_/session_start_info"
+_FRAMING = 16  # each TFRecord: an 8-byte length, its 4-byte CRC, the payload, the payload's 4-byte CRC
+
+
+@dataclass(frozen=True)
+class Scalar:
+    record: int  # the record's number in the file, from 1 (where the quarantine points)
+    wall: float  # the writing process's time.time() when it logged the value
+    step: int
+    tag: str
+    value: float  # finite or not: the mapping checks it
+
+
+@dataclass
+class Log:
+    """What an event file holds that a training's events are made of."""
+
+    created: float | None = None  # the file_version record's wall time: when the writer opened the file
+    scalars: list[Scalar] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # add_text's tags, the last value of each
+    hparams: dict[str, Any] = field(default_factory=dict)  # the hparams plugin's session start (add_hparams)
+    records: int = 0
+    read_bytes: int = 0  # the bytes of the records read, framing included
+    size: int = 0  # the file's size when it was read
+    unreadable: list[tuple[int, str]] = field(default_factory=list)  # (record, why): no Event in it
+
+
+def _modules() -> Any:
+    try:
+        from tensorboard import data_compat
+        from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.plugins.hparams import metadata
+        from tensorboard.util import tensor_util
+    except ImportError as exc:
+        raise NeedsLibrary("tensorboard", "tensorboard", str(exc)) from exc
+    return data_compat, RawEventFileLoader, event_pb2, metadata, tensor_util
+
+
+def _hparam(value: Any) -> Any:
+    """A google.protobuf Value of the hparams plugin as a number, a string or a bool."""
+    kind = value.WhichOneof("kind")
+    return getattr(value, kind) if kind in ("number_value", "string_value", "bool_value") else None
+
+
+def load(path: Path) -> Log:
+    """Every record of the file the loader can read, in the file's order."""
+    data_compat, raw_loader, event_pb2, metadata, tensor_util = _modules()
+    log = Log(size=path.stat().st_size)
+    for number, record in enumerate(raw_loader(str(path)).Load(), start=1):
+        log.records, log.read_bytes = number, log.read_bytes + len(record) + _FRAMING
+        try:
+            event = data_compat.migrate_event(event_pb2.Event.FromString(record))
+        except Exception as exc:  # a payload whose CRC held and that is no Event (protobuf's DecodeError)
+            log.unreadable.append((number, f"{type(exc).__name__}: {exc}"))
+            continue
+        what = event.WhichOneof("what")
+        if what == "file_version":
+            log.created = event.wall_time if log.created is None else log.created
+        if what != "summary":
+            continue
+        for value in event.summary.value:
+            plugin = value.metadata.plugin_data.plugin_name
+            if plugin == "scalars" and value.HasField("tensor"):
+                got = tensor_util.make_ndarray(value.tensor)
+                log.scalars.append(Scalar(number, event.wall_time, event.step, value.tag, float(got.item())))
+            elif plugin == "text" and value.HasField("tensor"):
+                got = tensor_util.make_ndarray(value.tensor).reshape(-1)
+                log.texts[value.tag] = b"\n".join(
+                    t if isinstance(t, bytes) else str(t).encode() for t in got
+                ).decode("utf-8", "replace")
+            elif plugin == "hparams" and value.tag == _HPARAMS_START:
+                start = metadata.parse_session_start_info_plugin_data(value.metadata.plugin_data.content)
+                log.hparams.update(
+                    {k: _hparam(v) for k, v in start.hparams.items() if _hparam(v) is not None}
+                )
+    return log

@@ -1,0 +1,128 @@
+"""A TensorBoard log's scalars as rows (one per logging call: the values logged at one step, one after the
+other) and the training steps its wall times tell.
+
+A row holds the scalars of consecutive records with the same step up to a tag it already holds, as Lightning's
+loggers receive them from one ``log_metrics(metrics, step)`` call (each call logs ``epoch`` again) and a loop's
+``add_scalar`` calls at one step write them; its time is its first record's. Its values are read as
+Lightning's CSVLogger columns are (``lightning.cell``): ThroughputMonitor's ``train/*`` counts, evaluations by
+their prefix (``val_``, ``val/``, ``test_``, ``test/``, and the Trainer's ``eval/``), anything else a training
+metric kept by name; impossible values go to the quarantine by record and tag.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers import lightning
+from honestscale.collector.importers._build import count, is_rate
+from honestscale.collector.importers.tensorboard._load import Log, Scalar
+
+# tags that are no training metric and no evaluation: Lightning's placeholder and epoch counter, the Trainer's
+# epoch, its end-of-training summary (its own rates are claims), its learning rate and gradient norm (kept by name)
+_EPOCH = ("epoch", "train/epoch")
+_NOT_TRAINING = re.compile(r"^(hp_metric|train/train_\w+|train/total_flos)$")
+_TIME = re.compile(r"[/.]time$")
+_EVAL = re.compile(r"^(?:eval|valid|validation)[/_](?P<metric>.+)$")
+
+
+@dataclass
+class Rows:
+    rows: list[lightning.Row] = field(default_factory=list)
+    # a row's line (its first record) -> the wall time of its first record, and of its last
+    walls: dict[int, float] = field(default_factory=dict)
+    ends: dict[int, float] = field(default_factory=dict)
+    trained: set[str] = field(default_factory=set)  # the training metrics' tags
+    training_rows: set[int] = field(default_factory=set)  # the lines of rows that hold a training metric
+    final: dict[str, float] = field(
+        default_factory=dict
+    )  # the Trainer's end-of-training summary (train/train_*)
+
+
+def _raw(s: Scalar) -> str:
+    return f"record {s.record}: step {s.step}, {s.tag} = {s.value!r}"
+
+
+def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
+    """One scalar into its row: its epoch, an evaluation, a ThroughputMonitor count or a training metric."""
+    if s.tag in _EPOCH:
+        epoch = (
+            count(float(int(s.value)))
+            if s.value == s.value and abs(s.value) < 1e15 and s.value >= 0
+            else None
+        )
+        if epoch is None:
+            out.bad.append(BadLine(s.record, _raw(s), f"tag {s.tag!r}: {s.value!r} is no epoch: left out"))
+        elif row.epoch is None:
+            row.epoch = epoch
+        return
+    if _NOT_TRAINING.match(s.tag):
+        if s.tag.startswith("train/"):
+            got.final[s.tag] = s.value
+        return
+    m = _EVAL.match(s.tag)  # the Trainer's eval/loss is read as val_loss is; its eval/runtime stays a time
+    tag = f"val_{m['metric']}" if m and not is_rate(m["metric"]) else s.tag
+    trained: set[str] = set()
+    lightning.cell(out, s.record, _raw(s), tag, s.value, row, trained)
+    if trained:  # a training metric, or a rate or a time (kept by name)
+        got.trained.add(s.tag)
+        if not is_rate(s.tag) and not _TIME.search(s.tag):
+            got.training_rows.add(row.line)
+
+
+def rows(out: Parsed, log: Log) -> Rows:
+    """The log's scalars as rows, in the file's order."""
+    got = Rows()
+    row: lightning.Row | None = None
+    tags: set[str] = set()
+    for s in log.scalars:
+        if row is None or s.step != row.step or s.tag in tags:  # another step, or another logging call at it
+            row = lightning.Row(s.record, None, s.step if s.step >= 0 else None)
+            got.rows.append(row)
+            got.walls[row.line] = s.wall
+            tags = set()
+        tags.add(s.tag)
+        got.ends[row.line] = s.wall
+        _value(out, s, row, got)
+    return got
+
+
+def logged_steps(out: Parsed, got: Rows) -> list[lightning.Step]:
+    """Without ThroughputMonitor: one step event per logging point of a training metric after the first, its time
+    the wall time since the point before, its iterations the steps between (the first point opens the clock: the
+    steps up to it have no time)."""
+    steps: list[lightning.Step] = []
+    first: tuple[int, float] | None = None
+    last: tuple[int, float] | None = None
+    backwards: list[int] = []
+    for row in got.rows:
+        if row.line not in got.training_rows or row.step is None:
+            continue
+        wall = got.walls[row.line]
+        if last is not None and (row.step <= last[0] or wall < last[1]):
+            backwards.append(row.line)
+            continue
+        if last is None:
+            first = last = (row.step, wall)
+            continue
+        assert first is not None
+        steps.append(
+            lightning.Step(
+                row.line,
+                row.epoch,
+                row.step,
+                wall - first[1],
+                wall - last[1],
+                None,
+                row.step - last[0],
+                False,
+            )
+        )
+        last = (row.step, wall)
+    if backwards:
+        out.warnings.append(
+            f"{len(backwards)} logging points of a training metric are at a step or a time not past the one before "
+            f"(a second training into the same file?), left out: records {', '.join(map(str, backwards[:10]))}"
+        )
+    return steps

@@ -1,0 +1,137 @@
+"""The trackers people already log to, read with each tool's own library and checked against the tool's own reader:
+TensorBoard event files (Lightning's default logger, a SummaryWriter per rank).
+
+The fixtures were written by the tools (tests/data/imported/README.md); the expected values come from TensorBoard's
+``EventAccumulator`` and the fixtures' own scripts, never from the readers' helpers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.hparams import metadata as hparams_metadata
+
+from tests.importing import DATA, ingest, lint, query, run_cli, runs
+
+
+def _accumulated(path: Path) -> Any:
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    return acc
+
+
+def _steps(store: Path, rank: int = 0) -> list[tuple[Any, ...]]:
+    return query(store, f"SELECT step, iterations, samples, t_total, time FROM steps WHERE rank = {rank} "
+                        "ORDER BY step")  # fmt: skip
+
+
+def _ranks(store: Path) -> list[int]:
+    return [r[0] for r in query(store, "SELECT DISTINCT rank FROM steps ORDER BY rank")]
+
+
+def test_lightning_default_logger_against_tensorboards_own_reader(tmp_path: Path) -> None:
+    """Lightning's TensorBoardLogger on 2 CPU ranks with ThroughputMonitor: rank 0's steps, its clock, the final
+    validation accuracy and the hyper-parameters are what EventAccumulator and hparams.yaml say; the world of 2 is
+    ThroughputMonitor's and the run is judged one rank reported for all (HS215)."""
+    folder = DATA / "lightning-tensorboard"
+    (events,) = folder.glob("events.out.tfevents.*")
+    acc = _accumulated(events)
+    expected = json.loads((folder / "expected.json").read_text())
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, folder)
+    assert "read as TensorBoard event file" in out and "hparams.yaml" in out  # read beside it, named
+    (run,) = runs(store)
+    assert run["world_size"] == expected["world_size"] == 2 and _ranks(store) == [0]
+    timed = acc.Scalars("train/time")
+    steps = _steps(store)
+    assert [s[0] for s in steps] == [t.step for t in timed]
+    # the step events' times are ThroughputMonitor's train/time differences; their walls the scalars' wall times
+    assert [round(s[3], 6) for s in steps] == [
+        round(b.value - a, 6) for a, b in zip([0.0] + [t.value for t in timed], timed, strict=False)
+    ]
+    assert steps[-1][4] - steps[0][4] == pytest.approx(timed[-1].wall_time - timed[0].wall_time, abs=1e-5)
+    samples = acc.Scalars("train/samples")
+    assert sum(s[2] for s in steps) == samples[-1].value == expected["samples_per_rank"][0]
+    assert sum(s[1] for s in steps) == acc.Scalars("train/batches")[-1].value
+    final = acc.Scalars("val_acc")[-1].value
+    assert run["final_accuracy"]["value"] == pytest.approx(final, rel=1e-12)
+    assert final == pytest.approx(
+        expected["final_val_acc"], rel=1e-6
+    )  # float32 in the log, float64 in the script
+    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
+    assert json.loads(hp[0]) == yaml.safe_load((folder / "hparams.yaml").read_text())
+    (hs215,) = lint(store, "HS215")
+    assert hs215["outcome"] == "fail"
+
+
+def test_a_summarywriter_per_rank_is_one_run_of_every_rank(tmp_path: Path) -> None:
+    """A plain DDP loop with a SummaryWriter per rank (folders rank0, rank1) and add_hparams: one run of 2 ranks,
+    each rank's logging intervals as step events (the first logging point opens the clock), the final validation
+    accuracy and the hyper-parameters as TensorBoard's own reader gives them; every rank is there (HS215 passes)."""
+    folder = DATA / "tensorboard-ddp"
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, folder)
+    assert "add_hparams' file" in out
+    (run,) = runs(store)
+    assert run["world_size"] == 2 and _ranks(store) == [0, 1]
+    for rank in (0, 1):
+        (events,) = (folder / f"rank{rank}").glob("events.out.tfevents.*")
+        acc = _accumulated(events)
+        counted = json.loads((folder / f"rank{rank}" / "counted.json").read_text())
+        loss = acc.Scalars("train/loss")
+        assert [t.step for t in loss] == counted["logged_steps"]
+        steps = _steps(store, rank)
+        assert [s[0] for s in steps] == [t.step for t in loss[1:]]
+        assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
+        assert steps[-1][4] - steps[0][4] == pytest.approx(loss[-1].wall_time - loss[1].wall_time, abs=1e-5)
+        assert sum(s[3] for s in steps) == pytest.approx(loss[-1].wall_time - loss[0].wall_time, abs=1e-5)
+    final = acc.Scalars("val/accuracy")[-1].value
+    assert run["final_accuracy"]["value"] == pytest.approx(final, rel=1e-12)
+    (below,) = (folder / "rank0").glob("*/events.out.tfevents.*")
+    content = _accumulated(below).PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    said = hparams_metadata.parse_session_start_info_plugin_data(content).hparams
+    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
+    assert json.loads(hp[0]) == {k: v.number_value for k, v in said.items()}
+    assert lint(store, "HS215") == []  # no finding: every rank's steps are in the store
+
+
+def test_a_file_cut_short_lands_what_it_holds_and_says_what_it_lost(tmp_path: Path) -> None:
+    """A copy cut in the middle of a record (a writer still writing, a copy cut off): the records before it land,
+    the bytes after the last whole record are said with the file; a second ingest of the grown file reads it whole."""
+    (events,) = (DATA / "lightning-tensorboard").glob("events.out.tfevents.*")
+    whole = events.read_bytes()
+    cut = tmp_path / "logs" / events.name
+    cut.parent.mkdir()
+    cut.write_bytes(whole[: len(whole) // 2])
+    store = tmp_path / "s.duckdb"
+    code, out = run_cli("ingest", str(cut), "--store", str(store))
+    assert code == 0 and "is a record cut short" in out and f"of {len(whole) // 2:,}" in out
+    half = len(_steps(store))
+    cut.write_bytes(whole)
+    ingest(store, cut)
+    assert half < len(_steps(store)) == len(_accumulated(events).Scalars("train/time"))
+
+
+def test_without_the_tensorboard_package_the_file_is_refused_with_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader reads with tensorboard's own code: where it is not installed, nothing lands (a later ingest with
+    it reads the file) and the message says how to install it."""
+    import sys
+
+    for name in [m for m in sys.modules if m == "tensorboard" or m.startswith("tensorboard.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    store = tmp_path / "s.duckdb"
+    folder = tmp_path / "logs"
+    shutil.copytree(DATA / "lightning-tensorboard", folder)
+    code, out = run_cli("ingest", str(folder), "--store", str(store))
+    assert code != 0 and "pip install 'honestscale[tensorboard]'" in out
+    monkeypatch.undo()
+    ingest(store, folder)
+    assert len(runs(store)) == 1
