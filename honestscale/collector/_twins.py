@@ -2,7 +2,8 @@
 metrics.csv, the Trainer's trainer_state.json). Both land as runs; counted twice they would be two repetitions.
 
 How they are told to be one: the log's run (an imported one) and a recorded run whose evaluations hold every one of
-the log's, the same split, metric and value (to 1e-9, relative), two at least. A value logged to 7 or 16
+the log's, the same split, metric and value (to 1e-9, relative; a TensorBoard scalar is a 32-bit float, so there
+the recorded value rounded to 32 bits equals it), two at least. A value logged to 7 or 16
 significant digits is a fingerprint no other training repeats; epochs are not compared (the Trainer's log counts
 an evaluation after epoch 1 as 1.0, the callback as epoch 0), nor times (a log's clock is its file's modification
 time, which a copy or a clone resets). The log's run is then superseded by the recorded one (``superseded_runs``:
@@ -16,10 +17,11 @@ from collections.abc import Iterable
 
 import duckdb
 
-LOGGED_BY_CALLBACKS = ("lightning-metrics", "hf-trainer-state")  # tools whose trainings the callbacks record
+# tools whose trainings the callbacks record
+LOGGED_BY_CALLBACKS = ("lightning-metrics", "hf-trainer-state", "tensorboard", "mlflow-sqlite")
 _MATCH = """
 WITH touched AS (SELECT unnest(?::VARCHAR[]) AS run_id),
-logged AS (SELECT run_id, coalesce(campaign, '') AS campaign FROM runs WHERE source IN (SELECT unnest(?::VARCHAR[]))
+logged AS (SELECT run_id, source, coalesce(campaign, '') AS campaign FROM runs WHERE source IN (SELECT unnest(?::VARCHAR[]))
            AND run_id NOT IN (SELECT run_id FROM superseded_runs)),
 wanted AS (SELECT e.run_id, count(*) AS n FROM evals e JOIN logged USING (run_id) GROUP BY e.run_id),
 pairs AS (
@@ -27,7 +29,8 @@ pairs AS (
     FROM logged l
     JOIN evals li ON li.run_id = l.run_id
     JOIN evals ni ON ni.split = li.split AND ni.metric = li.metric
-                 AND abs(ni.value - li.value) <= 1e-9 * greatest(abs(li.value), 1e-300)
+                 AND (abs(ni.value - li.value) <= 1e-9 * greatest(abs(li.value), 1e-300)
+                      OR (l.source = 'tensorboard' AND CAST(ni.value AS FLOAT) = CAST(li.value AS FLOAT)))
     JOIN runs n ON n.run_id = ni.run_id AND n.source = 'native'
     WHERE l.run_id IN (SELECT run_id FROM touched) OR n.run_id IN (SELECT run_id FROM touched)
     GROUP BY l.run_id, n.run_id, l.campaign

@@ -1,11 +1,13 @@
 """The trackers people already log to, read with each tool's own library and checked against the tool's own reader:
-TensorBoard event files (Lightning's default logger, a SummaryWriter per rank).
+TensorBoard event files (Lightning's default logger, a SummaryWriter per rank) and MLflow's SQLite store (the
+Hugging Face Trainer's report_to=["mlflow"] with system metrics).
 
 The fixtures were written by the tools (tests/data/imported/README.md); the expected values come from TensorBoard's
 ``EventAccumulator`` and the fixtures' own scripts, never from the readers' helpers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from mlflow.tracking import MlflowClient
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from tests.importing import DATA, ingest, lint, query, run_cli, runs
@@ -135,3 +138,66 @@ def test_without_the_tensorboard_package_the_file_is_refused_with_the_install_co
     monkeypatch.undo()
     ingest(store, folder)
     assert len(runs(store)) == 1
+
+
+def _mlflow_copy(tmp_path: Path) -> Path:
+    """The fixture's store (and the journal its writer left) in a folder of the test's own."""
+    folder = tmp_path / "tracking"
+    shutil.copytree(DATA / "mlflow-hf", folder, ignore=shutil.ignore_patterns("recorded"))
+    return folder / "mlflow.db"
+
+
+def _digest(*paths: Path) -> list[str]:
+    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+
+
+def test_an_mlflow_store_against_mlflows_own_client(tmp_path: Path) -> None:
+    """The Trainer's MLflow run (logging_steps=1, evaluation each epoch, system metrics every second): its logging
+    points as step events, its clock, its final evaluation, its parameters and its end are what MlflowClient reads;
+    the run the Trainer opened for the test evaluation and never ended (the process left with os._exit) is named,
+    not landed; the store is never written by the read; one rank's log of a run of unknown size cannot be verified
+    (HS215)."""
+    db = _mlflow_copy(tmp_path)
+    before = _digest(db, db.with_name("mlflow.db-journal"))
+    reference = tmp_path / "reference"
+    shutil.copytree(db.parent, reference)
+    client = MlflowClient(tracking_uri=f"sqlite:///{reference / 'mlflow.db'}")
+    (finished,) = [r for r in client.search_runs(["1"]) if r.info.status == "FINISHED"]
+    (running,) = [r for r in client.search_runs(["1"]) if r.info.status == "RUNNING"]
+    loss = client.get_metric_history(finished.info.run_id, "loss")
+    evals = client.get_metric_history(finished.info.run_id, "eval_loss")
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, db)
+    assert running.info.run_id in out and "hold no training metric and no evaluation" in out
+    assert _digest(db, db.with_name("mlflow.db-journal")) == before
+    (run,) = runs(store)
+    assert run["run_id"] == f"mlflow:{finished.info.run_id}" and run["campaign"] == "hf-gpt2"
+    assert run["status"] == "success" and run["world_size"] is None
+    steps = _steps(store)
+    assert [s[0] for s in steps] == sorted({m.step for m in loss})[1:]
+    assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
+    assert sum(s[3] for s in steps) == pytest.approx(
+        (loss[-1].timestamp - loss[0].timestamp) / 1000, abs=1e-6
+    )
+    assert run["final_quality"] == {"loss": evals[-1].value}
+    (stopped,) = query(store, "SELECT time FROM events WHERE kind = 'run_stop'")
+    assert stopped[0] == finished.info.end_time / 1000
+    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
+    landed = json.loads(hp[0])
+    assert landed.keys() == finished.data.params.keys()
+    assert {k: str(v) for k, v in landed.items()} == finished.data.params  # MLflow's str(value), read back
+    (hs215,) = lint(store, "HS215")
+    assert hs215["outcome"] == "cannot_verify"
+
+
+def test_one_training_in_mlflow_and_recorded_by_the_callback_is_one_run(tmp_path: Path) -> None:
+    """The same Trainer run logged to MLflow and recorded by honestscale's callback on both ranks: the MLflow run is
+    the recorded one's twin (every evaluation equal), counted once, never two repetitions."""
+    db = _mlflow_copy(tmp_path)
+    store = tmp_path / "s.duckdb"
+    ingest(store, db, DATA / "mlflow-hf" / "recorded")
+    landed = {r["run_id"]: r for r in runs(store)}
+    (mlflow_run,) = [r for r in landed if r.startswith("mlflow:")]
+    (recorded,) = [r for r in landed if not r.startswith("mlflow:")]
+    assert landed[mlflow_run]["superseded"] and recorded in landed[mlflow_run]["superseded"]
+    assert not landed[recorded]["superseded"]

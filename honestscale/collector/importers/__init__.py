@@ -22,6 +22,7 @@ from honestscale.collector.importers import (
     kineto,
     lightning,
     megatron,
+    mlflow,
     sacct,
     tensorboard,
     torchtitan,
@@ -52,6 +53,7 @@ READERS: tuple[Reader, ...] = (
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
     Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse),
+    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),
@@ -60,7 +62,7 @@ READERS: tuple[Reader, ...] = (
 FORMATS = {r.format: r for r in READERS}
 KNOWN = (
     "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
-    "trainer_state.json; Lightning's metrics.csv; TensorBoard event files; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence); CodeCarbon's "
+    "trainer_state.json; Lightning's metrics.csv; TensorBoard event files; MLflow's SQLite store; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence); CodeCarbon's "
     "emissions.csv and Slurm accounting (sacct -P) (energy records)"
 )
 

@@ -34,8 +34,8 @@ from typing import Any
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
+from honestscale.collector.importers._scalars import Rows, logged_steps, rows
 from honestscale.collector.importers.tensorboard._load import Log, load
-from honestscale.collector.importers.tensorboard._rows import Rows, logged_steps, rows
 
 FORMAT = "tensorboard"
 LABEL = "TensorBoard event file"
@@ -130,7 +130,7 @@ _TOOLS = {
 def _claims(tool: str, got: Rows) -> dict[str, Any] | None:
     if tool == "lightning":
         return lightning.rate_claims(got.rows)
-    rate = got.final.get("train/train_samples_per_second")
+    rate = got.final.get("train_samples_per_second")
     if rate is None or not math.isfinite(rate):
         return None
     return {
@@ -197,7 +197,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.read_with = owner
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")
         return out
-    got = rows(out, log)
+    got = rows(out, log.scalars)
     if not got.rows:
         out.warnings.append("no scalar in the file: no run")
         return out

@@ -15,18 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import NeedsLibrary
+from honestscale.collector.importers._scalars import Scalar
 
 _HPARAMS_START = "_hparams_/session_start_info"
 _FRAMING = 16  # each TFRecord: an 8-byte length, its 4-byte CRC, the payload, the payload's 4-byte CRC
-
-
-@dataclass(frozen=True)
-class Scalar:
-    record: int  # the record's number in the file, from 1 (where the quarantine points)
-    wall: float  # the writing process's time.time() when it logged the value
-    step: int
-    tag: str
-    value: float  # finite or not: the mapping checks it
 
 
 @dataclass

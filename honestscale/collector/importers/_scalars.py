@@ -1,4 +1,4 @@
-"""A TensorBoard log's scalars as rows (one per logging call: the values logged at one step, one after the
+"""A tracker's scalars (TensorBoard's records, MLflow's metric histories) as rows (one per logging call: the values logged at one step, one after the
 other) and the training steps its wall times tell.
 
 A row holds the scalars of consecutive records with the same step up to a tag it already holds, as Lightning's
@@ -17,12 +17,23 @@ from dataclasses import dataclass, field
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import count, is_rate
-from honestscale.collector.importers.tensorboard._load import Log, Scalar
+
+
+@dataclass(frozen=True)
+class Scalar:
+    record: (
+        int  # where the quarantine points: the record's number in the file, from 1, or the value's in its run
+    )
+    wall: float  # the logging process's time.time() when it logged the value
+    step: int
+    tag: str
+    value: float  # finite or not: the mapping checks it
+
 
 # tags that are no training metric and no evaluation: Lightning's placeholder and epoch counter, the Trainer's
 # epoch, its end-of-training summary (its own rates are claims), its learning rate and gradient norm (kept by name)
 _EPOCH = ("epoch", "train/epoch")
-_NOT_TRAINING = re.compile(r"^(hp_metric|train/train_\w+|train/total_flos)$")
+_NOT_TRAINING = re.compile(r"^(hp_metric|(train/)?train_\w+|(train/)?total_flos)$")
 _TIME = re.compile(r"[/.]time$")
 _EVAL = re.compile(r"^(?:eval|valid|validation)[/_](?P<metric>.+)$")
 
@@ -35,9 +46,7 @@ class Rows:
     ends: dict[int, float] = field(default_factory=dict)
     trained: set[str] = field(default_factory=set)  # the training metrics' tags
     training_rows: set[int] = field(default_factory=set)  # the lines of rows that hold a training metric
-    final: dict[str, float] = field(
-        default_factory=dict
-    )  # the Trainer's end-of-training summary (train/train_*)
+    final: dict[str, float] = field(default_factory=dict)  # the Trainer's end-of-training summary
 
 
 def _raw(s: Scalar) -> str:
@@ -58,8 +67,8 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
             row.epoch = epoch
         return
     if _NOT_TRAINING.match(s.tag):
-        if s.tag.startswith("train/"):
-            got.final[s.tag] = s.value
+        if s.tag != "hp_metric":
+            got.final[s.tag.removeprefix("train/")] = s.value
         return
     m = _EVAL.match(s.tag)  # the Trainer's eval/loss is read as val_loss is; its eval/runtime stays a time
     tag = f"val_{m['metric']}" if m and not is_rate(m["metric"]) else s.tag
@@ -71,12 +80,12 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
             got.training_rows.add(row.line)
 
 
-def rows(out: Parsed, log: Log) -> Rows:
+def rows(out: Parsed, scalars: list[Scalar]) -> Rows:
     """The log's scalars as rows, in the file's order."""
     got = Rows()
     row: lightning.Row | None = None
     tags: set[str] = set()
-    for s in log.scalars:
+    for s in scalars:
         if row is None or s.step != row.step or s.tag in tags:  # another step, or another logging call at it
             row = lightning.Row(s.record, None, s.step if s.step >= 0 else None)
             got.rows.append(row)
