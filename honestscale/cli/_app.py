@@ -178,6 +178,12 @@ class LintFormat(StrEnum):
     sarif = "sarif"
 
 
+class Tracker(StrEnum):
+    """A tracker whose runs the lint can annotate (lint --annotate)."""
+
+    mlflow = "mlflow"
+
+
 class ReportFormat(StrEnum):
     pdf = "pdf"
     json = "json"

@@ -17,6 +17,7 @@ from honestscale.cli._app import (
     ReportFormat,
     ShowFormat,
     StoreOpt,
+    Tracker,
     WaitOpt,
     _store,
     app,
@@ -145,6 +146,16 @@ def lint(
     rules_doc: Annotated[
         bool, typer.Option("--rules-doc", help="Print the rules page (docs/rules.md).")
     ] = False,
+    annotate: Annotated[
+        Tracker | None,
+        typer.Option(
+            help="Show the verdict tags each run read from this tracker would get in the store it came from "
+            "(honestscale.verdict, .failed, .cannot_verify, .quote); nothing is written without --write."
+        ),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="With --annotate: set the tags that differ (never a metric).")
+    ] = False,
     wait: WaitOpt = 10.0,
 ) -> None:
     """Check runs and comparisons against the twelve ways to fool the masses and the SC15 rules.
@@ -173,14 +184,19 @@ def lint(
         return
     extra = load_config(config)
     from honestscale.store import queries
-    from honestscale.view import build
+    from honestscale.view import build, listed_runs
 
+    if write and annotate is None:
+        raise HonestscaleError("--write writes the tags --annotate plans", "add --annotate mlflow")
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         view = build(con, campaign)
+        listed = listed_runs(con, campaign) if annotate is not None else []
     result = linter.lint(view, select=select, ignore=ignore, suppressions=extra)
     for note in result.notes:
         err.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
+    if annotate is not None:
+        _annotate(annotate.value, listed, view.superseded, _formats.as_json(result), write)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
     elif format is LintFormat.sarif:
@@ -188,6 +204,39 @@ def lint(
     else:
         out.print(_formats.as_text(result))
     raise typer.Exit(1 if result.errors else 0)
+
+
+def _annotate(
+    tracker: str, runs: list[Any], superseded: dict[str, str], findings: list[Any], write: bool
+) -> None:
+    """The verdict tags of each run read from the tracker: shown, and set where --write says so."""
+    from honestscale.analysis.points import Findings
+    from honestscale.lint import annotate as annotating
+
+    plan = annotating.plan(tracker, runs, Findings(findings), superseded)
+    for a in plan:
+        if a.missing:
+            err.print(
+                f"[yellow]{tracker} run {a.tracker_run}[/] ({a.run_id}) is not in {a.store} any more: skipped"
+            )
+            continue
+        said = ", ".join(
+            f"{k} = {v!r}" + (f" (was {a.now[k]!r})" if a.now.get(k) else "") for k, v in a.changes.items()
+        )
+        err.print(
+            f"{tracker} run {a.tracker_run} in {a.store}: " + (said or "its tags already say it"),
+            highlight=False,
+        )
+    changes = sum(len(a.changes) for a in plan if not a.missing)
+    if not write:
+        said = f"dry run: {changes} tags on {len(plan)} {tracker} runs would be set; nothing was written (add --write)"
+        err.print(said, highlight=False)
+        return
+    written = annotating.write(plan)
+    err.print(
+        f"wrote {written} tags on {len(plan)} {tracker} runs (only honestscale.* tags; no metric)",
+        highlight=False,
+    )
 
 
 @contextlib.contextmanager

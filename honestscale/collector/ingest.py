@@ -409,6 +409,12 @@ class Ingester:
                 return
             elif len(data) > done and digest(memoryview(data)[:done]) == row[5]:
                 plan.result.action = "grown"  # a log still being written: parsed again whole
+            elif importers.in_place(plan.source.format):
+                plan.result.action = "reread"  # a tracker's database changes in place: read again whole
+                said = importers.label(plan.source.format)
+                plan.result.notes.append(
+                    f"changed since it landed: a {said} changes in place, read again whole"
+                )
             else:
                 self._keep(plan, len(data), done)
                 return

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from mlflow.tracking import MlflowClient
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
+from tests.conftest import cli
 from tests.importing import DATA, ingest, lint, query, run_cli, runs
 
 
@@ -201,3 +202,38 @@ def test_one_training_in_mlflow_and_recorded_by_the_callback_is_one_run(tmp_path
     (recorded,) = [r for r in landed if not r.startswith("mlflow:")]
     assert landed[mlflow_run]["superseded"] and recorded in landed[mlflow_run]["superseded"]
     assert not landed[recorded]["superseded"]
+
+
+def test_the_verdicts_written_back_into_the_mlflow_store_once_and_nothing_else(tmp_path: Path) -> None:
+    """lint --annotate mlflow shows the tags and writes nothing; --write sets them on the run (MLflow's own client
+    reads them back, equal to the lint's verdicts about that run); a second call changes nothing; no metric, parameter
+    or other tag changes; the changed store is read again whole by the next ingest."""
+    db = _mlflow_copy(tmp_path)
+    store = tmp_path / "s.duckdb"
+    ingest(store, db)
+    (run,) = runs(store)
+    rid = run["run_id"].removeprefix("mlflow:")
+    before = _digest(db)
+    got = cli("lint", "--store", str(store), "--annotate", "mlflow", "-f", "json")
+    verdicts = [f for f in json.loads(got.stdout) if run["run_id"] in f["runs"]]
+    assert "dry run: 4 tags on 1 mlflow runs" in got.stderr and _digest(db) == before
+    reference = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    was = reference.get_run(rid).data
+    history = {k: [(m.step, m.value) for m in reference.get_metric_history(rid, k)] for k in was.metrics}
+    code, out = run_cli("lint", "--store", str(store), "--annotate", "mlflow", "--write")
+    assert code in (0, 1), out
+    assert "wrote 4 tags" in out
+    now = reference.get_run(rid).data
+    failed = sorted({f["code"] for f in verdicts if f["outcome"] == "fail"})
+    assert now.tags["honestscale.verdict"] == ("fail" if failed else "pass")
+    assert now.tags["honestscale.failed"] == (", ".join(failed) or "none")
+    assert {k: v for k, v in now.tags.items() if not k.startswith("honestscale.")} == was.tags
+    assert now.params == was.params and now.metrics == was.metrics
+    assert {
+        k: [(m.step, m.value) for m in reference.get_metric_history(rid, k)] for k in was.metrics
+    } == history
+    written = _digest(db)
+    code, out = run_cli("lint", "--store", str(store), "--annotate", "mlflow", "--write")
+    assert code in (0, 1), out
+    assert "wrote 0 tags" in out and "its tags already say it" in out and _digest(db) == written
+    assert "read again whole" in ingest(store, db)

@@ -38,6 +38,9 @@ class Reader:
     # raised whenever a change makes the reader read a file differently: files a lower version landed are read
     # again (the store records "<format>@<version>" per file)
     version: int = 1
+    # a database its tool writes in place (an MLflow store): a change anywhere is read again whole, not refused
+    # as a log rewritten under the store
+    in_place: bool = False
 
 
 READERS: tuple[Reader, ...] = (
@@ -53,7 +56,7 @@ READERS: tuple[Reader, ...] = (
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
     Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse),
-    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse),
+    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),
@@ -70,6 +73,12 @@ KNOWN = (
 def sniff_all(path: Path, head: bytes) -> list[Reader]:
     """Every reader whose format the text looks like, in the order of READERS."""
     return [r for r in READERS if r.sniff(path, head)]
+
+
+def in_place(format: str) -> bool:
+    """A format whose files their tool rewrites in place (a database): read again whole when changed."""
+    reader = FORMATS.get(format)
+    return bool(reader and reader.in_place)
 
 
 def label(format: str) -> str:

@@ -8,9 +8,9 @@ Nothing here reads MLflow's tables with SQL of its own.
 from __future__ import annotations
 
 import logging
-import warnings
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field

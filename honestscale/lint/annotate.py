@@ -1,0 +1,123 @@
+"""The lint's verdicts written back where people look: tags on each judged run in the tracker it came from.
+
+``honestscale lint --annotate mlflow`` plans, for each run read from an MLflow store (``mlflow:<run id>``), the tags
+below from the rules about exactly that run, reads the tags the run carries now with MLflow's own client, and
+shows what would change; ``--write`` sets them. It only ever sets these tags (never a metric, a parameter or another
+tag), only where a value differs, so a second call changes nothing. A run the store no longer has is named, never
+created.
+
+* ``honestscale.verdict``: ``fail`` where a rule fails on the run, else ``cannot verify`` where one cannot be
+  verified, else ``pass``;
+* ``honestscale.failed`` and ``honestscale.cannot_verify``: the rules' codes (``none``);
+* ``honestscale.quote``: ``do not quote: error-severity HS... fails`` where an error-severity rule fails, as the
+  report marks such numbers; else ``no error-severity rule fails: quote it with the rules above``;
+* a run counted as another (the callback's recording of the same training, which supersedes the tracker's):
+  ``honestscale.verdict`` ``superseded`` and ``honestscale.superseded``, why and which run is judged instead.
+
+Weights & Biases runs are planned the same way (a dry run only: an offline run folder cannot be written by W&B's
+public API; a user with a W&B server applies the plan with ``wandb.Api().run(path).tags``/``summary`` updates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from honestscale.analysis.points import Findings, do_not_quote, lint_codes
+from honestscale.errors import HonestscaleError
+from honestscale.view import Run
+
+PREFIX = "honestscale."
+_TRACKERS = {"mlflow": ("mlflow-sqlite", "mlflow:")}
+
+
+@dataclass(frozen=True)
+class Annotation:
+    tracker: str
+    store: Path
+    tracker_run: str  # the tracker's own run id
+    run_id: str  # honestscale's
+    tags: dict[str, str]  # what the run should carry
+    now: dict[str, str | None]  # what it carries now (None: no such tag)
+    missing: bool = False  # the store no longer has the run
+
+    @property
+    def changes(self) -> dict[str, str]:
+        return {k: v for k, v in self.tags.items() if self.now.get(k) != v}
+
+
+def tags_for(codes: dict[str, list[str]]) -> dict[str, str]:
+    """The tags that say the rules' verdicts about one run (``codes``: :func:`lint_codes`'s)."""
+    verdict = "fail" if codes["fail"] else "cannot verify" if codes["cannot_verify"] else "pass"
+    return {
+        f"{PREFIX}verdict": verdict,
+        f"{PREFIX}failed": ", ".join(codes["fail"]) or "none",
+        f"{PREFIX}cannot_verify": ", ".join(codes["cannot_verify"]) or "none",
+        f"{PREFIX}quote": do_not_quote(codes)
+        or "no error-severity rule fails: quote it with the rules above",
+    }
+
+
+def _client(store: Path) -> Any:
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError as exc:
+        raise HonestscaleError(
+            f"writing the verdicts into {store} needs MLflow's client ({exc})",
+            "pip install 'honestscale[mlflow]'",
+        ) from exc
+    return MlflowClient(tracking_uri=f"sqlite:///{store}")
+
+
+def _now(client: Any, run: str, keys: Iterable[str]) -> tuple[dict[str, str | None], bool]:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        tags = client.get_run(run).data.tags
+    except MlflowException:
+        return {}, True
+    return {k: tags.get(k) for k in keys}, False
+
+
+def plan(tracker: str, runs: list[Run], findings: Findings, superseded: dict[str, str]) -> list[Annotation]:
+    """For each run read from ``tracker``: the tags it should carry and those it carries now. A run superseded by
+    another (the callback's recording of the same training) is judged as that run: its tags say so and name it."""
+    if tracker not in _TRACKERS:
+        raise HonestscaleError(f"--annotate {tracker}: no such tracker", f"one of {', '.join(_TRACKERS)}")
+    source, prefix = _TRACKERS[tracker]
+    mine = [r for r in runs if r.source == source and r.id.startswith(prefix) and r.source_file]
+    clients: dict[Path, Any] = {}
+    got: list[Annotation] = []
+    for run in sorted(mine, key=lambda r: (str(r.source_file), r.id)):
+        store = Path(str(run.source_file))
+        if not store.is_file():
+            raise HonestscaleError(
+                f"run {run.id} came from {store}, which is not there any more",
+                "ingest the store again where it is now, then annotate",
+            )
+        client = clients.setdefault(store, _client(store))
+        tags = (
+            {f"{PREFIX}verdict": "superseded", f"{PREFIX}superseded": superseded[run.id]}
+            if run.id in superseded
+            else tags_for(lint_codes(findings, {run.id}))
+        )
+        tracker_run = run.id.removeprefix(prefix)
+        now, missing = _now(client, tracker_run, tags)
+        got.append(Annotation(tracker, store, tracker_run, run.id, tags, now, missing))
+    return got
+
+
+def write(annotations: list[Annotation]) -> int:
+    """Set every changed tag (never another); the number of tags set."""
+    written = 0
+    clients: dict[Path, Any] = {}
+    for a in annotations:
+        if a.missing:
+            continue
+        client = clients.setdefault(a.store, _client(a.store))
+        for key, value in a.changes.items():
+            client.set_tag(a.tracker_run, key, value)
+            written += 1
+    return written
