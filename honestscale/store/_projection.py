@@ -152,8 +152,12 @@ SELECT
     coalesce(s.p ->> 'campaign', f.campaign, f0.campaign) AS campaign,
     {", ".join(_field(*spec) for spec in _FROM_RUN_START)},
     -- accelerators in use: none on a CPU-only run (0 accelerators per node: its workers are processes, counted
-    -- by world_size, never as accelerators); nodes x accelerators per node; where those are unknown, one a worker
-    CASE WHEN TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT) = 0 THEN 0 ELSE coalesce(
+    -- by world_size, never as accelerators); nodes x accelerators per node; where those are unknown, one a worker,
+    -- unless the log it came from says it cannot tell its accelerator (imported.unknown: a CPU run logged to a
+    -- tracker is not "2 x unknown model")
+    CASE WHEN TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT) = 0 THEN 0
+         WHEN list_contains(coalesce(json_extract_string(s.p, '$.imported.unknown[*]'), []::VARCHAR[]), 'accelerator')
+              AND (s.p ->> 'nodes') IS NULL THEN NULL ELSE coalesce(
         -- TRY: a product past the INTEGER column (absurd, but valid per field) is unknown, not a failed ingest
         nullif(TRY_CAST(TRY(TRY_CAST(s.p ->> 'nodes' AS BIGINT) * TRY_CAST(s.p ->> 'accelerators_per_node' AS BIGINT))
                         AS INTEGER), 0),

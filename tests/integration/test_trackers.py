@@ -1,6 +1,7 @@
 """The trackers people already log to, read with each tool's own library and checked against the tool's own reader:
-TensorBoard event files (Lightning's default logger, a SummaryWriter per rank) and MLflow's SQLite store (the
-Hugging Face Trainer's report_to=["mlflow"] with system metrics).
+TensorBoard event files (Lightning's default logger, a SummaryWriter per rank), MLflow's SQLite store (the
+Hugging Face Trainer's report_to=["mlflow"] with system metrics) and W&B offline runs (a run per rank in a group;
+W&B has no reader of its offline files, so they are checked against what the script that wrote them logged).
 
 The fixtures were written by the tools (tests/data/imported/README.md); the expected values come from TensorBoard's
 ``EventAccumulator`` and the fixtures' own scripts, never from the readers' helpers."""
@@ -237,3 +238,30 @@ def test_the_verdicts_written_back_into_the_mlflow_store_once_and_nothing_else(t
     assert code in (0, 1), out
     assert "wrote 0 tags" in out and "its tags already say it" in out and _digest(db) == written
     assert "read again whole" in ingest(store, db)
+
+
+def test_wandb_offline_runs_of_a_group_are_one_run_of_every_rank(tmp_path: Path) -> None:
+    """A run per rank in one W&B group, each named rank<N>: one run of 2 ranks; each rank's logging points on
+    trainer/global_step (never W&B's _step) as step events timed by the log calls' _timestamp; the last validation
+    accuracy, the config and the exit are what the script logged (logged-rank<R>.json, its own record)."""
+    folder = DATA / "wandb-ddp"
+    store = tmp_path / "s.duckdb"
+    ingest(store, folder)
+    (run,) = runs(store)
+    assert run["world_size"] == 2 and _ranks(store) == [0, 1] and run["status"] == "success"
+    for rank in (0, 1):
+        logged = json.loads((folder / f"logged-rank{rank}.json").read_text())
+        training = [e for e in logged["logged"] if "train/loss" in e]
+        steps = _steps(store, rank)
+        assert [s[0] for s in steps] == [e["trainer/global_step"] for e in training[1:]]
+        assert (
+            sum(s[1] for s in steps)
+            == training[-1]["trainer/global_step"] - training[0]["trainer/global_step"]
+        )
+        # W&B stamps each log call itself, a moment after the script's clock read
+        assert sum(s[3] for s in steps) == pytest.approx(training[-1]["time"] - training[0]["time"], abs=0.02)
+    final = [e for e in logged["logged"] if "val/accuracy" in e][-1]["val/accuracy"]
+    assert run["final_accuracy"]["value"] == final and run["final_accuracy"]["split"] == "validation"
+    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
+    assert json.loads(hp[0]) == logged["config"]
+    assert lint(store, "HS215") == []

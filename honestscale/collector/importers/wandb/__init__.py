@@ -1,0 +1,282 @@
+"""Weights & Biases offline runs (``wandb/offline-run-<time>-<id>/run-<id>.wandb``), read record by record with
+wandb's own protobuf classes (the file's framing: ``_records.py``).
+
+wandb 0.31 writes no ``files/*.json`` offline: the run's config, history, system statistics and exit live only in
+the records. What a run tells:
+
+* the run record: W&B's run id, project, ``group`` and ``job_type``, its name, host and start time;
+* config records: the hyper-parameters (their values as W&B's JSON holds them);
+* history records, one per ``wandb.log`` call with its ``_timestamp``: the training metrics make one step event per
+  logging point after the first (its time the time since the point before, its ``iterations`` the steps between), on
+  the training step a W&B integration logs (``trainer/global_step``, Lightning's; ``train/global_step``, the
+  Trainer's; or ``global_step``). ``_step`` is W&B's count of ``log`` calls, not the training step: a run that logs
+  none of those keys has no step events, and ``imported.unknown`` says so. ``val/``, ``val_``, ``eval/``, ``test/``
+  ... keys are evaluations;
+* stats records (W&B's system sampler): an accelerator's utilisation, memory and power (``gpu.<i>.gpu``,
+  ``gpu.<i>.memoryAllocatedBytes``, ``gpu.<i>.powerWatts``) and the process's resident memory
+  (``proc.memory.rssMB``) as system samples; the rest named in ``imported.system_metrics``;
+* the exit record: exit code 0 lands as a success, any other as a failure, at the start plus W&B's runtime (whole
+  seconds); a run with no exit record (still running, or killed) has no stop.
+
+Runs of one ``group`` in folders beside each other, named ``rank<N>`` (W&B's pattern for a run per process), are the
+ranks of one training: one honestscale run whose world size is the group's size where the ranks are 0 to N-1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers._build import RankEvents
+from honestscale.collector.importers._scalars import Scalar, logged_steps, rows
+from honestscale.collector.importers.wandb._records import HEADER, Framing, records
+
+FORMAT = "wandb-offline"
+LABEL = "W&B offline run (run-*.wandb)"
+_STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step")
+_RANK = re.compile(r"(?:^|[-_ ])(?:rank|worker|proc)[-_]?(\d+)$", re.IGNORECASE)
+_GPU = re.compile(r"^gpu\.(\d+)\.(gpu|memoryAllocatedBytes|powerWatts)$")
+_GPU_FIELD = {"gpu": "accel_util", "memoryAllocatedBytes": "accel_mem_bytes", "powerWatts": "power_w"}
+
+
+@dataclass
+class _Run:
+    run_id: str = ""
+    name: str = ""
+    group: str = ""
+    job_type: str = ""
+    project: str = ""
+    host: str = ""
+    start: float | None = None
+    producer: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    history: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (record, the log call's values)
+    stats: list[tuple[int, float, dict[str, Any]]] = field(default_factory=list)  # (record, time, values)
+    exit_code: int | None = None
+    runtime_s: int | None = None
+    framework: str = "unknown"  # from wandb's telemetry of the modules the script imported
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return head.startswith(HEADER)
+
+
+def _key(item: Any) -> str:
+    nested = getattr(item, "nested_key", None)  # history and summary items have it; config and stats items not
+    return "/".join(nested) if nested else str(item.key)
+
+
+def _values(items: Any) -> dict[str, Any]:
+    got: dict[str, Any] = {}
+    for item in items:
+        try:
+            got[_key(item)] = json.loads(item.value_json)
+        except ValueError:
+            got[_key(item)] = item.value_json
+    return got
+
+
+def _read(data: bytes, framing: Framing, head_only: bool = False) -> _Run:
+    run = _Run()
+    for number, record in records(data, framing):
+        kind = record.WhichOneof("record_type")
+        if kind == "header":
+            run.producer = record.header.version_info.producer
+        elif kind == "run":
+            r = record.run
+            run.run_id, run.name, run.group, run.job_type = r.run_id, r.display_name, r.run_group, r.job_type
+            run.project, run.host = r.project, r.host
+            run.start = r.start_time.seconds + r.start_time.nanos / 1e9 if r.HasField("start_time") else None
+            run.config.update({k: v for k, v in _values(r.config.update).items() if k != "_wandb"})
+            if head_only:
+                break
+        elif kind == "config":
+            run.config.update({k: v for k, v in _values(record.config.update).items() if k != "_wandb"})
+        elif kind == "history":
+            run.history.append((number, _values(record.history.item)))
+        elif kind == "stats":
+            t = record.stats.timestamp
+            run.stats.append((number, t.seconds + t.nanos / 1e9, _values(record.stats.item)))
+        elif kind == "telemetry":
+            imported = record.telemetry.imports_init
+            if imported.torch or imported.lightning or imported.pytorch_lightning or imported.transformers:
+                run.framework = "torch"
+            elif imported.tensorflow or imported.keras:
+                run.framework = "tensorflow"
+        elif kind == "exit":
+            run.exit_code, run.runtime_s = record.exit.exit_code, record.exit.runtime
+    return run
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _scalars(run: _Run, step_key: str | None, skipped: set[str]) -> list[Scalar]:
+    """Every numeric value of the history as a scalar on the training step (``-1`` where the call has none)."""
+    got: list[Scalar] = []
+    for number, values in run.history:
+        wall = _number(values.get("_timestamp"))
+        step = _number(values.get(step_key)) if step_key else None
+        for key, value in values.items():
+            if key.startswith("_") or key == step_key:
+                continue
+            v = _number(value)
+            if v is None:
+                skipped.add(key)
+                continue
+            got.append(Scalar(number, wall or 0.0, int(step) if step is not None else -1, key, v))
+    return got
+
+
+def _group(path: Path, run: _Run) -> tuple[int, int | None, str, str | None]:
+    """This run's rank, the group's world size, what identifies the training, and how the world is known: the runs
+    of its group in the folders beside its own, each named rank<N>."""
+    mine = _RANK.search(run.name)
+    if not run.group or mine is None:
+        return 0, None, f"{run.project}/{run.run_id}", None
+    ranks: dict[int, str] = {}
+    for other in sorted(path.parent.parent.glob("*/run-*.wandb")):
+        try:
+            head = _read(other.read_bytes()[: 1 << 16], Framing(), head_only=True)
+        except Exception:  # a file of another kind, or cut: not a member the group can count on
+            continue
+        if head.group == run.group and head.project == run.project and (m := _RANK.search(head.name)):
+            ranks[int(m.group(1))] = head.run_id
+    identity = f"{run.project}/{run.group}/" + ",".join(f"{r}:{ranks[r]}" for r in sorted(ranks))
+    world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
+    how = f"W&B group {run.group!r}: runs rank0 to rank{world - 1} beside each other" if world else None
+    return int(mine.group(1)), world, identity, how
+
+
+def _system(rank: RankEvents, run: _Run) -> tuple[int, list[str]]:
+    """Accelerator samples and the process's resident memory as system events; the other statistics' names."""
+    other: set[str] = set()
+    landed = 0
+    for number, time, values in run.stats:
+        devices: dict[int, dict[str, Any]] = {}
+        host: dict[str, Any] = {}
+        for key, value in values.items():
+            v = _number(value)
+            m = _GPU.match(key)
+            if m and v is not None and math.isfinite(v) and v >= 0:
+                field_ = _GPU_FIELD[m.group(2)]
+                devices.setdefault(int(m.group(1)), {})[field_] = int(v) if field_ == "accel_mem_bytes" else v
+            elif key == "proc.memory.rssMB" and v is not None and math.isfinite(v) and v >= 0:
+                host["rss_bytes"] = int(v * 2**20)
+            else:
+                other.add(key)
+        for device, sample in sorted(devices.items()):
+            rank.add(number, "system", time, device=device, **sample)
+            landed += 1
+        if host:
+            rank.add(number, "system", time, **host)
+            landed += 1
+    return landed, sorted(other)
+
+
+def _unknown(world: int | None, step_key: str | None, steps: int) -> list[str]:
+    unknown = []
+    if world is None:
+        unknown.append(
+            "world_size (a W&B run does not say how many processes trained; a run per process in one group, each "
+            "named rank<N>, says it)"
+        )
+    if step_key is None:
+        unknown.append(
+            "the training step (no trainer/global_step, train/global_step or global_step was logged; _step is W&B's "
+            "count of log calls): no step events"
+        )
+    elif steps:
+        unknown += [
+            "each step's own time (one step event per logging interval, its iterations the steps it covers)",
+            "the time of the steps up to the first logging point (it opens the clock)",
+        ]
+    return [*unknown, "samples per step", "accelerator"]
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    del text  # binary: read from the path record by record
+    out = Parsed()
+    data = path.read_bytes()
+    framing = Framing()
+    run = _read(data, framing)
+    for offset, why in framing.bad:
+        out.bad.append(BadLine(offset, f"byte {offset}", f"{why}: the records after it are not read"))
+    if data[framing.read_bytes :].strip(b"\0"):  # more than the last block's zero padding
+        out.warnings.append(
+            f"the records end at byte {framing.read_bytes:,} of {len(data):,}: the rest is not read"
+        )
+    if not run.run_id:
+        out.warnings.append("no run record: no run")
+        return out
+    step_key = next((k for k in _STEP_KEYS if any(k in v for _, v in run.history)), None)
+    skipped: set[str] = set()
+    got = rows(out, _scalars(run, step_key, skipped))
+    steps = logged_steps(out, got) if step_key else []
+    rank_no, world, identity, how = _group(path, run)
+    digest = hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]
+    rank = RankEvents(f"wandb:{digest}", rank_no)
+    start = run.start if run.start is not None else min(got.walls.values(), default=0.0)
+    rank.add(
+        1,
+        "run_start",
+        start,
+        campaign=campaign or run.project or None,
+        name=run.group or run.name,
+        purpose="final",
+        framework=run.framework,
+        scope="end_to_end",
+        world_size=world,
+        hyperparameters={k: v for k, v in run.config.items() if isinstance(v, int | float | str | bool)}
+        or None,
+        host=run.host or None,
+    )
+    by_line = {s.line: s for s in steps}
+    for row in got.rows:
+        if (s := by_line.get(row.line)) is not None:
+            step = {"epoch": s.epoch, "step": s.step, "t_total": s.seconds, "iterations": s.iterations}
+            rank.add(s.line, "step", got.walls[row.line], **step)
+        for split, metric, value in row.evals:
+            step_no = row.step if row.step is not None and row.step >= 0 else None
+            rank.add(
+                row.line, "eval", got.ends[row.line], split=split, metric=metric, value=value, step=step_no
+            )
+    samples, other = _system(rank, run)
+    if run.exit_code is not None:
+        status = "success" if run.exit_code == 0 else "failed"
+        rank.add(
+            len(run.history) + len(run.stats) + 2, "run_stop", start + (run.runtime_s or 0), status=status
+        )
+    events = rank.numbered()
+    events[0][1]["imported"] = {
+        "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
+        "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
+        if world
+        else "the process that logged the run",
+        "group": run.group or None,
+        "job_type": run.job_type or None,
+        "step_key": step_key,
+        "metrics": sorted(got.trained),
+        "not_numbers": sorted(skipped),
+        "system_metrics": {"samples": samples, "not_landed": other},
+        "world_size_from": how,
+        "clock": "each log call's _timestamp (the logging process's time.time()); the run's start as W&B recorded it; "
+        "its end the start plus W&B's runtime (whole seconds)",
+        "unknown": _unknown(world, step_key, len(steps)),
+        "stop": None
+        if run.exit_code is not None
+        else "no exit record: the run was still running, or was killed",
+    }
+    out.events = events
+    out.notes.append(
+        f"W&B run {run.run_id} ({run.name!r}{', group ' + repr(run.group) if run.group else ''}): {len(run.history)} "
+        f"log calls, {len(steps)} step events on {step_key or 'no training step'}, {samples} system samples"
+    )
+    return out
