@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from honestscale.cli import _output
+from honestscale.cli._annotate import annotated
 from honestscale.cli._app import (
     LintFormat,
     PoolOpt,
@@ -196,7 +197,7 @@ def lint(
     for note in result.notes:
         err.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
     if annotate is not None:
-        _annotate(annotate.value, listed, view.superseded, _formats.as_json(result), write)
+        annotated(annotate.value, listed, view.superseded, _formats.as_json(result), write)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
     elif format is LintFormat.sarif:
@@ -204,39 +205,6 @@ def lint(
     else:
         out.print(_formats.as_text(result))
     raise typer.Exit(1 if result.errors else 0)
-
-
-def _annotate(
-    tracker: str, runs: list[Any], superseded: dict[str, str], findings: list[Any], write: bool
-) -> None:
-    """The verdict tags of each run read from the tracker: shown, and set where --write says so."""
-    from honestscale.analysis.points import Findings
-    from honestscale.lint import annotate as annotating
-
-    plan = annotating.plan(tracker, runs, Findings(findings), superseded)
-    for a in plan:
-        if a.missing:
-            err.print(
-                f"[yellow]{tracker} run {a.tracker_run}[/] ({a.run_id}) is not in {a.store} any more: skipped"
-            )
-            continue
-        said = ", ".join(
-            f"{k} = {v!r}" + (f" (was {a.now[k]!r})" if a.now.get(k) else "") for k, v in a.changes.items()
-        )
-        err.print(
-            f"{tracker} run {a.tracker_run} in {a.store}: " + (said or "its tags already say it"),
-            highlight=False,
-        )
-    changes = sum(len(a.changes) for a in plan if not a.missing)
-    if not write:
-        said = f"dry run: {changes} tags on {len(plan)} {tracker} runs would be set; nothing was written (add --write)"
-        err.print(said, highlight=False)
-        return
-    written = annotating.write(plan)
-    err.print(
-        f"wrote {written} tags on {len(plan)} {tracker} runs (only honestscale.* tags; no metric)",
-        highlight=False,
-    )
 
 
 @contextlib.contextmanager

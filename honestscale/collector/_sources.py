@@ -183,6 +183,9 @@ def discover(args: list[str]) -> Discovery:
     sources: dict[Path, Source] = {}
     skipped: list[Skipped] = []
     for arg in args:
+        # an MLflow tracking URI of a SQLite store, as MLflow's users name it: sqlite:///mlflow.db (relative),
+        # sqlite:////abs/path/mlflow.db (absolute)
+        arg = arg.removeprefix("sqlite:///") if arg.startswith("sqlite:///") else arg
         if glob.has_magic(arg):
             matches = sorted(glob.glob(arg, recursive=True))  # noqa: PTH207 - the user's pattern, absolute or not
             if not matches:

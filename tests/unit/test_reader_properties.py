@@ -87,6 +87,11 @@ LOGS = (
     Log("codecarbon", "codecarbon/emissions.csv", b","),
     Log("slurm-sacct", "sacct/sacct-jobs.txt", b"|"),
     Log("slurm-sacct", "sacct/sacct-steps.txt", b"|"),
+    # binary: the mutations of lines and numbers damage records, which the readers must say, never raise on
+    Log("tensorboard", "lightning-tensorboard/events.out.tfevents.1795846983.vm.6018.0"),
+    Log("tensorboard", "tensorboard-ddp/rank0/events.out.tfevents.1795847314.vm.8451.0"),
+    Log("mlflow-sqlite", "mlflow-hf/mlflow.db"),
+    Log("wandb-offline", "wandb-ddp/wandb/offline-run-20261128_064606-y01v9j1x/run-y01v9j1x.wandb"),
 )
 FORMATS = sorted(importers.FORMATS)
 _BY_REL = {log.rel: log for log in LOGS}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
-from honestscale.collector.importers._build import count, is_rate
+from honestscale.collector.importers._build import RankEvents, count, is_rate
 
 
 @dataclass(frozen=True)
@@ -135,3 +135,19 @@ def logged_steps(out: Parsed, got: Rows) -> list[lightning.Step]:
             f"(a second training into the same file?), left out: records {', '.join(map(str, backwards[:10]))}"
         )
     return steps
+
+
+def add_rows(rank: RankEvents, got: Rows, steps: list[lightning.Step], warmup_known: bool) -> None:
+    """The step events and the evaluations in the log's order: a step at its row's first wall time, an evaluation
+    at its row's last (the values of one logging call are written one after the other). ``warmup_known``: the steps
+    say whether they are warm-up (ThroughputMonitor's first row holds the start-up); a logging interval does not."""
+    by_line = {s.line: s for s in steps}
+    for row in got.rows:
+        if (s := by_line.get(row.line)) is not None:
+            timed = {"epoch": s.epoch, "step": s.step, "samples": s.samples, "t_total": s.seconds}
+            warmup = s.warmup if warmup_known else None
+            rank.add(s.line, "step", got.walls[row.line], **timed, iterations=s.iterations, warmup=warmup)
+        step = row.step if row.step is not None and row.step >= 0 else None
+        for split, metric, value in row.evals:
+            said = {"split": split, "metric": metric, "value": value, "epoch": row.epoch, "step": step}
+            rank.add(row.line, "eval", got.ends[row.line], **said)

@@ -30,9 +30,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from honestscale.collector._parsed import Parsed
+from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
 from honestscale.collector.importers._build import RankEvents
-from honestscale.collector.importers._scalars import Rows, Scalar, logged_steps, rows
+from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, rows
 from honestscale.collector.importers.mlflow._store import Point, Run, runs
 
 FORMAT = "mlflow-sqlite"
@@ -147,15 +147,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         hyperparameters={k: _param(v) for k, v in run.params.items()} or None,
         claims=_claims(got),
     )
-    by_line = {s.line: s for s in steps}
-    for row in got.rows:
-        if (s := by_line.get(row.line)) is not None:
-            step = {"epoch": s.epoch, "step": s.step, "t_total": s.seconds, "iterations": s.iterations}
-            rank.add(s.line, "step", got.walls[row.line], **step)
-        for split, metric, value in row.evals:
-            rank.add(
-                row.line, "eval", got.ends[row.line], split=split, metric=metric, value=value, step=row.step
-            )
+    add_rows(rank, got, steps, warmup_known=False)
     samples, host = _system(rank, run.points)
     if run.status in _STATUS and run.end_ms:
         rank.add(len(run.points) + 1, "run_stop", run.end_ms / 1000, status=_STATUS[run.status])
@@ -184,9 +176,23 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # a database: read by MLflow's client from a copy of the file
     out = Parsed()
     empty: list[str] = []
-    for run in runs(path):
-        if not _land(out, run, campaign):
-            empty.append(f"{run.run_id} ({run.name!r}, {run.status}, {len(run.params)} parameters)")
+    try:
+        for run in runs(path):
+            if not _land(out, run, campaign):
+                empty.append(f"{run.run_id} ({run.name!r}, {run.status}, {len(run.params)} parameters)")
+    except NeedsLibrary:
+        raise
+    except (
+        Exception
+    ) as exc:  # a damaged database (SQLAlchemy's, sqlite3's or MLflow's errors): said, not raised
+        out.bad.append(
+            BadLine(
+                1,
+                path.name,
+                f"MLflow's client cannot read the store past here ({type(exc).__name__}: "
+                f"{str(exc)[:300]}): the runs after it did not land",
+            )
+        )
     if empty:
         out.notes.append(
             f"{len(empty)} MLflow runs hold no training metric and no evaluation (parameters, tags or system "

@@ -34,7 +34,7 @@ from typing import Any
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
-from honestscale.collector.importers._scalars import Rows, logged_steps, rows
+from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, rows
 from honestscale.collector.importers.tensorboard._load import Log, load
 
 FORMAT = "tensorboard"
@@ -238,7 +238,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             "stop": "an event file does not say how or when the run ended",
         },
     )
-    _events(rank, got, steps)
+    add_rows(rank, got, steps, warmup_known=monitored)
     out.notes.append(
         f"{len(log.scalars):,} scalars in {log.records:,} records ({tool_name}): {len(steps)} step events"
         + (f" (steps {steps[0].step} to {steps[-1].step})" if steps else "")
@@ -246,34 +246,3 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     )
     out.events = rank.numbered()
     return out
-
-
-def _events(rank: RankEvents, got: Rows, steps: list[lightning.Step]) -> None:
-    """The step events and the evaluations in the file's order, a step at its row's first wall time, an evaluation
-    at its row's last (the values of a logging call are written one after the other)."""
-    by_line = {s.line: s for s in steps}
-    for row in got.rows:
-        wall = got.walls[row.line]
-        if (s := by_line.get(row.line)) is not None:
-            rank.add(
-                s.line,
-                "step",
-                wall,
-                epoch=s.epoch,
-                step=s.step,
-                samples=s.samples,
-                t_total=s.seconds,
-                iterations=s.iterations,
-                warmup=s.warmup,
-            )
-        for split, metric, value in row.evals:
-            rank.add(
-                row.line,
-                "eval",
-                got.ends[row.line],
-                split=split,
-                metric=metric,
-                value=value,
-                epoch=row.epoch,
-                step=row.step,
-            )

@@ -34,7 +34,7 @@ from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import RankEvents
-from honestscale.collector.importers._scalars import Scalar, logged_steps, rows
+from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows
 from honestscale.collector.importers.wandb._records import HEADER, Framing, records
 
 FORMAT = "wandb-offline"
@@ -68,7 +68,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _key(item: Any) -> str:
-    nested = getattr(item, "nested_key", None)  # history and summary items have it; config and stats items not
+    nested = getattr(
+        item, "nested_key", None
+    )  # history and summary items have it; config and stats items not
     return "/".join(nested) if nested else str(item.key)
 
 
@@ -201,18 +203,23 @@ def _unknown(world: int | None, step_key: str | None, steps: int) -> list[str]:
     return [*unknown, "samples per step", "accelerator"]
 
 
-def parse(path: Path, text: str, campaign: str | None) -> Parsed:
-    del text  # binary: read from the path record by record
-    out = Parsed()
-    data = path.read_bytes()
-    framing = Framing()
-    run = _read(data, framing)
+def _said(out: Parsed, data: bytes, framing: Framing) -> None:
+    """What the framing could not read: each damaged chunk by its byte, and the bytes after the last record."""
     for offset, why in framing.bad:
         out.bad.append(BadLine(offset, f"byte {offset}", f"{why}: the records after it are not read"))
     if data[framing.read_bytes :].strip(b"\0"):  # more than the last block's zero padding
         out.warnings.append(
             f"the records end at byte {framing.read_bytes:,} of {len(data):,}: the rest is not read"
         )
+
+
+def parse(path: Path, text: str, campaign: str | None) -> Parsed:
+    del text  # binary: read from the path record by record
+    out = Parsed()
+    data = path.read_bytes()
+    framing = Framing()
+    run = _read(data, framing)
+    _said(out, data, framing)
     if not run.run_id:
         out.warnings.append("no run record: no run")
         return out
@@ -238,16 +245,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         or None,
         host=run.host or None,
     )
-    by_line = {s.line: s for s in steps}
-    for row in got.rows:
-        if (s := by_line.get(row.line)) is not None:
-            step = {"epoch": s.epoch, "step": s.step, "t_total": s.seconds, "iterations": s.iterations}
-            rank.add(s.line, "step", got.walls[row.line], **step)
-        for split, metric, value in row.evals:
-            step_no = row.step if row.step is not None and row.step >= 0 else None
-            rank.add(
-                row.line, "eval", got.ends[row.line], split=split, metric=metric, value=value, step=step_no
-            )
+    add_rows(rank, got, steps, warmup_known=False)
     samples, other = _system(rank, run)
     if run.exit_code is not None:
         status = "success" if run.exit_code == 0 else "failed"

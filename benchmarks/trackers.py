@@ -1,0 +1,147 @@
+"""The trackers' readers against each tool's own reader of the same store, at three sizes, measured in one run.
+
+Each input is written by the tool itself, never imitated: a TensorBoard event file by PyTorch's ``SummaryWriter``
+(``train/loss`` and ``train/lr`` at every step, ``val/accuracy`` every 100 steps), an MLflow SQLite store by
+``MlflowClient.log_batch`` (one run, ``loss`` and ``learning_rate`` at every step, ``eval_loss`` every 100: at
+``--scale 1`` 10^6 metric values). For each size, in fresh processes, best of ``--repeat`` rounds, the process's
+CPU time (user and system: a shared machine's other jobs stretch the wall clock, not this):
+
+  * honestscale's reader: ``parse(path, "", None)``, what ``honestscale ingest`` runs on the file;
+  * the tool's own reader of the same values: TensorBoard's ``EventAccumulator`` (``Reload`` and every tag's
+    ``Scalars``), MLflow's ``MlflowClient`` (``search_runs`` and every metric's ``get_metric_history``).
+
+Prints per tracker and size the values read, both times, their ratio (ours / the tool's), the growth exponent
+log(t2 / t1) / log(n2 / n1) of ours from the smallest size to the largest (1 is linear), and the peak RSS of each
+process (VmHWM). W&B is not here: its offline files are one per run, read one at a time (memory bounded by one
+run's records), and writing a project of 1,000 offline runs with wandb takes an hour on this machine.
+
+    python benchmarks/trackers.py [--scale 0.1] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+WORK = HERE / "_work" / "trackers"
+FULL = 1_000_000  # metric values at --scale 1
+
+_WRITE_TB = """
+import sys
+from torch.utils.tensorboard import SummaryWriter
+folder, steps = sys.argv[1], int(sys.argv[2])
+w = SummaryWriter(folder)
+for step in range(1, steps + 1):
+    w.add_scalar("train/loss", 1.0 / step, step)
+    w.add_scalar("train/lr", 0.1, step)
+    if step % 100 == 0:
+        w.add_scalar("val/accuracy", 1.0 - 1.0 / step, step)
+w.close()
+"""
+_WRITE_MLFLOW = """
+import sys, time
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
+db, steps = sys.argv[1], int(sys.argv[2])
+client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+run = client.create_run(client.create_experiment("bench")).info.run_id
+t0 = int(time.time() * 1000)
+batch = []
+for step in range(1, steps + 1):
+    batch += [Metric("loss", 1.0 / step, t0 + step * 10, step), Metric("learning_rate", 0.1, t0 + step * 10, step)]
+    if step % 100 == 0:
+        batch.append(Metric("eval_loss", 1.0 / step, t0 + step * 10, step))
+    if len(batch) >= 900:
+        client.log_batch(run, metrics=batch)
+        batch = []
+client.log_batch(run, metrics=batch)
+client.set_terminated(run)
+"""
+_MEASURE = """
+import json, resource, sys, time
+from pathlib import Path
+what, path = sys.argv[1], Path(sys.argv[2])
+def ours():
+    from honestscale.collector import importers
+    fmt = {"tb": "tensorboard", "mlflow": "mlflow-sqlite"}[what]
+    return len(importers.FORMATS[fmt].parse(path, "", None).events)
+def theirs():
+    if what == "tb":
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+        acc.Reload()
+        return sum(len(acc.Scalars(t)) for t in acc.Tags()["scalars"])
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(tracking_uri=f"sqlite:///{path}")
+    (run,) = client.search_runs([client.get_experiment_by_name("bench").experiment_id])
+    return sum(len(client.get_metric_history(run.info.run_id, k)) for k in run.data.metrics)
+fn = ours if sys.argv[3] == "ours" else theirs
+import honestscale.collector.importers, tensorboard.backend.event_processing.event_accumulator  # imports untimed
+import mlflow.tracking
+start = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+got = fn()
+cpu = sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - start
+hwm = next(int(l.split()[1]) for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
+print(json.dumps({"cpu_s": cpu, "values": got, "rss_mib": hwm / 1024}))
+"""
+
+
+def _run(code: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        raise SystemExit(f"benchmark step failed ({' '.join(args)}):\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def _write(what: str, steps: int) -> Path:
+    folder = WORK / f"{what}-{steps}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    if what == "tb":
+        _run(_WRITE_TB, str(folder), str(steps))
+        return next(folder.glob("events.out.tfevents.*"))
+    _run(_WRITE_MLFLOW, str(folder / "mlflow.db"), str(steps))
+    return folder / "mlflow.db"
+
+
+def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
+    rounds = [json.loads(_run(_MEASURE, what, str(path), who)) for _ in range(repeat)]
+    return min(rounds, key=lambda r: r["cpu_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=0.1, help="1: 10^6 metric values at the largest size")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    largest = max(int(FULL * args.scale / 2.01), 400)  # ~2 values per step at the largest size
+    sizes = [largest // 4, largest // 2, largest]
+    print(f"trackers: honestscale's reader against the tool's own, CPU seconds, best of {args.repeat}")
+    for what, name in (("tb", "TensorBoard (EventAccumulator)"), ("mlflow", "MLflow (MlflowClient)")):
+        first: tuple[int, float] | None = None
+        for steps in sizes:
+            path = _write(what, steps)
+            ours, theirs = _best(what, path, "ours", args.repeat), _best(what, path, "theirs", args.repeat)
+            size = path.stat().st_size
+            growth = ""
+            if first is not None:
+                growth = (
+                    f", growth exponent {math.log(ours['cpu_s'] / first[1]) / math.log(size / first[0]):.2f}"
+                )
+            first = first or (size, ours["cpu_s"])
+            print(f"  {name}: {int(theirs['values']):,} values ({size / 2**20:.1f} MiB): ours {ours['cpu_s']:.2f} s "
+                  f"({ours['rss_mib']:.0f} MiB peak), theirs {theirs['cpu_s']:.2f} s ({theirs['rss_mib']:.0f} MiB "
+                  f"peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""``lint --annotate TRACKER``: the verdict tags each run read from a tracker would get there, printed, and set
+where ``--write`` says so (honestscale.lint.annotate plans and writes them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from honestscale.cli._app import err
+
+
+def annotated(
+    tracker: str, runs: list[Any], superseded: dict[str, str], findings: list[Any], write: bool
+) -> None:
+    """The verdict tags of each run read from the tracker: shown, and set where --write says so."""
+    from honestscale.analysis.points import Findings
+    from honestscale.lint import annotate as annotating
+
+    plan = annotating.plan(tracker, runs, Findings(findings), superseded)
+    for a in plan:
+        if a.missing:
+            err.print(
+                f"[yellow]{tracker} run {a.tracker_run}[/] ({a.run_id}) is not in {a.store} any more: skipped"
+            )
+            continue
+        said = ", ".join(
+            f"{k} = {v!r}" + (f" (was {a.now[k]!r})" if a.now.get(k) else "") for k, v in a.changes.items()
+        )
+        err.print(
+            f"{tracker} run {a.tracker_run} in {a.store}: " + (said or "its tags already say it"),
+            highlight=False,
+        )
+    changes = sum(len(a.changes) for a in plan if not a.missing)
+    if not write:
+        said = f"dry run: {changes} tags on {len(plan)} {tracker} runs would be set; nothing was written (add --write)"
+        err.print(said, highlight=False)
+        return
+    written = annotating.write(plan)
+    err.print(
+        f"wrote {written} tags on {len(plan)} {tracker} runs (only honestscale.* tags; no metric)",
+        highlight=False,
+    )
