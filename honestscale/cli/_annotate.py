@@ -15,6 +15,9 @@ def annotated(
     from honestscale.analysis.points import Findings
     from honestscale.lint import annotate as annotating
 
+    if tracker == "wandb":
+        _wandb(runs, superseded, Findings(findings), write)
+        return
     plan = annotating.plan(tracker, runs, Findings(findings), superseded)
     for a in plan:
         if a.missing:
@@ -39,3 +42,27 @@ def annotated(
         f"wrote {written} tags on {len(plan)} {tracker} runs (only honestscale.* tags; no metric)",
         highlight=False,
     )
+
+
+def _wandb(runs: list[Any], superseded: dict[str, str], findings: Any, write: bool) -> None:
+    """W&B: the plan and the code that applies it on a W&B server (an offline run cannot be written)."""
+    from honestscale.errors import HonestscaleError
+    from honestscale.lint import annotate as annotating
+
+    if write:
+        raise HonestscaleError(
+            "W&B offline runs cannot be written: W&B's public API writes only to a server",
+            "run `lint --annotate wandb` without --write, `wandb sync` the run folders, then run the code it prints",
+        )
+    plan = annotating.plan_wandb(runs, findings, superseded)
+    for p in plan:
+        err.print(
+            f"W&B {'group ' + repr(p.group) if p.group else 'run ' + str(p.wandb_run)} ({p.run_id}):",
+            highlight=False,
+        )
+        err.print(annotating.wandb_code(p), highlight=False, markup=False)
+    said = (
+        f"dry run: {len(plan)} W&B trainings; an offline run cannot be written, so nothing was: `wandb sync` their "
+        "folders to your W&B server, then run the code above with api = wandb.Api()"
+    )
+    err.print(said, highlight=False)

@@ -182,6 +182,7 @@ class Tracker(StrEnum):
     """A tracker whose runs the lint can annotate (lint --annotate)."""
 
     mlflow = "mlflow"
+    wandb = "wandb"
 
 
 class ReportFormat(StrEnum):

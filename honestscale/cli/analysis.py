@@ -189,6 +189,11 @@ def lint(
 
     if write and annotate is None:
         raise HonestscaleError("--write writes the tags --annotate plans", "add --annotate mlflow")
+    if annotate is not None and (select or ignore):
+        raise HonestscaleError(
+            "--annotate writes the verdicts of every rule: a run some rules were left out of would read as passing",
+            "drop --select and --ignore (suppress a rule with its reason in honestscale.toml instead)",
+        )
     with _store(store, read_only=True, wait=wait) as con:
         queries.check_campaign(con, campaign)
         view = build(con, campaign)

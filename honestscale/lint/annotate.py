@@ -14,8 +14,9 @@ created.
 * a run counted as another (the callback's recording of the same training, which supersedes the tracker's):
   ``honestscale.verdict`` ``superseded`` and ``honestscale.superseded``, why and which run is judged instead.
 
-Weights & Biases runs are planned the same way (a dry run only: an offline run folder cannot be written by W&B's
-public API; a user with a W&B server applies the plan with ``wandb.Api().run(path).tags``/``summary`` updates).
+Weights & Biases runs are planned the same way (``--annotate wandb``), as a dry run only: an offline run folder
+cannot be written by W&B's public API. :func:`wandb_code` prints what a user with a W&B server runs after ``wandb
+sync``: the same keys in each run's summary, for every W&B run of the training (a group's runs, one per rank).
 """
 
 from __future__ import annotations
@@ -121,3 +122,41 @@ def write(annotations: list[Annotation]) -> int:
             client.set_tag(a.tracker_run, key, value)
             written += 1
     return written
+
+
+@dataclass(frozen=True)
+class WandbPlan:
+    run_id: str  # honestscale's
+    project: str | None
+    group: str | None
+    wandb_run: str | None  # the W&B run of a training that is no group's
+    tags: dict[str, str]
+
+
+def plan_wandb(runs: list[Run], findings: Findings, superseded: dict[str, str]) -> list[WandbPlan]:
+    """For each run read from W&B offline files: the verdict keys it should carry (a dry run: nothing is read from
+    or written to W&B)."""
+    got = []
+    for run in sorted((r for r in runs if r.source == "wandb-offline"), key=lambda r: r.id):
+        got_imported = run.attrs.get("imported")
+        said: dict[str, Any] = got_imported if isinstance(got_imported, dict) else {}
+        tags = (
+            {f"{PREFIX}verdict": "superseded", f"{PREFIX}superseded": superseded[run.id]}
+            if run.id in superseded
+            else tags_for(lint_codes(findings, {run.id}))
+        )
+        group = said.get("group")
+        got.append(
+            WandbPlan(run.id, said.get("project"), group, None if group else said.get("wandb_run"), tags)
+        )
+    return got
+
+
+def wandb_code(plan: WandbPlan) -> str:
+    """The few lines a user with a W&B server runs, after ``wandb sync`` of the run folders, to set ``plan``."""
+    where = (
+        f'api.runs("ENTITY/{plan.project}", filters={{"group": {plan.group!r}}})'
+        if plan.group
+        else f'[api.run("ENTITY/{plan.project}/{plan.wandb_run}")]'
+    )
+    return f"for run in {where}:\n    run.summary.update({plan.tags!r})\n    run.update()"

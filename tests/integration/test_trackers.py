@@ -265,3 +265,41 @@ def test_wandb_offline_runs_of_a_group_are_one_run_of_every_rank(tmp_path: Path)
     (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
     assert json.loads(hp[0]) == logged["config"]
     assert lint(store, "HS215") == []
+
+
+def test_wandb_verdicts_are_a_dry_run_with_the_code_that_applies_them(tmp_path: Path) -> None:
+    """An offline W&B run cannot be written: --annotate wandb prints the keys for the group's runs and the code a
+    user with a W&B server runs after wandb sync; --write is refused, naming why; a subset of the rules is refused
+    too (a run judged by some rules would read as passing)."""
+    store = tmp_path / "s.duckdb"
+    ingest(store, DATA / "wandb-ddp")
+    got = cli("lint", "--store", str(store), "--annotate", "wandb")
+    assert "filters={\"group\": 'digits-ddp'}" in got.stderr and "honestscale.verdict" in got.stderr
+    assert "dry run: 1 W&B trainings" in got.stderr
+    code, out = run_cli("lint", "--store", str(store), "--annotate", "wandb", "--write")
+    assert code == 2 and "cannot be written" in out
+    code, out = run_cli("lint", "--store", str(store), "--annotate", "wandb", "--select", "HS215")
+    assert code == 2 and "every rule" in out
+
+
+def test_the_trainers_tensorboard_folder_is_one_run_and_the_callbacks_twin(tmp_path: Path) -> None:
+    """The Trainer's report_to=["tensorboard"] writes two files into one folder (its final evaluation opens the
+    writer again): one run, as TensorBoard itself reads a folder (EventAccumulator on the folder gives its losses and
+    the test loss); recorded by honestscale's callback too, it is that run's twin (a 32-bit value equal to the
+    recorded one rounded), counted once; the Trainer's runtimes are never a quality."""
+    folder = DATA / "hf-tensorboard"
+    (logs,) = (folder / "runs").iterdir()
+    acc = _accumulated(logs)
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, folder)
+    assert "2 event files of one folder read as one run" in out
+    landed = {r["run_id"]: r for r in runs(store)}
+    (tb,) = [r for r in landed.values() if r["source"] == "tensorboard"]
+    (recorded,) = [r for r in landed.values() if r["source"] == "native"]
+    assert tb["superseded"] and recorded["run_id"] in tb["superseded"] and not recorded["superseded"]
+    assert tb["final_quality"] == {"loss": pytest.approx(acc.Scalars("test/loss")[-1].value, rel=1e-12)}
+    loss = acc.Scalars("train/loss")
+    steps = query(store, f"SELECT step FROM steps WHERE run_id = '{tb['run_id']}' ORDER BY step")
+    assert [s[0] for s in steps] == [t.step for t in loss[1:]]
+    metrics = query(store, f"SELECT DISTINCT metric FROM evals WHERE run_id = '{tb['run_id']}'")
+    assert {m[0] for m in metrics} == {"loss"}  # eval/runtime, test/runtime, */samples_per_second: no quality

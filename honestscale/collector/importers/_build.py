@@ -85,7 +85,7 @@ _FRACTION = re.compile(
     r"acc|top_?[15]\b|top[15]_|precision|recall|\bf1|_f1|exact_match|\bem\b", re.IGNORECASE
 )
 _RATE = re.compile(
-    r"per_s(ec(ond)?)?\b|_ips\b|^ips$|throughput|samples/s|tokens/s|img/s|it/s|_runtime$|_time$|^time$",
+    r"per_s(ec(ond)?)?\b|_ips\b|^ips$|throughput|samples/s|tokens/s|img/s|it/s|(?:^|[/_])runtime$|_time$|^time$",
     re.IGNORECASE,
 )
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -183,16 +184,47 @@ def _said(out: Parsed, path: Path, log: Log) -> None:
         out.bad.append(BadLine(record, f"record {record}", f"no TensorBoard event in it ({why}): left out"))
     if log.read_bytes < log.size:
         out.warnings.append(
-            f"the records end at byte {log.read_bytes:,} of {log.size:,}: the rest ({log.size - log.read_bytes:,} "
+            f"{path.name}: the records end at byte {log.read_bytes:,} of {log.size:,}: the rest ({log.size - log.read_bytes:,} "
             "bytes) is a record cut short (a writer still writing, or a copy cut off) or damaged, and was not read"
         )
+
+
+def _folder(out: Parsed, files: list[Path]) -> Log:
+    """The event files of one folder as one log, in the order of their names (each name begins with its time): a
+    writer opened again in the same process (the Trainer's evaluation after training) writes a second file. Records
+    are numbered on across the files, and a note says which numbers are whose."""
+    log = load(files[0])
+    _said(out, files[0], log)
+    spans = [f"{files[0].name}: 1-{log.records}"]
+    for file in files[1:]:
+        more = load(file)
+        _said(out, file, more)
+        base = log.records
+        log.scalars += [replace(s, record=s.record + base) for s in more.scalars]
+        log.texts.update(more.texts)
+        log.hparams.update(more.hparams)
+        log.records += more.records
+        spans.append(f"{file.name}: {base + 1}-{log.records}")
+    if len(files) > 1:
+        out.notes.append(
+            f"{len(files)} event files of one folder read as one run, records numbered on: {'; '.join(spans)}"
+        )
+    return log
 
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # binary: read from the path by tensorboard's loader
     out = Parsed()
-    log = load(path)
-    _said(out, path, log)
+    files = _events_in(path.parent)
+    if (
+        path in files and path != files[0]
+    ):  # TensorBoard's run is a folder: its files are read in order, as one
+        out.read_with = files[0]
+        out.notes.append(
+            f"read with {files[0].name}, the first event file of its folder (one run, as TensorBoard's)"
+        )
+        return out
+    log = _folder(out, files if path in files else [path])
     if log.hparams and (owner := _owner(path)) is not None:
         out.read_with = owner
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")

@@ -1,7 +1,8 @@
 """A TensorBoard event file read with the ``tensorboard`` package's own code (an optional extra: ``pip install
 'honestscale[tensorboard]'``): its record loader, its ``Event`` protobuf class, and its read-time compatibility layer
-(``data_compat``), which turns the ``simple_value`` scalars of PyTorch's ``SummaryWriter`` and the tensor scalars of
-``tf.summary`` into one shape. Nothing here parses TFRecord framing or protobuf by hand.
+(``data_compat``), which turns the legacy summaries into the tensor scalars ``tf.summary`` writes (a record of
+``simple_value`` scalars alone, what PyTorch's ``SummaryWriter`` writes, is taken as it is: the same values, a
+quarter of the time). Nothing here parses TFRecord framing or protobuf by hand.
 
 The loader stops at the first record it cannot read (a record cut short while the writer is still writing, or a
 damaged one) without saying so; the records it read are counted here, and the bytes after the last of them are
@@ -60,7 +61,7 @@ def load(path: Path) -> Log:
     for number, record in enumerate(raw_loader(str(path)).Load(), start=1):
         log.records, log.read_bytes = number, log.read_bytes + len(record) + _FRAMING
         try:
-            event = data_compat.migrate_event(event_pb2.Event.FromString(record))
+            event = event_pb2.Event.FromString(record)
         except Exception as exc:  # a payload whose CRC held and that is no Event (protobuf's DecodeError)
             log.unreadable.append((number, f"{type(exc).__name__}: {exc}"))
             continue
@@ -69,7 +70,15 @@ def load(path: Path) -> Log:
             log.created = event.wall_time if log.created is None else log.created
         if what != "summary":
             continue
-        for value in event.summary.value:
+        if all(
+            v.WhichOneof("value") == "simple_value" for v in event.summary.value
+        ):  # SummaryWriter's scalars
+            log.scalars.extend(
+                Scalar(number, event.wall_time, event.step, v.tag, v.simple_value)
+                for v in event.summary.value
+            )
+            continue
+        for value in data_compat.migrate_event(event).summary.value:
             plugin = value.metadata.plugin_data.plugin_name
             if plugin == "scalars" and value.HasField("tensor"):
                 got = tensor_util.make_ndarray(value.tensor)

@@ -258,6 +258,8 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
         if world
         else "the process that logged the run",
+        "wandb_run": run.run_id,
+        "project": run.project or None,
         "group": run.group or None,
         "job_type": run.job_type or None,
         "step_key": step_key,
