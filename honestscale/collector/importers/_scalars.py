@@ -1,5 +1,5 @@
-"""A tracker's scalars (TensorBoard's records, MLflow's metric histories) as rows (one per logging call: the values logged at one step, one after the
-other) and the training steps its wall times tell.
+"""A tracker's scalars (TensorBoard's records, MLflow's metric histories, W&B's history) as rows (one per logging
+call: the values logged at one step, one after the other) and the training steps its wall times tell.
 
 A row holds the scalars of consecutive records with the same step up to a tag it already holds, as Lightning's
 loggers receive them from one ``log_metrics(metrics, step)`` call (each call logs ``epoch`` again) and a loop's
@@ -11,8 +11,10 @@ metric kept by name; impossible values go to the quarantine by record and tag.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
@@ -21,9 +23,8 @@ from honestscale.collector.importers._build import RankEvents, count, is_rate
 
 @dataclass(frozen=True)
 class Scalar:
-    record: (
-        int  # where the quarantine points: the record's number in the file, from 1, or the value's in its run
-    )
+    # where the quarantine points: the record's number in the file, from 1, or the value's in its run
+    record: int
     wall: float  # the logging process's time.time() when it logged the value
     step: int
     tag: str
@@ -34,7 +35,6 @@ class Scalar:
 # epoch, its end-of-training summary (its own rates are claims), its learning rate and gradient norm (kept by name)
 _EPOCH = ("epoch", "train/epoch")
 _NOT_TRAINING = re.compile(r"^(hp_metric|(train/)?train_\w+|(train/)?total_flos)$")
-_TIME = re.compile(r"[/.]time$")
 _EVAL = re.compile(r"^(?:eval|valid|validation)[/_](?P<metric>.+)$")
 
 
@@ -56,11 +56,8 @@ def _raw(s: Scalar) -> str:
 def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
     """One scalar into its row: its epoch, an evaluation, a ThroughputMonitor count or a training metric."""
     if s.tag in _EPOCH:
-        epoch = (
-            count(float(int(s.value)))
-            if s.value == s.value and abs(s.value) < 1e15 and s.value >= 0
-            else None
-        )
+        # Lightning's epoch is whole, the Trainer's a fraction (0.0625): the epoch it is in
+        epoch = count(float(math.floor(s.value))) if math.isfinite(s.value) and s.value >= 0 else None
         if epoch is None:
             out.bad.append(BadLine(s.record, _raw(s), f"tag {s.tag!r}: {s.value!r} is no epoch: left out"))
         elif row.epoch is None:
@@ -76,7 +73,7 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
     lightning.cell(out, s.record, _raw(s), tag, s.value, row, trained)
     if trained:  # a training metric, or a rate or a time (kept by name)
         got.trained.add(s.tag)
-        if not is_rate(s.tag) and not _TIME.search(s.tag):
+        if not lightning.is_timing(s.tag):
             got.training_rows.add(row.line)
 
 
@@ -147,7 +144,15 @@ def add_rows(rank: RankEvents, got: Rows, steps: list[lightning.Step], warmup_kn
             timed = {"epoch": s.epoch, "step": s.step, "samples": s.samples, "t_total": s.seconds}
             warmup = s.warmup if warmup_known else None
             rank.add(s.line, "step", got.walls[row.line], **timed, iterations=s.iterations, warmup=warmup)
-        step = row.step if row.step is not None and row.step >= 0 else None
         for split, metric, value in row.evals:
-            said = {"split": split, "metric": metric, "value": value, "epoch": row.epoch, "step": step}
+            said = {"split": split, "metric": metric, "value": value, "epoch": row.epoch, "step": row.step}
             rank.add(row.line, "eval", got.ends[row.line], **said)
+
+
+def trainer_claim(got: Rows, said: str) -> dict[str, Any] | None:
+    """The Hugging Face Trainer's own end-of-training rate (``train_samples_per_second``: the planned samples over
+    ``train_runtime``, process 0's) as a claim, where the log holds a finite one; ``said``: where it was logged."""
+    rate = got.final.get("train_samples_per_second")
+    if rate is None or not math.isfinite(rate):
+        return None
+    return {"samples_per_s": rate, "from": f"{said}: the planned samples over train_runtime, process 0's"}

@@ -69,6 +69,7 @@ _MONITOR = re.compile(
     r"(?P<what>time|batches|samples|lengths|(?:batches|samples|items|flops)_per_sec|mfu)$"
 )
 _CLAIM = "rank 0's × world size"
+_TIME = re.compile(r"[/.]time$")
 
 
 @dataclass
@@ -142,12 +143,17 @@ def _monitored(out: Parsed, line: int, raw: str, key: str, text: object, into: R
         into.monitor[("device/" if device else "") + what] = value
 
 
+def is_timing(key: str) -> bool:
+    """A rate or a time (``*_per_sec``, ``train/time``): kept by name, never a quality."""
+    return is_rate(key) or bool(_TIME.search(key))
+
+
 def cell(out: Parsed, line: int, raw: str, key: str, text: object, into: Row, trained: set[str]) -> None:
     """One field of a row: a ThroughputMonitor value, an evaluation, or a training metric (its name kept)."""
     if _MONITOR.match(key):
         _monitored(out, line, raw, key, text, into)
         return
-    timing = is_rate(key) or bool(re.search(r"[/.]time$", key))
+    timing = is_timing(key)
     split = next((s for prefix, s in _SPLITS if key.startswith(prefix)), None)
     metric = next((key.removeprefix(p) for p, _ in _SPLITS if key.startswith(p)), key)
     least, most = (0.0, None) if timing else quality_bounds(metric)

@@ -32,7 +32,7 @@ from typing import Any
 
 from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
 from honestscale.collector.importers._build import RankEvents
-from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, rows
+from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows, trainer_claim
 from honestscale.collector.importers.mlflow._store import Point, Run, runs
 
 FORMAT = "mlflow-sqlite"
@@ -84,8 +84,8 @@ def _system(rank: RankEvents, points: list[Point]) -> tuple[int, list[str]]:
         if not math.isfinite(p.value) or p.value < 0:
             continue
         sample = samples.setdefault((p.step, int(m.group(1))), {"line": n, "time": p.timestamp_ms / 1000})
-        value = p.value * 1e6 if m.group(2) == "memory_usage_megabytes" else p.value
-        sample[_GPU_FIELD[m.group(2)]] = int(value) if m.group(2) == "memory_usage_megabytes" else value
+        megabytes = m.group(2) == "memory_usage_megabytes"
+        sample[_GPU_FIELD[m.group(2)]] = int(p.value * 1e6) if megabytes else p.value
     for (_, device), sample in sorted(samples.items(), key=lambda kv: (kv[1]["time"], kv[0][1])):
         line, time = sample.pop("line"), sample.pop("time")
         rank.add(line, "system", time, device=device, **sample)
@@ -99,13 +99,6 @@ def _framework(run: Run) -> str:
     if "transformers_version" in run.params or flavour in ("pytorch", "transformers"):
         return "torch"
     return {"tensorflow": "tensorflow", "keras": "tensorflow"}.get(flavour, "unknown")
-
-
-def _claims(got: Rows) -> dict[str, Any] | None:
-    rate = got.final.get("train_samples_per_second")
-    if rate is None or not math.isfinite(rate):
-        return None
-    return {"samples_per_s": rate, "from": "train_samples_per_second, logged by the run itself: its own rate"}
 
 
 def _unknown(run: Run, steps: int) -> list[str]:
@@ -145,7 +138,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         scope="end_to_end",
         framework=_framework(run),
         hyperparameters={k: _param(v) for k, v in run.params.items()} or None,
-        claims=_claims(got),
+        claims=trainer_claim(got, "train_samples_per_second, logged by the run itself"),
     )
     add_rows(rank, got, steps, warmup_known=False)
     samples, host = _system(rank, run.points)

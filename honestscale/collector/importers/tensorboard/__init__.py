@@ -26,7 +26,6 @@ that is no finite number, or one its tag cannot hold, goes to the quarantine by 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
-from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, rows
+from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, rows, trainer_claim
 from honestscale.collector.importers.tensorboard._load import Log, load
 
 FORMAT = "tensorboard"
@@ -102,14 +101,12 @@ def _hparams(path: Path, log: Log) -> dict[str, Any]:
 
 
 def _tool(path: Path, log: Log, got: Rows) -> str:
-    if (
-        any(r.monitor for r in got.rows)
-        or "hp_metric" in got.trained
-        or "_hparams_" in str(log.hparams)
-        or (path.with_name("hparams.yaml").is_file())
-    ):
+    """Who wrote the file: Lightning (its placeholder ``hp_metric``, ThroughputMonitor's counts, ``hparams.yaml``
+    beside it), the Trainer (its ``args`` text, ``train/epoch``, its end-of-training summary), else a loop."""
+    tags = {s.tag for s in log.scalars}
+    if "hp_metric" in tags or any(r.monitor for r in got.rows) or path.with_name("hparams.yaml").is_file():
         return "lightning"
-    if "args" in log.texts or got.final or any(s.tag == "train/epoch" for s in log.scalars[:50]):
+    if "args" in log.texts or "train/epoch" in tags or got.final:
         return "hf"
     return "loop"
 
@@ -131,13 +128,7 @@ _TOOLS = {
 def _claims(tool: str, got: Rows) -> dict[str, Any] | None:
     if tool == "lightning":
         return lightning.rate_claims(got.rows)
-    rate = got.final.get("train_samples_per_second")
-    if rate is None or not math.isfinite(rate):
-        return None
-    return {
-        "samples_per_s": rate,
-        "from": "the Trainer's train/train_samples_per_second: the planned samples over train_runtime, process 0's",
-    }
+    return trainer_claim(got, "the Trainer's train/train_samples_per_second")
 
 
 def _unknown(
@@ -216,9 +207,8 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # binary: read from the path by tensorboard's loader
     out = Parsed()
     files = _events_in(path.parent)
-    if (
-        path in files and path != files[0]
-    ):  # TensorBoard's run is a folder: its files are read in order, as one
+    # TensorBoard's run is a folder: its files are read in order, as one
+    if path in files and path != files[0]:
         out.read_with = files[0]
         out.notes.append(
             f"read with {files[0].name}, the first event file of its folder (one run, as TensorBoard's)"

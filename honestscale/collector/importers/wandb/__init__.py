@@ -68,9 +68,8 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _key(item: Any) -> str:
-    nested = getattr(
-        item, "nested_key", None
-    )  # history and summary items have it; config and stats items not
+    # history and summary items have nested_key; config and stats items not
+    nested = getattr(item, "nested_key", None)
     return "/".join(nested) if nested else str(item.key)
 
 
@@ -231,7 +230,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     digest = hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]
     rank = RankEvents(f"wandb:{digest}", rank_no)
     start = run.start if run.start is not None else min(got.walls.values(), default=0.0)
-    rank.add(
+    start_event = rank.add(
         1,
         "run_start",
         start,
@@ -252,8 +251,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         rank.add(
             len(run.history) + len(run.stats) + 2, "run_stop", start + (run.runtime_s or 0), status=status
         )
-    events = rank.numbered()
-    events[0][1]["imported"] = {
+    start_event["imported"] = {
         "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
         "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
         if world
@@ -274,7 +272,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         if run.exit_code is not None
         else "no exit record: the run was still running, or was killed",
     }
-    out.events = events
+    out.events = rank.numbered()
     out.notes.append(
         f"W&B run {run.run_id} ({run.name!r}{', group ' + repr(run.group) if run.group else ''}): {len(run.history)} "
         f"log calls, {len(steps)} step events on {step_key or 'no training step'}, {samples} system samples"
