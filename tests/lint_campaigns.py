@@ -70,7 +70,7 @@ SHAPE_KEYS = {
     "workers", "reps", "test_acc", "val_acc", "status", "ttt", "steps", "step_s", "first_step_s",
     "warmup_marked", "t_data", "evals", "split", "id", "ttt_by_rep", "stalls", "stall_s", "metric",
     "ranks", "rank_fields", "clock_back", "stop_at", "step_s_by_rep", "step_ranks", "rank_step_s", "settle", "drift",
-    "pressure",
+    "pressure", "settle_reps",
 }  # fmt: skip
 
 
@@ -117,7 +117,8 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             mine = float((spec.get("rank_step_s") or {}).get(rank, step_s))
             t = float(spec.get("first_step_s", mine)) if i == 0 else mine
             slowed = 0.0
-            if spec.get("settle"):  # [N, f]: the first N steps f times slower at first, settling linearly
+            # [N, f]: the first N steps f times slower at first, settling linearly (in the repetitions ``settle_reps``)
+            if spec.get("settle") and rep in spec.get("settle_reps", range(rep + 1)):
                 n, f = spec["settle"]
                 slowed = t * (f - 1) * max(0.0, 1 - i / n)
                 t = t + slowed
@@ -136,9 +137,9 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             if spec.get("warmup_marked", True):
                 fields["warmup"] = i < 2
             # the host's CPU wait (contract 5): "load": the settling steps' extra time was spent waiting for a CPU
-            # (someone else's work); "quiet": measured, and none
+            # (someone else's work); "busy": 60 % of every step; "quiet": measured, and none
             if spec.get("pressure"):
-                fields["cpu_pressure"] = slowed if spec["pressure"] == "load" else 0.0
+                fields["cpu_pressure"] = {"load": slowed, "busy": 0.6 * t}.get(spec["pressure"], 0.0)
             w.step(**fields)
         clock[0] = t0 + ttt * 0.99
         if rank == 0:

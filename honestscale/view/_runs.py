@@ -133,6 +133,7 @@ def accelerator_model(name: str | None) -> str | None:
 
 
 BUSY_LOAD = 1.5  # a host whose 1-minute load is above this many times its CPUs is busy (HS208, HS205)
+CONTENDED = 0.5  # a run whose steps waited for a CPU this share of their time ran on a busy host (HS208)
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,29 @@ class Run:
         if load > BUSY_LOAD * max(cpus, ranks):
             return f"host load {load:g} on {cpus} CPUs at the start"
         return None
+
+    @property
+    def contended(self) -> str | None:
+        """``its steps waited for a CPU P % of their time ...`` where the host had more runnable work than CPUs for
+        at least half of the run's step time (contract 5's ``cpu_pressure``, Linux's pressure stall information),
+        and the run's own ranks and threads do not exceed the host's CPUs (its own work would then be the wait).
+        None where it did not, where the steps did not measure it, or where the run could have caused it."""
+        s = self.series
+        if s is None or not s.times or len(s.pressure) != len(s.times) or any(p is None for p in s.pressure):
+            return None
+        iso = self.attrs.get("isolation")
+        cpus = iso.get("cpus") if isinstance(iso, dict) else None
+        ranks = (iso.get("ranks_on_host") if isinstance(iso, dict) else None) or 1
+        if not isinstance(cpus, int) or ranks * (self.intra_op_threads or 1) > cpus:
+            return None
+        share = sum(float(p or 0.0) for p in s.pressure) / max(sum(s.times), 1e-12)
+        if share < CONTENDED:
+            return None
+        return (
+            f"its steps waited for a CPU {100 * min(share, 1.0):.0f} % of their time (Linux's CPU pressure: the host "
+            f"had more runnable work than its {cpus} CPUs, while the run's own {ranks} rank(s) x "
+            f"{self.intra_op_threads or 1} thread(s) ask no more than {cpus})"
+        )
 
     @property
     def id(self) -> str:

@@ -20,7 +20,10 @@ class WarmupIncluded(Rule):
     more, the warm-up is also found in its step times (MSER-5, ``analysis/steady.py``, on its lowest rank): the
     marked warm-up fails when the steps it leaves in are, on average, more than 5 % slower than the steady state
     the data show and beyond that state's 95 % interval, and the median of the steps it leaves in is more than 5 %
-    above the steady median (a warm-up slows every step of it; one stall among them is no warm-up). A run whose step times reach
+    above the steady median (a warm-up slows every step of it; one stall among them is no warm-up). A warm-up is the
+    code's and repeats in every run of it: where fewer repetitions of the configuration are slow after the marked
+    warm-up than settle by it, the slow ones cannot be verified (their own cause: a load the steps' CPU pressure
+    did not catch, a cold cache the first run paid), never "mark it as warm-up". A run whose step times reach
     no steady state is not judged here (``show`` says so). Not on a run whose stalls are more than 5 % of
     its time to train (outliers, or steps beyond the median pace): stalls can fake or hide a warm-up that size
     (HS210 names them). Nor where the host's CPU wait during the slow steps (``cpu_pressure``, Linux's pressure
@@ -99,12 +102,16 @@ class WarmupIncluded(Rule):
         counted: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]] = []
         contended: list[tuple[Run, steady.SteadyState, float, tuple[float, float]]] = []
         busy: list[tuple[Run, steady.SteadyState, float, str]] = []
+        settled = 0  # repetitions whose steps settle by their marked warm-up
         for r in target.runs:
             if r.series is None or len(r.series.times) < steady.MIN_STEPS or (r.lost_share or 0.0) > COUNTED:
                 continue  # stalls of more than 5 % of the run could make or hide that much (HS210 names them)
             got = steady.of_steps(r.series.times, r.series.marked, r.series.iterations)
-            if got.warmup_steps is None or got.warmup_steps <= r.series.marked or got.high_s is None:
-                continue  # no steady state (show says so), or the marked warm-up covers the one found
+            if got.warmup_steps is None or got.high_s is None:
+                continue  # no steady state (show says so)
+            if got.warmup_steps <= r.series.marked:
+                settled += 1  # the marked warm-up covers the one found
+                continue
             after, rest = r.series.times[r.series.marked :], r.series.times[got.warmup_steps :]
             mean_after = sum(after) / len(after)
             excess = mean_after / (sum(rest) / len(rest)) - 1
@@ -118,6 +125,11 @@ class WarmupIncluded(Rule):
                     busy.append((r, got, excess, load))
                 else:
                     counted.append((r, got, excess, None))
+            else:
+                settled += 1
+        if counted and len(counted) < settled:
+            yield self._not_repeated(target, counted, settled)
+            counted = []
         if counted:
             said = "; ".join(
                 f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
@@ -160,6 +172,28 @@ class WarmupIncluded(Rule):
                 LOAD_FIX,
                 found={r.id: g.as_json() for r, g, *_ in busy},
             )
+
+    def _not_repeated(
+        self,
+        target: Comparison,
+        slow: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]],
+        settled: int,
+    ) -> Finding:
+        """Slow steps after the marked warm-up in fewer repetitions than settle by it: no warm-up, which the code
+        pays in every run, but something of those runs' own that the data do not name."""
+        said = "; ".join(_slow(r, g, x) for r, g, x, _ in slow)
+        return self.cannot_verify(
+            target,
+            [r for r, *_ in slow],
+            f"the steps after the marked warm-up were slow in {len(slow)} of {len(slow) + settled} repetitions, "
+            f"while the other {settled} settle by it: a warm-up repeats in every run of the same code, so this "
+            f"is the run's own, not a warm-up (a load the CPU pressure the steps measured did not catch, or a "
+            f"cold cache the first run paid): {said}",
+            "rerun on a quiet node (an exclusive allocation) and look at those steps with `honestscale show RUN`; "
+            "do not mark them as warm-up",
+            found={r.id: g.as_json() for r, g, *_ in slow},
+            settled_repetitions=settled,
+        )
 
 
 METHOD = "MSER-5"

@@ -33,6 +33,8 @@ def _problems(run: Run) -> list[str] | None:
         found.append(f"{others} other process(es) on the accelerator")
     if (busy := run.busy_host) is not None:
         found.append(busy)
+    if (waited := run.contended) is not None:
+        found.append(f"{run.id}: {waited}")
     return found
 
 
@@ -41,9 +43,11 @@ class SharedNode(Rule):
 
     What it checks: the runners record, at run start, whether the Slurm allocation was exclusive, how many
     other processes used the accelerator (NVML), the host's 1-minute load against its CPUs, and the filesystem
-    the data came from. A run fails when its allocation shared the node, another process used its accelerator,
-    or the host was busy (load above 1.5 x its CPUs, or its own ranks if more); it cannot be verified when the
-    run recorded none of this. Data on a shared filesystem (NFS, Lustre, GPFS, ...) is listed in the evidence.
+    the data came from; each step records the host's CPU wait during it (Linux's pressure stall information,
+    contract 5). A run fails when its allocation shared the node, another process used its accelerator, the host
+    was busy as it started (load above 1.5 x its CPUs, or its own ranks if more), or its steps waited for a CPU
+    half their time or more while its own ranks and threads did not fill the host's CPUs (a load that came
+    after the start); it cannot be verified when the run recorded none of this. Data on a shared filesystem (NFS, Lustre, GPFS, ...) is listed in the evidence.
     Why it misleads: other users' jobs, I/O and GPU work slow some runs and not others; the difference is then
     read as a property of the framework or of the scale (the seeds ask for "close to ideal situations, not
     influenced by other users' I/O activity or GPU utilization"; Hoefler & Belli, SC15, rule 9 on the setup).
