@@ -295,14 +295,17 @@ def test_probe_on_slurm_submits_waits_collects_and_advises(tmp_path: Path, slurm
     assert [r[:4] for r in rows] == [(w, "success", "slurm", "mycnn:build") for w in (1, 1, 2, 2)]
     assert all("_" in str(r[4]) for r in rows)
     # each run had the node to itself (the runners read it back from scontrol), so HS208 never says the allocation
-    # was shared; on a loaded machine (a shared CI host) it may still fail on the host's load, and must say so
+    # was shared; on a loaded machine (a shared CI host) it may still fail on the host's load (at the start, or the
+    # CPU wait its steps measured), and must say so
     for events in (tmp_path / "probe").glob("*/events-rank0.jsonl"):
         start = json.loads(events.read_text().splitlines()[0])
         assert start["kind"] == "run_start" and start["isolation"]["exclusive"] is True, events
     lint = json.loads(cli("lint", "--store", store, "--campaign", "probe-mycnn-build", "-f", "json").stdout)
     shared = [f for f in lint if f["code"] == "HS208"]
     assert lint and all(
-        "not --exclusive" not in f["message"] and "host load" in f["message"] for f in shared
+        "not --exclusive" not in f["message"]
+        and ("host load" in f["message"] or "Linux's CPU pressure" in f["message"])
+        for f in shared
     ), shared
     verdict = result.stdout[result.stdout.index("verdict") :]
     for workers in (1, 2):
