@@ -33,6 +33,8 @@ def report_file(result: FileResult, quiet: bool, verbose: bool = False) -> None:
             )
         for note in result.notes:
             err.print(f"note {_path(result.path)}: {escape(shown_text(note))}", highlight=False)
+    elif result.nothing_to_land and result.action != "unchanged":  # said without -v: no run came of the file
+        err.print(f"note {_path(result.path)}: {escape(shown_text(result.nothing_to_land))}", highlight=False)
     if result.conflicts:
         err.print(
             f"[red]conflict[/] {_path(result.path)}: {result.conflicts} event(s) claim a run id, rank and seq "

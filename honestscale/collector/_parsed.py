@@ -26,6 +26,9 @@ class Parsed:
     unread_system: tuple[Path, str] | None = None  # a system description that could not be read, and why
     # the file whose run this one's lines are part of (nothing of its own lands)
     read_with: Path | None = None
+    # why the file holds no run's results though its format is known (an MLflow run with parameters only): said in
+    # the summary, never counted as results lost
+    nothing_to_land: str | None = None
     profile: dict[str, Any] | None = None  # a profiler trace's steps: evidence beside a run (profile_steps)
     energy: list[dict[str, Any]] = field(
         default_factory=list

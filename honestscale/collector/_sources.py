@@ -53,6 +53,9 @@ HF_CHECKPOINT = (
     "holds all of it"
 )
 LIGHTNING_HPARAMS = "Lightning's hparams.yaml: read with the metrics.csv or TensorBoard event file beside it"
+MLFLOW_RUN_FILE = (
+    "an MLflow run's metric, parameter or tag, or its experiment's meta.yaml: read with the run's meta.yaml"
+)
 NOT_REGULAR = "only regular files are read"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
@@ -75,7 +78,14 @@ class Skipped:
     @property
     def beside(self) -> bool:
         """It is read with the MLPerf result logs beside it (system description, power log, scaling factor)."""
-        return self.reason in (SYSTEM_FILE, POWER_FILE, SCALING_FILE, HF_CHECKPOINT, LIGHTNING_HPARAMS)
+        return self.reason in (
+            SYSTEM_FILE,
+            POWER_FILE,
+            SCALING_FILE,
+            HF_CHECKPOINT,
+            LIGHTNING_HPARAMS,
+            MLFLOW_RUN_FILE,
+        )
 
 
 @dataclass
@@ -166,6 +176,35 @@ def _mlperf_like(path: Path) -> bool:
         return False
 
 
+def _mlflow_part(path: Path) -> bool:
+    """A file of MLflow's file store read with a run's meta.yaml: a metric's, parameter's or tag's file in a run's
+    folder (``<run>/metrics/system/cpu_utilization_percentage``: a key's slashes are folders), or an experiment's
+    meta.yaml (its runs are folders beside it; the default experiment's may have none)."""
+    if path.name == "meta.yaml":  # an experiment's: its name and where its artifacts go, no run id
+        text = _head(path, 4096)
+        return b"\nname: " in text and b"artifact_location: " in text and b"\nrun_id: " not in text
+    for part in path.parents:
+        if part.name in ("metrics", "params", "tags") and (part.parent / "meta.yaml").is_file():
+            return True
+    return False
+
+
+def _read_beside(cand: Path, strict: bool) -> str | None:
+    """Why ``cand`` is read with another file (an MLPerf system description, a Trainer's earlier checkpoint state,
+    Lightning's hparams.yaml, an MLflow run's files, a scaling factor), never on its own; None where it is not."""
+    if cand.parent.name == "systems" and cand.suffix == ".json":
+        return SYSTEM_FILE
+    if _superseded_checkpoint(cand):
+        return HF_CHECKPOINT
+    if cand.name == "hparams.yaml" and (
+        (cand.parent / "metrics.csv").is_file() or any(cand.parent.glob("events.out.tfevents.*"))
+    ):
+        return LIGHTNING_HPARAMS
+    if not strict and _mlflow_part(cand):
+        return MLFLOW_RUN_FILE
+    return SCALING_FILE if cand.name == "scaling.json" else None
+
+
 def _walk(folder: Path) -> list[Path]:
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
@@ -184,8 +223,8 @@ def discover(args: list[str]) -> Discovery:
     skipped: list[Skipped] = []
     for arg in args:
         # an MLflow tracking URI of a SQLite store, as MLflow's users name it: sqlite:///mlflow.db (relative),
-        # sqlite:////abs/path/mlflow.db (absolute)
-        arg = arg.removeprefix("sqlite:///") if arg.startswith("sqlite:///") else arg
+        # sqlite:////abs/path/mlflow.db (absolute); a file store's: file:///abs/path/mlruns
+        arg = arg.removeprefix("sqlite:///") if arg.startswith("sqlite:///") else arg.removeprefix("file://")
         if glob.has_magic(arg):
             matches = sorted(glob.glob(arg, recursive=True))  # noqa: PTH207 - the user's pattern, absolute or not
             if not matches:
@@ -215,19 +254,8 @@ def discover(args: list[str]) -> Discovery:
                     linked = f" (a link to {cand.resolve()})" if cand.is_symlink() else ""
                     skipped.append(Skipped(cand, f"{what}{linked}, not a file: {NOT_REGULAR}"))
                     continue
-                if cand.parent.name == "systems" and cand.suffix == ".json":
-                    skipped.append(Skipped(cand, SYSTEM_FILE))
-                    continue
-                if _superseded_checkpoint(cand):
-                    skipped.append(Skipped(cand, HF_CHECKPOINT))
-                    continue
-                if cand.name == "hparams.yaml" and (
-                    (cand.parent / "metrics.csv").is_file() or any(cand.parent.glob("events.out.tfevents.*"))
-                ):
-                    skipped.append(Skipped(cand, LIGHTNING_HPARAMS))
-                    continue
-                if cand.name == "scaling.json":
-                    skipped.append(Skipped(cand, SCALING_FILE))
+                if (reason := _read_beside(cand, strict)) is not None:
+                    skipped.append(Skipped(cand, reason))
                     continue
                 if cand.parent.parent.name == "power" and cand.suffix == ".txt":
                     if strict:

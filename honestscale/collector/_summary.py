@@ -29,6 +29,7 @@ class FileResult:
     unread_system: tuple[Path, str] | None = None  # an MLPerf system description that could not be read
     # its lines belong to that file's run (a torchtitan system log beside its metrics)
     read_with: Path | None = None
+    nothing_to_land: str | None = None  # why the file holds no run's results (Parsed.nothing_to_land)
     profile_steps: int = 0  # profiled steps landed as evidence (a profiler trace)
     energy_records: int = 0  # energy records landed (CodeCarbon, Slurm accounting)
 
@@ -95,6 +96,7 @@ class Summary:
             and f.events == 0
             and f.duplicates == 0  # a copy of a log landed before lands nothing new: it is not lost
             and f.read_with is None
+            and f.nothing_to_land is None
             and not f.profile_steps
             and not f.energy_records
             and (f.quarantined or f.format != "native")
@@ -123,7 +125,10 @@ class Summary:
             earlier = sum(1 for k in self.skipped if k.reason == HF_CHECKPOINT)
             other = len(self.skipped) - used - earlier
             if used:
-                text += f", {used} files read with the logs beside them (MLPerf system/power/scaling, Lightning hparams.yaml)"
+                text += (
+                    f", {used} files read with the logs beside them (MLPerf system/power/scaling, Lightning "
+                    "hparams.yaml, MLflow run files)"
+                )
             if earlier:
                 text += (
                     f", {earlier} earlier Trainer checkpoint states left to the later state that holds them"

@@ -18,7 +18,13 @@ from collections.abc import Iterable
 import duckdb
 
 # tools whose trainings the callbacks record
-LOGGED_BY_CALLBACKS = ("lightning-metrics", "hf-trainer-state", "tensorboard", "mlflow-sqlite")
+LOGGED_BY_CALLBACKS = (
+    "lightning-metrics",
+    "hf-trainer-state",
+    "tensorboard",
+    "mlflow-sqlite",
+    "mlflow-files",
+)
 _MATCH = """
 WITH touched AS (SELECT unnest(?::VARCHAR[]) AS run_id),
 logged AS (SELECT run_id, source, coalesce(campaign, '') AS campaign FROM runs WHERE source IN (SELECT unnest(?::VARCHAR[]))

@@ -441,6 +441,7 @@ class Ingester:
         plan.result.notes.extend(parsed.notes)
         plan.result.unread_system = parsed.unread_system
         plan.result.read_with = parsed.read_with
+        plan.result.nothing_to_land = parsed.nothing_to_land
         plan.profile = parsed.profile
         plan.result.profile_steps = len(parsed.profile["steps"]) if parsed.profile else 0
         plan.energy = parsed.energy

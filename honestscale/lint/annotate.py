@@ -1,6 +1,7 @@
 """The lint's verdicts written back where people look: tags on each judged run in the tracker it came from.
 
-``honestscale lint --annotate mlflow`` plans, for each run read from an MLflow store (``mlflow:<run id>``), the tags
+``honestscale lint --annotate mlflow`` plans, for each run read from an MLflow store (``mlflow:<run id>``: its SQLite
+file, or its file store, where MLflow writes each tag as a file of the run's ``tags/`` folder), the tags
 below from the rules about exactly that run, reads the tags the run carries now with MLflow's own client, and
 shows what would change; ``--write`` sets them. It only ever sets these tags (never a metric, a parameter or another
 tag), only where a value differs, so a second call changes nothing. A run the store no longer has is named, never
@@ -21,6 +22,7 @@ sync``: the same keys in each run's summary, for every W&B run of the training (
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from honestscale.errors import HonestscaleError
 from honestscale.view import Run
 
 PREFIX = "honestscale."
-_TRACKERS = {"mlflow": ("mlflow-sqlite", "mlflow:")}
+_TRACKERS = {"mlflow": (("mlflow-sqlite", "mlflow-files"), "mlflow:")}
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ def _client(store: Path) -> Any:
             f"writing the verdicts into {store} needs MLflow's client ({exc})",
             "pip install 'honestscale[mlflow]'",
         ) from exc
+    if store.name == "meta.yaml":  # a run of MLflow's file store: mlruns/<experiment>/<run>/meta.yaml
+        # its client opens a file store only with this set; this command's own process, asked to annotate it
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+        return MlflowClient(tracking_uri=f"file://{store.parent.parent.parent}")
     return MlflowClient(tracking_uri=f"sqlite:///{store}")
 
 
@@ -87,8 +93,8 @@ def plan(tracker: str, runs: list[Run], findings: Findings, superseded: dict[str
     another (the callback's recording of the same training) is judged as that run: its tags say so and name it."""
     if tracker not in _TRACKERS:
         raise HonestscaleError(f"--annotate {tracker}: no such tracker", f"one of {', '.join(_TRACKERS)}")
-    source, prefix = _TRACKERS[tracker]
-    mine = [r for r in runs if r.source == source and r.id.startswith(prefix) and r.source_file]
+    sources, prefix = _TRACKERS[tracker]
+    mine = [r for r in runs if r.source in sources and r.id.startswith(prefix) and r.source_file]
     clients: dict[Path, Any] = {}
     got: list[Annotation] = []
     for run in sorted(mine, key=lambda r: (str(r.source_file), r.id)):

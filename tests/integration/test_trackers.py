@@ -1,5 +1,5 @@
 """The trackers people already log to, read with each tool's own library and checked against the tool's own reader:
-TensorBoard event files (Lightning's default logger, a SummaryWriter per rank), MLflow's SQLite store (the
+TensorBoard event files (Lightning's default logger, a SummaryWriter per rank), MLflow's SQLite and file stores (the
 Hugging Face Trainer's report_to=["mlflow"] with system metrics) and W&B offline runs (a run per rank in a group;
 W&B has no reader of its offline files, so they are checked against what the script that wrote them logged).
 
@@ -190,6 +190,78 @@ def test_an_mlflow_store_against_mlflows_own_client(tmp_path: Path) -> None:
     assert {k: str(v) for k, v in landed.items()} == finished.data.params  # MLflow's str(value), read back
     (hs215,) = lint(store, "HS215")
     assert hs215["outcome"] == "cannot_verify"
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_an_mlflow_file_store_against_mlflows_own_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same Trainer logging to MLflow's file store (mlruns/, MLFLOW_ALLOW_FILE_STORE=true): ingested by its
+    folder, as a user names it, each run read with its folder (the metric, parameter and tag files, the experiment's
+    meta.yaml: read with it, never lost); the logging points, the clock, the final evaluation, the parameters and the
+    end equal what MlflowClient reads from the store; the run with parameters only is said, not an error; the store
+    is not written (not a file, not a folder: MLflow's client would add .trash)."""
+    mlruns = tmp_path / "mlruns"
+    shutil.copytree(DATA / "mlflow-hf-files" / "mlruns", mlruns)
+    before = _tree(mlruns)
+    folders_before = sorted(p for p in mlruns.rglob("*") if p.is_dir())
+    reference = tmp_path / "reference"
+    shutil.copytree(mlruns, reference)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=f"file://{reference}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "hf-gpt2"]
+    found = client.search_runs([experiment.experiment_id])
+    (finished,) = [r for r in found if r.info.status == "FINISHED"]
+    (running,) = [r for r in found if r.info.status == "RUNNING"]
+    loss = client.get_metric_history(finished.info.run_id, "loss")
+    evals = client.get_metric_history(finished.info.run_id, "eval_loss")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")  # the reader opens the file store itself
+    store = tmp_path / "s.duckdb"
+    code, out = run_cli("ingest", f"file://{mlruns}", "--store", str(store))
+    assert code == 0, out
+    assert running.info.run_id in out and "hold no training metric and no evaluation" in out
+    assert "not landed" not in out and "MLflow run files" in out
+    assert _tree(mlruns) == before and sorted(p for p in mlruns.rglob("*") if p.is_dir()) == folders_before
+    (run,) = runs(store)
+    assert run["run_id"] == f"mlflow:{finished.info.run_id}" and run["campaign"] == "hf-gpt2"
+    assert run["status"] == "success" and run["world_size"] is None
+    steps = _steps(store)
+    assert [s[0] for s in steps] == sorted({m.step for m in loss})[1:]
+    assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
+    assert sum(s[3] for s in steps) == pytest.approx(
+        (loss[-1].timestamp - loss[0].timestamp) / 1000, abs=1e-6
+    )
+    assert run["final_quality"] == {"loss": evals[-1].value}
+    (stopped,) = query(store, "SELECT time FROM events WHERE kind = 'run_stop'")
+    assert stopped[0] == finished.info.end_time / 1000
+    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
+    assert {k: str(v) for k, v in json.loads(hp[0]).items()} == finished.data.params
+    (hs215,) = lint(store, "HS215")
+    assert hs215["outcome"] == "cannot_verify"
+    # read again: unchanged; a run's meta.yaml rewritten (MLflow rewrites it as the run ends) is read again whole,
+    # the run's events replaced (never doubled), never refused as a log rewritten under the store
+    assert "(2 unchanged)" in ingest(store, mlruns)
+    meta = mlruns / experiment.experiment_id / finished.info.run_id / "meta.yaml"
+    meta.write_text(meta.read_text().replace("status: 3", "status: 3\n"))
+    assert "1 runs touched" in ingest(store, mlruns)
+    assert [s[0] for s in _steps(store)] == sorted({m.step for m in loss})[1:]
+    # the verdicts written back as the run's tag files, which MLflow's client reads; nothing else changes
+    written = _tree(mlruns)
+    code, out = run_cli("lint", "--store", str(store), "--annotate", "mlflow", "--write")
+    assert code in (0, 1) and "wrote 4 tags" in out, out
+    changed = {k for k, v in _tree(mlruns).items() if written.get(k) != v}
+    assert changed == {f"{experiment.experiment_id}/{finished.info.run_id}/tags/honestscale.{t}"
+                       for t in ("verdict", "failed", "cannot_verify", "quote")}  # fmt: skip
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    tags = MlflowClient(tracking_uri=f"file://{mlruns}").get_run(finished.info.run_id).data.tags
+    assert tags["honestscale.verdict"] in ("fail", "cannot verify", "pass")
 
 
 def test_one_training_in_mlflow_and_recorded_by_the_callback_is_one_run(tmp_path: Path) -> None:

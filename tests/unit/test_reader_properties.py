@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -60,6 +61,9 @@ class Log:
     format: str
     rel: str  # its path under tests/data/imported (.gz: stored compressed, read decompressed)
     sep: bytes | None = None  # the field separator of a delimited file (CSV, sacct -P), None for the others
+    # the folders above it read with it, copied beside the mutated file (an MLflow file store run's meta.yaml: its
+    # run's folder and its experiment's, 2); 0 for a file read alone
+    folders: int = 0
 
     def __repr__(self) -> str:
         return self.rel
@@ -91,6 +95,11 @@ LOGS = (
     Log("tensorboard", "lightning-tensorboard/events.out.tfevents.1795846983.vm.6018.0"),
     Log("tensorboard", "tensorboard-ddp/rank0/events.out.tfevents.1795847314.vm.8451.0"),
     Log("mlflow-sqlite", "mlflow-hf/mlflow.db"),
+    Log(
+        "mlflow-files",
+        "mlflow-hf-files/mlruns/507485484606213271/ddb40ed6742546309025f3070ac264ae/meta.yaml",
+        folders=2,
+    ),
     Log("wandb-offline", "wandb-ddp/wandb/offline-run-20261128_064606-y01v9j1x/run-y01v9j1x.wandb"),
 )
 FORMATS = sorted(importers.FORMATS)
@@ -108,7 +117,10 @@ def _read(log: Log, data: bytes) -> Parsed:
     folder), decoded with backslashreplace and a leading byte order mark dropped."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "imported" / log.rel.removesuffix(".gz")
-        path.parent.mkdir(parents=True)
+        if log.folders:
+            above = Path(log.rel).parents[log.folders - 1]
+            shutil.copytree(DATA / above, Path(tmp) / "imported" / above)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         text = data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
         return importers.FORMATS[log.format].parse(path, text, None)

@@ -58,6 +58,7 @@ READERS: tuple[Reader, ...] = (
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
     Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse),
     Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True),
+    Reader(mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True),
     Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
@@ -67,7 +68,7 @@ READERS: tuple[Reader, ...] = (
 FORMATS = {r.format: r for r in READERS}
 KNOWN = (
     "torchtitan's console, experiment metrics and structured logs; Megatron-LM's training log; Hugging Face's "
-    "trainer_state.json; Lightning's metrics.csv; TensorBoard event files; MLflow's SQLite store; W&B offline runs; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence); CodeCarbon's "
+    "trainer_state.json; Lightning's metrics.csv; TensorBoard event files; MLflow's SQLite and file stores; W&B offline runs; NVIDIA DLLogger's DLLL lines; PyTorch profiler traces (evidence); CodeCarbon's "
     "emissions.csv and Slurm accounting (sacct -P) (energy records)"
 )
 

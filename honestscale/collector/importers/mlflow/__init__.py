@@ -1,4 +1,6 @@
-"""MLflow tracking stores (its SQLite file, ``mlflow.db``, MLflow 3's default), read with MLflow's own client.
+"""MLflow tracking stores, read with MLflow's own client: its SQLite file (``mlflow.db``, MLflow 3's default) and
+its file store (``mlruns/``, each run's ``meta.yaml`` read with the run's folder; the experiment's ``meta.yaml`` and
+the run's metric, parameter and tag files are read with it, never on their own).
 
 A store holds many runs; each lands as a run of its own, named by MLflow's run id (``mlflow:<run id>``), in its
 experiment's name as the campaign unless ``--campaign`` says another. What an MLflow run tells:
@@ -27,16 +29,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
 from honestscale.collector.importers._build import RankEvents
 from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows, trainer_claim
-from honestscale.collector.importers.mlflow._store import Point, Run, runs
+from honestscale.collector.importers.mlflow._store import Point, Run, file_store_run, runs
 
 FORMAT = "mlflow-sqlite"
 LABEL = "MLflow tracking store (SQLite)"
+FILES = "mlflow-files"
+FILES_LABEL = "MLflow file store run (mlruns/<experiment>/<run>/meta.yaml)"
+_RUN_META = re.compile(rb"^run_id: [0-9a-f]{8,}\s*$", re.MULTILINE)
 _GPU = re.compile(r"^system/gpu_(\d+)_(utilization_percentage|memory_usage_megabytes|power_usage_watts)$")
 _GPU_FIELD = {
     "utilization_percentage": "accel_util",
@@ -51,6 +57,18 @@ def sniff(path: Path, head: bytes) -> bool:
     """An SQLite database whose schema holds MLflow's tables (Alembic's version table, runs' latest metrics)."""
     return (
         head.startswith(b"SQLite format 3\x00") and b"alembic_version" in head and b"latest_metrics" in head
+    )
+
+
+def sniff_files(path: Path, head: bytes) -> bool:
+    """A run's ``meta.yaml`` in MLflow's file store: its run id, experiment and lifecycle, in a folder named by it."""
+    found = _RUN_META.search(head)
+    return (
+        path.name == "meta.yaml"
+        and found is not None
+        and found.group().split()[1].decode() == path.parent.name
+        and b"experiment_id:" in head
+        and b"lifecycle_stage:" in head
     )
 
 
@@ -167,17 +185,26 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
 
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # a database: read by MLflow's client from a copy of the file
+    return _parse(path, lambda: runs(path), campaign)
+
+
+def parse_files(path: Path, text: str, campaign: str | None) -> Parsed:
+    del text  # the run's meta.yaml: read by MLflow's client with the run's folder
+    return _parse(path, lambda: iter([file_store_run(path)]), campaign)
+
+
+def _parse(path: Path, read: Callable[[], Iterator[Run]], campaign: str | None) -> Parsed:
     out = Parsed()
     empty: list[str] = []
     try:
-        for run in runs(path):
+        for run in read():
             if not _land(out, run, campaign):
                 empty.append(f"{run.run_id} ({run.name!r}, {run.status}, {len(run.params)} parameters)")
     except NeedsLibrary:
         raise
     except (
         Exception
-    ) as exc:  # a damaged database (SQLAlchemy's, sqlite3's or MLflow's errors): said, not raised
+    ) as exc:  # a damaged store (SQLAlchemy's, sqlite3's, YAML's or MLflow's errors): said, not raised
         out.bad.append(
             BadLine(
                 1,
@@ -191,4 +218,6 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             f"{len(empty)} MLflow runs hold no training metric and no evaluation (parameters, tags or system "
             f"metrics only), so no run of honestscale: {'; '.join(empty[:10])}"
         )
+        if not out.events and not out.bad:
+            out.nothing_to_land = out.notes[-1]
     return out

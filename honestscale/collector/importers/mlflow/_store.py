@@ -3,11 +3,17 @@
 SQLite file (its journal or write-ahead log copied beside it, so the copy is the store as its writer left it and the
 user's file is never touched by a read), experiments and runs read page by page, each metric's whole history.
 Nothing here reads MLflow's tables with SQL of its own.
+
+MLflow's file store (``mlruns/<experiment id>/<run id>/``, in maintenance since MLflow 3: its client opens one only
+with ``MLFLOW_ALLOW_FILE_STORE=true``, which the reader sets while it reads) is read a run at a time, from its
+``meta.yaml``: the run's folder (its artifacts left out) and its experiment's ``meta.yaml`` are copied into a store
+of their own, which MLflow's ``FileStore`` reads (it would make a ``.trash`` folder in the user's store otherwise).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import warnings
@@ -21,6 +27,7 @@ from honestscale.collector._parsed import NeedsLibrary
 
 _PAGE = 200  # runs per page of search_runs: bounded memory on stores of thousands of runs
 _BESIDE = ("-journal", "-wal", "-shm")  # SQLite's files beside the database while a writer has it open
+FILE_STORE = "MLFLOW_ALLOW_FILE_STORE"
 
 
 @dataclass(frozen=True)
@@ -110,3 +117,42 @@ def _run(client: Any, experiment: str, run: Any) -> Run:
         )
     got.points.sort(key=lambda p: (p.timestamp_ms, p.step))
     return got
+
+
+@contextmanager
+def allowed() -> Iterator[None]:
+    """MLflow's file store, which its client refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is true, opened for this read
+    (the variable set back as it was after)."""
+    was = os.environ.get(FILE_STORE)
+    os.environ[FILE_STORE] = "true"
+    try:
+        yield
+    finally:
+        if was is None:
+            os.environ.pop(FILE_STORE, None)
+        else:
+            os.environ[FILE_STORE] = was
+
+
+def file_store_run(meta: Path) -> Run:
+    """The run whose ``meta.yaml`` this is (``mlruns/<experiment id>/<run id>/meta.yaml``), with its metrics'
+    histories, read by MLflow's client from a copy of its folder and of its experiment's ``meta.yaml``."""
+    folder, experiment = meta.parent, meta.parent.parent
+    with tempfile.TemporaryDirectory(prefix="honestscale-mlruns-") as tmp:
+        root = Path(tmp) / "mlruns"
+        copy = root / experiment.name / folder.name
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("artifacts"))
+        for part in (
+            "artifacts",
+            "metrics",
+            "params",
+            "tags",
+        ):  # MLflow's client takes a run folder only with
+            (copy / part).mkdir(exist_ok=True)  # them (a copy without empty folders, such as git's, has none)
+        if (described := experiment / "meta.yaml").is_file():
+            shutil.copyfile(described, root / experiment.name / "meta.yaml")
+        _quiet()
+        with allowed():
+            client, _ = _client(f"file://{root}")
+            name = client.get_experiment(experiment.name).name
+            return _run(client, name, client.get_run(folder.name))
