@@ -3,12 +3,13 @@
 Each input is written by the tool itself, never imitated: a TensorBoard event file by PyTorch's ``SummaryWriter``
 (``train/loss`` and ``train/lr`` at every step, ``val/accuracy`` every 100 steps), an MLflow SQLite store by
 ``MlflowClient.log_batch`` (one run, ``loss`` and ``learning_rate`` at every step, ``eval_loss`` every 100: at
-``--scale 1`` 10^6 metric values). For each size, in fresh processes, best of ``--repeat`` rounds, the process's
+``--scale 1`` 10^6 metric values), and the same into MLflow's file store (``mlruns/``, one file per metric). For each size, in fresh processes, best of ``--repeat`` rounds, the process's
 CPU time (user and system: a shared machine's other jobs stretch the wall clock, not this):
 
   * honestscale's reader: ``parse(path, "", None)``, what ``honestscale ingest`` runs on the file;
   * the tool's own reader of the same values: TensorBoard's ``EventAccumulator`` (``Reload`` and every tag's
-    ``Scalars``), MLflow's ``MlflowClient`` (``search_runs`` and every metric's ``get_metric_history``).
+    ``Scalars``), MLflow's ``MlflowClient`` (``search_runs`` and every metric's ``get_metric_history``), on the
+    SQLite file or the file store.
 
 Prints per tracker and size the values read, both times, their ratio (ours / the tool's), the growth exponent
 log(t2 / t1) / log(n2 / n1) of ours from the smallest size to the largest (1 is linear), and the peak RSS of each
@@ -46,11 +47,12 @@ for step in range(1, steps + 1):
 w.close()
 """
 _WRITE_MLFLOW = """
-import sys, time
+import os, sys, time
+os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # its file store, for the mlflow-files reader
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
-db, steps = sys.argv[1], int(sys.argv[2])
-client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+uri, steps = sys.argv[1], int(sys.argv[2])
+client = MlflowClient(tracking_uri=uri)
 run = client.create_run(client.create_experiment("bench")).info.run_id
 t0 = int(time.time() * 1000)
 batch = []
@@ -65,12 +67,12 @@ client.log_batch(run, metrics=batch)
 client.set_terminated(run)
 """
 _MEASURE = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 what, path = sys.argv[1], Path(sys.argv[2])
 def ours():
     from honestscale.collector import importers
-    fmt = {"tb": "tensorboard", "mlflow": "mlflow-sqlite"}[what]
+    fmt = {"tb": "tensorboard", "mlflow": "mlflow-sqlite", "mlflow-files": "mlflow-files"}[what]
     return len(importers.FORMATS[fmt].parse(path, "", None).events)
 def theirs():
     if what == "tb":
@@ -79,7 +81,9 @@ def theirs():
         acc.Reload()
         return sum(len(acc.Scalars(t)) for t in acc.Tags()["scalars"])
     from mlflow.tracking import MlflowClient
-    client = MlflowClient(tracking_uri=f"sqlite:///{path}")
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    uri = f"sqlite:///{path}" if what == "mlflow" else f"file://{path.parent.parent.parent}"
+    client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("bench").experiment_id])
     return sum(len(client.get_metric_history(run.info.run_id, k)) for k in run.data.metrics)
 fn = ours if sys.argv[3] == "ours" else theirs
@@ -108,8 +112,18 @@ def _write(what: str, steps: int) -> Path:
     if what == "tb":
         _run(_WRITE_TB, str(folder), str(steps))
         return next(folder.glob("events.out.tfevents.*"))
-    _run(_WRITE_MLFLOW, str(folder / "mlflow.db"), str(steps))
-    return folder / "mlflow.db"
+    if what == "mlflow":
+        _run(_WRITE_MLFLOW, f"sqlite:///{folder / 'mlflow.db'}", str(steps))
+        return folder / "mlflow.db"
+    _run(_WRITE_MLFLOW, f"file://{folder / 'mlruns'}", str(steps))
+    return next(folder.glob("mlruns/*/*/meta.yaml"))  # the run's, which the reader is handed
+
+
+def _size(what: str, path: Path) -> int:
+    """The bytes read: the file, or a file store run's folder."""
+    if what != "mlflow-files":
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.parent.rglob("*") if p.is_file())
 
 
 def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
@@ -125,12 +139,16 @@ def main() -> None:
     largest = max(int(FULL * args.scale / 2.01), 400)  # ~2 values per step at the largest size
     sizes = [largest // 4, largest // 2, largest]
     print(f"trackers: honestscale's reader against the tool's own, CPU seconds, best of {args.repeat}")
-    for what, name in (("tb", "TensorBoard (EventAccumulator)"), ("mlflow", "MLflow (MlflowClient)")):
+    for what, name in (
+        ("tb", "TensorBoard (EventAccumulator)"),
+        ("mlflow", "MLflow SQLite store (MlflowClient)"),
+        ("mlflow-files", "MLflow file store (MlflowClient)"),
+    ):
         first: tuple[int, float] | None = None
         for steps in sizes:
             path = _write(what, steps)
             ours, theirs = _best(what, path, "ours", args.repeat), _best(what, path, "theirs", args.repeat)
-            size = path.stat().st_size
+            size = _size(what, path)
             growth = ""
             if first is not None:
                 growth = (

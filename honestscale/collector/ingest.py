@@ -472,10 +472,9 @@ class Ingester:
                 land_energy(self.con, plan.file_id, plan.energy)
         touched = set().union(*(p.result.run_ids for p in active))
         refresh_runs(self.con, touched)
-        for logged, recorded in supersede_twins(self.con, touched):
+        for logged, recorded, why in supersede_twins(self.con, touched):
             for plan in (p for p in active if p.result.run_ids & {logged, recorded}):
-                plan.result.notes.append(f"run {logged} (a tool's log) is the same training as run {recorded} "
-                                         "(recorded by honestscale's callback): counted once, as that run")  # fmt: skip
+                plan.result.notes.append(f"run {logged} (a tool's log) is {why}")
         self._count_quarantined(active)
         self._book(active, time.perf_counter() - started)
 

@@ -375,3 +375,26 @@ def test_the_trainers_tensorboard_folder_is_one_run_and_the_callbacks_twin(tmp_p
     assert [s[0] for s in steps] == [t.step for t in loss[1:]]
     metrics = query(store, f"SELECT DISTINCT metric FROM evals WHERE run_id = '{tb['run_id']}'")
     assert {m[0] for m in metrics} == {"loss"}  # eval/runtime, test/runtime, */samples_per_second: no quality
+
+
+def test_one_training_logged_by_two_loggers_is_counted_once(tmp_path: Path) -> None:
+    """Lightning's TensorBoardLogger and CSVLogger side by side on one training: two logs, one run counted (the
+    TensorBoard log's: a wall time on every value), the CSV's kept and listed as superseded, never a second
+    repetition; its evaluations are the ones the script saw handed to the loggers."""
+    both = DATA / "lightning-two-loggers"
+    expected = json.loads((both / "expected.json").read_text())
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, both / "csv", both / "tensorboard")
+    landed = {r["run_id"]: r for r in runs(store)}
+    (tb,) = [r for r in landed if r.startswith("tensorboard:")]
+    (csv,) = [r for r in landed if r.startswith("lightning:")]
+    assert landed[csv]["superseded"] and tb in landed[csv]["superseded"] and "(tensorboard)" in out
+    assert not landed[tb]["superseded"]
+    values = query(
+        store, f"SELECT value FROM evals WHERE run_id = '{tb}' AND metric = 'accuracy' ORDER BY time, seq"
+    )
+    assert [v[0] for v in values] == pytest.approx(expected["val_acc_logged"], rel=1e-7)
+    # counted once: the campaign's repetitions hold one run of this training, whichever order the logs land in
+    again = tmp_path / "again.duckdb"
+    ingest(again, both / "tensorboard", both / "csv")
+    assert [r["run_id"] for r in runs(again) if not r["superseded"]] == [tb]

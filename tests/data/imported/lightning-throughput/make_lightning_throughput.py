@@ -2,7 +2,7 @@
 
     python examples/record/digits_npz.py /tmp/lt/digits.npz
     OMP_NUM_THREADS=1 python tests/data/imported/lightning-throughput/make_lightning_throughput.py \
-        /tmp/lt/digits.npz /tmp/lt/work [OUT] [--default-logger]
+        /tmp/lt/digits.npz /tmp/lt/work [OUT] [--default-logger | --both-loggers]
 
 A small MLP on scikit-learn's digits (1,400 training samples, batch 10 per rank: 70 batches per rank and epoch),
 2 epochs, validation each epoch (``val_acc``, ``val_loss``, synchronised over the ranks). The Trainer keeps its
@@ -11,7 +11,9 @@ and adds ``ThroughputMonitor(batch_size_fn=lambda b: b[0].size(0))`` with its de
 batches: its rates appear from the 100th batch on). ``log_every_n_steps=10`` as ThroughputMonitor's own example.
 CSVLogger is passed explicitly (Lightning's default logger is TensorBoard's where tensorboard is installed); with
 ``--default-logger`` the Trainer keeps its default logger (``TensorBoardLogger`` under WORK/lightning_logs, where
-tensorboard is installed) and the script copies its ``events.out.tfevents.*`` file instead of ``metrics.csv``.
+tensorboard is installed) and the script copies its ``events.out.tfevents.*`` file instead of ``metrics.csv``; with
+``--both-loggers`` the Trainer logs to both, ``[TensorBoardLogger, CSVLogger]`` (one training, two logs: OUT/tensorboard
+and OUT/csv, each with its ``hparams.yaml``).
 
 Lightning's subprocess launcher starts the second rank by running this script again. Every rank counts, with its own
 clock, the batches and samples it trained and the time it spent in training (from ``on_train_start`` to its last
@@ -36,11 +38,11 @@ from torch.utils.data import DataLoader, TensorDataset
 try:  # the ``lightning`` package, else the standalone ``pytorch_lightning`` one (the same code)
     import lightning.pytorch as pl
     from lightning.pytorch.callbacks import Callback, ThroughputMonitor
-    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 except ImportError:
     import pytorch_lightning as pl  # type: ignore[no-redef]
     from pytorch_lightning.callbacks import Callback, ThroughputMonitor  # type: ignore[assignment]
-    from pytorch_lightning.loggers import CSVLogger  # type: ignore[assignment]
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger  # type: ignore[assignment]
 
 BATCH, EPOCHS, DEVICES, LOG_EVERY = 10, 2, 2, 10
 
@@ -107,7 +109,8 @@ class Clock(Callback):
 
 
 default_logger = "--default-logger" in sys.argv
-args = [a for a in sys.argv[1:] if a != "--default-logger"]
+both_loggers = "--both-loggers" in sys.argv
+args = [a for a in sys.argv[1:] if a not in ("--default-logger", "--both-loggers")]
 data, work = Path(args[0]), Path(args[1])
 out = Path(args[2]) if len(args) > 2 else Path(__file__).resolve().parent
 arrays = np.load(data)
@@ -115,7 +118,9 @@ train = TensorDataset(torch.tensor(arrays["x_train"]), torch.tensor(arrays["y_tr
 validation = TensorDataset(torch.tensor(arrays["x_validation"]), torch.tensor(arrays["y_validation"]))
 pl.seed_everything(0, workers=True)
 clock = Clock()
-logger = True if default_logger else CSVLogger(work, name="throughput")
+logger: Any = True if default_logger else CSVLogger(work, name="throughput")
+if both_loggers:
+    logger = [TensorBoardLogger(work, name="tb"), CSVLogger(work, name="csv")]
 trainer = pl.Trainer(
     accelerator="cpu", devices=DEVICES, strategy="ddp", max_epochs=EPOCHS, logger=logger, default_root_dir=work,
     callbacks=[ThroughputMonitor(batch_size_fn=lambda b: b[0].size(0)), clock], log_every_n_steps=LOG_EVERY,
@@ -170,6 +175,20 @@ if trainer.global_rank == 0:
     }  # fmt: skip
     (log_dir / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     out.mkdir(parents=True, exist_ok=True)
+    if both_loggers:
+        for each in trainer.loggers:
+            where = Path(str(each.log_dir))
+            sub = out / ("tensorboard" if isinstance(each, TensorBoardLogger) else "csv")
+            sub.mkdir(exist_ok=True)
+            for name in [p.name for p in where.glob("events.out.tfevents.*")] + [
+                "metrics.csv",
+                "hparams.yaml",
+            ]:
+                if (where / name).is_file():
+                    shutil.copyfile(where / name, sub / name)
+        shutil.copyfile(log_dir / "expected.json", out / "expected.json")
+        print(f"wrote {out}: tensorboard/ and csv/ (Lightning's, unchanged), expected.json")
+        sys.exit(0)
     logged = [p.name for p in log_dir.glob("events.out.tfevents.*")] if default_logger else ["metrics.csv"]
     for name in (*logged, "hparams.yaml", "expected.json"):
         shutil.copyfile(log_dir / name, out / name)
