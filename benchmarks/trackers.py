@@ -13,10 +13,12 @@ CPU time (user and system: a shared machine's other jobs stretch the wall clock,
 
 Prints per tracker and size the values read, both times, their ratio (ours / the tool's), the growth exponent
 log(t2 / t1) / log(n2 / n1) of ours from the smallest size to the largest (1 is linear), and the peak RSS of each
-process (VmHWM). W&B is not here: its offline files are one per run, read one at a time (memory bounded by one
-run's records), and writing a project of 1,000 offline runs with wandb takes an hour on this machine.
+process (VmHWM). W&B, which ships no reader of its offline files: a project of 1,000 offline runs at ``--scale 1``
+(trainings of 8 ranks, a run per rank in the training's group, 200 steps each), written by wandb in one process
+(0.3 s a run), its quarter, half and whole read one file at a time as the ingest does, against decoding every record
+with wandb's own ``Record`` class: the ratio, the growth and the peak memory (bounded: one run's records at a time).
 
-    python benchmarks/trackers.py [--scale 0.1] [--repeat 2]
+    python benchmarks/trackers.py [--scale 0.1] [--repeat 2] [--only tb|mlflow|mlflow-files|wandb ...]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -65,6 +68,34 @@ for step in range(1, steps + 1):
         batch = []
 client.log_batch(run, metrics=batch)
 client.set_terminated(run)
+"""
+_WRITE_WANDB = """
+import sys, wandb
+runs, ranks = int(sys.argv[1]), 8
+for i in range(runs):  # a project of trainings of 8 ranks, a W&B run per rank in the training's group
+    run = wandb.init(project="bench", group=f"training-{i // ranks}", name=f"rank{i % ranks}", mode="offline",
+                     config={"lr": 0.1, "batch_size": 64, "world_size": ranks}, reinit="create_new")
+    for step in range(1, 201):
+        run.log({"train/loss": 1.0 / step, "trainer/global_step": step})
+        if step % 100 == 0:
+            run.log({"val/accuracy": 1.0 - 1.0 / step, "trainer/global_step": step})
+    run.finish()
+"""
+_MEASURE_WANDB = """
+import json, resource, sys
+from pathlib import Path
+files = sorted(Path(sys.argv[1]).glob("*/run-*.wandb"))
+from honestscale.collector.importers import wandb as reader
+from honestscale.collector.importers.wandb._records import Framing, records
+import wandb.proto.wandb_internal_pb2  # imports untimed
+start = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+if sys.argv[2] == "ours":  # what honestscale ingest runs on each file, one file at a time
+    got = sum(len(reader.parse(f, "", None).events) for f in files)
+else:  # W&B ships no reader: every record decoded by its own Record class, over the file's framing
+    got = sum(sum(1 for _ in records(f.read_bytes(), Framing())) for f in files)
+cpu = sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) - start
+hwm = next(int(l.split()[1]) for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
+print(json.dumps({"cpu_s": cpu, "values": got, "rss_mib": hwm / 1024, "files": len(files)}))
 """
 _MEASURE = """
 import json, os, resource, sys, time
@@ -131,11 +162,44 @@ def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
     return min(rounds, key=lambda r: r["cpu_s"])
 
 
+def _wandb(runs: int, repeat: int) -> None:
+    """A project of ``runs`` offline runs written by wandb once; its first quarter, half and all of it (hard links to
+    the same files) read by honestscale's reader and decoded by wandb's Record class, each in a fresh process."""
+    written = WORK / "wandb-all"
+    shutil.rmtree(written, ignore_errors=True)
+    written.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", _WRITE_WANDB, str(runs)], cwd=written, capture_output=True,
+                          text=True, env={**os.environ, "WANDB_SILENT": "true", "WANDB_MODE": "offline"})  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"writing the W&B runs failed:\n{done.stderr[-3000:]}")
+    folders = sorted(p for p in (written / "wandb").glob("offline-run-*") if p.is_dir())
+    first: tuple[int, float] | None = None
+    for part in (len(folders) // 4, len(folders) // 2, len(folders)):
+        project = WORK / f"wandb-{part}" / "wandb"
+        for folder in folders[:part]:
+            (project / folder.name).mkdir(parents=True)
+            for f in folder.glob("run-*.wandb"):
+                os.link(f, project / folder.name / f.name)
+        rounds = {who: [json.loads(_run(_MEASURE_WANDB, str(project), who)) for _ in range(repeat)]
+                  for who in ("ours", "theirs")}  # fmt: skip
+        ours, theirs = (min(r, key=lambda x: x["cpu_s"]) for r in rounds.values())
+        size = sum(f.stat().st_size for f in project.glob("*/run-*.wandb"))
+        growth = "" if first is None else (
+            f", growth exponent {math.log(ours['cpu_s'] / first[1]) / math.log(size / first[0]):.2f}")  # fmt: skip
+        first = first or (size, ours["cpu_s"])
+        print(f"  W&B offline runs (Record class): {ours['files']} runs ({size / 2**20:.1f} MiB): ours "
+              f"{ours['cpu_s']:.2f} s ({ours['rss_mib']:.0f} MiB peak), records decoded {theirs['cpu_s']:.2f} s "
+              f"({theirs['rss_mib']:.0f} MiB peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=0.1, help="1: 10^6 metric values at the largest size")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--only", choices=("tb", "mlflow", "mlflow-files", "wandb"), action="append",
+                    help="time only these (repeatable); all by default")  # fmt: skip
     args = ap.parse_args()
+    only = set(args.only or ("tb", "mlflow", "mlflow-files", "wandb"))
     largest = max(int(FULL * args.scale / 2.01), 400)  # ~2 values per step at the largest size
     sizes = [largest // 4, largest // 2, largest]
     print(f"trackers: honestscale's reader against the tool's own, CPU seconds, best of {args.repeat}")
@@ -144,6 +208,8 @@ def main() -> None:
         ("mlflow", "MLflow SQLite store (MlflowClient)"),
         ("mlflow-files", "MLflow file store (MlflowClient)"),
     ):
+        if what not in only:
+            continue
         first: tuple[int, float] | None = None
         for steps in sizes:
             path = _write(what, steps)
@@ -158,6 +224,8 @@ def main() -> None:
             print(f"  {name}: {int(theirs['values']):,} values ({size / 2**20:.1f} MiB): ours {ours['cpu_s']:.2f} s "
                   f"({ours['rss_mib']:.0f} MiB peak), theirs {theirs['cpu_s']:.2f} s ({theirs['rss_mib']:.0f} MiB "
                   f"peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
+    if "wandb" in only:
+        _wandb(max(int(1000 * args.scale), 32), args.repeat)
     shutil.rmtree(WORK, ignore_errors=True)
 
 

@@ -24,6 +24,7 @@ ranks of one training: one honestscale run whose world size is the group's size 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -40,6 +41,7 @@ from honestscale.collector.importers.wandb._records import HEADER, Framing, reco
 FORMAT = "wandb-offline"
 LABEL = "W&B offline run (run-*.wandb)"
 _STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step")
+_HEAD = 1 << 16  # bytes of a run file that hold its run record (W&B writes it first)
 _RANK = re.compile(r"(?:^|[-_ ])(?:rank|worker|proc)[-_]?(\d+)$", re.IGNORECASE)
 _GPU = re.compile(r"^gpu\.(\d+)\.(gpu|memoryAllocatedBytes|powerWatts)$")
 _GPU_FIELD = {"gpu": "accel_util", "memoryAllocatedBytes": "accel_mem_bytes", "powerWatts": "power_w"}
@@ -142,18 +144,33 @@ def _group(path: Path, run: _Run) -> tuple[int, int | None, str, str | None]:
     mine = _RANK.search(run.name)
     if not run.group or mine is None:
         return 0, None, f"{run.project}/{run.run_id}", None
-    ranks: dict[int, str] = {}
-    for other in sorted(path.parent.parent.glob("*/run-*.wandb")):
-        try:
-            head = _read(other.read_bytes()[: 1 << 16], Framing(), head_only=True)
-        except Exception:  # a file of another kind, or cut: not a member the group can count on
-            continue
-        if head.group == run.group and head.project == run.project and (m := _RANK.search(head.name)):
-            ranks[int(m.group(1))] = head.run_id
+    folder = path.parent.parent
+    ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
+    if ranks.get(int(mine.group(1))) != run.run_id:  # listed before this run's head was written: list again
+        _members.cache_clear()
+        ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
     identity = f"{run.project}/{run.group}/" + ",".join(f"{r}:{ranks[r]}" for r in sorted(ranks))
     world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
     how = f"W&B group {run.group!r}: runs rank0 to rank{world - 1} beside each other" if world else None
     return int(mine.group(1)), world, identity, how
+
+
+@functools.lru_cache(maxsize=4)
+def _members(folder: Path, stamp: int) -> dict[tuple[str, str], dict[int, str]]:
+    """Every group's runs named rank<N> in the run folders of ``folder`` (``wandb/``), by project and group: each
+    file's head read once per listing (``stamp``: the folder's modification time, which a new run folder changes),
+    not once per run of a project of a thousand."""
+    del stamp
+    found: dict[tuple[str, str], dict[int, str]] = {}
+    for other in sorted(folder.glob("*/run-*.wandb")):
+        try:
+            with other.open("rb") as fh:
+                head = _read(fh.read(_HEAD), Framing(), head_only=True)
+        except Exception:  # a file of another kind, or cut: not a member the group can count on
+            continue
+        if head.group and (m := _RANK.search(head.name)):
+            found.setdefault((head.project, head.group), {})[int(m.group(1))] = head.run_id
+    return found
 
 
 def _system(rank: RankEvents, run: _Run) -> tuple[int, list[str]]:
