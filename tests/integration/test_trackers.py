@@ -172,6 +172,13 @@ def test_an_mlflow_store_against_mlflows_own_client(tmp_path: Path) -> None:
     out = ingest(store, db)
     assert running.info.run_id in out and "hold no training metric and no evaluation" in out
     assert _digest(db, db.with_name("mlflow.db-journal")) == before
+    _as_mlflows_client(store, finished, loss, evals)
+
+
+def _as_mlflows_client(store: Path, finished: Any, loss: list[Any], evals: list[Any]) -> None:
+    """The Trainer's finished MLflow run as landed equals what MlflowClient reads: its logging points as step events,
+    its clock, its final evaluation, its end and its parameters (MLflow's str(value), read back); one rank's log of a
+    run of unknown size cannot be verified (HS215)."""
     (run,) = runs(store)
     assert run["run_id"] == f"mlflow:{finished.info.run_id}" and run["campaign"] == "hf-gpt2"
     assert run["status"] == "success" and run["world_size"] is None
@@ -187,7 +194,7 @@ def test_an_mlflow_store_against_mlflows_own_client(tmp_path: Path) -> None:
     (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
     landed = json.loads(hp[0])
     assert landed.keys() == finished.data.params.keys()
-    assert {k: str(v) for k, v in landed.items()} == finished.data.params  # MLflow's str(value), read back
+    assert {k: str(v) for k, v in landed.items()} == finished.data.params
     (hs215,) = lint(store, "HS215")
     assert hs215["outcome"] == "cannot_verify"
 
@@ -229,22 +236,7 @@ def test_an_mlflow_file_store_against_mlflows_own_client(
     assert running.info.run_id in out and "hold no training metric and no evaluation" in out
     assert "not landed" not in out and "MLflow run files" in out
     assert _tree(mlruns) == before and sorted(p for p in mlruns.rglob("*") if p.is_dir()) == folders_before
-    (run,) = runs(store)
-    assert run["run_id"] == f"mlflow:{finished.info.run_id}" and run["campaign"] == "hf-gpt2"
-    assert run["status"] == "success" and run["world_size"] is None
-    steps = _steps(store)
-    assert [s[0] for s in steps] == sorted({m.step for m in loss})[1:]
-    assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
-    assert sum(s[3] for s in steps) == pytest.approx(
-        (loss[-1].timestamp - loss[0].timestamp) / 1000, abs=1e-6
-    )
-    assert run["final_quality"] == {"loss": evals[-1].value}
-    (stopped,) = query(store, "SELECT time FROM events WHERE kind = 'run_stop'")
-    assert stopped[0] == finished.info.end_time / 1000
-    (hp,) = query(store, "SELECT attrs -> 'hyperparameters' FROM runs")
-    assert {k: str(v) for k, v in json.loads(hp[0]).items()} == finished.data.params
-    (hs215,) = lint(store, "HS215")
-    assert hs215["outcome"] == "cannot_verify"
+    _as_mlflows_client(store, finished, loss, evals)
     # read again: unchanged; a run's meta.yaml rewritten (MLflow rewrites it as the run ends) is read again whole,
     # the run's events replaced (never doubled), never refused as a log rewritten under the store
     assert "(2 unchanged)" in ingest(store, mlruns)
