@@ -9,7 +9,9 @@ significant digits is a fingerprint no other training repeats; epochs are not co
 an evaluation after epoch 1 as 1.0, the callback as epoch 0), nor times (a log's clock is its file's modification
 time, which a copy or a clone resets). The log's run is then superseded by the recorded one (``superseded_runs``:
 kept and listed with the reason, in no statistic, verdict or report): the recorded run has the steps, ranks and
-clock the log lacks. Of two logs, the one ``PREFERRED`` names first is counted (a wall time on every value). Runs of other sources (W&B, MLPerf logs) are never matched, nor two logs of one tool (repetitions with one seed may log the same values).
+clock the log lacks. Of two logs, the one ``PREFERRED`` names first is counted (a wall time on every value).
+Runs of other sources (W&B, MLPerf logs) are never matched, nor two logs of one tool (repetitions with one seed may
+log the same values).
 """
 
 from __future__ import annotations
@@ -18,14 +20,6 @@ from collections.abc import Iterable
 
 import duckdb
 
-# tools whose trainings the callbacks record, or another tool logs too
-LOGGED_BY_CALLBACKS = (
-    "lightning-metrics",
-    "hf-trainer-state",
-    "tensorboard",
-    "mlflow-sqlite",
-    "mlflow-files",
-)
 # of two records of one training, the one counted: the callback's events (steps, ranks, clock), then the logs with a
 # wall time on every value (TensorBoard, MLflow), then those without (Lightning's CSV, the Trainer's state)
 PREFERRED = (

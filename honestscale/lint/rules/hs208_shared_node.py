@@ -47,7 +47,8 @@ class SharedNode(Rule):
     contract 5). A run fails when its allocation shared the node, another process used its accelerator, the host
     was busy as it started (load above 1.5 x its CPUs, or its own ranks if more), or its steps waited for a CPU
     half their time or more while its own ranks and threads did not fill the host's CPUs (a load that came
-    after the start); it cannot be verified when the run recorded none of this. Data on a shared filesystem (NFS, Lustre, GPFS, ...) is listed in the evidence.
+    after the start); it cannot be verified when the run recorded none of this. Data on a shared filesystem (NFS,
+    Lustre, GPFS, ...) is listed in the evidence.
     Why it misleads: other users' jobs, I/O and GPU work slow some runs and not others; the difference is then
     read as a property of the framework or of the scale (the seeds ask for "close to ideal situations, not
     influenced by other users' I/O activity or GPU utilization"; Hoefler & Belli, SC15, rule 9 on the setup).

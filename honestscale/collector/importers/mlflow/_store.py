@@ -142,13 +142,9 @@ def file_store_run(meta: Path) -> Run:
         root = Path(tmp) / "mlruns"
         copy = root / experiment.name / folder.name
         shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("artifacts"))
-        for part in (
-            "artifacts",
-            "metrics",
-            "params",
-            "tags",
-        ):  # MLflow's client takes a run folder only with
-            (copy / part).mkdir(exist_ok=True)  # them (a copy without empty folders, such as git's, has none)
+        # MLflow's client takes a run folder only with these (a copy without empty folders, such as git's, has none)
+        for part in ("artifacts", "metrics", "params", "tags"):
+            (copy / part).mkdir(exist_ok=True)
         if (described := experiment / "meta.yaml").is_file():
             shutil.copyfile(described, root / experiment.name / "meta.yaml")
         _quiet()

@@ -146,7 +146,7 @@ def _group(path: Path, run: _Run) -> tuple[int, int | None, str, str | None]:
         return 0, None, f"{run.project}/{run.run_id}", None
     folder = path.parent.parent
     ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
-    if ranks.get(int(mine.group(1))) != run.run_id:  # listed before this run's head was written: list again
+    if int(mine.group(1)) not in ranks:  # listed before this run's head was written: list again
         _members.cache_clear()
         ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
     identity = f"{run.project}/{run.group}/" + ",".join(f"{r}:{ranks[r]}" for r in sorted(ranks))
