@@ -186,10 +186,16 @@ def runner_option(args: Sequence[str], name: str) -> str | None:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on loopback now (each socket is held until all are chosen, so none repeats)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _pump(stream: TextIO, prefix: str, sink: TextIO) -> None:
@@ -266,7 +272,7 @@ def _jobs(framework: str, workers: int, python: str, rank_cmd: list[str]) -> lis
             raise LaunchError(f"{horovodrun} not found: {NEEDS[framework][1]}")
         cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]
         return [(cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, "")]
-    port = free_port()
+    port, *worker_ports = free_ports(workers + 1)  # TensorFlow's gRPC servers take one each: never port+1..
     jobs = []
     for rank in range(workers):
         env = base | {
@@ -276,6 +282,7 @@ def _jobs(framework: str, workers: int, python: str, rank_cmd: list[str]) -> lis
             "LOCAL_WORLD_SIZE": str(workers),
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
+            "HONESTSCALE_WORKER_PORTS": ",".join(map(str, worker_ports)),
             "HONESTSCALE_LAUNCHER": "local",
         }
         jobs.append((rank_cmd, env, f"[rank {rank}] "))

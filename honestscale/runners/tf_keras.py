@@ -1,7 +1,8 @@
 """TensorFlow/Keras runner: MultiWorkerMirroredStrategy and Keras ``fit``, writing honestscale events.
 
 One process per worker, like the PyTorch runner: ``honestscale run --framework tensorflow`` builds a
-``TF_CONFIG`` from the launcher's RANK/WORLD_SIZE/MASTER_PORT; under ``srun`` the workers are taken
+``TF_CONFIG`` from the launcher's RANK/WORLD_SIZE and the gRPC ports it found free (HONESTSCALE_WORKER_PORTS;
+else MASTER_PORT+1, +2, ..); under ``srun`` the workers are taken
 from Slurm (``SlurmClusterResolver``). Keras 2 (``tf-keras``, selected with TF_USE_LEGACY_KERAS=1)
 is used because Keras 3's ``fit`` does not run under MultiWorkerMirroredStrategy.
 
@@ -71,7 +72,13 @@ def _tf_config(world: _world.World) -> None:
         return
     if world.launcher == "slurm":
         return  # SlurmClusterResolver reads the job's nodes and tasks
-    hosts = [f"{world.master_addr}:{world.master_port + 1 + i}" for i in range(world.world_size)]
+    chosen = [int(p) for p in os.environ.get("HONESTSCALE_WORKER_PORTS", "").split(",") if p.strip()]
+    ports = (
+        chosen
+        if len(chosen) == world.world_size
+        else [world.master_port + 1 + i for i in range(world.world_size)]
+    )
+    hosts = [f"{world.master_addr}:{port}" for port in ports]
     os.environ["TF_CONFIG"] = json.dumps(
         {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": world.rank}}
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 
 import pytest
@@ -106,3 +108,30 @@ def test_precedence_is_the_docstring_order() -> None:
             del env[name]
     assert seen == [(launcher, rank) for rank, (launcher, _) in enumerate(rows)]
     assert discover(env).launcher == "local"
+
+
+def test_the_local_launcher_reserves_tensorflows_grpc_ports_and_the_runner_uses_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TensorFlow's workers each start a gRPC server; MASTER_PORT+1.. was taken on a busy CI host (a CI run failed
+    with 'Could not start gRPC server'), so the launcher hands every rank ports it found free."""
+    from honestscale.campaign.launch import _jobs
+    from honestscale.runners.tf_keras import _tf_config
+
+    jobs = _jobs("tensorflow", 3, "python3", ["python3", "-m", "honestscale.runners.tf_keras"])
+    envs = [env for _, env, _ in jobs]
+    ports = [int(p) for p in envs[0]["HONESTSCALE_WORKER_PORTS"].split(",")]
+    assert len({*ports, int(envs[0]["MASTER_PORT"])}) == 4
+    assert all(env["HONESTSCALE_WORKER_PORTS"] == envs[0]["HONESTSCALE_WORKER_PORTS"] for env in envs)
+    for port in ports:  # free when chosen
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    for rank, env in enumerate(envs):
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+        for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                    "HONESTSCALE_WORKER_PORTS", "HONESTSCALE_LAUNCHER"):  # fmt: skip
+            monkeypatch.setenv(key, env[key])
+        _tf_config(discover(dict(env)))
+        config = json.loads(os.environ["TF_CONFIG"])
+        assert config == {"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                          "task": {"type": "worker", "index": rank}}  # fmt: skip
