@@ -413,7 +413,8 @@ _STEP: tuple[Field, ...] = (
         "number",
         "Time during the step in which some task on the host (this run's own threads or anyone else's) was runnable "
         "and waited for a CPU, seconds: the difference of Linux's pressure stall information (/proc/pressure/cpu, "
-        "'some') over the step's span on the host. A slowdown that comes with it is the host's load, not a warm-up. "
+        "'some') over the step's span on the host (a step starting within 0.25 ms of the previous step's end starts "
+        "from that reading). A slowdown that comes with it is the host's load, not a warm-up. "
         "Absent where the kernel does not count it. Since contract 5.",
         minimum=0,
     ),

@@ -51,7 +51,7 @@ class Step:
 
     def open(self, begin: Any = None) -> Step:
         """Start the step now, or at ``begin`` (a mark of the recorder's clock taken earlier)."""
-        self._pressure = (pressure.now(), None)  # read before the mark: its cost falls between steps
+        self._pressure = (pressure.at_start(), None)  # read before the mark: its cost falls between steps
         self.begin = self._clock.now() if begin is None else begin
         return self
 

@@ -30,7 +30,7 @@ class StepTimer:
         self._pending: list[dict[str, Any]] = []
 
     def begin(self) -> None:
-        waited = pressure.now()  # read before the mark: its cost falls between steps, not in one
+        waited = pressure.at_start()  # read before the mark: its cost falls between steps, not in one
         self._current = {"begin": self.clock.now(), "pressure": waited}
 
     def mark(self, phase: str) -> None:

@@ -348,7 +348,7 @@ def _events(
             self.epoch_step0 = self.step
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            self.waited = pressure.now()
+            self.waited = pressure.at_start()
             self.t0 = time.perf_counter()
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
