@@ -187,11 +187,15 @@ def runner_option(args: Sequence[str], name: str) -> str | None:
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on loopback now (each socket is held until all are chosen, so none repeats)."""
+    """``n`` distinct ports free on every address now (each socket is held until all are chosen, so none repeats).
+
+    Free on the wildcard address, not only on loopback: TensorFlow's gRPC servers bind 0.0.0.0, which fails where
+    another process holds the port on any address (a CI run handed the same port, free on 127.0.0.1 and held on
+    another address, to two runs in a row, and both failed with "Could not start gRPC server")."""
     socks = [socket.socket() for _ in range(n)]
     try:
         for s in socks:
-            s.bind(("127.0.0.1", 0))
+            s.bind(("", 0))
         return [int(s.getsockname()[1]) for s in socks]
     finally:
         for s in socks:

@@ -123,9 +123,9 @@ def test_the_local_launcher_reserves_tensorflows_grpc_ports_and_the_runner_uses_
     ports = [int(p) for p in envs[0]["HONESTSCALE_WORKER_PORTS"].split(",")]
     assert len({*ports, int(envs[0]["MASTER_PORT"])}) == 4
     assert all(env["HONESTSCALE_WORKER_PORTS"] == envs[0]["HONESTSCALE_WORKER_PORTS"] for env in envs)
-    for port in ports:  # free when chosen
+    for port in ports:  # free when chosen, on every address (gRPC binds 0.0.0.0)
         with socket.socket() as s:
-            s.bind(("127.0.0.1", port))
+            s.bind(("", port))
     for rank, env in enumerate(envs):
         monkeypatch.delenv("TF_CONFIG", raising=False)
         for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
