@@ -189,12 +189,9 @@ class Stage:
     def validate(self, batches: pa.Table | None) -> dict[int, list[Rejected]]:
         """Check every line; return the rejected ones per file, with the contract's reason."""
         con = self.con
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _acc (file_id INTEGER, pos BIGINT, line BIGINT, run_id VARCHAR, rank INTEGER, "
-            "seq BIGINT, time DOUBLE, kind VARCHAR, payload JSON, digest UBIGINT)"
-        )
         # files with nothing to read (a new empty file, one grown by blank lines): nothing to check
         if batches is None:
+            self._accepted()
             return {}
         # a view dropped inside a transaction that was then rolled back (a shared store's commit conflict) is back
         con.execute("DROP VIEW IF EXISTS temp.main._stage")
@@ -219,7 +216,8 @@ class Stage:
             [[g[0] for g in good], [g[1] for g in good], [g[2] for g in good]],
         )
         for kind in self.kinds:
-            self._validate_kind(kind, any(g[2] for g in good if g[0] == kind))
+            self._validate_kind(kind)
+        self._accepted()
         rejected: dict[int, list[Rejected]] = {}
         lines, valid = con.execute(
             "SELECT (SELECT count(*) FROM _stage WHERE length(raw) > 0), (SELECT count(*) FROM _acc)"
@@ -242,26 +240,34 @@ class Stage:
             rejected.setdefault(int(file_id), []).append(Rejected(int(line), raw, reason))
         return rejected
 
-    def _validate_kind(self, kind: str, some_keep: bool) -> None:
-        """Fill ``_ok_<kind>`` with the typed rows of the valid events of ``kind``, and ``_acc`` with their keys."""
+    def _validate_kind(self, kind: str) -> None:
+        """Fill ``_ok_<kind>`` with the typed rows of the valid events of ``kind`` (with the whole line where the
+        typed row does not hold everything: a field it lacks, or a marker event)."""
         con = self.con
         structure, predicate = _KIND_SQL[kind]
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _ok_{kind} AS SELECT s.file_id, s.pos, s.line, "
-            f"json_transform(s.raw, {structure}) AS j, g.keep, s.digest FROM _stage s JOIN _good g USING (kind, shape) "
-            f"WHERE s.kind = '{kind}'"
+            f"json_transform(s.raw, {structure}) AS j, CASE WHEN g.keep THEN s.raw::JSON END AS payload, s.digest "
+            f"FROM _stage s JOIN _good g USING (kind, shape) WHERE s.kind = '{kind}'"
         )
         # the values' own bounds (enums, minima, finite numbers), as a second statement: in the first, the
         # transform would be inlined into each term of the predicate and run once per term
         con.execute(f"DELETE FROM _ok_{kind} WHERE ({predicate}) IS NOT TRUE")
-        # Events whose typed row holds everything keep no payload; the others keep the whole line.
-        envelope = f"k.file_id, k.pos, k.line, k.j.run_id, k.j.rank, k.j.seq, k.j.time, '{kind}'"
-        con.execute(f"INSERT INTO _acc SELECT {envelope}, NULL, k.digest FROM _ok_{kind} k WHERE NOT k.keep")
-        if some_keep:
-            con.execute(
-                f"INSERT INTO _acc SELECT {envelope}, s.raw, k.digest FROM _ok_{kind} k "
-                "JOIN _stage s USING (file_id, pos) WHERE k.keep"
-            )
+
+    def _accepted(self) -> None:
+        """``_acc``: every valid event's envelope (its keys, time, kind, kept line and digest), a view over the
+        kinds' typed rows: read a few times as the batch lands, never copied."""
+        parts = [
+            f"SELECT file_id, pos, line, j.run_id AS run_id, j.rank::INTEGER AS rank, j.seq::BIGINT AS seq, "
+            f"j.time AS time, '{kind}' AS kind, payload, digest FROM _ok_{kind}"
+            for kind in self.kinds
+        ]
+        empty = (
+            "SELECT NULL::INTEGER AS file_id, NULL::BIGINT AS pos, NULL::BIGINT AS line, NULL::VARCHAR AS run_id, "
+            "NULL::INTEGER AS rank, NULL::BIGINT AS seq, NULL::DOUBLE AS time, NULL::VARCHAR AS kind, "
+            "NULL::JSON AS payload, NULL::UBIGINT AS digest WHERE false"
+        )
+        self.con.execute("CREATE OR REPLACE TEMP VIEW _acc AS " + (" UNION ALL ".join(parts) or empty))
 
     def land(self, recheck: Callable[[list[tuple[Any, ...]]], bool]) -> dict[int, Landed]:
         """Insert the batch's new events (inside the batch's transaction); return what landed per file.
@@ -409,9 +415,10 @@ class Stage:
 
     def close(self) -> None:
         self._unregister()
+        self.con.execute("DROP VIEW IF EXISTS _acc")
         for kind in ev.KINDS:
             self.con.execute(f"DROP TABLE IF EXISTS _ok_{kind}")
         self.con.execute(
-            "DROP TABLE IF EXISTS _acc; DROP TABLE IF EXISTS _good; DROP TABLE IF EXISTS _new; "
+            "DROP TABLE IF EXISTS _good; DROP TABLE IF EXISTS _new; "
             "DROP TABLE IF EXISTS _clash; DROP TABLE IF EXISTS _held"
         )
