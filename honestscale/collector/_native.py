@@ -220,12 +220,12 @@ class Stage:
         self._accepted()
         rejected: dict[int, list[Rejected]] = {}
         lines, valid = con.execute(
-            "SELECT (SELECT count(*) FROM _stage WHERE length(raw) > 0), (SELECT count(*) FROM _acc)"
+            "SELECT (SELECT count(*) FROM _stage WHERE strlen(raw) > 0), (SELECT count(*) FROM _acc)"
         ).fetchall()[0]
         if lines == valid:
             return rejected
         for file_id, line, raw in con.execute(
-            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) WHERE length(raw) > 0 "
+            "SELECT file_id, line, raw FROM _stage ANTI JOIN _acc USING (file_id, pos) WHERE strlen(raw) > 0 "
             "ORDER BY file_id, pos"
         ).fetchall():
             if not raw.strip():
