@@ -26,7 +26,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks._alternate import alternate  # noqa: E402
+from benchmarks._alternate import alternate, overhead_figures, paired  # noqa: E402
+from benchmarks._results import Session  # noqa: E402
 
 Block = Callable[[bool], float]
 
@@ -220,7 +221,9 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=8, help="blocks of each kind (they alternate)")
     ap.add_argument("--steps", type=int, default=60, help="steps timed per block")
     ap.add_argument("--skip", type=int, default=5, help="steps before the timed ones, per block")
+    ap.add_argument("--record", action="store_true", help="append the figures to benchmarks/results.jsonl")
     args = ap.parse_args()
+    session = Session("callback_overhead")
     with tempfile.TemporaryDirectory() as out:
         block = {"lightning": lightning, "hf": hf, "keras": keras, "plain": plain}[args.framework](args, out)
         t0 = time.perf_counter()
@@ -247,6 +250,9 @@ def main() -> None:
     print(
         f"start(), once a run  : {started * 1e3:.1f} ms (run_start: environment, git commit, sampler thread)"
     )
+    got = paired(plain_s, instrumented)
+    print(got.line())
+    session.finish(overhead_figures("callback_overhead", args.framework, got, 1.01, q * 1e3), args.record)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ fresh process and into a fresh store:
   * the reference: ``CREATE TABLE t AS SELECT * FROM read_json([...64 files...])`` in DuckDB.
 
 Prints both times, their ratio (goal: at most 2.0) and the peak RSS of the ingest process
-(goal: under 1 GiB).
+(goal: under 1 GiB), beside the last figures recorded; ``--record`` appends them to benchmarks/results.jsonl.
 
-    python benchmarks/ingest.py [--events 1000000] [--files 64] [--repeat 3]
+    python benchmarks/ingest.py [--events 1000000] [--files 64] [--repeat 3] [--record]
 """
 
 from __future__ import annotations
@@ -28,12 +28,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks._results import Figure, Session  # noqa: E402
+
 WORK = HERE / "_work" / "ingest"
 
 
 def write_events(folder: Path, total: int, files: int) -> int:
     """Write ``total`` events over ``files`` rank files with the real EventWriter; return the count."""
-    sys.path.insert(0, str(HERE.parent))
     from honestscale.events import EventWriter
 
     ranks_per_run = 4
@@ -91,7 +94,9 @@ def main() -> None:
     ap.add_argument(
         "--repeat", type=int, default=3, help="measure each side this many times; medians are printed"
     )
+    ap.add_argument("--record", action="store_true", help="append the figures to benchmarks/results.jsonl")
     args = ap.parse_args()
+    session = Session("ingest")
     folder = WORK / "events"
     if WORK.exists():
         shutil.rmtree(WORK)
@@ -134,6 +139,32 @@ def main() -> None:
     print(f"ratio ingest/read_json: {m_ours / m_ref:.2f}  (goal <= 2.0)")
     print(
         f"peak RSS of ingest: {max(rss) / 2**20:.0f} MiB  (goal < 1024 MiB); benchmark driver {self_rss / 1024:.0f} MiB"
+    )
+    ratios = [a / b for a, b in zip(ours, ref, strict=True)]
+    what = f"{n:,} events in {len(files)} files"
+    session.finish(
+        [
+            Figure(
+                "ingest",
+                f"ingest / DuckDB read_json, {what} (median of {args.repeat})",
+                m_ours / m_ref,
+                "x",
+                (max(ratios) - min(ratios)) / 2,
+                "lower",
+                "<= 2.0 (toward 1.5)",
+                f"{m_ours:.2f} s against {m_ref:.2f} s",
+            ),
+            Figure(
+                "ingest",
+                f"peak RSS of ingest, {what}",
+                max(rss) / 2**20,
+                "MiB",
+                (max(rss) - min(rss)) / 2 / 2**20,
+                "lower",
+                "< 1024 MiB",
+            ),
+        ],
+        args.record,
     )
     shutil.rmtree(WORK)
 

@@ -55,6 +55,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURES = ROOT / "tests" / "data" / "imported"
 WORK = HERE / "_work" / "readers"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._results import Figure, Session  # noqa: E402
+
 FLAG = 1.3  # a growth exponent over this, from the smallest size to the largest, is superlinear
 ONCE = 5.0  # seconds: a measurement that long is not repeated (the machine's noise is small beside it)
 AT_LEAST = 0.3  # seconds: a short measurement is repeated until it has run this long (50 times at most)
@@ -712,11 +716,15 @@ def run_case(case: Case, scale: float, repeat: int, limit: float) -> tuple[str, 
             a.best["reference"].seconds or 1.0, b.best["reference"].seconds or 1.0, a.nbytes, b.nbytes
         )
         label = f"; exponent from the smallest size to the largest: {e:.2f} (the reference's {r:.2f})"
+        MEASURED[case.name] = (e, (b.best["parse"].seconds or 1.0) / (b.best["reference"].seconds or 1.0), r)
         if e > FLAG:
             verdict = "SUPERLINEAR"
     title = f"{case.name}: {case.format}, from {case.fixture}; reference: {_REFERENCE[case.reference]}{label}"
     return verdict, [title + (f"  {verdict}" if verdict else ""), *rows]
 
+
+# per reader measured at every size: its exponent, its ratio at the largest size, its reference's exponent
+MEASURED: dict[str, tuple[float, float, float]] = {}
 
 _REFERENCE = {"json": "json.loads of the document", "jsonl": "json.loads of every line", "lines": "its lines"}
 
@@ -749,6 +757,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="seconds a measurement may take (a parse past it is flagged; larger sizes skipped)",
     )
     ap.add_argument("--check", action="store_true", help="exit 1 when a reader is flagged superlinear")
+    ap.add_argument("--record", action="store_true", help="append the figures to benchmarks/results.jsonl")
     ap.add_argument("--worker", choices=("parse", "reference"), help=argparse.SUPPRESS)
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(None if argv is None else list(argv))  # fmt: skip
@@ -756,6 +765,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.worker:
         worker(args.worker, cases[0], args.file, args.repeat)
         return 0
+    session = Session("readers")
     print(
         f"{'records':>30} {'text':>11}   {'parse':>9} {'reference':>9} {'ratio':>7} "
         f"{'exponent':>12}  {'peak RSS parse / ref':>20}  (exponent: from the size before; the reference's in ())"
@@ -773,7 +783,29 @@ def main(argv: Iterable[str] | None = None) -> int:
     print(f"\n{len(cases)} readers in {time.perf_counter() - t0:.0f} s (--scale {args.scale}, best of "
           f"{args.repeat}); superlinear (exponent over {FLAG}): {', '.join(verdicts['SUPERLINEAR']) or 'none'}"
           + (f"; failed: {', '.join(verdicts['FAILED'])}" if verdicts["FAILED"] else ""))  # fmt: skip
+    if MEASURED:
+        session.finish(_figures(len(cases), args.scale, verdicts), args.record)
     return 1 if args.check and any(verdicts.values()) else 0
+
+
+def _figures(readers: int, scale: float, verdicts: dict[str, list[str]]) -> list[Figure]:
+    """The worst reader's growth exponent and ratio to reading its file, the next two named beside them."""
+    by_exp = sorted(MEASURED.items(), key=lambda kv: -kv[1][0])
+    by_ratio = sorted(MEASURED.items(), key=lambda kv: -kv[1][1])
+    unmeasured = sorted(set(verdicts["SUPERLINEAR"] + verdicts["FAILED"]) - set(MEASURED))
+    missing = f"; not measured at every size: {', '.join(unmeasured)}" if unmeasured else ""
+    what = f"{len(MEASURED)} of {readers} readers at --scale {scale:g}"
+    none = "; best of rounds: no spread kept"
+    worst_exp = (
+        ", ".join(f"{n} {v[0]:.2f} (its reference {v[2]:.2f})" for n, v in by_exp[:3]) + missing + none
+    )
+    worst_ratio = ", ".join(f"{n} {v[1]:.2f}" for n, v in by_ratio[:3]) + none
+    return [
+        Figure("readers", f"largest growth exponent n to 4n, {what}", by_exp[0][1][0], "", 0.0, "lower",
+               f"<= {FLAG}", worst_exp),
+        Figure("readers", f"largest ratio parse / reading the file at 4n, {what}", by_ratio[0][1][1], "x",
+               0.0, "lower", "", worst_ratio),
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import torch  # noqa: E402
 
-from benchmarks._alternate import alternate  # noqa: E402
+from benchmarks._alternate import alternate, overhead_figures, paired  # noqa: E402
+from benchmarks._results import Session  # noqa: E402
 from honestscale.events import EventWriter  # noqa: E402
 from honestscale.runners import _gpt, _text  # noqa: E402
 from honestscale.runners._loop import Budget, Done, Loop  # noqa: E402
@@ -38,7 +39,9 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--blocks", type=int, default=10, help="blocks of each kind (they alternate)")
     ap.add_argument("--steps", type=int, default=40, help="steps per block")
+    ap.add_argument("--record", action="store_true", help="append the figures to benchmarks/results.jsonl")
     args = ap.parse_args()
+    session = Session("transformer_overhead")
     torch.manual_seed(0)
     corpus = _text.stdlib(500_000)
     x_all, y_all = _text.sequences(corpus.train, args.seq_len)
@@ -106,6 +109,9 @@ def main() -> None:
           f"{min(instrumented) * 1e3:.1f}-{max(instrumented) * 1e3:.1f})")  # fmt: skip
     print(f"ratio instrumented/bare: {q / p:.4f}  (goal <= 1.01; block pairs {min(spread):.3f}-{max(spread):.3f}: "
           "a ratio below 1 is the machine's noise, not a speedup)")  # fmt: skip
+    got = paired(plain, instrumented)
+    print(got.line())
+    session.finish(overhead_figures("transformer_overhead", args.model_size, got, 1.01, q * 1e3), args.record)
 
 
 if __name__ == "__main__":
