@@ -716,11 +716,16 @@ def run_case(case: Case, scale: float, repeat: int, limit: float) -> tuple[str, 
             a.best["reference"].seconds or 1.0, b.best["reference"].seconds or 1.0, a.nbytes, b.nbytes
         )
         label = f"; exponent from the smallest size to the largest: {e:.2f} (the reference's {r:.2f})"
-        MEASURED[case.name] = (e, (b.best["parse"].seconds or 1.0) / (b.best["reference"].seconds or 1.0), r)
+        _measured(case.name, e, b, r)
         if e > FLAG:
             verdict = "SUPERLINEAR"
     title = f"{case.name}: {case.format}, from {case.fixture}; reference: {_REFERENCE[case.reference]}{label}"
     return verdict, [title + (f"  {verdict}" if verdict else ""), *rows]
+
+
+def _measured(name: str, exponent: float, largest: Size, reference_exponent: float) -> None:
+    parse, reference = largest.best["parse"].seconds or 1.0, largest.best["reference"].seconds or 1.0
+    MEASURED[name] = (exponent, parse / reference, reference_exponent)
 
 
 # per reader measured at every size: its exponent, its ratio at the largest size, its reference's exponent
