@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -186,16 +187,46 @@ def runner_option(args: Sequence[str], name: str) -> str | None:
     return found
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on every address now (each socket is held until all are chosen, so none repeats).
+EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 
-    Free on the wildcard address, not only on loopback: TensorFlow's gRPC servers bind 0.0.0.0, which fails where
-    another process holds the port on any address (a CI run handed the same port, free on 127.0.0.1 and held on
-    another address, to two runs in a row, and both failed with "Could not start gRPC server")."""
-    socks = [socket.socket() for _ in range(n)]
+
+def _listening_range() -> range:
+    """Ports outside the kernel's ephemeral range (below it, or above it where it starts low), where no outgoing
+    connection takes a port: 10000 up to its start, as torchrun's 29500 and Slurm's ports are."""
     try:
-        for s in socks:
-            s.bind(("", 0))
+        low, high = (int(x) for x in Path(EPHEMERAL).read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    return range(10000, low) if low > 11000 else range(high + 1, 65536)
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on every address now, outside the ephemeral range (each socket is held until all
+    are chosen, so none repeats).
+
+    Free on the wildcard address: TensorFlow's gRPC servers bind 0.0.0.0, which fails where another process holds
+    the port on any address. Outside the ephemeral range: a port the kernel gave as free (``bind(port 0)``) is one it
+    also gives to outgoing connections, and a rank that connects to a peer not yet listening on such a port can take
+    it itself (TCP connects a socket to itself when its source port is the destination). CI runs failed so three
+    times, each time twice on one port: "Could not start gRPC server"."""
+    rng = random.SystemRandom()
+    ports = _listening_range()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(50 * n):
+            if len(socks) == n:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("", rng.choice(ports)))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        if len(socks) < n:
+            raise LaunchError(
+                f"no {n} free ports found in {ports.start}-{ports.stop - 1}: close what holds them"
+            )
         return [int(s.getsockname()[1]) for s in socks]
     finally:
         for s in socks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +124,10 @@ def test_the_local_launcher_reserves_tensorflows_grpc_ports_and_the_runner_uses_
     ports = [int(p) for p in envs[0]["HONESTSCALE_WORKER_PORTS"].split(",")]
     assert len({*ports, int(envs[0]["MASTER_PORT"])}) == 4
     assert all(env["HONESTSCALE_WORKER_PORTS"] == envs[0]["HONESTSCALE_WORKER_PORTS"] for env in envs)
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert all(10000 <= p < low for p in ports), (
+        "outside the ephemeral range: no outgoing connection takes them"
+    )
     for port in ports:  # free when chosen, on every address (gRPC binds 0.0.0.0)
         with socket.socket() as s:
             s.bind(("", port))
