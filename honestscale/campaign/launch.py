@@ -308,6 +308,9 @@ def _jobs(framework: str, workers: int, python: str, rank_cmd: list[str]) -> lis
         cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]
         return [(cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, "")]
     port, *worker_ports = free_ports(workers + 1)  # TensorFlow's gRPC servers take one each: never port+1..
+    base.pop(
+        "TF_CONFIG", None
+    )  # the launcher makes the cluster: an inherited one would give every rank one task
     jobs = []
     for rank in range(workers):
         env = base | {

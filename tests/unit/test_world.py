@@ -131,8 +131,12 @@ def test_the_local_launcher_reserves_tensorflows_grpc_ports_and_the_runner_uses_
     for port in ports:  # free when chosen, on every address (gRPC binds 0.0.0.0)
         with socket.socket() as s:
             s.bind(("", port))
+    # set, then removed: monkeypatch restores it as it was (absent) after the test. A bare delenv of an absent
+    # variable records nothing, and _tf_config's TF_CONFIG then leaked into the test worker's later TensorFlow runs
+    # (both ranks took one task's port: "Could not start gRPC server", three CI runs)
+    monkeypatch.setenv("TF_CONFIG", "")
     for rank, env in enumerate(envs):
-        monkeypatch.delenv("TF_CONFIG", raising=False)
+        monkeypatch.delenv("TF_CONFIG")
         for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                     "HONESTSCALE_WORKER_PORTS", "HONESTSCALE_LAUNCHER"):  # fmt: skip
             monkeypatch.setenv(key, env[key])
