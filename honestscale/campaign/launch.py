@@ -207,8 +207,8 @@ def free_ports(n: int) -> list[int]:
     Free on the wildcard address: TensorFlow's gRPC servers bind 0.0.0.0, which fails where another process holds
     the port on any address. Outside the ephemeral range: a port the kernel gave as free (``bind(port 0)``) is one it
     also gives to outgoing connections, and a rank that connects to a peer not yet listening on such a port can take
-    it itself (TCP connects a socket to itself when its source port is the destination). CI runs failed so three
-    times, each time twice on one port: "Could not start gRPC server"."""
+    it itself (TCP connects a socket to itself when its source port is the destination). A CI run failed on an
+    unchecked ``MASTER_PORT+1``: "Could not start gRPC server"."""
     rng = random.SystemRandom()
     ports = _listening_range()
     socks: list[socket.socket] = []
@@ -308,9 +308,8 @@ def _jobs(framework: str, workers: int, python: str, rank_cmd: list[str]) -> lis
         cmd = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *rank_cmd]
         return [(cmd, base | {"TF_CPP_MIN_LOG_LEVEL": base.get("TF_CPP_MIN_LOG_LEVEL", "2")}, "")]
     port, *worker_ports = free_ports(workers + 1)  # TensorFlow's gRPC servers take one each: never port+1..
-    base.pop(
-        "TF_CONFIG", None
-    )  # the launcher makes the cluster: an inherited one would give every rank one task
+    # the launcher makes the cluster: an inherited TF_CONFIG would give every rank one task and its port
+    base.pop("TF_CONFIG", None)
     jobs = []
     for rank in range(workers):
         env = base | {
