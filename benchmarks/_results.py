@@ -141,16 +141,9 @@ class Session:
     def finish(self, figures: Sequence[Figure], record: bool, path: Path = RESULTS) -> list[Entry]:
         """Print each figure beside the last one recorded (worse beyond the spread: said); with ``record``, append."""
         past = latest(history(path))
+        measured, load_end = commit(), _triple(os.getloadavg())  # once for the run, not per figure
         entries = [
-            Entry(
-                f,
-                commit(),
-                self.started,
-                _triple(self.load),
-                _triple(os.getloadavg()),
-                os.cpu_count() or 1,
-                sys.argv[1:],
-            )
+            Entry(f, measured, self.started, _triple(self.load), load_end, os.cpu_count() or 1, sys.argv[1:])
             for f in figures
         ]
         load = ", ".join(f"{x:.1f}" for x in self.load)
