@@ -2,7 +2,7 @@
 
 ``_app`` (the application, consoles, shared options), ``store`` (ingest, runs, show, quarantine, contract,
 migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, collect, resubmit), ``probe``,
-``analysis`` (summary, lint, report, advise), ``compare`` (A against B, the gate, history), ``serve`` (the dashboard), ``_output`` (tables, JSON and CSV of what they print), ``_ingest_output`` (what ingest prints as it goes).
+``analysis`` (summary, lint, report, advise), ``predict``, ``compare`` (A against B, the gate, history), ``serve`` (the dashboard), ``_output`` (tables, JSON and CSV of what they print), ``_ingest_output`` (what ingest prints as it goes).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rich.markup import escape
 
 # isort: off
 # Importing a module registers its commands; --help lists them in this order.
-from honestscale.cli import store, campaign, analysis, compare, serve, probe, slurm, centre, claims  # noqa: F401
+from honestscale.cli import store, campaign, analysis, predict, compare, serve, probe, slurm, centre, claims  # noqa: F401
 
 # isort: on
 from honestscale.cli._app import app, err

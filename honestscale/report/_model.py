@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import honestscale
-from honestscale.analysis import compare, efficiency, energy, laws, ranks, repetitions, stats
+from honestscale.analysis import compare, efficiency, energy, forecast, laws, ranks, repetitions, stats
 from honestscale.analysis.efficiency import Factors
 from honestscale.analysis.laws import LawFit
 from honestscale.analysis.points import FindingRecord, Findings, Point, energies, lint_codes, point
+from honestscale.analysis.prediction import Prediction
 from honestscale.analysis.scaling import TTA, scaled, time_metric
 from honestscale.analysis.stats import CI_METHOD, RATIO_METHOD, Estimate, median_ci, mlperf_score
 from honestscale.display import shown_command, shown_path
@@ -73,6 +74,10 @@ class ComparisonModel:
         default_factory=list
     )  # until_ci: how many runs each point needed
     law_withheld: str | None = None  # scaling: why no law is drawn (analysis.laws)
+    # scaling: each measure at twice the largest worker count (analysis.forecast), and the measures refused, why
+    predictions: list[Prediction] = field(default_factory=list)
+    prediction_refused: dict[str, str] = field(default_factory=dict)
+    prediction_checks: list[str] = field(default_factory=list)  # the largest count held back and predicted
     hardware_note: str | None = None  # scaling: its points ran on different accelerator models
 
     @property
@@ -257,6 +262,7 @@ def _comparison(
         orderings = compare.scaling(c.by_workers())
     else:  # the frameworks of the like-for-like setup (the view's), as in the table and as HS212 judges them
         orderings = compare.frameworks(compare.framework_groups(c.runs))
+    ahead = forecast.predicted(forecast.series(c, fractions, findings)) if c.kind == "scaling" else None
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
@@ -267,6 +273,8 @@ def _comparison(
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),
+        predictions=ahead.predictions if ahead else [], prediction_refused=ahead.refused if ahead else {},
+        prediction_checks=forecast.check_lines(ahead) if ahead else [],
     )  # fmt: skip
 
 

@@ -75,6 +75,11 @@ def test_mlperf_scores_and_speedups_match_the_logs(mlperf: Path, dell: tuple[Pat
     assert series["fit"] is None and "HS209 cannot verify" in series["law_withheld"]
     assert model["lint"]["verdicts"] and {v["code"] for v in model["lint"]["verdicts"]} >= {"HS102", "HS111"}
     assert model["totals"]["runs"] == 15
+    # three worker counts: a time predicted at twice the largest, from a model chosen among them, not to be quoted
+    (ahead,) = series["predictions"]
+    assert ahead["at"] == 32 and ahead["statistic"] == "median of runs" and ahead["value"] is not None
+    assert not ahead["quote"] and any("fitted to 3 worker counts" in r for r in ahead["reasons"])
+    assert ahead["low"] <= ahead["value"] <= ahead["high"]
 
 
 def test_pdf_shows_the_numbers_and_renders_as_pages(dell: tuple[Path, Path], tmp_path: Path) -> None:
@@ -83,7 +88,8 @@ def test_pdf_shows_the_numbers_and_renders_as_pages(dell: tuple[Path, Path], tmp
         ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
     ).stdout
     for needle in ("154.0", "76.6", "39.9", "2.01", "3.86", "Mixed", "weak scaling by batch", "Base case: 4 worker(s)", "HS102",
-                   "Lint verdicts", "All runs", "Reproducibility", "Page 2 of"):  # fmt: skip
+                   "Lint verdicts", "All runs", "Reproducibility", "Page 2 of", "Predicted beyond the series",
+                   "do not quote"):  # fmt: skip
         assert needle in text, needle
     subprocess.run(["pdftoppm", "-png", "-r", "40", str(pdf), str(tmp_path / "page")], check=True)
     pages = sorted(tmp_path.glob("page-*.png"))
