@@ -10,8 +10,8 @@ predict each held-back one; the measured value is the median of its runs, as is 
     interval);
   * Extra-P 4.2.5 (``extrap --json``, ``--measure median``) on honestscale's JSON Lines export of the same runs, by
     default and with its negative exponents (``allow_negative_exponents=True``, for strong scaling). Extra-P runs
-    in its own environment (it pins numpy below 2 and brings PySide6): ``python3 -m venv .venv-extrap &&
-    .venv-extrap/bin/pip install extrap==4.2.5``, or ``--extrap PATH``.
+    in its own environment (it pins numpy below 2 and brings PySide6), ``.venv-extrap``, which the first run makes
+    (``python3 -m venv .venv-extrap && .venv-extrap/bin/pip install extrap==4.2.5``), or ``--extrap PATH``.
 
 Printed: every prediction beside the measured value, then each one's mean absolute relative error and the share of
 held-back scales inside honestscale's 95 % intervals (all, and those it marks quotable).
@@ -75,6 +75,17 @@ def series_times() -> dict[str, dict[int, list[float]]]:
     return out
 
 
+def _install(tool: Path) -> None:
+    """Extra-P in its own environment (it pins numpy below 2 and brings PySide6, which the main one must not
+    take), made where the default path has none: a few minutes, once."""
+    venv = tool.parents[1]
+    if tool != HERE.parent / ".venv-extrap" / "bin" / "extrap":
+        sys.exit(f"no Extra-P at {tool}: give the extrap of an environment that has extrap==4.2.5")
+    print(f"installing Extra-P 4.2.5 into {venv} (its own environment; once) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "extrap==4.2.5"], check=True)
+
+
 def extrap_models(tool: str, fits: dict[str, dict[int, list[float]]], negative: bool) -> dict[str, str]:
     """Extra-P's model of each series (its Python expression in p), from honestscale's JSON Lines export: one file
     and one call per series (Extra-P takes one set of scales per experiment)."""
@@ -133,9 +144,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if not Path(args.extrap).exists():
-        sys.exit(
-            f"no Extra-P at {args.extrap}: python3 -m venv .venv-extrap && .venv-extrap/bin/pip install extrap==4.2.5"
-        )
+        _install(Path(args.extrap))
     session = Session("scaling_models")
     times = series_times()
     rows: list[Held] = []

@@ -7,7 +7,8 @@ Which measures, from which runs (successful final runs, as every other number):
 * ``time``: the time to accuracy where every run reached its target, else the time to train (median of runs);
 * ``step_time``: the median synchronous step after the warm-up (median of runs);
 * ``throughput``: samples/s over the timed steps (harmonic mean of runs);
-* ``comm_share``: the share of the step time in measured communication (median of runs).
+* ``comm_share``: the share of the step time in measured communication (median of runs; a single worker's 0, no
+  communication at all, is no point of a model fitted on relative errors, and is left out of it).
 
 The laws join the candidates only where the series is what they describe: Amdahl's (``c0 + c1 / p``) for the
 times of a strong-scaling series, Gustafson's (``c0 + c1 · p``) for the throughput of a weak one. A series whose
