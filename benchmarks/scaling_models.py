@@ -22,10 +22,6 @@ held-back scales inside honestscale's 95 % intervals (all, and those it marks qu
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
-import importlib
-import json
 import math
 import statistics
 import subprocess
@@ -33,7 +29,6 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -41,38 +36,10 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks._results import Figure, Session  # noqa: E402
 from honestscale import extrap  # noqa: E402
 from honestscale.analysis import prediction  # noqa: E402
+from tests.mlperf import scaling_series  # noqa: E402
 
 DATA = HERE.parent / "tests" / "data" / "mlperf-v2.0-scaling"
 TIME = prediction.Measure("time", "time to train", "s", "median of runs", (0.0, math.inf), ())
-
-
-def series_times() -> dict[str, dict[int, list[float]]]:
-    """Each series' runs' times to train (seconds) per accelerator count, as mlperf-logging reads them."""
-    mlp_parser: Any = importlib.import_module("mlperf_logging.compliance_checker.mlp_parser")
-    result_summarizer: Any = importlib.import_module("mlperf_logging.result_summarizer.result_summarizer")
-
-    rows = list(csv.DictReader((DATA / "MANIFEST.tsv").open(), delimiter="\t"))
-    accelerators = {}
-    for r in rows:
-        if r["path"].endswith(".json"):
-            desc = json.loads((DATA / r["path"]).read_text())
-            accelerators[Path(r["path"]).stem] = int(desc["number_of_nodes"]) * int(
-                desc["accelerators_per_node"]
-            )
-    out: dict[str, dict[int, list[float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "result_0.txt"
-        for r in rows:
-            if not r["path"].endswith(".txt"):
-                continue
-            copy.write_bytes(gzip.decompress((DATA / (r["path"] + ".gz")).read_bytes()))
-            lines, _ = mlp_parser.parse_file(str(copy), "2.0.0")
-            start, stop = result_summarizer._query_run_start_stop(lines)
-            if next(ll for ll in lines if ll.key == "run_stop").value["metadata"]["status"] != "success":
-                continue  # an aborted run (its target not reached) has no time to train
-            workers = accelerators[r["path"].split("/")[3]]
-            out.setdefault(r["series"], {}).setdefault(workers, []).append((stop - start) / 1000)
-    return out
 
 
 def _install(tool: Path) -> None:
@@ -146,7 +113,7 @@ def main() -> None:
     if not Path(args.extrap).exists():
         _install(Path(args.extrap))
     session = Session("scaling_models")
-    times = series_times()
+    times = scaling_series(DATA)
     rows: list[Held] = []
     for h in (1, 2):
         fits = {n: {w: s[w] for w in sorted(s)[:-h]} for n, s in times.items() if len(s) - h >= 3}

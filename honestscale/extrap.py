@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-Series = tuple[
-    str, str, dict[int, list[float]]
-]  # the series' name, the measure, worker count -> each run's value
+# the series' name, the measure, worker count -> each run's value
+Series = tuple[str, str, dict[int, list[float]]]
 
 
 def lines(series: Iterable[Series]) -> Iterator[str]:

@@ -1,17 +1,21 @@
 """Helpers of the MLPerf tests: the data sets under ``../shared/data`` (``data_root``, ``result_files``), what
 mlperf-logging (the independent reader, a dev dependency) reads from a result file (``reference``) and what its result
-summarizer scores a submission (``official_score``), the round of a file or folder (``round_of``) and a round's
-compliance target (``compliance_target``)."""
+summarizer scores a submission (``official_score``), the round of a file or folder (``round_of``), a round's
+compliance target (``compliance_target``) and the multi-scale series' times (``scaling_series``, for
+tests/data/mlperf-v2.0-scaling and benchmarks/scaling_models.py)."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import csv
 import functools
+import gzip
 import importlib
 import io
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +133,31 @@ def compliance_target(benchmark: str, rnd: str) -> tuple[str, float] | None:
         return None
     m = re.search(r"ATLEAST_ONE_CHECK: \"\(?v\['value'\] (<=|>=) ([0-9.]+)", path.read_text())
     return ("lower" if m[1] == "<=" else "higher", float(m[2])) if m else None
+
+
+def scaling_series(folder: Path) -> dict[str, dict[int, list[float]]]:
+    """Each series of a folder made by scripts/mlperf-scaling-series (its MANIFEST.tsv): every successful run's time
+    to train in seconds (run_stop - run_start, the summarizer's own query) per accelerator count (the system file's
+    nodes x accelerators per node). Each log is read from a decompressed copy: mlperf-logging takes a plain file."""
+    rows = list(csv.DictReader((folder / "MANIFEST.tsv").open(), delimiter="\t"))
+    accelerators = {}
+    for r in rows:
+        if r["path"].endswith(".json"):
+            desc = json.loads((folder / r["path"]).read_text())
+            accelerators[Path(r["path"]).stem] = int(desc["number_of_nodes"]) * int(
+                desc["accelerators_per_node"]
+            )
+    out: dict[str, dict[int, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "result_0.txt"
+        for r in rows:
+            if not r["path"].endswith(".txt"):
+                continue
+            copy.write_bytes(gzip.decompress((folder / (r["path"] + ".gz")).read_bytes()))
+            lines, _ = mlp_parser.parse_file(str(copy), "2.0.0")
+            start, stop = summarizer._query_run_start_stop(lines)
+            if next(ll for ll in lines if ll.key == "run_stop").value["metadata"]["status"] != "success":
+                continue  # an aborted run (its target not reached) has no time to train
+            workers = accelerators[r["path"].split("/")[3]]
+            out.setdefault(r["series"], {}).setdefault(workers, []).append((stop - start) / 1000)
+    return out

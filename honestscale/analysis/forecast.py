@@ -36,7 +36,6 @@ from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
 from honestscale.view import Comparison, Run, StepFractions, View
 
 MEASURES = ("time", "step_time", "throughput", "comm_share")
-INF = math.inf
 
 
 @dataclass(frozen=True)
@@ -92,15 +91,15 @@ def _measure(name: str, metric: str, mode: str | None) -> prediction.Measure:
     strong, weak = mode == "strong", mode == "weak"
     if name == "time":
         return prediction.Measure(
-            name, metric, "s", TIME_STATISTIC, (0.0, INF), ("amdahl",) if strong else ()
+            name, metric, "s", TIME_STATISTIC, (0.0, math.inf), ("amdahl",) if strong else ()
         )
     if name == "step_time":
         return prediction.Measure(
-            name, "time per step", "s", TIME_STATISTIC, (0.0, INF), ("amdahl",) if strong else ()
+            name, "time per step", "s", TIME_STATISTIC, (0.0, math.inf), ("amdahl",) if strong else ()
         )
     if name == "throughput":
         return prediction.Measure(
-            name, "throughput", "samples/s", RATE_STATISTIC, (0.0, INF), ("gustafson",) if weak else ()
+            name, "throughput", "samples/s", RATE_STATISTIC, (0.0, math.inf), ("gustafson",) if weak else ()
         )
     return prediction.Measure(
         name, "communication share of the step time", "", TIME_STATISTIC, (0.0, 1.0), ()
@@ -136,8 +135,8 @@ def series(
     points = {w: rs for w, rs in points.items() if rs}
     metric = time_metric(points)
     ids = sorted(r.id for rs in points.values() for r in rs)
-    out = SeriesForecast(c.label, c.id, c.mode, _batches(points), ids, lint_codes(findings, set(ids)), {})
-    out.metric = metric
+    lint = lint_codes(findings, set(ids))
+    out = SeriesForecast(c.label, c.id, c.mode, _batches(points), ids, lint, {}, metric=metric)
     for name in MEASURES:
         got = {w: v for w, rs in points.items() if (v := _values(fractions, name, rs, metric))}
         if got:
@@ -213,7 +212,8 @@ def _prediction_lines(p: prediction.Prediction) -> list[str]:
         return [head + f"no prediction: {p.refused}"]
     unit = f" {p.unit}" if p.unit else ""
     flag = "" if p.quote else f" — {DO_NOT_QUOTE}"
-    out = [head + f"{sig(p.value)}{unit}, {p.interval_text}{flag}"]
+    interval = "no interval" if p.low is None else f"95 % interval {sig(p.low)} to {sig(p.high)}{unit}"
+    out = [head + f"{sig(p.value)}{unit}, {interval}{flag}"]
     out.append(f"    model: {p.model_kind}, {p.model} (leave-one-out error {_pct(p.cv_error)}; p = workers)")
     if p.runners_up:
         out.append("    next: " + "; ".join(f"{m} ({_pct(e)})" for m, e in p.runners_up))

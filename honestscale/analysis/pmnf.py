@@ -109,9 +109,10 @@ class Model:
 
     def __call__(self, p: float | Array) -> Array:
         x = np.asarray(p, dtype=float)
-        if self.hypothesis.kind == "power":
-            return self.c1 * np.power(x, self.a)
-        return self.c0 + self.c1 * self.hypothesis.basis(x)
+        got = values(
+            self.hypothesis, np.asarray([self.c0]), np.asarray([self.c1]), np.asarray([self.a]), x.ravel()
+        )
+        return got[0].reshape(x.shape)
 
     def formula(self) -> str:
         """``1210 + 3.0e+04 · 1/p`` or ``5.1e+03 · p^-0.62``: the model with its coefficients."""

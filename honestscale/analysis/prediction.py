@@ -25,13 +25,19 @@ import numpy as np
 
 from honestscale.analysis import pmnf
 from honestscale.analysis.pmnf import Array
-from honestscale.analysis.stats import MIN_INTERVAL_RUNS, centre_of_rates, resampled
+from honestscale.analysis.stats import (
+    MIN_INTERVAL_RUNS,
+    RATE_STATISTIC,
+    centre_of_rates,
+    centre_of_times,
+    resampled,
+)
 
 DRAWS = 400
 SHORTLIST = 12  # models re-chosen among in each draw: the best of the whole series by cross-validation
 REACH = 2.0  # a prediction past this many times the largest worker count (or below the smallest over it) is no quote
-QUOTE_SCALES = 4
-PLAUSIBLE = 2.0  # worker counts a quotable prediction needs
+QUOTE_SCALES = 4  # worker counts a quotable prediction needs
+PLAUSIBLE = 2.0  # in a draw, any model within this many times the best's cross-validation error may be chosen
 
 
 @dataclass(frozen=True)
@@ -43,11 +49,14 @@ class Measure:
     bounds: tuple[float, float]
     laws: tuple[str, ...]  # the laws that describe it
 
+    @property
+    def rate(self) -> bool:
+        """A rate, centred by the harmonic mean of runs (else the median, as for times and shares)."""
+        return self.statistic == RATE_STATISTIC
+
     def centre(self, values: Sequence[float]) -> float:
-        if self.statistic.startswith("harmonic"):
-            got = centre_of_rates(values)
-            return float("nan") if got is None else got
-        return float(np.median(values))
+        got = centre_of_rates(values) if self.rate else centre_of_times(values)
+        return float("nan") if got is None else got
 
 
 @dataclass
@@ -73,12 +82,6 @@ class Prediction:
     reasons: list[str] = field(default_factory=list)  # why not to quote it; notes on the interval
     refused: str | None = None  # why there is no prediction at all
 
-    @property
-    def interval_text(self) -> str:
-        if self.low is None or self.high is None:
-            return "no interval"
-        return f"95 % interval {self.low:.4g} to {self.high:.4g} {self.unit}".rstrip()
-
 
 def _centres(measure: Measure, samples: dict[int, list[float]]) -> tuple[Array, Array]:
     ws = sorted(samples)
@@ -97,13 +100,18 @@ def _last_step(p: Array) -> float:
     return max(math.log2(s[-1] / s[-2]), math.log2(s[1] / s[0]))
 
 
+def _beyond(p: Array, at: int) -> bool:
+    """Past :data:`REACH` times the series' largest worker count, or below its smallest over it."""
+    return bool(at > REACH * p.max() or at < p.min() / REACH)
+
+
 def _reasons(p: Array, at: int, runs: dict[int, int]) -> list[str]:
     out = []
     if p.size < QUOTE_SCALES:
         out.append(
             f"fitted to {p.size} worker counts: a model chosen from fewer than {QUOTE_SCALES} is not tested"
         )
-    if at > REACH * p.max() or at < p.min() / REACH:
+    if _beyond(p, at):
         out.append(
             f"{at} workers is {at / p.max() if at > p.max() else p.min() / at:.3g} times beyond the series "
             f"({int(p.min())} to {int(p.max())}): past {REACH:g} times its reach the model is untested"
@@ -129,7 +137,7 @@ def _draws(
     rng = np.random.default_rng(seed)
     ws = sorted(samples)
     p = np.asarray(ws, dtype=float)
-    statistic = "hmean" if measure.statistic.startswith("harmonic") else "median"
+    statistic = "hmean" if measure.rate else "median"
     centres = np.column_stack(
         [
             resampled(samples[w], statistic, draws, rng)
@@ -186,5 +194,5 @@ def predict(
     if got.size >= draws // 2:
         out.low, out.high = float(np.percentile(got, 2.5)), float(np.percentile(got, 97.5))
     out.reasons = _reasons(p, at, runs)
-    out.quote = not any("not tested" in r or "untested" in r for r in out.reasons)
+    out.quote = p.size >= QUOTE_SCALES and not _beyond(p, at)
     return out

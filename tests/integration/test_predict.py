@@ -4,8 +4,6 @@ mlperf-logging reads it the independent reference."""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 import statistics
 from pathlib import Path
@@ -15,35 +13,17 @@ import pytest
 
 from honestscale.analysis import prediction
 from tests.conftest import REPO, cli
-from tests.mlperf import mlp_parser, summarizer
+from tests.mlperf import scaling_series
 
 DATA = REPO / "tests" / "data" / "mlperf-v2.0-scaling"
 TIME = prediction.Measure("time", "time to train", "s", "median of runs", (0.0, float("inf")), ())
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[int, list[float]]]:
+def reference() -> dict[str, dict[int, list[float]]]:
     """Each series' successful runs' times to train per accelerator count, as mlperf-logging's summarizer reads
-    them (a copy of each file, decompressed: its reader takes a plain file)."""
-    rows = list(csv.DictReader((DATA / "MANIFEST.tsv").open(), delimiter="\t"))
-    acc = {}
-    for r in rows:
-        if r["path"].endswith(".json"):
-            desc = json.loads((DATA / r["path"]).read_text())
-            acc[Path(r["path"]).stem] = int(desc["number_of_nodes"]) * int(desc["accelerators_per_node"])
-    copy = tmp_path_factory.mktemp("mlperf") / "result_0.txt"
-    out: dict[str, dict[int, list[float]]] = {}
-    for r in rows:
-        if r["path"].endswith(".txt"):
-            copy.write_bytes(gzip.decompress((DATA / (r["path"] + ".gz")).read_bytes()))
-            lines, _ = mlp_parser.parse_file(str(copy), "2.0.0")
-            start, stop = summarizer._query_run_start_stop(lines)
-            if next(ll for ll in lines if ll.key == "run_stop").value["metadata"]["status"] != "success":
-                continue  # an aborted run (its target not reached) has no time to train
-            out.setdefault(r["series"], {}).setdefault(acc[r["path"].split("/")[3]], []).append(
-                (stop - start) / 1000
-            )
-    return out
+    them."""
+    return scaling_series(DATA)
 
 
 @pytest.fixture(scope="module")
