@@ -23,7 +23,11 @@ not at all; ``advise`` and the
 whole-store ``report`` at the small size within 30 s; the 48-run campaign's report within 1.5x its figures plus the
 interpreter's start-up.
 
-    python benchmarks/scale.py [--campaigns 21 84] [--steps 100]
+``--record`` appends the figures (the largest growth of a command that reads the whole store, the one campaign's
+report's growth, ``advise`` and the overview at the small size, the report against its figures) to
+benchmarks/results.jsonl; every run prints them beside the last recorded.
+
+    python benchmarks/scale.py [--campaigns 21 84] [--steps 100] [--record]
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work" / "scale"
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks._results import Figure, Session  # noqa: E402
 from benchmarks.centre import write_store  # noqa: E402
 
 NOISE = 1.25  # growth up to 4.0 x this is called linear on a shared machine
@@ -163,17 +168,24 @@ def main() -> None:
     parser.add_argument(
         "--steps", type=int, default=100, help="step events per rank (100: ~105 MB per 1,000 runs)"
     )
+    parser.add_argument(
+        "--record", action="store_true", help="append the figures to benchmarks/results.jsonl"
+    )
     args = parser.parse_args()
+    session = Session("scale")
     small, large = (measure(c, args.steps) for c in args.campaigns)
     scale = large["runs"] / small["runs"]
     print(f"\ngrowth from {small['runs']:.0f} to {large['runs']:.0f} runs ({scale:.1f} = linear); load average "
           f"{small['load']:.1f} and {large['load']:.1f}")  # fmt: skip
     scan = large["scan"] / small["scan"]
     names = ["ingest", *[k for k in small if k.startswith(("runs ", "summary", "lint", "advise", "report"))]]
-    worst = 0.0
+    worst, worst_name, one = 0.0, "", 0.0
     for name in names:
         growth = large[name] / small[name]
-        worst = max(worst, growth)
+        if "--campaign" in name:
+            one = growth
+        elif growth > worst:
+            worst, worst_name = growth, name
         if "--campaign" in name:  # one campaign of 48 runs at both sizes: it should not grow with the store
             verdict = "constant" if growth <= NOISE else "GROWS WITH THE STORE"
         else:
@@ -197,6 +209,56 @@ def main() -> None:
           f"{'met' if ratio <= 1.5 else 'NOT met'}. The report saves those copies in a second process while it draws "
           f"and lays out the rest; in this process: view {part['view']:.2f} s, lint and model "
           f"{part['lint and model']:.2f} s, figures as SVG {svg:.2f} s, tables, HTML and PDF {rest:.2f} s")  # fmt: skip
+    size = f"{small['runs']:,.0f} to {large['runs']:,.0f} runs"
+    once = "measured once: no spread"
+    session.finish(
+        [
+            Figure(
+                "scale",
+                f"largest growth of a whole-store command, {size} (linear: {scale:.1f})",
+                worst,
+                "x",
+                0.0,
+                "lower",
+                f"<= {scale * NOISE:.1f}",
+                f"{worst_name}; the scan's {scan:.1f}; {once}",
+            ),
+            Figure(
+                "scale",
+                f"growth of one campaign's report, {size}",
+                one,
+                "x",
+                0.0,
+                "lower",
+                f"<= {NOISE}",
+                once,
+            ),
+            *(
+                Figure(
+                    "scale",
+                    f"{name} at {small['runs']:,.0f} runs",
+                    small[name],
+                    "s",
+                    0.0,
+                    "lower",
+                    "< 30 s",
+                    f"a fresh process; {once}",
+                )
+                for name in ("advise --format json", "report (the store's overview)")
+            ),
+            Figure(
+                "scale",
+                "the 48-run report / its figures alone, start-up left out",
+                ratio,
+                "x",
+                0.0,
+                "lower",
+                "<= 1.5",
+                f"{cli:.1f} s from the command line, {small['startup']:.1f} s of it start-up; {once}",
+            ),
+        ],
+        args.record,
+    )
 
 
 if __name__ == "__main__":
