@@ -18,7 +18,10 @@ process (VmHWM). W&B, which ships no reader of its offline files: a project of 1
 (0.3 s a run), its quarter, half and whole read one file at a time as the ingest does, against decoding every record
 with wandb's own ``Record`` class: the ratio, the growth and the peak memory (bounded: one run's records at a time).
 
-    python benchmarks/trackers.py [--scale 0.1] [--repeat 2] [--only tb|mlflow|mlflow-files|wandb ...]
+Every run prints, per tracker, the ratio and the growth exponent at the largest size beside the last recorded;
+``--record`` appends them to benchmarks/results.jsonl.
+
+    python benchmarks/trackers.py [--scale 0.1] [--repeat 2] [--only tb|mlflow|mlflow-files|wandb ...] [--record]
 """
 
 from __future__ import annotations
@@ -30,12 +33,18 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._results import Figure, Session  # noqa: E402
+
 WORK = HERE / "_work" / "trackers"
 FULL = 1_000_000  # metric values at --scale 1
+FLAG = 1.3  # a growth exponent over this is superlinear (as benchmarks/readers.py)
 
 _WRITE_TB = """
 import sys
@@ -162,7 +171,18 @@ def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
     return min(rounds, key=lambda r: r["cpu_s"])
 
 
-def _wandb(runs: int, repeat: int) -> None:
+def _figures(
+    name: str, size: float, values: str, ours: dict[str, float], ratio: float, exponent: float, repeat: int
+) -> list[Figure]:
+    """A tracker's two figures at its largest size: the ratio to the tool's own reader and the growth exponent."""
+    detail = f"{values} ({size / 2**20:.1f} MiB); peak RSS {ours['rss_mib']:.0f} MiB; best of {repeat}: no spread kept"
+    return [Figure("trackers", f"{name}: ours / the tool's reader, CPU, largest size", ratio, "x", 0.0, "lower", "",
+                   detail),
+            Figure("trackers", f"{name}: growth exponent, a quarter to all", exponent, "", 0.0, "lower",
+                   f"<= {FLAG}", detail)]  # fmt: skip
+
+
+def _wandb(runs: int, repeat: int) -> list[Figure]:
     """A project of ``runs`` offline runs written by wandb once; its first quarter, half and all of it (hard links to
     the same files) read by honestscale's reader and decoded by wandb's Record class, each in a fresh process."""
     written = WORK / "wandb-all"
@@ -174,6 +194,7 @@ def _wandb(runs: int, repeat: int) -> None:
         raise SystemExit(f"writing the W&B runs failed:\n{done.stderr[-3000:]}")
     folders = sorted(p for p in (written / "wandb").glob("offline-run-*") if p.is_dir())
     first: tuple[int, float] | None = None
+    figures: list[Figure] = []
     for part in (len(folders) // 4, len(folders) // 2, len(folders)):
         project = WORK / f"wandb-{part}" / "wandb"
         for folder in folders[:part]:
@@ -184,12 +205,15 @@ def _wandb(runs: int, repeat: int) -> None:
                   for who in ("ours", "theirs")}  # fmt: skip
         ours, theirs = (min(r, key=lambda x: x["cpu_s"]) for r in rounds.values())
         size = sum(f.stat().st_size for f in project.glob("*/run-*.wandb"))
-        growth = "" if first is None else (
-            f", growth exponent {math.log(ours['cpu_s'] / first[1]) / math.log(size / first[0]):.2f}")  # fmt: skip
+        exponent = 0.0 if first is None else math.log(ours["cpu_s"] / first[1]) / math.log(size / first[0])
+        growth = "" if first is None else f", growth exponent {exponent:.2f}"
         first = first or (size, ours["cpu_s"])
+        figures = _figures("W&B offline runs (Record class)", size, f"{ours['files']:.0f} runs", ours,
+                           ours["cpu_s"] / theirs["cpu_s"], exponent, repeat)  # fmt: skip
         print(f"  W&B offline runs (Record class): {ours['files']} runs ({size / 2**20:.1f} MiB): ours "
               f"{ours['cpu_s']:.2f} s ({ours['rss_mib']:.0f} MiB peak), records decoded {theirs['cpu_s']:.2f} s "
               f"({theirs['rss_mib']:.0f} MiB peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
+    return figures
 
 
 def main() -> None:
@@ -198,7 +222,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--only", choices=("tb", "mlflow", "mlflow-files", "wandb"), action="append",
                     help="time only these (repeatable); all by default")  # fmt: skip
+    ap.add_argument("--record", action="store_true", help="append the figures to benchmarks/results.jsonl")
     args = ap.parse_args()
+    session = Session("trackers")
+    recorded: list[Figure] = []
     only = set(args.only or ("tb", "mlflow", "mlflow-files", "wandb"))
     largest = max(int(FULL * args.scale / 2.01), 400)  # ~2 values per step at the largest size
     sizes = [largest // 4, largest // 2, largest]
@@ -215,18 +242,25 @@ def main() -> None:
             path = _write(what, steps)
             ours, theirs = _best(what, path, "ours", args.repeat), _best(what, path, "theirs", args.repeat)
             size = _size(what, path)
-            growth = ""
-            if first is not None:
-                growth = (
-                    f", growth exponent {math.log(ours['cpu_s'] / first[1]) / math.log(size / first[0]):.2f}"
-                )
+            exponent = (
+                0.0 if first is None else math.log(ours["cpu_s"] / first[1]) / math.log(size / first[0])
+            )
+            growth = "" if first is None else f", growth exponent {exponent:.2f}"
             first = first or (size, ours["cpu_s"])
+            if steps == sizes[-1]:
+                values = f"{int(theirs['values']):,} values"
+                recorded += _figures(
+                    name, size, values, ours, ours["cpu_s"] / theirs["cpu_s"], exponent, args.repeat
+                )
             print(f"  {name}: {int(theirs['values']):,} values ({size / 2**20:.1f} MiB): ours {ours['cpu_s']:.2f} s "
                   f"({ours['rss_mib']:.0f} MiB peak), theirs {theirs['cpu_s']:.2f} s ({theirs['rss_mib']:.0f} MiB "
                   f"peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
     if "wandb" in only:
-        _wandb(max(int(1000 * args.scale), 32), args.repeat)
+        recorded += _wandb(max(int(1000 * args.scale), 32), args.repeat)
     shutil.rmtree(WORK, ignore_errors=True)
+    if args.scale != 0.1:  # the figures name no size: one kind of run is recorded
+        recorded = [replace(f, figure=f"{f.figure}, --scale {args.scale:g}") for f in recorded]
+    session.finish(recorded, args.record)
 
 
 if __name__ == "__main__":
