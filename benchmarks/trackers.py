@@ -171,6 +171,15 @@ def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
     return min(rounds, key=lambda r: r["cpu_s"])
 
 
+def _growth(first: tuple[int, float] | None, size: int, cpu_s: float) -> tuple[float, str]:
+    """The growth exponent log(t2 / t1) / log(n2 / n1) from the smallest size, and its printed form ("" at the
+    smallest size, where there is none)."""
+    if first is None:
+        return 0.0, ""
+    exponent = math.log(cpu_s / first[1]) / math.log(size / first[0])
+    return exponent, f", growth exponent {exponent:.2f}"
+
+
 def _figures(
     name: str, size: float, values: str, ours: dict[str, float], ratio: float, exponent: float, repeat: int
 ) -> list[Figure]:
@@ -205,11 +214,11 @@ def _wandb(runs: int, repeat: int) -> list[Figure]:
                   for who in ("ours", "theirs")}  # fmt: skip
         ours, theirs = (min(r, key=lambda x: x["cpu_s"]) for r in rounds.values())
         size = sum(f.stat().st_size for f in project.glob("*/run-*.wandb"))
-        exponent = 0.0 if first is None else math.log(ours["cpu_s"] / first[1]) / math.log(size / first[0])
-        growth = "" if first is None else f", growth exponent {exponent:.2f}"
+        exponent, growth = _growth(first, size, ours["cpu_s"])
         first = first or (size, ours["cpu_s"])
-        figures = _figures("W&B offline runs (Record class)", size, f"{ours['files']:.0f} runs", ours,
-                           ours["cpu_s"] / theirs["cpu_s"], exponent, repeat)  # fmt: skip
+        if part == len(folders):
+            figures = _figures("W&B offline runs (Record class)", size, f"{ours['files']:.0f} runs", ours,
+                               ours["cpu_s"] / theirs["cpu_s"], exponent, repeat)  # fmt: skip
         print(f"  W&B offline runs (Record class): {ours['files']} runs ({size / 2**20:.1f} MiB): ours "
               f"{ours['cpu_s']:.2f} s ({ours['rss_mib']:.0f} MiB peak), records decoded {theirs['cpu_s']:.2f} s "
               f"({theirs['rss_mib']:.0f} MiB peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip
@@ -242,10 +251,7 @@ def main() -> None:
             path = _write(what, steps)
             ours, theirs = _best(what, path, "ours", args.repeat), _best(what, path, "theirs", args.repeat)
             size = _size(what, path)
-            exponent = (
-                0.0 if first is None else math.log(ours["cpu_s"] / first[1]) / math.log(size / first[0])
-            )
-            growth = "" if first is None else f", growth exponent {exponent:.2f}"
+            exponent, growth = _growth(first, size, ours["cpu_s"])
             first = first or (size, ours["cpu_s"])
             if steps == sizes[-1]:
                 values = f"{int(theirs['values']):,} values"
