@@ -18,6 +18,9 @@ process (VmHWM). W&B, which ships no reader of its offline files: a project of 1
 (0.3 s a run), its quarter, half and whole read one file at a time as the ingest does, against decoding every record
 with wandb's own ``Record`` class: the ratio, the growth and the peak memory (bounded: one run's records at a time).
 
+At the largest size, the peak RSS of ``honestscale ingest`` of the store into a new DuckDB file (a process of its
+own: read, mapped and landed; goal under 1 GiB at 10^6 values).
+
 Every run prints, per tracker, the ratio and the growth exponent at the largest size beside the last recorded;
 ``--record`` appends them to benchmarks/results.jsonl.
 
@@ -166,6 +169,22 @@ def _size(what: str, path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.rglob("*") if p.is_file())
 
 
+def _ingest_peak(what: str, path: Path) -> float:
+    """The peak RSS (MiB) of ``honestscale ingest`` of the store into a new DuckDB file, in a process of its own
+    (read, mapped and landed: what a user's memory must hold)."""
+    store = WORK / f"ingest-{what}.duckdb"
+    store.unlink(missing_ok=True)
+    # the file store is ingested as its mlruns/ folder
+    target = path.parent.parent.parent if what == "mlflow-files" else path
+    with (WORK / "ingest.log").open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "honestscale", "ingest", str(target), "--store", str(store)],
+                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise SystemExit(f"honestscale ingest {target} failed:\n{(WORK / 'ingest.log').read_text()[-3000:]}")
+    return usage.ru_maxrss / 1024  # KiB on Linux
+
+
 def _best(what: str, path: Path, who: str, repeat: int) -> dict[str, float]:
     rounds = [json.loads(_run(_MEASURE, what, str(path), who)) for _ in range(repeat)]
     return min(rounds, key=lambda r: r["cpu_s"])
@@ -258,6 +277,10 @@ def main() -> None:
                 recorded += _figures(
                     name, size, values, ours, ours["cpu_s"] / theirs["cpu_s"], exponent, args.repeat
                 )
+                peak = _ingest_peak(what, path)
+                recorded.append(Figure("trackers", f"{name}: peak RSS of honestscale ingest, largest size", peak,
+                                       "MiB", 0.0, "lower", "< 1024", f"{values}; measured once"))  # fmt: skip
+                print(f"  {name}: honestscale ingest of {values}: peak RSS {peak:.0f} MiB (goal < 1024)")
             print(f"  {name}: {int(theirs['values']):,} values ({size / 2**20:.1f} MiB): ours {ours['cpu_s']:.2f} s "
                   f"({ours['rss_mib']:.0f} MiB peak), theirs {theirs['cpu_s']:.2f} s ({theirs['rss_mib']:.0f} MiB "
                   f"peak): ratio {ours['cpu_s'] / theirs['cpu_s']:.2f}{growth}")  # fmt: skip

@@ -17,7 +17,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -33,6 +33,7 @@ from honestscale.collector import _timeline, importers
 from honestscale.collector._content import (
     BOM,
     LINE_LIMIT,
+    Content,
     NotRegular,
     TooLarge,
     digest,
@@ -306,11 +307,11 @@ class Ingester:
             raise IngestError(f"cannot read {path}: {exc.strerror}", "check that it is readable") from None
         if content.note:
             plan.result.warnings.append(content.note)
+        plan.chars = len(content.data)
         if source.format == "native":
             self._plan_native(plan, content.data, row)
         else:
-            self._plan_parsed(plan, content.data, row)
-        plan.chars = len(content.data)
+            self._plan_parsed(plan, content, row)
         return plan
 
     def _plan_native(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
@@ -392,8 +393,10 @@ class Ingester:
             plan.bad.append((first_line + i, raw, size, why))
         return pc.if_else(long, pa.scalar(None, pa.large_string()), texts)
 
-    def _plan_parsed(self, plan: _Plan, data: bytes, row: tuple[Any, ...] | None) -> None:
-        """An MLPerf log or another tool's log: read whole (again, when it grew) into events."""
+    def _plan_parsed(self, plan: _Plan, content: Content, row: tuple[Any, ...] | None) -> None:
+        """An MLPerf log or another tool's log: read whole (again, when it grew) into events. The file's bytes are
+        let go before its reader runs (a tracker's store of 10^6 values need not sit in memory beside its events)."""
+        data = content.data
         if row is not None:
             done = int(row[3])
             if self.force:
@@ -419,8 +422,13 @@ class Ingester:
                 self._keep(plan, len(data), done)
                 return
             plan.replace = True
-        text = data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
-        read = read_log(plan.source.path, (plan.source.format, *plan.source.also), text, self.campaign)
+        formats = (plan.source.format, *plan.source.also)
+        binary = importers.binary(formats)
+        text = "" if binary else data.decode("utf-8", "backslashreplace").removeprefix("\ufeff")
+        size, content_hash, empty = len(data), digest(data), not data if binary else not text
+        lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or empty else 1)
+        content.data = data = b""
+        read = read_log(plan.source.path, formats, text, self.campaign)
         if read.parsed is None:
             plan.result.action, plan.replace = "refused", False
             plan.result.warnings.append(read.refusal)
@@ -432,9 +440,8 @@ class Ingester:
         if read.format != "mlperf":
             plan.result.notes.insert(0, f"read as {importers.label(read.format)}")
         plan.result.notes.extend(read.notes)
-        plan.arrow = numbered_batch(
-            plan.file_id, [(n, json.dumps(e, separators=(",", ":"))) for n, e in parsed.events]
-        )
+        events, parsed.events = parsed.events, []
+        plan.arrow = numbered_batch(plan.file_id, _serialised(events))
         plan.bad = [(b.line, *_cut(b.raw), b.reason) for b in parsed.bad]
         plan.result.other_lines = parsed.other_lines
         plan.result.warnings.extend(parsed.warnings)
@@ -448,9 +455,7 @@ class Ingester:
         plan.result.energy_records = len(parsed.energy)
         if parsed.repeated:
             plan.result.notes.append(f"{parsed.repeated} repeated :::MLLOG lines (one per rank) counted once")
-        plan.end = len(data)
-        plan.lines_total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        plan.content_hash = digest(data)
+        plan.end, plan.lines_total, plan.content_hash = size, lines_total, content_hash
 
     def _land(
         self, plans: list[_Plan], stage: Stage, rejected: dict[int, list[Rejected]], started: float
@@ -638,3 +643,15 @@ class Ingester:
             tail = rej.line == plan.tail_number
             rows.append((rej.line, *_cut(rej.raw), (tail_why if tail else prefix) + rej.reason, tail))
         return rows
+
+
+def _serialised(events: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, str]]:
+    """Each event as its JSON line, in order, each dropped from ``events`` once written: the file's events as
+    objects and as text are never both held whole (a tracker's run of 10^6 values)."""
+    for i, (line, event) in enumerate(events):
+        events[i] = _GONE
+        yield line, json.dumps(event, separators=(",", ":"))
+    events.clear()
+
+
+_GONE: tuple[int, dict[str, Any]] = (0, {})

@@ -42,6 +42,9 @@ class Reader:
     # a database its tool writes in place (an MLflow store): a change anywhere is read again whole, not refused
     # as a log rewritten under the store
     in_place: bool = False
+    # read from its path by its tool's library (an event file, a database, a run's folder): the ingest hands it no
+    # text (a binary file decoded as text would cost several times its size, for nothing)
+    binary: bool = False
 
 
 READERS: tuple[Reader, ...] = (
@@ -56,10 +59,12 @@ READERS: tuple[Reader, ...] = (
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
-    Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse),
-    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True),
-    Reader(mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True),
-    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse),
+    Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True),
+    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True),
+    Reader(
+        mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True, binary=True
+    ),
+    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),
@@ -82,6 +87,11 @@ def in_place(format: str) -> bool:
     """A format whose files their tool rewrites in place (a database): read again whole when changed."""
     reader = FORMATS.get(format)
     return bool(reader and reader.in_place)
+
+
+def binary(formats: tuple[str, ...]) -> bool:
+    """Formats whose readers all read the file from its path: no text is made of it for them."""
+    return all(r is not None and r.binary for r in map(FORMATS.get, formats))
 
 
 def label(format: str) -> str:

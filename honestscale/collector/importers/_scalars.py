@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, count, is_rate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scalar:
     # where the quarantine points: the record's number in the file, from 1, or the value's in its run
     record: int
@@ -77,7 +78,7 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
             got.training_rows.add(row.line)
 
 
-def rows(out: Parsed, scalars: list[Scalar]) -> Rows:
+def rows(out: Parsed, scalars: Iterable[Scalar]) -> Rows:
     """The log's scalars as rows, in the file's order."""
     got = Rows()
     row: lightning.Row | None = None

@@ -72,7 +72,7 @@ _CLAIM = "rank 0's × world size"
 _TIME = re.compile(r"[/.]time$")
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """One row of metrics.csv that could be read: its line, epoch and step, ThroughputMonitor's training values
     (``time``, ``samples``, ``device/samples_per_sec``, ...) and its evaluations (split, metric, value)."""
@@ -84,7 +84,7 @@ class Row:
     evals: list[tuple[str, str, float]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """A step event: the rows' differences of train/time, train/samples and the step."""
 

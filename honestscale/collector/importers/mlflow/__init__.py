@@ -36,7 +36,7 @@ from typing import Any
 from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
 from honestscale.collector.importers._build import RankEvents
 from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows, trainer_claim
-from honestscale.collector.importers.mlflow._store import Point, Run, file_store_run, runs
+from honestscale.collector.importers.mlflow._store import Points, Run, file_store_run, runs
 
 FORMAT = "mlflow-sqlite"
 LABEL = "MLflow tracking store (SQLite)"
@@ -80,16 +80,18 @@ def _param(text: str) -> Any:
     return {"True": True, "False": False}.get(text, text)
 
 
-def _scalars(points: list[Point]) -> list[Scalar]:
-    return [
+def _scalars(points: Points) -> Iterator[Scalar]:
+    """The training metrics and evaluations as scalars, made as the rows take them (never all held at once)."""
+    return (
         Scalar(n, p.timestamp_ms / 1000, p.step, p.key, p.value)
         for n, p in enumerate(points, start=1)
         if not p.key.startswith("system/")
-    ]
+    )
 
 
-def _system(rank: RankEvents, points: list[Point]) -> tuple[int, list[str]]:
-    """The accelerators' samples as system events (one per device and sample); the host's metrics' names."""
+def _system(points: Points) -> tuple[list[tuple[int, float, int, dict[str, Any]]], list[str]]:
+    """The accelerators' samples (line, time, device, fields: one per device and sample), in time order; the host's
+    metrics' names."""
     samples: dict[tuple[int, int], dict[str, Any]] = {}
     host: set[str] = set()
     for n, p in enumerate(points, start=1):
@@ -104,10 +106,8 @@ def _system(rank: RankEvents, points: list[Point]) -> tuple[int, list[str]]:
         sample = samples.setdefault((p.step, int(m.group(1))), {"line": n, "time": p.timestamp_ms / 1000})
         megabytes = m.group(2) == "memory_usage_megabytes"
         sample[_GPU_FIELD[m.group(2)]] = int(p.value * 1e6) if megabytes else p.value
-    for (_, device), sample in sorted(samples.items(), key=lambda kv: (kv[1]["time"], kv[0][1])):
-        line, time = sample.pop("line"), sample.pop("time")
-        rank.add(line, "system", time, device=device, **sample)
-    return len(samples), sorted(host)
+    ordered = sorted(samples.items(), key=lambda kv: (kv[1]["time"], kv[0][1]))
+    return [(s.pop("line"), s.pop("time"), device, s) for (_, device), s in ordered], sorted(host)
 
 
 def _framework(run: Run) -> str:
@@ -143,6 +143,9 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
     got = rows(out, _scalars(run.points))
     if not got.training_rows and not any(r.evals for r in got.rows):
         return False
+    samples, host = _system(run.points)
+    metrics, values = sorted(run.points.keys), len(run.points)
+    run.points = Points()  # read: not held beside the events
     steps = logged_steps(out, got)
     rank = RankEvents(f"mlflow:{run.run_id}", 0)
     start = run.start_ms / 1000 if run.start_ms else min(got.walls.values())
@@ -159,14 +162,15 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         claims=trainer_claim(got, "train_samples_per_second, logged by the run itself"),
     )
     add_rows(rank, got, steps, warmup_known=False)
-    samples, host = _system(rank, run.points)
+    for line, time, device, sample in samples:
+        rank.add(line, "system", time, device=device, **sample)
     if run.status in _STATUS and run.end_ms:
-        rank.add(len(run.points) + 1, "run_stop", run.end_ms / 1000, status=_STATUS[run.status])
+        rank.add(values + 1, "run_stop", run.end_ms / 1000, status=_STATUS[run.status])
     start_event["imported"] = {
         "tool": f"MLflow (experiment {run.experiment!r}, run {run.run_id})",
         "ranks_in_log": "the process that logged the run (MLflow does not say which)",
-        "metrics": sorted({p.key for p in run.points}),
-        "system_metrics": {"samples": samples, "host_metrics_not_landed": host},
+        "metrics": metrics,
+        "system_metrics": {"samples": len(samples), "host_metrics_not_landed": host},
         "source": run.tags.get("mlflow.source.name"),
         "user": run.tags.get("mlflow.user"),
         "status": run.status,
@@ -178,7 +182,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
     out.events.extend(rank.numbered())
     out.notes.append(
         f"run {run.run_id} ({run.name!r}, {run.status}): {len(steps)} step events, "
-        f"{sum(len(r.evals) for r in got.rows)} evaluations, {samples} accelerator samples"
+        f"{sum(len(r.evals) for r in got.rows)} evaluations, {len(samples)} accelerator samples"
     )
     return True
 

@@ -100,10 +100,9 @@ def _hparams(path: Path, log: Log) -> dict[str, Any]:
     return got
 
 
-def _tool(path: Path, log: Log, got: Rows) -> str:
+def _tool(path: Path, log: Log, tags: set[str], got: Rows) -> str:
     """Who wrote the file: Lightning (its placeholder ``hp_metric``, ThroughputMonitor's counts, ``hparams.yaml``
     beside it), the Trainer (its ``args`` text, ``train/epoch``, its end-of-training summary), else a loop."""
-    tags = {s.tag for s in log.scalars}
     if "hp_metric" in tags or any(r.monitor for r in got.rows) or path.with_name("hparams.yaml").is_file():
         return "lightning"
     if "args" in log.texts or "train/epoch" in tags or got.final:
@@ -220,10 +219,12 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")
         return out
     got = rows(out, log.scalars)
+    tags, scalars = {s.tag for s in log.scalars}, len(log.scalars)
+    log.scalars = []  # read into rows: not held beside the events (a run of 10^6 values)
     if not got.rows:
         out.warnings.append("no scalar in the file: no run")
         return out
-    tool = _tool(path, log, got)
+    tool = _tool(path, log, tags, got)
     group = _group(path)
     world, why_world = _world(path, tool, got, group)
     monitored = any(r.monitor for r in got.rows)
@@ -252,7 +253,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         imported={
             "tool": tool_name + (" with ThroughputMonitor" if monitored else ""),
             "ranks_in_log": ranks_in_log,
-            "tags": sorted({s.tag for s in log.scalars}),
+            "tags": sorted(tags),
             "clock": "each scalar's wall time (the writing process's time.time() when it logged it); the run "
             "starts at the writer's first record",
             "world_size_from": why_world if world is not None else None,
@@ -262,7 +263,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     )
     add_rows(rank, got, steps, warmup_known=monitored)
     out.notes.append(
-        f"{len(log.scalars):,} scalars in {log.records:,} records ({tool_name}): {len(steps)} step events"
+        f"{scalars:,} scalars in {log.records:,} records ({tool_name}): {len(steps)} step events"
         + (f" (steps {steps[0].step} to {steps[-1].step})" if steps else "")
         + f", world size {world if world is not None else 'unknown'}"
     )

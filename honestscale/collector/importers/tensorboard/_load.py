@@ -58,6 +58,7 @@ def load(path: Path) -> Log:
     """Every record of the file the loader can read, in the file's order."""
     data_compat, raw_loader, event_pb2, metadata, tensor_util = _modules()
     log = Log(size=path.stat().st_size)
+    tags: dict[str, str] = {}  # each tag's one string, not a copy per value
     for number, record in enumerate(raw_loader(str(path)).Load(), start=1):
         log.records, log.read_bytes = number, log.read_bytes + len(record) + _FRAMING
         try:
@@ -74,7 +75,7 @@ def load(path: Path) -> Log:
             v.WhichOneof("value") == "simple_value" for v in event.summary.value
         ):  # SummaryWriter's scalars
             log.scalars.extend(
-                Scalar(number, event.wall_time, event.step, v.tag, v.simple_value)
+                Scalar(number, event.wall_time, event.step, tags.setdefault(v.tag, v.tag), v.simple_value)
                 for v in event.summary.value
             )
             continue
