@@ -8,7 +8,9 @@ The fixtures were written by the tools (tests/data/imported/README.md); the expe
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -395,3 +397,48 @@ def test_one_training_logged_by_two_loggers_is_counted_once(tmp_path: Path) -> N
     again = tmp_path / "again.duckdb"
     ingest(again, both / "tensorboard", both / "csv")
     assert [r["run_id"] for r in runs(again) if not r["superseded"]] == [tb]
+
+
+def test_lightnings_train_loss_times_the_steps_and_its_per_batch_validation_is_no_evaluation(
+    tmp_path: Path,
+) -> None:
+    """The LightningModule idiom ``self.log("train_loss", loss)`` (no ThroughputMonitor) gives TensorBoard's log a step
+    event per logging interval, as EventAccumulator says (the Trainer's end-of-training summary, also named train_*,
+    is told by its train_runtime beside it; the CSV has no clock to time them); in both logs, validation logged with on_step and on_epoch
+    lands its epoch values (``val_acc_epoch``) as the evaluations at the training step, and its per-batch values
+    (``val_acc_step``, at Lightning's count of validation batches) as none, said."""
+    folder = DATA / "lightning-val-on-step"
+    expected = json.loads((folder / "expected.json").read_text())
+    (events,) = (folder / "tensorboard-logger").glob("events.out.tfevents.*")
+    acc = _accumulated(events)
+    logged = [s.step for s in acc.Scalars("train_loss")]
+    assert logged == expected["train_loss_steps"]
+    with (folder / "csv-logger" / "metrics.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows if r["train_loss"]] == logged
+    epochs = [
+        (v["step"], v["val_acc_epoch"], v["val_loss_epoch"], v["epoch"]) for v in expected["validations"]
+    ]
+    assert [s.step for s in acc.Scalars("val_acc_epoch")] == [e[0] for e in epochs]
+    assert [s.value for s in acc.Scalars("val_acc_epoch")] == pytest.approx([e[1] for e in epochs], rel=1e-6)
+    per_batch = acc.Scalars("val_acc_step")
+    assert len(per_batch) > len(epochs) and max(s.step for s in per_batch) < min(e[0] for e in epochs)
+    for log in ("tensorboard", "csv"):
+        store = tmp_path / f"{log}.duckdb"
+        out = ingest(store, folder / f"{log}-logger")
+        assert "val_acc_step: Lightning's value of one evaluation batch" in out and "is no evaluation" in out
+        (run,) = runs(store)
+        steps = _steps(store)
+        if log == "tensorboard":  # one step per logging interval, timed by the scalars' wall times
+            assert [s[0] for s in steps] == logged[1:]  # the first point opens the clock
+            assert [s[1] for s in steps] == [b - a for a, b in itertools.pairwise(logged)]
+            walls = [s.wall_time for s in acc.Scalars("train_loss")]
+            assert [s[3] for s in steps] == pytest.approx([b - a for a, b in itertools.pairwise(walls)])
+        else:  # CSVLogger writes no time: without ThroughputMonitor no step can be timed
+            assert steps == [] and "train_loss" in out
+        evals = query(store, "SELECT epoch, metric, value FROM evals ORDER BY time, seq, metric")
+        for metric, i in (("accuracy", 1), ("loss", 2)):
+            assert [s for s, m, _ in evals if m == metric] == [e[3] for e in epochs]
+            assert [v for _, m, v in evals if m == metric] == pytest.approx([e[i] for e in epochs], rel=1e-6)
+        assert {m for _, m, _ in evals} == {"accuracy", "loss"}  # no "accuracy_step", no "loss_epoch"
+        assert run["final_accuracy"]["value"] == pytest.approx(epochs[-1][1], rel=1e-6)

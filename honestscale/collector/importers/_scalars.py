@@ -35,7 +35,11 @@ class Scalar:
 # tags that are no training metric and no evaluation: Lightning's placeholder and epoch counter, the Trainer's
 # epoch, its end-of-training summary (its own rates are claims), its learning rate and gradient norm (kept by name)
 _EPOCH = ("epoch", "train/epoch")
-_NOT_TRAINING = re.compile(r"^(hp_metric|(train/)?train_\w+|(train/)?total_flos)$")
+# the Hugging Face Trainer's end-of-training summary: one logging call holding train_runtime (``train/`` before each
+# name where its TensorBoard and W&B callbacks write it). Only in that call is ``train_loss`` the summary's mean
+# loss: anywhere else it is a training metric (Lightning's ``self.log("train_loss", ...)``, ``train_loss_step``)
+_SUMMARY = re.compile(r"^(train/)?(train_\w+|total_flos)$")
+_SUMMARY_MARK = ("train_runtime", "train/train_runtime")
 _EVAL = re.compile(r"^(?:eval|valid|validation)[/_](?P<metric>.+)$")
 
 
@@ -54,8 +58,9 @@ def _raw(s: Scalar) -> str:
     return f"record {s.record}: step {s.step}, {s.tag} = {s.value!r}"
 
 
-def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
-    """One scalar into its row: its epoch, an evaluation, a ThroughputMonitor count or a training metric."""
+def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows, summary: bool) -> None:
+    """One scalar into its row: its epoch, an evaluation, a ThroughputMonitor count or a training metric; in the
+    Trainer's end-of-training summary (``summary``), its totals and rates."""
     if s.tag in _EPOCH:
         # Lightning's epoch is whole, the Trainer's a fraction (0.0625): the epoch it is in
         epoch = count(float(math.floor(s.value))) if math.isfinite(s.value) and s.value >= 0 else None
@@ -64,9 +69,10 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
         elif row.epoch is None:
             row.epoch = epoch
         return
-    if _NOT_TRAINING.match(s.tag):
-        if s.tag != "hp_metric":
-            got.final[s.tag.removeprefix("train/")] = s.value
+    if s.tag == "hp_metric":
+        return
+    if summary and _SUMMARY.match(s.tag):
+        got.final[s.tag.removeprefix("train/")] = s.value
         return
     m = _EVAL.match(s.tag)  # the Trainer's eval/loss is read as val_loss is; its eval/runtime stays a time
     tag = f"val_{m['metric']}" if m and not is_rate(m["metric"]) else s.tag
@@ -79,19 +85,30 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows) -> None:
 
 
 def rows(out: Parsed, scalars: Iterable[Scalar]) -> Rows:
-    """The log's scalars as rows, in the file's order."""
+    """The log's scalars as rows, in the file's order; each row's values read once the row is whole (whether it is
+    the Trainer's summary depends on all its tags)."""
     got = Rows()
     row: lightning.Row | None = None
+    call: list[Scalar] = []  # the row's scalars
     tags: set[str] = set()
+
+    def read(row: lightning.Row) -> None:
+        summary = any(mark in tags for mark in _SUMMARY_MARK)
+        for c in call:
+            _value(out, c, row, got, summary)
+
     for s in scalars:
         if row is None or s.step != row.step or s.tag in tags:  # another step, or another logging call at it
-            row = lightning.Row(s.record, None, s.step if s.step >= 0 else None)
+            if row is not None:
+                read(row)
+            row, call, tags = lightning.Row(s.record, None, s.step if s.step >= 0 else None), [], set()
             got.rows.append(row)
             got.walls[row.line] = s.wall
-            tags = set()
+        call.append(s)
         tags.add(s.tag)
         got.ends[row.line] = s.wall
-        _value(out, s, row, got)
+    if row is not None:
+        read(row)
     return got
 
 

@@ -164,8 +164,16 @@ def cell(out: Parsed, line: int, raw: str, key: str, text: object, into: Row, tr
         return
     if split is None or timing:
         trained.add(key)
-    else:
-        into.evals.append((split, quality_name(metric), value))
+    elif metric.endswith("_step"):  # self.log(..., on_step=True, on_epoch=True) in an evaluation loop
+        said = (
+            f"{key}: Lightning's value of one evaluation batch, logged at its count of evaluation batches (not the "
+            f"training step), is no evaluation of the model: left out; {key.removesuffix('_step')}_epoch, the "
+            "epoch's value, is the evaluation"
+        )
+        if said not in out.notes:
+            out.notes.append(said)
+    else:  # Lightning's epoch value beside a per-batch one is <name>_epoch: the evaluation named <name>
+        into.evals.append((split, quality_name(metric.removesuffix("_epoch")), value))
 
 
 def _read(out: Parsed, text: str) -> tuple[list[str], list[Row], set[str]]:
