@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -60,7 +61,7 @@ from honestscale.collector._native import (
     shaped,
 )
 from honestscale.collector._read import read_log, reader_tag
-from honestscale.collector._sources import Source
+from honestscale.collector._sources import Source, discover
 from honestscale.collector._summary import FileResult, Summary
 from honestscale.collector._twins import supersede_twins
 from honestscale.errors import HonestscaleError
@@ -167,6 +168,8 @@ class Ingester:
                 [campaign, campaign],
             )
         self._next_id = next_file_id(con)
+        # files read again in this ingest because files read with them are new or changed: their names
+        self._again: dict[Path, list[str]] = {}
 
     def ingest(
         self, sources: Iterable[Source], *, advance: Callable[[Source, FileResult], None] | None = None
@@ -176,10 +179,27 @@ class Ingester:
         sources = list(sources)
         timelines = [s.path for s in sources if s.format == "horovod-timeline"]
         todo = [s for s in sources if s.format != "horovod-timeline"]
+        self._retried(todo, summary, advance)
+        if again := _read_with_changed(
+            summary, todo
+        ):  # a file new or changed beside the file it is read with
+            self._again = {s.path: names for s, names in again}
+            summary.files = [f for f in summary.files if f.path not in self._again]
+            self._retried([s for s, _ in again], summary, advance)
+            self._again = {}
+        for path in timelines:  # after the events: they annotate steps that must already be there
+            with transaction(self.con, f"the Horovod timeline {path}"):
+                summary.timeline_steps += _timeline.apply(self.con, path)
+        return summary
+
+    def _retried(
+        self, todo: list[Source], summary: Summary, advance: Callable[[Source, FileResult], None] | None
+    ) -> None:
+        """The pipeline, planned again for the files not landed where another writer committed first."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 self._pipeline(todo, summary, advance)
-                break
+                return
             except Conflict as exc:  # another writer of a shared store committed first: plan the rest again
                 done = {f.path for f in summary.files}
                 todo = [s for s in todo if s.path not in done]
@@ -191,10 +211,6 @@ class Ingester:
                     ) from None
                 time.sleep(random.uniform(0.05, 0.2) * min(attempt, 10))  # a back-off, not a secret
                 self._next_id = next_file_id(self.con)
-        for path in timelines:  # after the events: they annotate steps that must already be there
-            with transaction(self.con, f"the Horovod timeline {path}"):
-                summary.timeline_steps += _timeline.apply(self.con, path)
-        return summary
 
     def _pipeline(
         self, todo: list[Source], summary: Summary, advance: Callable[[Source, FileResult], None] | None
@@ -294,7 +310,8 @@ class Ingester:
             plan.seen = (int(row[0]), row[3], row[5])
             plan.result.quarantined = int(row[6])
             plan.stale = _stale(row[7], row[8])
-            if not self.force and not plan.stale and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+            unchanged = row[1] == stat.st_size and row[2] == stat.st_mtime_ns
+            if not self.force and not plan.stale and unchanged and path not in self._again:
                 plan.result.action = "unchanged"
                 return plan
         try:
@@ -401,6 +418,11 @@ class Ingester:
             done = int(row[3])
             if self.force:
                 plan.result.action = "forced"
+            elif (beside := self._again.get(plan.source.path)) is not None:
+                plan.result.action = "reread"
+                plan.result.notes.append(
+                    f"read again whole: {', '.join(beside)} beside it, read with it as one run, is new or changed"
+                )
             elif plan.stale and len(data) >= done and digest(memoryview(data)[:done]) == row[5]:
                 plan.result.action = "reread"
                 was = row[8] or "a reader from before readers were versioned"
@@ -655,3 +677,21 @@ def _serialised(events: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int,
 
 
 _GONE: tuple[int, dict[str, Any]] = (0, {})
+
+
+def _read_with_changed(summary: Summary, todo: list[Source]) -> list[tuple[Source, list[str]]]:
+    """The files to read again, each with the names of the files beside it that are new or changed and that its
+    reader reads with it (a TensorBoard folder's later event file, written when the Trainer's final evaluation opened
+    its writer again), where this ingest did not read it after them: it found it unchanged, or was not given it."""
+    read = {f.path for f in summary.files if f.action != "unchanged"}
+    beside: dict[Path, list[str]] = {}
+    for f in summary.files:
+        if f.read_with is not None and f.action != "unchanged" and f.read_with not in read:
+            beside.setdefault(f.read_with, []).append(f.path.name)
+    given = {s.path: s for s in todo}
+    out: list[tuple[Source, list[str]]] = []
+    for path, names in beside.items():
+        source = given.get(path) or next(iter(discover([str(path)]).sources), None)
+        if source is not None:
+            out.append((source, names))
+    return out

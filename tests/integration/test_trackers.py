@@ -376,6 +376,30 @@ def test_the_trainers_tensorboard_folder_is_one_run_and_the_callbacks_twin(tmp_p
     assert {m[0] for m in metrics} == {"loss"}  # eval/runtime, test/runtime, */samples_per_second: no quality
 
 
+def test_a_tensorboard_file_written_after_its_folder_landed_reads_the_folder_again(tmp_path: Path) -> None:
+    """The Trainer's second event file (its final evaluation, written after training) lands in a folder whose first
+    file an earlier ingest read: the first file is read again with it (the test loss is the run's, as TensorBoard's
+    reader of the whole folder says), never left as a file 'read with' an unchanged one; a third ingest reads
+    nothing."""
+    (logs,) = (DATA / "hf-tensorboard" / "runs").iterdir()
+    first, later = sorted(logs.glob("events.out.tfevents.*"))
+    folder = tmp_path / "runs" / logs.name
+    folder.mkdir(parents=True)
+    shutil.copyfile(first, folder / first.name)
+    store = tmp_path / "s.duckdb"
+    ingest(store, folder)
+    (run,) = runs(store)
+    assert "test" not in {e[0] for e in query(store, "SELECT split FROM evals")}
+    shutil.copyfile(later, folder / later.name)
+    out = ingest(store, folder)
+    assert f"read again whole: {later.name} beside it" in out
+    (run,) = runs(store)
+    test_loss = _accumulated(logs).Scalars("test/loss")[-1].value
+    assert run["final_quality"] == {"loss": pytest.approx(test_loss, rel=1e-12)}
+    assert query(store, "SELECT count(*) FROM evals WHERE split = 'test'") == [(1,)]
+    assert "0 events landed" in ingest(store, folder)
+
+
 def test_one_training_logged_by_two_loggers_is_counted_once(tmp_path: Path) -> None:
     """Lightning's TensorBoardLogger and CSVLogger side by side on one training: two logs, one run counted (the
     TensorBoard log's: a wall time on every value), the CSV's kept and listed as superseded, never a second
