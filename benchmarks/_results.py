@@ -188,7 +188,7 @@ def table(entries: Iterable[Entry], brief: bool = False) -> str:
         if brief:
             if f.goal:
                 rows.append(
-                    f"| `{bench}` | {name} | **{_fmt(f.value, f.unit)}** | {f.goal} | {e.date[:10]} |"
+                    f"| `{bench}` | {name} | **{_fmt(f.value, f.unit)}** | {f.goal} | {met(f)} | {e.date[:10]} |"
                 )
             continue
         before = f"{_fmt(es[1].figure.value, f.unit)} ({es[1].commit})" if len(es) > 1 else ""

@@ -98,3 +98,12 @@ def test_block_pairs_give_the_ratio_its_interval_and_the_cost_a_step() -> None:
 )  # fmt: skip
 def test_the_tables_say_whether_a_goal_is_met(value: float, goal: str, said: str) -> None:
     assert _results.met(Figure("b", "f", value, "x", 0.0, "lower", goal)) == said
+
+
+@pytest.mark.parametrize("name", list(_results.QUOTED))
+def test_every_row_of_the_quoted_tables_fills_its_columns(name: str) -> None:
+    """A row with a cell fewer than its header shifts the date under "met" (the README's did)."""
+    block = (REPO / name).read_text(encoding="utf-8").split(_results.BEGIN)[1].split(_results.END)[0]
+    rows = [r for r in block.strip().splitlines() if r.startswith("|")]
+    # a cell of a row is text between two bars; no figure's text holds a bar
+    assert all(r.count("|") == rows[0].count("|") for r in rows), name
