@@ -66,8 +66,12 @@ def run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: 
 
         def advance(source: Source, result: FileResult) -> None:
             nonlocal done, files, last
-            done, files = done + sizes[source.path], files + 1
-            progress.update(task, advance=sizes[source.path], file=escape(shown(source.path.name)))
+            # a file read again (one read with it changed), or one not given but read again for such a file, is
+            # not counted twice: the bar is of the files given
+            given = source.path in sizes
+            size = sizes.pop(source.path, 0)
+            done, files = done + size, files + given
+            progress.update(task, advance=size, file=escape(shown(source.path.name)))
             report_file(result, quiet, verbose)
             if not (quiet or err.is_terminal) and (now := time.monotonic()) - last >= PLAIN_EVERY:
                 last = now

@@ -107,6 +107,32 @@ def test_a_summarywriter_per_rank_is_one_run_of_every_rank(tmp_path: Path) -> No
     assert lint(store, "HS215") == []  # no finding: every rank's steps are in the store
 
 
+def test_add_scalars_sub_folders_are_one_training_with_the_writers_own_file(tmp_path: Path) -> None:
+    """SummaryWriter.add_scalars("loss", {"train", "val"}) writes loss_train/ and loss_val/ beside the writer's file
+    (TensorBoard shows three runs): one run, never three repetitions; its training loss times the steps and its
+    held-out loss is the validation loss, value for value as EventAccumulator reads each folder and as the script
+    logged them; whichever file is named, the run is the same."""
+    folder = DATA / "tensorboard-add-scalars"
+    logged = json.loads((folder / "logged.json").read_text())
+    train, val = (_accumulated(folder / "run" / f"loss_{k}").Scalars("loss") for k in ("train", "val"))
+    assert [(s.step, s.value) for s in val] == [(e["step"], pytest.approx(e["val"], rel=1e-6)) for e in logged]
+    store = tmp_path / "s.duckdb"
+    out = ingest(store, folder / "run")
+    assert "add_scalars' sub-folders read with this run" in out
+    (run,) = runs(store)
+    steps = _steps(store)
+    assert [s[0] for s in steps] == [t.step for t in train[1:]]  # the first logging point opens the clock
+    assert [s[3] for s in steps] == pytest.approx([b.wall_time - a.wall_time for a, b in itertools.pairwise(train)])
+    evals = query(store, "SELECT split, metric, value FROM evals ORDER BY time, seq")
+    assert {(e[0], e[1]) for e in evals} == {("validation", "loss")}
+    assert [e[2] for e in evals] == pytest.approx([s.value for s in val], rel=1e-12)
+    assert run["final_quality"] == {"loss": pytest.approx(val[-1].value, rel=1e-12)}
+    (child,) = (folder / "run" / "loss_val").glob("events.out.tfevents.*")
+    again = tmp_path / "again.duckdb"
+    assert "read with" in ingest(again, child)  # named alone, it is read with the writer's file
+    assert [r["run_id"] for r in runs(again)] == [run["run_id"]]
+
+
 def test_a_file_cut_short_lands_what_it_holds_and_says_what_it_lost(tmp_path: Path) -> None:
     """A copy cut in the middle of a record (a writer still writing, a copy cut off): the records before it land,
     the bytes after the last whole record are said with the file; a second ingest of the grown file reads it whole."""

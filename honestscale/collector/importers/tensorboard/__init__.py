@@ -17,6 +17,9 @@ where every rank logs, each in a folder ``rank<N>``). Every scalar carries the w
   ThroughputMonitor's global over per-device rate; else unknown, and ``imported.unknown`` says why (HS215 reads it);
 * hyper-parameters from the hparams plugin (``log_hyperparams``, ``add_hparams``: its sub-folder's file is read with
   the log above it), Lightning's ``hparams.yaml`` and the Trainer's ``args`` text;
+* ``add_scalars(main, {key: value})``'s sub-folders ``<main>_<key>`` (written by the same process: its host and pid
+  in the files' names), which TensorBoard shows as runs of their own, are read with the writer's own file as one
+  training, each value named ``<key>/<main>`` (``loss_val``'s ``loss`` is ``val/loss``, a validation loss);
 * the tool's own rates (ThroughputMonitor's global rate, the Trainer's ``train_samples_per_second``) as claims.
 
 A record the loader cannot read ends what is read of the file; the bytes after it are said in a warning. A value
@@ -42,6 +45,7 @@ LABEL = "TensorBoard event file"
 _RANK = re.compile(r"^(?:rank|worker|proc)[_-]?(\d+)$", re.IGNORECASE)
 _FILES = "events.out.tfevents.*"
 _TIMESTAMP = re.compile(r"^\d{9,}(\.\d+)?$")  # add_hparams' sub-folder: str(time.time())
+_WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.\d+$")  # <time>.<host>.<pid>.<n>: host.pid
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -80,6 +84,54 @@ def _owner(path: Path) -> Path | None:
         return None
     above = _events_in(path.parent.parent)
     return above[0] if above else None
+
+
+def _writer(path: Path) -> str | None:
+    """The process that wrote the file: PyTorch's SummaryWriter names it ``events.out.tfevents.<time>.<host>.<pid>.<n>``."""
+    m = _WRITER.match(path.name)
+    return m.group(1) if m else None
+
+
+def _scalars_parent(path: Path) -> Path | None:
+    """The run's own event file an ``add_scalars`` file belongs to: PyTorch's ``add_scalars(main, {key: value})``
+    writes each key into a sub-folder ``<main>_<key>`` beside the writer's own file, from the same process (its host
+    and pid in both files' names). TensorBoard shows each sub-folder as a run of its own; it is one training."""
+    if _TIMESTAMP.match(path.parent.name) or (writer := _writer(path)) is None:
+        return None
+    above = [f for f in _events_in(path.parent.parent) if _writer(f) == writer]
+    return above[0] if above else None
+
+
+def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
+    """The ``add_scalars`` sub-folders' values into the run's log, each tag named ``<key>/<main>`` (``loss_val``'s
+    ``loss``: ``val/loss``, a validation loss; ``loss_train``'s: ``train/loss``), records numbered on, all in the
+    order of their wall times (each sub-folder's file is written beside the run's own, value by value)."""
+    writer = _writer(path)
+    folders = sorted(
+        f
+        for f in path.parent.iterdir()
+        if f.is_dir() and not _TIMESTAMP.match(f.name) and not _RANK.match(f.name)
+    )
+    said: list[str] = []
+    for folder in folders:
+        for file in (f for f in _events_in(folder) if writer is not None and _writer(f) == writer):
+            more = load(file)
+            _said(out, file, more)
+            base = log.records
+            tags = {s.tag: _key_tag(folder.name, s.tag) for s in more.scalars}
+            log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
+            log.records += more.records
+            said.append(f"{folder.name}/{file.name} ({', '.join(f'{a} as {b}' for a, b in tags.items())}): "
+                        f"records {base + 1}-{log.records}")  # fmt: skip
+    if said:
+        log.scalars.sort(key=lambda s: s.wall)  # stable: a record's own order kept at a tie
+        out.notes.append(f"add_scalars' sub-folders read with this run (one training): {'; '.join(said)}")
+
+
+def _key_tag(folder: str, tag: str) -> str:
+    """``add_scalars``' tag ``<key>/<main>`` of a value of ``main`` in the sub-folder ``<main>_<key>``."""
+    key = folder.removeprefix(f"{tag}_") if folder.startswith(f"{tag}_") else folder
+    return f"{key}/{tag}"
 
 
 def _hparams(path: Path, log: Log) -> dict[str, Any]:
@@ -213,11 +265,16 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             f"read with {files[0].name}, the first event file of its folder (one run, as TensorBoard's)"
         )
         return out
+    if (parent := _scalars_parent(path)) is not None:
+        out.read_with = parent
+        out.notes.append(f"add_scalars' file: its values are read with {parent.name} above it (one training)")
+        return out
     log = _folder(out, files if path in files else [path])
     if log.hparams and (owner := _owner(path)) is not None:
         out.read_with = owner
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")
         return out
+    _add_scalars(out, path, log)
     got = rows(out, log.scalars)
     tags, scalars = {s.tag for s in log.scalars}, len(log.scalars)
     log.scalars = []  # read into rows: not held beside the events (a run of 10^6 values)
