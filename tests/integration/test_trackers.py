@@ -115,14 +115,18 @@ def test_add_scalars_sub_folders_are_one_training_with_the_writers_own_file(tmp_
     folder = DATA / "tensorboard-add-scalars"
     logged = json.loads((folder / "logged.json").read_text())
     train, val = (_accumulated(folder / "run" / f"loss_{k}").Scalars("loss") for k in ("train", "val"))
-    assert [(s.step, s.value) for s in val] == [(e["step"], pytest.approx(e["val"], rel=1e-6)) for e in logged]
+    assert [(s.step, s.value) for s in val] == [
+        (e["step"], pytest.approx(e["val"], rel=1e-6)) for e in logged
+    ]
     store = tmp_path / "s.duckdb"
     out = ingest(store, folder / "run")
     assert "add_scalars' sub-folders read with this run" in out
     (run,) = runs(store)
     steps = _steps(store)
     assert [s[0] for s in steps] == [t.step for t in train[1:]]  # the first logging point opens the clock
-    assert [s[3] for s in steps] == pytest.approx([b.wall_time - a.wall_time for a, b in itertools.pairwise(train)])
+    assert [s[3] for s in steps] == pytest.approx(
+        [b.wall_time - a.wall_time for a, b in itertools.pairwise(train)]
+    )
     evals = query(store, "SELECT split, metric, value FROM evals ORDER BY time, seq")
     assert {(e[0], e[1]) for e in evals} == {("validation", "loss")}
     assert [e[2] for e in evals] == pytest.approx([s.value for s in val], rel=1e-12)

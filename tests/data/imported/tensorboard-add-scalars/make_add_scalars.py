@@ -33,7 +33,7 @@ for _epoch in range(3):
     for i in range(0, 2000, 50):
         loss = torch.nn.functional.cross_entropy(model(train_x[i : i + 50]), train_y[i : i + 50])
         opt.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
         step += 1
         since.append(float(loss))
