@@ -180,9 +180,8 @@ class Ingester:
         timelines = [s.path for s in sources if s.format == "horovod-timeline"]
         todo = [s for s in sources if s.format != "horovod-timeline"]
         self._retried(todo, summary, advance)
-        if again := _read_with_changed(
-            summary, todo
-        ):  # a file new or changed beside the file it is read with
+        # a file new or changed beside the file it is read with: that file is read again whole
+        if again := _read_with_changed(summary, todo):
             self._again = {s.path: names for s, names in again}
             summary.files = [f for f in summary.files if f.path not in self._again]
             self._retried([s for s, _ in again], summary, advance)
@@ -418,7 +417,9 @@ class Ingester:
             done = int(row[3])
             if self.force:
                 plan.result.action = "forced"
-            elif (beside := self._again.get(plan.source.path)) is not None:
+            elif (beside := self._again.get(plan.source.path)) is not None and (
+                len(data) >= done and digest(memoryview(data)[:done]) == row[5]
+            ):  # (one no longer starting with what landed is kept, as below)
                 plan.result.action = "reread"
                 plan.result.notes.append(
                     f"read again whole: {', '.join(beside)} beside it, read with it as one run, is new or changed"

@@ -121,8 +121,8 @@ def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
             tags = {s.tag: _key_tag(folder.name, s.tag) for s in more.scalars}
             log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
             log.records += more.records
-            said.append(f"{folder.name}/{file.name} ({', '.join(f'{a} as {b}' for a, b in tags.items())}): "
-                        f"records {base + 1}-{log.records}")  # fmt: skip
+            renamed = ", ".join(f"{a} as {b}" for a, b in tags.items())
+            said.append(f"{folder.name}/{file.name} ({renamed}): records {base + 1}-{log.records}")
     if said:
         log.scalars.sort(key=lambda s: s.wall)  # stable: a record's own order kept at a tie
         out.notes.append(f"add_scalars' sub-folders read with this run (one training): {'; '.join(said)}")
