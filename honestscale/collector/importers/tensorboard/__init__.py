@@ -28,8 +28,10 @@ that is no finite number, or one its tag cannot hold, goes to the quarantine by 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -106,7 +108,8 @@ def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
     """The ``add_scalars`` sub-folders' values into the run's log, each tag named ``<key>/<main>`` (``loss_val``'s
     ``loss``: ``val/loss``, a validation loss; ``loss_train``'s: ``train/loss``), records numbered on, all in the
     order of their wall times (each sub-folder's file is written beside the run's own, value by value)."""
-    writer = _writer(path)
+    if (writer := _writer(path)) is None:
+        return
     folders = sorted(
         f
         for f in path.parent.iterdir()
@@ -114,18 +117,29 @@ def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
     )
     said: list[str] = []
     for folder in folders:
-        for file in (f for f in _events_in(folder) if writer is not None and _writer(f) == writer):
-            more = load(file)
-            _said(out, file, more)
-            base = log.records
-            tags = {s.tag: _key_tag(folder.name, s.tag) for s in more.scalars}
-            log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
-            log.records += more.records
+        for file in (f for f in _events_in(folder) if _writer(f) == writer):
+            base, tags = _append(out, log, file, functools.partial(_key_tag, folder.name))
             renamed = ", ".join(f"{a} as {b}" for a, b in tags.items())
             said.append(f"{folder.name}/{file.name} ({renamed}): records {base + 1}-{log.records}")
     if said:
         log.scalars.sort(key=lambda s: s.wall)  # stable: a record's own order kept at a tie
         out.notes.append(f"add_scalars' sub-folders read with this run (one training): {'; '.join(said)}")
+
+
+def _append(
+    out: Parsed, log: Log, file: Path, name: Callable[[str], str] = lambda tag: tag
+) -> tuple[int, dict[str, str]]:
+    """Another event file's records onto ``log``, numbered on, each tag as ``name`` says; where its records start
+    (the number before its first) and its tags as named."""
+    more = load(file)
+    _said(out, file, more)
+    base = log.records
+    tags = {s.tag: name(s.tag) for s in more.scalars}
+    log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
+    log.texts.update(more.texts)
+    log.hparams.update(more.hparams)
+    log.records += more.records
+    return base, tags
 
 
 def _key_tag(folder: str, tag: str) -> str:
@@ -239,13 +253,7 @@ def _folder(out: Parsed, files: list[Path]) -> Log:
     _said(out, files[0], log)
     spans = [f"{files[0].name}: 1-{log.records}"]
     for file in files[1:]:
-        more = load(file)
-        _said(out, file, more)
-        base = log.records
-        log.scalars += [replace(s, record=s.record + base) for s in more.scalars]
-        log.texts.update(more.texts)
-        log.hparams.update(more.hparams)
-        log.records += more.records
+        base, _ = _append(out, log, file)
         spans.append(f"{file.name}: {base + 1}-{log.records}")
     if len(files) > 1:
         out.notes.append(
