@@ -12,14 +12,22 @@ from dataclasses import dataclass
 from benchmarks._results import Figure
 
 
-def alternate(block: Callable[[bool], float], blocks: int) -> tuple[list[float], list[float]]:
-    """``blocks`` results of ``block(False)`` (plain) and of ``block(True)`` (instrumented), alternating."""
+def alternate(block: Callable[[bool], float], blocks: int, seed: int = 0) -> tuple[list[float], list[float]]:
+    """``blocks`` results of ``block(False)`` (plain) and of ``block(True)`` (instrumented): a pair of blocks at a
+    time, which goes first drawn at random (seeded), so that a machine speeding up or slowing down through a pair
+    favours neither kind (with a fixed order it would favour the one that runs first, every time)."""
+    import random
+
+    rng = random.Random(seed)
     block(False)  # warm-up, not counted
     block(True)
     plain: list[float] = []
     instrumented: list[float] = []
-    for i in range(2 * blocks):
-        (instrumented if i % 2 else plain).append(block(bool(i % 2)))
+    for _ in range(blocks):
+        first = rng.random() < 0.5
+        a, b = block(first), block(not first)
+        plain.append(b if first else a)
+        instrumented.append(a if first else b)
     return plain, instrumented
 
 

@@ -414,8 +414,10 @@ _STEP: tuple[Field, ...] = (
         "Time during the step in which some task on the host (this run's own threads or anyone else's) was runnable "
         "and waited for a CPU, seconds: the difference of Linux's pressure stall information (/proc/pressure/cpu, "
         "'some') over the step's span on the host (a step starting within 0.25 ms of the previous step's end starts "
-        "from that reading). A slowdown that comes with it is the host's load, not a warm-up. "
-        "Absent where the kernel does not count it. Since contract 5.",
+        "from that reading). The runners read the counters at most every 50 ms: a shorter step gets the rise over "
+        "its span, linear between the readings around it (steps' sums are the readings' differences). A slowdown "
+        "that comes with it is the host's load, not a warm-up. Absent where the kernel does not count it. Since "
+        "contract 5.",
         minimum=0,
     ),
     Field(
@@ -423,7 +425,7 @@ _STEP: tuple[Field, ...] = (
         "number",
         "Time during the step in which the host's CPUs wanted to run while the hypervisor ran another guest "
         "(/proc/stat's steal, averaged over the CPUs), seconds: a virtual machine's noise, which cpu_pressure does "
-        "not see. Absent where the kernel does not count it. Since contract 5.",
+        "not see. Read as cpu_pressure is. Absent where the kernel does not count it. Since contract 5.",
         minimum=0,
     ),
     Field(

@@ -16,7 +16,8 @@ class StepTimer:
 
     Call :meth:`begin` before fetching the batch, :meth:`mark` ``"data"`` once it is on the
     device, ``"compute"`` when backward returns and ``"optimizer"`` after the update, then
-    :meth:`end`. ``comm_from`` (a mark of the same clock taken when the last gradient bucket
+    :meth:`end`, which returns the steps whose timings are ready (at once, or with later ones: see :meth:`end`).
+    ``comm_from`` (a mark of the same clock taken when the last gradient bucket
     was handed to the all-reduce) turns the part of backward spent waiting for gradient
     exchange into communication time; without it communication is recorded as not measured.
     The parts always sum to the step's total.
@@ -30,8 +31,10 @@ class StepTimer:
         self._pending: list[dict[str, Any]] = []
 
     def begin(self) -> None:
-        waited = pressure.at_start()  # read before the mark: its cost falls between steps, not in one
-        self._current = {"begin": self.clock.now(), "pressure": waited}
+        host = (
+            pressure.mark()
+        )  # taken before the clock's mark: a reading's cost falls between steps, not in one
+        self._current = {"begin": self.clock.now(), "host": host}
 
     def mark(self, phase: str) -> None:
         self._current[phase] = self.clock.now()
@@ -42,18 +45,22 @@ class StepTimer:
         self._current["comm_from"] = comm_from
         self._current["comm_s"] = comm_s
         self._current["fields"] = fields
-        self._current["pressure_end"] = pressure.now()
+        self._current["host_end"] = pressure.mark()
         self._pending.append(self._current)
         self._current = {}
-        keep = 1 if self.clock.lagged else 0
-        ready, self._pending = (
-            self._pending[: len(self._pending) - keep],
-            self._pending[len(self._pending) - keep :],
-        )
-        return [self._resolve(step) for step in ready]
+        # ready: what the clock can read (all but the last step on a device) and the host's contention readings
+        # cover (one every pressure.RATE seconds: short steps come out together, written in one go)
+        ready = len(self._pending) - (1 if self.clock.lagged else 0)
+        if ready <= 0 or not pressure.covered(self._pending[0]["host_end"]):
+            return []  # (the common case between readings: no step is copied or scanned)
+        while not pressure.covered(self._pending[ready - 1]["host_end"]):
+            ready -= 1
+        done, self._pending = self._pending[:ready], self._pending[ready:]
+        return [self._resolve(step) for step in done]
 
     def flush(self) -> list[dict[str, Any]]:
-        """Timings of every step not yet returned (call at the end of training)."""
+        """Timings of every step not yet returned (call at the end of an epoch, of training, and on the way out of a
+        failed one: up to :data:`pressure.RATE` seconds of short steps wait for a reading)."""
         ready, self._pending = self._pending, []
         return [self._resolve(step) for step in ready]
 
@@ -72,5 +79,5 @@ class StepTimer:
             out.update(t_comm=0.0, comm_measured=False)
         out.update(t_data=t_data, t_compute=t_compute, t_optimizer=t_optimizer)
         out["t_total"] = t_data + t_compute + out["t_comm"] + t_optimizer
-        out.update(pressure.waited(step.get("pressure"), step.get("pressure_end")))
+        out.update(pressure.between(step["host"], step["host_end"]))
         return out

@@ -13,9 +13,18 @@ CPUs for. A step slowed by someone else's load carries that wait; a step slowed 
 allocation, caches) does not. What the kernel does not count is left out of the step event: unknown, never 0.
 
 The readings are on the step's path, so they cost as little as the kernel allows: each file stays open and is read
-again from its start (``pread``, one system call, about 3 µs for PSI and 7 µs for /proc/stat), and a step that starts
-within :data:`REUSE` seconds of the last reading (the previous step's end, in a training loop) starts from it: one
-reading per step boundary. The wait in that gap, at most its length, counts in the step that follows.
+again from its start (``pread``, one system call, about 3 µs for PSI and 7 µs for /proc/stat, alone; between a
+training loop's kernels they cost several times that: ``benchmarks/runner_overhead.py``). Two ways to read:
+
+* :func:`at_start` and :func:`now`, for a step written as it ends (the recorder, the Keras callback): one reading per
+  step boundary (a step that starts within :data:`REUSE` seconds of the last reading, the previous step's end,
+  starts from it; the wait in that gap, at most its length, counts in the step that follows).
+* :func:`mark` and :func:`between`, for steps that may be written a little later (the runners' step timer): the
+  counters are read at a step boundary only where the last reading is :data:`RATE` seconds old or more, and a
+  step's wait is the counters' rise over its span, taken linearly between the readings around it. A step of
+  :data:`RATE` or longer is read at both ends, as above; shorter steps share a reading every :data:`RATE` seconds,
+  each with the part of the wait its span covers, so sums over steps (what HS205, HS208 and HS210 compare) are the
+  readings' differences and a stall of :data:`RATE` or more stays on the steps it slowed.
 
 Standard library only (see :mod:`honestscale.record`).
 """
@@ -24,12 +33,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 
 PSI = "/proc/pressure/cpu"
 STAT = "/proc/stat"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPUS = os.cpu_count() or 1
 REUSE = 0.00025  # seconds: a step starting this soon after the last reading starts from it
+RATE = 0.05  # seconds: at most one reading this often at the step timer's boundaries (see the module)
 
 
 def _virtual() -> bool:
@@ -43,7 +54,7 @@ def _virtual() -> bool:
 
 _readable = {PSI: True, STAT: _virtual()}  # bare metal has no steal: /proc/stat is not read every step there
 
-Reading = tuple[int | None, int | None]  # PSI's "some" total (microseconds), steal (ticks over every CPU)
+Reading = tuple[float | None, float | None]  # PSI's "some" total (microseconds), steal (ticks over every CPU)
 
 
 _fds: dict[str, int] = {}  # each file open once per process, read again from its start
@@ -90,13 +101,16 @@ def _steal() -> int | None:
 
 
 _last: tuple[float, Reading] = (float("-inf"), (None, None))  # when the last reading was taken, and it
+_history: deque[tuple[float, Reading]] = deque(maxlen=64)  # the last readings, oldest first (see between)
 
 
 def now() -> Reading:
     """The host's contention counters now (a step's end)."""
     global _last
+    taken = time.perf_counter()
     reading = _psi(), _steal()
-    _last = (time.perf_counter(), reading)
+    _last = (taken, reading)
+    _history.append(_last)
     return reading
 
 
@@ -105,6 +119,52 @@ def at_start() -> Reading:
     previous step's end), else a new one."""
     taken, reading = _last
     return reading if time.perf_counter() - taken <= REUSE else now()
+
+
+def mark() -> float:
+    """A step boundary's time on the host clock (``time.perf_counter``), with a reading there where the last is
+    :data:`RATE` seconds old or more."""
+    t = time.perf_counter()
+    if t - _last[0] >= RATE:
+        now()
+        return _last[0]
+    return t
+
+
+def covered(t: float) -> bool:
+    """Whether a reading at or after the mark ``t`` exists (a step ending at ``t`` can be given its wait)."""
+    return _last[0] >= t
+
+
+def _counter(a: float | None, b: float | None, share: float) -> float | None:
+    return None if a is None or b is None else a + (b - a) * share
+
+
+def _at(t: float) -> Reading | None:
+    """The counters at the mark ``t``, linear between the readings around it; None before the oldest kept."""
+    after = None
+    for i in range(len(_history) - 1, -1, -1):  # the recent end first: marks are of the last steps
+        if _history[i][0] < t:
+            break
+        after = i
+    if after is None:
+        return None
+    t1, (p1, s1) = _history[after]
+    if t1 == t:
+        return p1, s1
+    if after == 0:
+        return None
+    t0, (p0, s0) = _history[after - 1]
+    share = (t - t0) / (t1 - t0)
+    return _counter(p0, p1, share), _counter(s0, s1, share)
+
+
+def between(begin: float, end: float) -> dict[str, float]:
+    """The step event's contention fields for a step from mark ``begin`` to mark ``end`` (see :func:`mark`): read
+    now where no reading covers ``end`` yet (the end of training)."""
+    if not covered(end):
+        now()
+    return waited(_at(begin), _at(end))
 
 
 def waited(begin: Reading | None, end: Reading | None) -> dict[str, float]:

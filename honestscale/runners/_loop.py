@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,33 +133,41 @@ class Loop:
         for epoch in range(b.epochs):
             t_epoch, losses, seen = time.perf_counter(), [], 0
             it: Iterator[Any] = iter(epoch_batches(epoch))
-            while True:
-                timer.begin()
-                try:
-                    batch = next(it)
-                except StopIteration:
-                    break
-                timer.mark("data")
-                done = step(batch)
-                extra = {"tokens": done.tokens} if done.tokens is not None else {}
-                for ready in timer.end(done.comm_from, comm_s=done.comm_s, epoch=epoch, step=n,
-                                       samples=done.samples, warmup=n < b.warmup_steps, **extra):  # fmt: skip
-                    w.step(**ready)
-                losses.append(done.loss)
-                seen += done.samples
-                n += 1
-                samples_seen += done.samples * self.replicas
-                if b.spent(samples_seen):
-                    stop_now = True
-                    break
-                # Ranks' clocks differ: they agree on the time limit every 10 steps (one small broadcast).
-                if (
-                    b.max_time is not None
-                    and n % 10 == 0
-                    and self.decide(time.perf_counter() - started >= b.max_time)
-                ):
-                    stop_now = True
-                    break
+            try:
+                while True:
+                    timer.begin()
+                    try:
+                        batch = next(it)
+                    except StopIteration:
+                        break
+                    timer.mark("data")
+                    done = step(batch)
+                    extra = {"tokens": done.tokens} if done.tokens is not None else {}
+                    for ready in timer.end(done.comm_from, comm_s=done.comm_s, epoch=epoch, step=n,
+                                           samples=done.samples, warmup=n < b.warmup_steps, **extra):  # fmt: skip
+                        w.step(**ready)
+                    losses.append(done.loss)
+                    seen += done.samples
+                    n += 1
+                    samples_seen += done.samples * self.replicas
+                    if b.spent(samples_seen):
+                        stop_now = True
+                        break
+                    # Ranks' clocks differ: they agree on the time limit every 10 steps (one small broadcast).
+                    if (
+                        b.max_time is not None
+                        and n % 10 == 0
+                        and self.decide(time.perf_counter() - started >= b.max_time)
+                    ):
+                        stop_now = True
+                        break
+            except BaseException:
+                # the steps the timer holds are written before the run_stop that follows (a device that failed
+                # cannot give its marks: those are lost with it)
+                with suppress(Exception):
+                    for ready in timer.flush():
+                        w.step(**ready)
+                raise
             for ready in timer.flush():
                 w.step(**ready)
             w.epoch(
