@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from honestscale.events import EventWriter
+from honestscale.record import pressure
 from honestscale.record._clocks import Clock, CudaClock, HostClock
 from honestscale.record._lifecycle import PeerFailed, RunTerminated, raising_handler, stop_status
 from honestscale.record._sampler import SystemSampler
@@ -126,9 +127,15 @@ class Recorder:
         return Step(self, self.clock, samples=samples, tokens=tokens, warmup=warmup, epoch=epoch)
 
     def _closed(self, step: Step) -> None:
+        """Write the steps that are ready: what the clock can read (all but the last on a device) and the host's
+        contention readings cover (one every ``pressure.RATE`` seconds: short steps are written together)."""
         self._pending.append(step)
-        keep = 1 if self.clock.lagged else 0
-        while len(self._pending) > keep:
+        ready = len(self._pending) - (1 if self.clock.lagged else 0)
+        if ready <= 0 or not _covered(self._pending[0]):
+            return
+        while not _covered(self._pending[ready - 1]):
+            ready -= 1
+        for _ in range(ready):
             self._write(self._pending.pop(0))
 
     def _write(self, step: Step) -> None:
@@ -140,7 +147,8 @@ class Recorder:
         self._epoch_samples += step.samples or 0
 
     def flush(self) -> None:
-        """Write the steps whose device marks were still pending (at the end of an epoch or of training)."""
+        """Write the steps still pending (device marks not yet readable, or no contention reading after them yet): at
+        an epoch's end, before an evaluation and at the end of training."""
         while self._pending:
             self._write(self._pending.pop(0))
 
@@ -206,3 +214,7 @@ class Recorder:
             self.writer.close()
             for sig, old in self._old.items():
                 signal.signal(sig, old)
+
+
+def _covered(step: Step) -> bool:
+    return step.host is None or pressure.covered(step.host[1])

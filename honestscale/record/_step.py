@@ -44,14 +44,14 @@ class Step:
         self.end: Any = None
         self.spans: dict[str, list[tuple[Any, Any]]] = {}
         self._in: str | None = None
-        self._pressure: tuple[pressure.Reading | None, pressure.Reading | None] = (
-            None,
-            None,
-        )  # open, close
+        self.host: tuple[float, float] | None = (
+            None  # its span on the host clock, for the contention readings
+        )
 
     def open(self, begin: Any = None) -> Step:
         """Start the step now, or at ``begin`` (a mark of the recorder's clock taken earlier)."""
-        self._pressure = (pressure.at_start(), None)  # read before the mark: its cost falls between steps
+        opened = pressure.mark()  # taken before the clock's mark: a reading's cost falls between steps
+        self.host = (opened, opened)
         self.begin = self._clock.now() if begin is None else begin
         return self
 
@@ -101,7 +101,8 @@ class Step:
                 [defer(v) for v in self.tokens] if isinstance(self.tokens, list) else defer(self.tokens)
             )
         self.end = self._clock.now() if end is None else end
-        self._pressure = (self._pressure[0], pressure.now())
+        if self.host is not None:
+            self.host = (self.host[0], pressure.mark())
         self._recorder._closed(self)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -127,7 +128,8 @@ class Step:
         out["comm_measured"] = "comm" in self.spans
         if self.tokens is not None:
             out["tokens"] = count(self.tokens)
-        out.update(pressure.waited(*self._pressure))  # the host's contention over the step
+        if self.host is not None:  # the host's contention over the step
+            out.update(pressure.between(*self.host))
         return out
 
 

@@ -16,10 +16,11 @@ The readings are on the step's path, so they cost as little as the kernel allows
 again from its start (``pread``, one system call, about 3 µs for PSI and 7 µs for /proc/stat, alone; between a
 training loop's kernels they cost several times that: ``benchmarks/runner_overhead.py``). Two ways to read:
 
-* :func:`at_start` and :func:`now`, for a step written as it ends (the recorder, the Keras callback): one reading per
-  step boundary (a step that starts within :data:`REUSE` seconds of the last reading, the previous step's end,
+* :func:`at_start` and :func:`now`, for a step written as it ends (the Keras callback): one reading per step
+  boundary (a step that starts within :data:`REUSE` seconds of the last reading, the previous step's end,
   starts from it; the wait in that gap, at most its length, counts in the step that follows).
-* :func:`mark` and :func:`between`, for steps that may be written a little later (the runners' step timer): the
+* :func:`mark` and :func:`between`, for steps that may be written a little later (the runners' step timer, the
+  recorder that the callbacks and users' loops call): the
   counters are read at a step boundary only where the last reading is :data:`RATE` seconds old or more, and a
   step's wait is the counters' rise over its span, taken linearly between the readings around it. A step of
   :data:`RATE` or longer is read at both ends, as above; shorter steps share a reading every :data:`RATE` seconds,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from honestscale.cli import app
 from honestscale.events import read_events
-from honestscale.record import Recorder, RecordError, discover, start
+from honestscale.record import Recorder, RecordError, discover, pressure, start
 from tests.conftest import REPO
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -127,7 +127,12 @@ def busy(seconds: float) -> None:
         pass
 
 
-def test_a_device_clock_writes_each_step_once_its_marks_can_be_read(tmp_path: Path) -> None:
+def test_a_device_clock_writes_each_step_once_its_marks_can_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        pressure, "RATE", 0.0
+    )  # a reading at every boundary: only the device's lag holds a step
     clock = LaggedClock()
     with Recorder(tmp_path, "lagged", discover({}), sample_interval=0, clock=clock) as rec:
         rec.run_start(framework="torch", world_size=1)
