@@ -49,7 +49,7 @@ class Recorder:
         self._clock = clock
         self.warmup_steps = warmup_steps
         self.sampler = SystemSampler(self.writer, sample_interval, device) if sample_interval > 0 else None
-        self.steps = 0  # steps handed to the recorder so far
+        self.steps = 0  # steps written so far (a step waits for its device marks and a contention reading)
         self.current_epoch = 0
         self._closed_epoch: int | None = None
         self._epoch_began: float | None = None
