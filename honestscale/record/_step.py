@@ -44,9 +44,8 @@ class Step:
         self.end: Any = None
         self.spans: dict[str, list[tuple[Any, Any]]] = {}
         self._in: str | None = None
-        self.host: tuple[float, float] | None = (
-            None  # its span on the host clock, for the contention readings
-        )
+        # its span on the host clock, for the contention readings
+        self.host: tuple[float, float] | None = None
 
     def open(self, begin: Any = None) -> Step:
         """Start the step now, or at ``begin`` (a mark of the recorder's clock taken earlier)."""

@@ -31,9 +31,8 @@ class StepTimer:
         self._pending: list[dict[str, Any]] = []
 
     def begin(self) -> None:
-        host = (
-            pressure.mark()
-        )  # taken before the clock's mark: a reading's cost falls between steps, not in one
+        # the host's mark before the clock's: a contention reading's cost falls between steps, not in one
+        host = pressure.mark()
         self._current = {"begin": self.clock.now(), "host": host}
 
     def mark(self, phase: str) -> None:

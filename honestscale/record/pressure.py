@@ -20,12 +20,12 @@ training loop's kernels they cost several times that: ``benchmarks/runner_overhe
   boundary (a step that starts within :data:`REUSE` seconds of the last reading, the previous step's end,
   starts from it; the wait in that gap, at most its length, counts in the step that follows).
 * :func:`mark` and :func:`between`, for steps that may be written a little later (the runners' step timer, the
-  recorder that the callbacks and users' loops call): the
-  counters are read at a step boundary only where the last reading is :data:`RATE` seconds old or more, and a
-  step's wait is the counters' rise over its span, taken linearly between the readings around it. A step of
-  :data:`RATE` or longer is read at both ends, as above; shorter steps share a reading every :data:`RATE` seconds,
-  each with the part of the wait its span covers, so sums over steps (what HS205, HS208 and HS210 compare) are the
-  readings' differences and a stall of :data:`RATE` or more stays on the steps it slowed.
+  recorder that users' loops and the callbacks call): the counters are read at a step boundary only where the last
+  reading is :data:`RATE` seconds old or more, and a step's wait is the counters' rise over its span, taken
+  linearly between the readings around it. A step of :data:`RATE` or longer is read at both ends, as above; shorter
+  steps share a reading every :data:`RATE` seconds, each with the part of the wait its span covers, so sums over
+  steps (what HS205, HS208 and HS210 compare) are the readings' differences and a stall of :data:`RATE` or more
+  stays, but for a short neighbour's share, on the steps it slowed.
 
 Standard library only (see :mod:`honestscale.record`).
 """
