@@ -130,12 +130,7 @@ class Recorder:
         """Write the steps that are ready: what the clock can read (all but the last on a device) and the host's
         contention readings cover (one every ``pressure.RATE`` seconds: short steps are written together)."""
         self._pending.append(step)
-        ready = len(self._pending) - (1 if self.clock.lagged else 0)
-        if ready <= 0 or not _covered(self._pending[0]):
-            return
-        while not _covered(self._pending[ready - 1]):
-            ready -= 1
-        for _ in range(ready):
+        for _ in range(pressure.ready(self._pending, _host_end, 1 if self.clock.lagged else 0)):
             self._write(self._pending.pop(0))
 
     def _write(self, step: Step) -> None:
@@ -216,5 +211,5 @@ class Recorder:
                 signal.signal(sig, old)
 
 
-def _covered(step: Step) -> bool:
-    return step.host is None or pressure.covered(step.host[1])
+def _host_end(step: Step) -> float:
+    return float("-inf") if step.host is None else step.host[1]  # (a step never opened: nothing to wait for)

@@ -47,13 +47,9 @@ class StepTimer:
         self._current["host_end"] = pressure.mark()
         self._pending.append(self._current)
         self._current = {}
-        # ready: what the clock can read (all but the last step on a device) and the host's contention readings
-        # cover (one every pressure.RATE seconds: short steps come out together, written in one go)
-        ready = len(self._pending) - (1 if self.clock.lagged else 0)
-        if ready <= 0 or not pressure.covered(self._pending[0]["host_end"]):
-            return []  # (the common case between readings: no step is copied or scanned)
-        while not pressure.covered(self._pending[ready - 1]["host_end"]):
-            ready -= 1
+        ready = pressure.ready(self._pending, _host_end, 1 if self.clock.lagged else 0)
+        if not ready:
+            return []
         done, self._pending = self._pending[:ready], self._pending[ready:]
         return [self._resolve(step) for step in done]
 
@@ -80,3 +76,7 @@ class StepTimer:
         out["t_total"] = t_data + t_compute + out["t_comm"] + t_optimizer
         out.update(pressure.between(step["host"], step["host_end"]))
         return out
+
+
+def _host_end(step: dict[str, Any]) -> float:
+    return float(step["host_end"])

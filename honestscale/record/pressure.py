@@ -35,12 +35,15 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 PSI = "/proc/pressure/cpu"
 STAT = "/proc/stat"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPUS = os.cpu_count() or 1
 REUSE = 0.00025  # seconds: a step starting this soon after the last reading starts from it
+T = TypeVar("T")
 RATE = 0.05  # seconds: at most one reading this often at the step timer's boundaries (see the module)
 
 
@@ -135,6 +138,17 @@ def mark() -> float:
 def covered(t: float) -> bool:
     """Whether a reading at or after the mark ``t`` exists (a step ending at ``t`` can be given its wait)."""
     return _last[0] >= t
+
+
+def ready(pending: Sequence[T], end: Callable[[T], float], keep: int) -> int:
+    """How many of the steps ``pending`` (oldest first) can be written: all but the last ``keep`` (a device clock's
+    lag), and of those the ones whose end mark (``end``) a reading covers (short steps come out together)."""
+    n = len(pending) - keep
+    if n <= 0 or not covered(end(pending[0])):
+        return 0  # (the common case between readings: nothing scanned)
+    while not covered(end(pending[n - 1])):
+        n -= 1
+    return n
 
 
 def _counter(a: float | None, b: float | None, share: float) -> float | None:
