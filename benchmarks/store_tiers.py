@@ -2,8 +2,8 @@
 (a throwaway cluster on loopback, started here as tests/postgres.py does; run as root with Debian's PostgreSQL).
 
   * **ingest**: ``--events`` native events (benchmarks/ingest.py's set, 1,000,000 by default) into a new store of each
-    tier, each in a fresh process, beside the reference, DuckDB's ``read_json`` of the same files into a table;
-    printed as ratios to the reference;
+    tier, each in a fresh process, beside the reference, DuckDB's ``read_json`` of the same files into a table, in
+    ``--repeat`` rounds (3), each in a drawn order; printed as ratios of the medians, the spread from the rounds;
   * **concurrent writers** on DuckLake: the same runs split among 1, 4 and 8 ``ingest`` processes started at once
     into a new lake each; events per second, as a ratio to the single writer (2 cores here: more writers cannot be
     faster, and conflicts make them redo work; what is checked is that each lands everything once);
@@ -13,13 +13,14 @@
     figures are drawn, so the first figure's request (which draws them all) is timed too; the file tier is the
     reference.
 
-    python benchmarks/store_tiers.py [--events 1000000] [--campaigns 84] [--requests 10] [--part dashboard]
+    python benchmarks/store_tiers.py [--events 1000000] [--repeat 3] [--campaigns 84] [--requests 10] [--part dashboard]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import shutil
 import statistics
@@ -59,30 +60,57 @@ def _events(store: str) -> tuple[int, int]:
         con.close()
 
 
-def ingest(pg: object, n: int) -> list[Figure]:
+def _tiers_once(
+    pg: object, folder: Path, files: list[str], written: int, i: int
+) -> tuple[float, float, float]:
+    """One ingest into a new store of each tier and the reference, in an order drawn for this round (a machine that
+    speeds up or slows down through a round favours none of them): seconds of (reference, file, DuckLake)."""
+    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
+    ref_db = WORK / f"ref{i}.duckdb"
+    code = f"import duckdb; c = duckdb.connect({str(ref_db)!r}); c.execute({ref_sql!r}); c.close()"
+    file_store = str(WORK / f"file{i}.duckdb")
+    lake = pg.create_database(f"bench_ingest{i}")  # type: ignore[attr-defined]
+    commands = {
+        "ref": [sys.executable, "-c", code],
+        "file": [*HS, "--store", file_store, "ingest", str(folder), "-q"],
+        "lake": [
+            *HS,
+            "--store",
+            lake,
+            "--data-path",
+            str(WORK / f"lake-ingest{i}"),
+            "ingest",
+            str(folder),
+            "-q",
+        ],
+    }
+    order = list(commands)
+    random.Random(i).shuffle(order)
+    took = {name: _seconds(commands[name]) for name in order}
+    assert _events(file_store) == _events(lake) == (written, written)
+    ref_db.unlink()
+    return took["ref"], took["file"], took["lake"]
+
+
+def ingest(pg: object, n: int, repeat: int) -> list[Figure]:
     folder = WORK / "events"
     folder.mkdir(parents=True)
     written = write_events(folder, n, 64)
     files = sorted(str(p) for p in folder.rglob("*.jsonl"))
-    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
-    code = (
-        f"import duckdb; c = duckdb.connect({str(WORK / 'ref.duckdb')!r}); c.execute({ref_sql!r}); c.close()"
-    )
-    ref = _seconds([sys.executable, "-c", code])
-    file_store = str(WORK / "file.duckdb")
-    t_file = _seconds([*HS, "--store", file_store, "ingest", str(folder), "-q"])
-    lake = pg.create_database("bench_ingest")  # type: ignore[attr-defined]
-    t_lake = _seconds(
-        [*HS, "--store", lake, "--data-path", str(WORK / "lake-ingest"), "ingest", str(folder), "-q"]
-    )
-    assert _events(file_store) == _events(lake) == (written, written)
-    print(f"ingest of {written:,} events (64 files): read_json {ref:.1f} s; file {t_file:.1f} s "
+    rounds = [_tiers_once(pg, folder, files, written, i) for i in range(repeat)]
+    ref, t_file, t_lake = (statistics.median(r[k] for r in rounds) for k in range(3))
+    lake_file = [r[2] / r[1] for r in rounds]
+    lake_ref = [r[2] / r[0] for r in rounds]
+    print(f"ingest of {written:,} events (64 files), medians of {repeat}: read_json {ref:.1f} s; file {t_file:.1f} s "
           f"({t_file / ref:.2f}x read_json); DuckLake {t_lake:.1f} s ({t_lake / ref:.2f}x read_json, "
-          f"{t_lake / t_file:.2f}x the file)", flush=True)  # fmt: skip
+          f"{t_lake / t_file:.2f}x the file); DuckLake / file by round: "
+          f"{', '.join(f'{x:.3f}' for x in lake_file)}", flush=True)  # fmt: skip
     figures = [Figure("store_tiers", f"DuckLake ingest / the file store's, {written:,} events", t_lake / t_file, "x",
-                      0.0, "lower", "<= 1.1", f"{t_lake:.1f} s against {t_file:.1f} s; measured once: no spread"),
+                      (max(lake_file) - min(lake_file)) / 2, "lower", "<= 1.1",
+                      f"{t_lake:.1f} s against {t_file:.1f} s, medians of {repeat} rounds"),
                Figure("store_tiers", f"DuckLake ingest / DuckDB read_json, {written:,} events", t_lake / ref, "x",
-                      0.0, "lower", "", f"{t_lake:.1f} s against {ref:.1f} s; measured once: no spread")]  # fmt: skip
+                      (max(lake_ref) - min(lake_ref)) / 2, "lower", "",
+                      f"{t_lake:.1f} s against {ref:.1f} s, medians of {repeat} rounds")]  # fmt: skip
     runs = sorted(p for p in folder.iterdir() if p.is_dir())
     single = None
     for writers in (1, 4, 8):
@@ -152,6 +180,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--campaigns", type=int, default=84)
     parser.add_argument("--requests", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds of the ingest part (each: the reference and both tiers, in a drawn order)")  # fmt: skip
     parser.add_argument("--part", choices=("ingest", "dashboard"), action="append",
                         help="measure only this part (repeatable; default: both)")  # fmt: skip
     parser.add_argument(
@@ -165,7 +195,7 @@ def main() -> None:
         for pg in cluster():
             parts = args.part or ["ingest", "dashboard"]
             if "ingest" in parts:
-                session.finish(ingest(pg, args.events), args.record)
+                session.finish(ingest(pg, args.events, args.repeat), args.record)
             if "dashboard" in parts:
                 dashboard(pg, args.campaigns, args.requests)
     finally:
