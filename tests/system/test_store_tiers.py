@@ -300,3 +300,46 @@ def _killed_mid_write(lake: str, data: Path) -> set[str]:
         if named:
             return new
     raise AssertionError("three SIGKILLs each landed between transactions: no orphaned file to clean")
+
+
+def _layout(con: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A store's tables and columns, its versions and its one seeded row, in order."""
+    columns = con.execute(
+        "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_catalog = current_database() ORDER BY table_name, ordinal_position"
+    ).fetchall()
+    versions = con.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
+    return columns, versions, con.execute("SELECT * FROM store_writes").fetchall()
+
+
+def test_a_new_lake_made_at_once_equals_one_migrated_a_version_at_a_time(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    """A new lake's migrations run in two transactions (its tables and versions, then the updates and deletes): the
+    same tables, columns, versions and rows as a lake that had the first version and was migrated statement by
+    statement, the path of every existing lake."""
+    from honestscale.store import _database, _lake
+
+    new = postgres.create_database("made_at_once")
+    code, out = _cli(new, "--data-path", str(tmp_path / "a"), "migrate")
+    assert code == 0, out
+    old = postgres.create_database("migrated_in_steps")
+    con = _lake.connect(old, read_only=False, data_path=str(tmp_path / "b"))
+    try:
+        first = _database.migrations()[0]
+        con.execute(_lake.lake_sql(_database._SCHEMA_VERSION))
+        for statement in con.extract_statements(_lake.lake_sql(first.sql)):
+            con.execute(statement)
+        con.execute(
+            "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [first.version, first.name]
+        )
+        _database._migrate_lake(con, first.version)
+        stepped = _layout(con)
+    finally:
+        con.close()
+    made = open_store(new, read_only=True)
+    try:
+        assert _layout(made) == stepped
+        assert stepped[1][-1][0] == _database.latest_version() and stepped[2] == [(0,)]
+    finally:
+        made.close()
