@@ -43,8 +43,8 @@ STAT = "/proc/stat"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _CPUS = os.cpu_count() or 1
 REUSE = 0.00025  # seconds: a step starting this soon after the last reading starts from it
-T = TypeVar("T")
 RATE = 0.05  # seconds: at most one reading this often at the step timer's boundaries (see the module)
+T = TypeVar("T")  # a held step, as its keeper holds it
 
 
 def _virtual() -> bool:

@@ -341,32 +341,26 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
     their order. Its tables hold no rows but the ones its migrations insert (no update or delete touches those), so
     an update run after every table is made changes what it would have changed in place: nothing (a test compares
     the result with a lake migrated a version at a time)."""
-    if current == 0:
-        changes: list[duckdb.Statement] = []
+    new = current == 0
+    changes: list[duckdb.Statement] = []  # a new store's updates and deletes, run in a second transaction
+    if new:
         con.execute("BEGIN")
-        con.execute(_lake.lake_sql(_SCHEMA_VERSION))
-        for mig in migrations():
-            for statement in con.extract_statements(_lake.lake_sql(mig.sql)):
-                if statement.type.name in _CHANGES_ROWS:
-                    changes.append(statement)
-                else:
-                    con.execute(statement)
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
-            )
-        con.execute("COMMIT")
-        con.execute("BEGIN")
-        for statement in changes:
-            con.execute(statement)
-        con.execute("COMMIT")
-        return
     con.execute(_lake.lake_sql(_SCHEMA_VERSION))
     for mig in migrations():
         if mig.version <= current:
             continue
         for statement in con.extract_statements(_lake.lake_sql(mig.sql)):
-            con.execute(statement)
+            if new and statement.type.name in _CHANGES_ROWS:
+                changes.append(statement)
+            else:
+                con.execute(statement)
         con.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name])
+    if new:
+        con.execute("COMMIT")
+        con.execute("BEGIN")
+        for statement in changes:
+            con.execute(statement)
+        con.execute("COMMIT")
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, current: int) -> None:
