@@ -81,13 +81,15 @@ def forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> set[str]:
         r[0]
         for r in con.execute("SELECT DISTINCT run_id FROM events WHERE file_id = ?", [file_id]).fetchall()
     }
+    con.execute("DELETE FROM steps WHERE file_id = ?", [file_id])  # a step's only row
     for table in TYPED_TABLES.values():
-        con.execute(
-            f"DELETE FROM {table} USING events e WHERE e.file_id = ? AND {table}.run_id = e.run_id "
-            f"AND {table}.rank = e.rank AND {table}.seq = e.seq",
-            [file_id],
-        )
-    con.execute("DELETE FROM events WHERE file_id = ?", [file_id])
+        if table != "steps":
+            con.execute(
+                f"DELETE FROM {table} USING nonstep_events e WHERE e.file_id = ? AND {table}.run_id = e.run_id "
+                f"AND {table}.rank = e.rank AND {table}.seq = e.seq",
+                [file_id],
+            )
+    con.execute("DELETE FROM nonstep_events WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM markers WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM profile_steps WHERE file_id = ?", [file_id])

@@ -387,9 +387,9 @@ class Stage:
     def _insert(self, source: str) -> None:
         con = self.con
         con.execute(
-            f"INSERT INTO events (run_id, rank, seq, time, kind, file_id, line, payload, digest) "
-            f"SELECT run_id, rank, seq, time, kind, file_id, line, payload, digest FROM {source}"
-        )
+            "INSERT INTO nonstep_events (run_id, rank, seq, time, kind, file_id, line, payload, digest) "
+            f"SELECT run_id, rank, seq, time, kind, file_id, line, payload, digest FROM {source} WHERE kind <> 'step'"
+        )  # a step's only row is in steps, with its file, line, payload and digest
         con.execute(
             f"INSERT INTO markers SELECT run_id, rank, seq, time, kind, file_id, payload FROM {source} "
             "WHERE kind IN ('run_start', 'run_stop')"
@@ -411,6 +411,9 @@ class Stage:
             names = [f.name for f in ev.KIND_FIELDS[kind]]
             cols = ", ".join(f'"{n}"' for n in names)
             vals = ", ".join(f'k.j."{n}"' for n in names)
+            if kind == "step":
+                cols += ", file_id, line, payload, digest"
+                vals += ", k.file_id, k.line, k.payload, k.digest"
             only_new = " SEMI JOIN _new n USING (file_id, pos)" if source == "_new" else ""
             con.execute(
                 f"INSERT INTO {table} (run_id, rank, seq, time, {cols}) "

@@ -340,9 +340,11 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
     store, most of a first small ingest): its tables and version rows, then the migrations' updates and deletes, in
     their order. Its tables hold no rows but the ones its migrations insert (no update or delete touches those), so
     an update run after every table is made changes what it would have changed in place: nothing (a test compares
-    the result with a lake migrated a version at a time)."""
+    the result with a lake migrated a version at a time). A table dropped (migration 15's events, a view since)
+    commits what came before it: DuckLake 1.4.4 fails a transaction that makes a table, a view over it and drops a
+    table ("Table with name ... does not exist")."""
     new = current == 0
-    changes: list[duckdb.Statement] = []  # a new store's updates and deletes, run in a second transaction
+    changes: list[duckdb.Statement] = []  # a new store's updates and deletes, run in a last transaction
     if new:
         con.execute("BEGIN")
     con.execute(_lake.lake_sql(_SCHEMA_VERSION))
@@ -352,8 +354,11 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
         for statement in con.extract_statements(_lake.lake_sql(mig.sql)):
             if new and statement.type.name in _CHANGES_ROWS:
                 changes.append(statement)
-            else:
-                con.execute(statement)
+                continue
+            if new and statement.type.name == "DROP":
+                con.execute("COMMIT")
+                con.execute("BEGIN")
+            con.execute(statement)
         con.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name])
     if new:
         con.execute("COMMIT")

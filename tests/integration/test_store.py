@@ -93,3 +93,37 @@ def test_the_catalog_going_away_mid_command_is_named_by_host_and_port() -> None:
                            "connection unexpectedly")  # fmt: skip
     assert got.fix is not None and "pg_isready -h db.example.org -p 6432" in got.fix and "whole" in got.fix
     assert "s3cret" not in str(got) and "postgres_query" not in str(got)
+
+
+def test_a_store_of_schema_14_keeps_every_event_when_its_steps_move_out_of_events(tmp_path: Path) -> None:
+    """Migration 15: a step's row in events moves into steps (its file, line, payload and digest), every other
+    event into nonstep_events; the view events then reads exactly the rows the table held."""
+    store = tmp_path / "s.duckdb"
+    rows = [  # run_id, rank, seq, time, kind, file_id, line, payload, digest
+        ("r", 0, 0, 1.0, "run_start", 1, 1, '{"kind": "run_start"}', 11),
+        ("r", 0, 1, 2.0, "step", 1, 2, None, 12),
+        ("r", 0, 2, 3.0, "step", 1, 3, '{"kind": "step", "gpu_temp_c": 71}', 13),
+        ("r", 1, 1, 2.5, "step", 2, 2, None, None),  # landed before digests existed
+        ("r", 0, 3, 4.0, "epoch", 1, 4, None, 14),
+    ]
+    with duckdb.connect(str(store)) as con:
+        con.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP)"
+        )
+        for mig in migrations()[:14]:
+            con.execute(mig.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
+            )
+        con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.executemany(
+            "INSERT INTO steps (run_id, rank, seq, time, step, samples, t_total) VALUES (?, ?, ?, ?, ?, 64, 0.1)",
+            [(r[0], r[1], r[2], r[3], r[2]) for r in rows if r[4] == "step"],
+        )
+    open_store(store).close()
+    assert query(store, "SELECT max(version) FROM schema_version") == [(15,)]
+    assert sorted(query(store, "SELECT * FROM events")) == sorted(rows)
+    assert sorted(query(store, "SELECT kind FROM nonstep_events")) == [("epoch",), ("run_start",)]
+    assert sorted(
+        query(store, "SELECT run_id, rank, seq, time, file_id, line, payload, digest FROM steps")
+    ) == sorted((r[0], r[1], r[2], r[3], r[5], r[6], r[7], r[8]) for r in rows if r[4] == "step")
