@@ -252,6 +252,21 @@ def query(path: Path, sql: str, params: list[object] | None = None) -> list[tupl
         con.close()
 
 
+def store_at_version(path: Path, version: int) -> duckdb.DuckDBPyConnection:
+    """A store as honestscale left it at schema ``version`` (its first migrations, their version rows), open for the
+    test to put rows in as that version held them; the caller closes it."""
+    from honestscale.store import migrations
+
+    con = duckdb.connect(str(path))
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    for mig in migrations()[:version]:
+        con.execute(mig.sql)
+        con.execute("INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name])
+    return con
+
+
 def runs_by_file(store: Path) -> dict[str, dict[str, Any]]:
     """The store's runs by their source file; MLPerf result files hold one run each."""
     with duckdb.connect(str(store), read_only=True) as con:

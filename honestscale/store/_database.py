@@ -336,7 +336,7 @@ def _migrate_lake(con: duckdb.DuckDBPyConnection, current: int) -> None:
     """A DuckLake store's migrations. An existing store statement by statement (DuckLake 1.4.4 aborts a transaction
     that adds a column and then updates it), each migration's version recorded after its last statement.
 
-    A new store in two transactions (each statement alone is a commit to the catalog, ~10 ms: 0.7 s for a new
+    A new store in few transactions (each statement alone is a commit to the catalog, ~10 ms: 0.7 s for a new
     store, most of a first small ingest): its tables and version rows, then the migrations' updates and deletes, in
     their order. Its tables hold no rows but the ones its migrations insert (no update or delete touches those), so
     an update run after every table is made changes what it would have changed in place: nothing (a test compares

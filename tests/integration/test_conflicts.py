@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import EXAMPLE, cli, query
+from tests.conftest import EXAMPLE, cli, query, store_at_version
 
 RUN = "digits-mlp-2w-r0-20261121T085353"
 
@@ -123,15 +123,7 @@ def test_a_store_from_before_digests_is_migrated_and_compares_on_time_and_kind(t
     from honestscale.store import migrations, open_store
 
     store = tmp_path / "s.duckdb"
-    with duckdb.connect(str(store)) as con:  # a store as honestscale 0003's predecessor left it
-        con.execute(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
-        )
-        for mig in migrations()[:2]:
-            con.execute(mig.sql)
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
-            )
+    store_at_version(store, 2).close()  # a store as honestscale 0003's predecessor left it
     open_store(store).close()
     assert query(store, "SELECT max(version) FROM schema_version")[0][0] == migrations()[-1].version
     shutil.copytree(EXAMPLE / RUN, tmp_path / "a" / RUN)

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from honestscale.store import StoreError, StoreTooNew, latest_version, migrations, open_store
-from tests.conftest import EXAMPLE, cli, counts, query
+from tests.conftest import EXAMPLE, cli, counts, query, store_at_version
 
 
 def test_fresh_store_has_every_table_at_the_latest_version(store: Path) -> None:
@@ -106,15 +106,7 @@ def test_a_store_of_schema_14_keeps_every_event_when_its_steps_move_out_of_event
         ("r", 1, 1, 2.5, "step", 2, 2, None, None),  # landed before digests existed
         ("r", 0, 3, 4.0, "epoch", 1, 4, None, 14),
     ]
-    with duckdb.connect(str(store)) as con:
-        con.execute(
-            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP)"
-        )
-        for mig in migrations()[:14]:
-            con.execute(mig.sql)
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
-            )
+    with store_at_version(store, 14) as con:
         con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.executemany(
             "INSERT INTO steps (run_id, rank, seq, time, step, samples, t_total) VALUES (?, ?, ?, ?, ?, 64, 0.1)",

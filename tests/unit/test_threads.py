@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from honestscale import events as ev
@@ -20,8 +19,8 @@ from honestscale.record.world import World
 from honestscale.runners import torch_ddp
 from honestscale.runners._run_start import Data, Framework, Model, Sizes, Stop, Threads
 from honestscale.runners.instrument import environment, run_start_fields
-from honestscale.store import migrations, open_store
-from tests.conftest import EXAMPLE, REPO, hs, query
+from honestscale.store import open_store
+from tests.conftest import EXAMPLE, REPO, hs, query, store_at_version
 
 WORLD = World(rank=0, local_rank=0, world_size=1, local_world_size=1, master_addr="127.0.0.1", master_port=0,
               launcher="local", nodes=1)  # fmt: skip
@@ -137,14 +136,7 @@ def test_a_store_from_before_the_threads_is_migrated_and_keeps_what_its_runs_rec
     store = tmp_path / "s.duckdb"
     recorded = {"intra_op_threads": 2, "inter_op_threads": 1, "cpus_allowed": 2, "cpu_affinity": [0, 1],
                 "launch_env": {"OMP_NUM_THREADS": "2"}}  # fmt: skip
-    with duckdb.connect(str(store)) as con:  # the store as honestscale left it at migration 0004
-        con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-                    "applied_at TIMESTAMP NOT NULL)")  # fmt: skip
-        for mig in migrations()[:4]:
-            con.execute(mig.sql)
-            con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, current_timestamp)", [mig.version, mig.name]
-            )
+    with store_at_version(store, 4) as con:  # the store as honestscale left it at migration 0004
         for run_id, attrs in (("extras", recorded), ("before", {"framework": "torch"})):
             con.execute("INSERT INTO runs (run_id, source, status, ranks_seen, ranks_stopped, attrs) "
                         "VALUES (?, 'native', 'success', 1, 1, ?)", [run_id, json.dumps(attrs)])  # fmt: skip
