@@ -1,7 +1,7 @@
 """Ingesting files into the store: idempotent, incremental, atomic per file, lossless.
 
 Files are read, then validated and landed in batches (about ``HONESTSCALE_INGEST_BATCH_MB``
-of text, 96 MiB by default): each batch is one DuckDB transaction holding whole files only:
+of text, 96 MiB by default, and at most ``BATCH_FILES`` files): each batch is one DuckDB transaction holding whole files only:
 their events, typed rows, quarantined lines, the recomputed ``runs`` rows and their
 ``ingested_files`` bookkeeping commit together or not at all. A crash or ``kill -9`` mid-ingest
 therefore never leaves part of a file: the file in progress (and the others of its batch) are
@@ -70,6 +70,13 @@ from honestscale.store import cursor, refresh_runs
 
 BATCH_ENV = "HONESTSCALE_INGEST_BATCH_MB"
 RAW_LIMIT = 65536
+
+
+# At most this many files a batch: a batch of many small files costs about twelve times its bytes at the peak (each
+# file's plan, rows and runs), where one of few large files costs four. benchmarks/scale.py's 9,408 files (963,648
+# events, 276 MB): 1,710 MiB at the peak in batches of 96 MiB alone, 774 MiB with this bound, 13 % slower (21.9 ->
+# 24.8 s); 2,352 of them: 1,212 -> 664 MiB. benchmarks/ingest.py's 64 files are not bounded by it.
+BATCH_FILES = 512
 
 
 def _batch_bytes() -> int:
@@ -242,7 +249,7 @@ class Ingester:
                 plan = self._plan(source, landed.get(str(source.path)))
                 plans.append(plan)
                 size += plan.chars
-                if size >= self.batch_bytes:
+                if size >= self.batch_bytes or len(plans) >= BATCH_FILES:
                     break
             batches = [p.arrow for p in plans if p.arrow is not None and p.arrow.num_rows]
             for plan in plans:

@@ -450,3 +450,28 @@ def test_every_line_keeps_its_own_kind_digest_and_shape(order: str) -> None:
         "FROM got g JOIN lines l USING (file_id, pos)"
     ).fetchall()[0]
     assert total > 3_000 and paired == total == got.num_rows and wrong == 0
+
+
+def test_many_small_files_land_in_batches_of_at_most_batch_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch is bounded by its files as well as its bytes (many small files cost more memory than their bytes):
+    every batch holds at most BATCH_FILES files, and every file lands, as in one batch."""
+    from honestscale.collector import ingest
+
+    runs = REPO / "examples" / "compare" / "runs"
+    files = sorted(runs.rglob("*.jsonl"))
+    batches: list[int] = []
+    real = ingest.Ingester._run
+
+    def counted(self: Ingester, plans: list[Any], *args: Any) -> None:
+        batches.append(len(plans))
+        real(self, plans, *args)
+
+    monkeypatch.setattr(ingest.Ingester, "_run", counted)
+    monkeypatch.setattr(ingest, "BATCH_FILES", 4)
+    assert cli("ingest", runs, "--store", tmp_path / "bounded.duckdb").returncode == 0
+    assert max(batches) == 4 and sum(batches) == len(files) > 8, batches
+    monkeypatch.setattr(ingest, "BATCH_FILES", 10_000)
+    assert cli("ingest", runs, "--store", tmp_path / "one.duckdb").returncode == 0
+    assert snapshot(tmp_path / "bounded.duckdb") == snapshot(tmp_path / "one.duckdb")
