@@ -4,7 +4,7 @@ from honestscale.collector._landing import IngestError
 from honestscale.collector._read import stale
 from honestscale.collector._sources import NOT_RESULTS, InputError, Source, discover
 from honestscale.collector._summary import FileResult, Summary
-from honestscale.collector.ingest import Ingester
+from honestscale.collector.ingest import Ingester, ready_for_arrow
 
 __all__ = [
     "NOT_RESULTS",
@@ -15,5 +15,6 @@ __all__ = [
     "Source",
     "Summary",
     "discover",
+    "ready_for_arrow",
     "stale",
 ]
