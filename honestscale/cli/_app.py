@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from honestscale import __version__
 from honestscale import events as ev
+from honestscale.collector import ready_for_arrow
 from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
 
 if TYPE_CHECKING:
@@ -143,6 +144,8 @@ def _main(
 
 @contextlib.contextmanager
 def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterator[Connection]:
+    if not read_only:  # a writer (ingest, its --watch, campaign run) hands DuckDB Arrow tables
+        ready_for_arrow()
     con = open_store(
         store, read_only=read_only, wait_s=wait, on_wait=lambda m: err.print(f"[yellow]{escape(m)}[/]")
     )

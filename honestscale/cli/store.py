@@ -29,7 +29,7 @@ from honestscale.cli._app import (
     out,
 )
 from honestscale.cli._ingest_output import report_file, report_skipped, run_ingest
-from honestscale.collector import Ingester, Summary, discover, ready_for_arrow, stale
+from honestscale.collector import Ingester, Summary, discover, stale
 from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupt_answered
@@ -161,7 +161,6 @@ def ingest(
             "runners write <run_id>/events-rank<N>.jsonl, and so does your own training loop with "
             "honestscale.record (docs/record.md); MLPerf logs hold ':::MLLOG' lines",
         )
-    ready_for_arrow()
     with _store(store, read_only=False, wait=wait) as con:
         ingester = Ingester(con, campaign=campaign, force=force)
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +105,21 @@ def numbered_batch(file_id: int, numbered: Iterable[tuple[int, str]], chunk: int
     )
 
 
+def _low(f: ev.Field) -> int | float:
+    """The least value of a numeric field: its minimum, else the least BIGINT or finite DOUBLE."""
+    if f.minimum is not None:
+        return f.minimum
+    return ev.INT_MIN if f.type == "integer" else -sys.float_info.max
+
+
+def _high(f: ev.Field) -> int | float:
+    """The greatest value of a numeric field: its maximum, else the greatest BIGINT or finite DOUBLE. One range
+    is also the finiteness check: DuckDB orders NaN above every number, so NaN and both infinities fall outside it."""
+    if f.maximum is not None:
+        return f.maximum
+    return ev.INT_MAX if f.type == "integer" else sys.float_info.max
+
+
 def _kind_sql(kind: str) -> tuple[str, str]:
     """(json_transform structure, value predicate) for ``kind``."""
     fields = ev.fields_of(kind)
@@ -113,14 +129,8 @@ def _kind_sql(kind: str) -> tuple[str, str]:
         col = f'j."{f.name}"'
         if f.enum is not None and f.name != "kind":
             conds.append(f"({col} IS NULL OR {col} IN ({', '.join(map(sql_string, f.enum))}))")
-        if f.minimum is not None:
-            conds.append(f"({col} IS NULL OR {col} >= {f.minimum!r})")
-        if f.maximum is not None:
-            conds.append(f"({col} IS NULL OR {col} <= {f.maximum!r})")
-        elif f.type == "integer":
-            conds.append(f"({col} IS NULL OR {col} <= {ev.INT_MAX})")
-        if f.type == "number":
-            conds.append(f"({col} IS NULL OR isfinite({col}))")
+        if f.type in ("integer", "number"):
+            conds.append(f"({col} IS NULL OR {col} BETWEEN {_low(f)!r} AND {_high(f)!r})")
         if f.required_before is not None:  # required in the older versions of the contract
             conds.append(f"({col} IS NOT NULL OR j.schema >= {f.required_before})")
     return sql_string(structure), " AND ".join(conds)
