@@ -1,13 +1,12 @@
 """Ingesting files into the store: idempotent, incremental, atomic per file, lossless.
 
-Files are read, then validated and landed in batches (about ``HONESTSCALE_INGEST_BATCH_MB``
-of text, 96 MiB by default, and at most ``BATCH_FILES`` files): each batch is one DuckDB transaction holding whole files only:
-their events, typed rows, quarantined lines, the recomputed ``runs`` rows and their
-``ingested_files`` bookkeeping commit together or not at all. A crash or ``kill -9`` mid-ingest
-therefore never leaves part of a file: the file in progress (and the others of its batch) are
-as if not started, and the next ingest lands them. Files are identified by absolute path;
-what was read is remembered as a byte offset (up to the last complete line) and a hash of
-those bytes, so a file that grew adds only its new lines and an unchanged file adds nothing.
+Files are read, then validated and landed in batches (about ``HONESTSCALE_INGEST_BATCH_MB`` of text, 96 MiB by
+default, and at most ``BATCH_FILES`` files): each batch is one DuckDB transaction holding whole files only: their
+events, typed rows, quarantined lines, the recomputed ``runs`` rows and their ``ingested_files`` bookkeeping commit
+together or not at all. A crash or ``kill -9`` mid-ingest therefore never leaves part of a file: the file in progress
+(and the others of its batch) are as if not started, and the next ingest lands them. Files are identified by
+absolute path; what was read is remembered as a byte offset (up to the last complete line) and a hash of those
+bytes, so a file that grew adds only its new lines and an unchanged file adds nothing.
 """
 
 from __future__ import annotations
