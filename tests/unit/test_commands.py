@@ -179,6 +179,33 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
     assert chosen.value.code == 130 and "interrupted" not in capsys.readouterr().err
 
 
+def test_every_writer_imports_what_duckdb_imports_for_arrow_before_its_store_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ingest, its --watch and campaign run open their store through _store(read_only=False): the imports DuckDB would
+    make inside its first Arrow table or bound parameter (where a Ctrl-C turns into an error of the store and leaves
+    pandas half made) happen before, in Python, where a Ctrl-C is an ordinary KeyboardInterrupt."""
+    import honestscale.cli._app as app_module
+
+    calls: list[str] = []
+
+    class Opened:
+        def close(self) -> None:
+            calls.append("close")
+
+    def opened(*args: Any, **kwargs: Any) -> Opened:
+        calls.append(f"open read_only={kwargs['read_only']}")
+        return Opened()
+
+    monkeypatch.setattr(app_module, "ready_for_arrow", lambda: calls.append("ready"))
+    monkeypatch.setattr(app_module, "open_store", opened)
+    with app_module._store(tmp_path / "s.duckdb", read_only=False):
+        pass
+    with app_module._store(tmp_path / "s.duckdb", read_only=True):
+        pass
+    assert calls == ["ready", "open read_only=False", "close", "open read_only=True", "close"]
+
+
 def test_the_cli_reference_is_generated_from_the_cli() -> None:
     """docs/cli.md is every command's --help as Typer writes it (as docs/rules.md is the rules'): regenerated, it
     equals the committed page, so the reference cannot drift from the commands."""
