@@ -174,6 +174,13 @@ def _explain(address: str, text: str, data_path: str | None) -> tuple[str, str]:
         return (f"the DuckLake store {where} keeps its data elsewhere than --data-path {data_path}",
                 "leave --data-path out (the catalog keeps the data path it was created with)")  # fmt: skip
     low = text.lower()
+    # a file of the wheels cut short or overwritten (no signature is checked, see connect; DuckDB reads its metadata)
+    if broken := re.search(r"Failed to load '(ducklake|postgres)'", text):
+        package = _PACKAGES[broken.group(1)]
+        return (
+            f"the {broken.group(1)} extension of the {package} wheel cannot be loaded: {first}",
+            f"install the wheel again: pip install --force-reinstall --no-deps '{package}=={duckdb.__version__}.*'",
+        )
     if "connection refused" in low or "could not connect" in low or "could not translate host" in low:
         host, port = endpoint(address)
         return (

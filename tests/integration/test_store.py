@@ -95,6 +95,28 @@ def test_the_catalog_going_away_mid_command_is_named_by_host_and_port() -> None:
     assert "s3cret" not in str(got) and "postgres_query" not in str(got)
 
 
+def test_an_extension_file_that_cannot_be_loaded_names_its_wheel_and_the_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lake's session loads the extensions without checking their signatures (store/_lake.connect): a file
+    cut short or overwritten is still refused by DuckDB (its metadata), and the error names the wheel to install
+    again, not the catalog's address."""
+    from honestscale.store import _lake
+
+    platform = duckdb.execute("PRAGMA platform").fetchall()[0][0]
+    folder = tmp_path / "extensions" / f"v{duckdb.__version__}" / platform
+    folder.mkdir(parents=True)
+    for name in ("ducklake", "postgres_scanner"):
+        (folder / f"{name}.duckdb_extension").write_bytes(b"\x7fELF cut short" * 64)
+    monkeypatch.setattr(_lake, "extension_directory", lambda: tmp_path / "extensions")
+    with pytest.raises(_lake.LakeError) as refused:
+        _lake.connect("ducklake:postgres:dbname=hs host=127.0.0.1 port=1", read_only=True, data_path=None)
+    assert refused.value.message.startswith(
+        "the ducklake extension of the duckdb-ext-ducklake wheel cannot be loaded"
+    )
+    assert "pip install --force-reinstall --no-deps 'duckdb-ext-ducklake==1.4.4.*'" in refused.value.fix
+
+
 def test_a_store_of_schema_14_keeps_every_event_when_its_steps_move_out_of_events(tmp_path: Path) -> None:
     """Migration 15: a step's row in events moves into steps (its file, line, payload and digest), every other
     event into nonstep_events; the view events then reads exactly the rows the table held."""
