@@ -8,8 +8,11 @@ fresh process and into a fresh store:
     transaction per file), and
   * the reference: ``CREATE TABLE t AS SELECT * FROM read_json([...64 files...])`` in DuckDB.
 
-Prints both times, their ratio (goal: at most 2.0) and the peak RSS of the ingest process
-(goal: under 1 GiB), beside the last figures recorded; ``--record`` appends them to benchmarks/results.jsonl.
+Each round runs the two in an order drawn at random (a host speeding up or slowing down through a round would
+otherwise favour the one that always runs first). Prints both times, their ratio (goal: at most 2.0), the CPU seconds
+of each (user + system: less moved by other tenants of the host than the wall clock, shown beside it, never the
+figure) and the peak RSS of the ingest process (goal: under 1 GiB), beside the last figures recorded; ``--record``
+appends them to benchmarks/results.jsonl.
 
     python benchmarks/ingest.py [--events 1000000] [--files 64] [--repeat 3] [--record]
 """
@@ -72,19 +75,20 @@ def write_events(folder: Path, total: int, files: int) -> int:
     return written
 
 
-def _timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of a command run in a fresh process."""
+def _timed(cmd: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (bytes) and CPU seconds (user + system) of a command run in a fresh process."""
     code = (
         "import resource, subprocess, sys, time; t = time.perf_counter(); "
         f"r = subprocess.run({cmd!r}, stdout=subprocess.DEVNULL); dt = time.perf_counter() - t; "
-        "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, r.returncode)"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(dt, u.ru_maxrss * 1024, r.returncode, u.ru_utime + u.ru_stime)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     if out[2] != "0":
         raise SystemExit(f"{cmd[:4]} failed with exit code {out[2]}")
-    return float(out[0]), int(out[1])
+    return float(out[0]), int(out[1]), float(out[3])
 
 
 def main() -> None:
@@ -109,20 +113,23 @@ def main() -> None:
         f"wrote {n:,} events in {len(files)} files ({size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.1f} s"
     )
 
-    ours, ref, rss = [], [], []
+    ours, ref, rss, cpu_ours, cpu_ref = [], [], [], [], []
+    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
     for i in range(args.repeat):
         store, ref_db = WORK / f"hs{i}.duckdb", WORK / f"ref{i}.duckdb"
-        dt, peak = _timed(
-            [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "-q"]
-        )
-        ours.append(dt)
-        rss.append(peak)
-        ref_sql = (
-            f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
-        )
         code = f"import duckdb; c = duckdb.connect({str(ref_db)!r}); c.execute({ref_sql!r}); c.close()"
-        dt_ref, _ = _timed([sys.executable, "-c", code])
-        ref.append(dt_ref)
+        commands = {
+            "ours": [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "-q"],
+            "ref": [sys.executable, "-c", code],
+        }
+        order = list(commands)
+        random.Random(i).shuffle(order)
+        took = {name: _timed(commands[name]) for name in order}
+        ours.append(took["ours"][0])
+        rss.append(took["ours"][1])
+        cpu_ours.append(took["ours"][2])
+        ref.append(took["ref"][0])
+        cpu_ref.append(took["ref"][2])
     import duckdb
 
     con = duckdb.connect(str(WORK / "hs0.duckdb"), read_only=True)
@@ -137,6 +144,11 @@ def main() -> None:
     print(f"honestscale ingest : {m_ours:6.2f} s  (runs: {', '.join(f'{x:.2f}' for x in ours)})")
     print(f"duckdb read_json   : {m_ref:6.2f} s  (runs: {', '.join(f'{x:.2f}' for x in ref)})")
     print(f"ratio ingest/read_json: {m_ours / m_ref:.2f}  (goal <= 2.0)")
+    c_ours, c_ref = statistics.median(cpu_ours), statistics.median(cpu_ref)
+    print(
+        f"CPU seconds (user + system): ingest {c_ours:.2f}, read_json {c_ref:.2f}, ratio {c_ours / c_ref:.2f} "
+        "(medians; beside the figure, not the figure)"
+    )
     print(
         f"peak RSS of ingest: {max(rss) / 2**20:.0f} MiB  (goal < 1024 MiB); benchmark driver {self_rss / 1024:.0f} MiB"
     )
@@ -152,7 +164,8 @@ def main() -> None:
                 (max(ratios) - min(ratios)) / 2,
                 "lower",
                 "<= 2.0 (toward 1.5)",
-                f"median of {args.repeat}: {m_ours:.2f} s against {m_ref:.2f} s",
+                f"median of {args.repeat}: {m_ours:.2f} s against {m_ref:.2f} s; CPU {c_ours:.2f} against "
+                f"{c_ref:.2f} s ({c_ours / c_ref:.2f})",
             ),
             Figure(
                 "ingest",
