@@ -114,15 +114,25 @@ def worse(new: Figure, old: Figure) -> float | None:
 
 
 def met(f: Figure) -> str:
-    """Whether the figure meets its goal ("yes", "NO"; "" where it has none or the goal is not a bound)."""
+    """Whether the figure meets its goal: "yes"; "within its spread" where it does but the run does not show it (a
+    value its spread away, toward the goal's wrong side, would miss it); "NO"; "" where it has none or the goal is not a
+    bound. A figure that is an interval's bound (its name says so: "upper 95 % bound") is judged as it is: its
+    uncertainty is in it already, and its spread is that interval's half width."""
     found = re.match(r"\s*(<=|<|>=|>)\s*([0-9.]+)", f.goal)
     if not found:
         return ""
-    bound = float(found[2])
-    ok = {"<=": f.value <= bound, "<": f.value < bound, ">=": f.value >= bound, ">": f.value > bound}[
-        found[1]
-    ]
-    return "yes" if ok else "NO"
+    op, bound = found[1], float(found[2])
+
+    def ok(value: float) -> bool:
+        return {"<=": value <= bound, "<": value < bound, ">=": value >= bound, ">": value > bound}[op]
+
+    if not ok(f.value):
+        return "NO"
+    if "bound" in f.figure:
+        return "yes"
+    return (
+        "yes" if ok(f.value + f.spread if op.startswith("<") else f.value - f.spread) else "within its spread"
+    )
 
 
 def _fmt(value: float, unit: str) -> str:

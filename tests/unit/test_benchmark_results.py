@@ -100,6 +100,22 @@ def test_the_tables_say_whether_a_goal_is_met(value: float, goal: str, said: str
     assert _results.met(Figure("b", "f", value, "x", 0.0, "lower", goal)) == said
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "spread", "goal", "said"),
+    [("ratio", 1.812, 0.262, "<= 2.0", "within its spread"), ("ratio", 1.7, 0.262, "<= 2.0", "yes"),
+     ("ratio", 2.1, 0.262, "<= 2.0", "NO"), ("share", 0.92, 0.03, ">= 0.9", "within its spread"),
+     ("share", 0.95, 0.03, ">= 0.9", "yes"), ("time", 290.0, 10.0, "< 300 ms", "within its spread"),
+     ("step time, upper 95 % bound", 1.018, 0.006, "<= 1.02", "yes"),
+     ("step time, upper 95 % bound", 1.023, 0.007, "<= 1.01", "NO")],
+)  # fmt: skip
+def test_a_goal_met_by_less_than_the_spread_is_said_to_be_within_it(
+    name: str, value: float, spread: float, goal: str, said: str
+) -> None:
+    """The README's "met" column must not say "yes" of a figure whose own rounds straddle the goal (the ingest's
+    1.81x ± 0.26 against <= 2.0); an interval's upper bound already carries its uncertainty."""
+    assert _results.met(Figure("b", name, value, "x", spread, "lower", goal)) == said
+
+
 @pytest.mark.parametrize("name", list(_results.QUOTED))
 def test_every_row_of_the_quoted_tables_fills_its_columns(name: str) -> None:
     """A row with a cell fewer than its header shifts the date under "met" (the README's did)."""
