@@ -28,7 +28,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -36,6 +38,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks._results import Figure, Session  # noqa: E402
 
 WORK = HERE / "_work" / "ingest"
+T = TypeVar("T")
 
 
 def write_events(folder: Path, total: int, files: int) -> int:
@@ -73,6 +76,27 @@ def write_events(folder: Path, total: int, files: int) -> int:
         written += n + 1
         w.close()
     return written
+
+
+def reference(files: list[str], db: Path) -> list[str]:
+    """The reference's command: DuckDB's own ``read_json`` of ``files`` into a table of a new database ``db``, in a
+    fresh process (the denominator of this benchmark's figure and of store_tiers.py's)."""
+    sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
+    return [
+        sys.executable,
+        "-c",
+        f"import duckdb; c = duckdb.connect({str(db)!r}); c.execute({sql!r}); c.close()",
+    ]
+
+
+def in_drawn_order(
+    commands: dict[str, list[str]], round_: int, run: Callable[[list[str]], T]
+) -> dict[str, T]:
+    """``run`` of each command, in an order drawn for ``round_`` (a host that speeds up or slows down through a round
+    favours none of them), by name."""
+    order = list(commands)
+    random.Random(round_).shuffle(order)
+    return {name: run(commands[name]) for name in order}
 
 
 def _timed(cmd: list[str]) -> tuple[float, int, float]:
@@ -114,17 +138,13 @@ def main() -> None:
     )
 
     ours, ref, rss, cpu_ours, cpu_ref = [], [], [], [], []
-    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
     for i in range(args.repeat):
         store, ref_db = WORK / f"hs{i}.duckdb", WORK / f"ref{i}.duckdb"
-        code = f"import duckdb; c = duckdb.connect({str(ref_db)!r}); c.execute({ref_sql!r}); c.close()"
         commands = {
             "ours": [sys.executable, "-m", "honestscale", "ingest", str(folder), "--store", str(store), "-q"],
-            "ref": [sys.executable, "-c", code],
+            "ref": reference(files, ref_db),
         }
-        order = list(commands)
-        random.Random(i).shuffle(order)
-        took = {name: _timed(commands[name]) for name in order}
+        took = in_drawn_order(commands, i, _timed)
         ours.append(took["ours"][0])
         rss.append(took["ours"][1])
         cpu_ours.append(took["ours"][2])

@@ -21,8 +21,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import re
 import shutil
 import statistics
@@ -38,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks._results import Figure, Session  # noqa: E402
 from benchmarks.centre import write_store  # noqa: E402
-from benchmarks.ingest import write_events  # noqa: E402
+from benchmarks.ingest import in_drawn_order, reference, write_events  # noqa: E402
 from benchmarks.serve import served_and_judged, server_ms  # noqa: E402
 from tests.postgres import cluster  # noqa: E402
 
@@ -68,21 +66,17 @@ def _tiers_once(
     """One ingest into an empty store of each tier (made first, by ``migrate``) and the reference, in an order drawn
     for this round (a machine that speeds up or slows down through a round favours none of them): seconds of
     (reference, file, DuckLake, making the file store, making the lake)."""
-    ref_sql = f"CREATE TABLE t AS SELECT * FROM read_json({json.dumps(files)}, format='newline_delimited')"
     ref_db = WORK / f"ref{i}.duckdb"
-    code = f"import duckdb; c = duckdb.connect({str(ref_db)!r}); c.execute({ref_sql!r}); c.close()"
     file_store = str(WORK / f"file{i}.duckdb")
     lake = pg.create_database(f"bench_ingest{i}")  # type: ignore[attr-defined]
     made = {"file": _seconds([*HS, "--store", file_store, "migrate"]),
             "lake": _seconds([*HS, "--store", lake, "--data-path", str(WORK / f"lake-ingest{i}"), "migrate"])}  # fmt: skip
     commands = {
-        "ref": [sys.executable, "-c", code],
+        "ref": reference(files, ref_db),
         "file": [*HS, "--store", file_store, "ingest", str(folder), "-q"],
         "lake": [*HS, "--store", lake, "ingest", str(folder), "-q"],
     }
-    order = list(commands)
-    random.Random(i).shuffle(order)
-    took = {name: _seconds(commands[name]) for name in order}
+    took = in_drawn_order(commands, i, _seconds)
     assert _events(file_store) == _events(lake) == (written, written)
     ref_db.unlink()
     return took["ref"], took["file"], took["lake"], made["file"], made["lake"]
