@@ -22,7 +22,7 @@ from honestscale.analysis.points import FindingRecord, Findings, Point, lint_cod
 from honestscale.analysis.scaling import TTA, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, differ, ratio
 from honestscale.lint import LintResult
-from honestscale.view import Run, StepFractions, View
+from honestscale.view import Run, StepFractions, View, kind_words
 
 BLOCKING = ("HS101", "HS106", "HS110")  # never advise from runs failing these
 PARTS = ("data", "compute", "comm", "optimizer")
@@ -179,11 +179,11 @@ def _projections(view: View, kept_ids: set[str], campaign: str | None) -> tuple[
         if got.points < 2:
             continue
         if got.withheld is not None or got.law is None or got.parallel_fraction is None:
-            withheld.append(f"{name}: {c.mode} scaling; no projection: {got.withheld}")
+            withheld.append(f"{name}: {kind_words(c.mode)} scaling; no projection: {got.withheld}")
             continue
         if not got.fitted:
             withheld.append(
-                f"{name}: {c.mode} scaling; {got.law.capitalize()} parallel fraction {got.describe()}"
+                f"{name}: {kind_words(c.mode)} scaling; {got.law.capitalize()} parallel fraction {got.describe()}"
             )
             continue
         out.append(
@@ -452,7 +452,7 @@ def _group_lines(g: CampaignAdvice, statistics: dict[str, str]) -> list[str]:
         )
         measured = ", ".join(f"{w}: {s:.2f}x" for w, s in p.measured)
         out.append(
-            f"{p.model} / {p.framework}: {p.mode} scaling; {p.quantity} {measured}; "
+            f"{p.model} / {p.framework}: {kind_words(p.mode)} scaling; {p.quantity} {measured}; "
             f"{p.law.capitalize()} parallel fraction {p.parallel_fraction:.3f}{ci}; "
             f"projected efficiency {proj}."
         )

@@ -81,7 +81,7 @@ BACKENDS = ("nccl", "gloo", "mpi", "grpc", "ps", "none")
 DATA_SOURCES = ("filesystem", "in_memory", "synthetic")
 STOP_CRITERIA = ("target_accuracy", "epochs", "samples", "wall_time")
 SCOPES = ("end_to_end", "layer", "kernel", "communication")
-SCALING = ("strong", "weak", "none")
+SCALING = ("strong", "weak", "time_to_solution", "none")
 SPLITS = ("train", "validation", "test")
 # parallel dimensions of a layout: replicated data, fully sharded data, tensor, pipeline, context, expert
 PARALLEL_DIMS = ("dp", "fsdp", "tp", "pp", "cp", "ep")

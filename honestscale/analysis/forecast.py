@@ -12,7 +12,8 @@ Which measures, from which runs (successful final runs, as every other number):
 
 The laws join the candidates only where the series is what they describe: Amdahl's (``c0 + c1 / p``) for the
 times of a strong-scaling series, Gustafson's (``c0 + c1 · p``) for the throughput of a weak one. A series whose
-batch follows neither (``mixed``: MLPerf's submitters grow it with the system) is modelled as such for its times
+batch follows neither (``time_to_solution``: MLPerf's submitters choose it per scale, every run to one target; or
+``mixed``) is modelled as such for its times
 (the model is of the series' own recipe, batch and all, and says so); its time per step and throughput are
 refused, as a step of one batch is no step of another.
 """
@@ -33,7 +34,7 @@ from honestscale.analysis.points import (
 )
 from honestscale.analysis.scaling import time_metric, times
 from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
-from honestscale.view import Comparison, Run, StepFractions, View
+from honestscale.view import Comparison, Run, StepFractions, View, kind_words
 
 MEASURES = ("time", "step_time", "throughput", "comm_share")
 
@@ -66,7 +67,7 @@ class Check:
 class SeriesForecast:
     series: str  # the comparison's label
     comparison: str  # its id
-    mode: str | None  # strong | weak | mixed
+    mode: str | None  # strong | weak | time_to_solution | mixed
     batches: str  # the global batch per worker count, as text
     runs: list[str]  # the run ids behind it (successful final runs)
     lint: dict[str, list[str]]  # the rules' verdicts on those runs
@@ -74,6 +75,7 @@ class SeriesForecast:
     predictions: list[prediction.Prediction] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)  # measure -> why it has no prediction
     recipe: str | None = None  # a mixed series: what its predictions are of
+    split: str | None = None  # the label that parts its points from others of its kind (``Comparison.split``)
     metric: str = "time to train"  # what its time is: to accuracy where every run reached its target
     # measure -> its largest worker count predicted from the others, beside what was measured there: the series'
     # own check of the interval (with 4 or more worker counts)
@@ -135,8 +137,8 @@ def series(
     points = {w: rs for w, rs in points.items() if rs}
     metric = time_metric(points)
     ids = sorted(r.id for rs in points.values() for r in rs)
-    lint = lint_codes(findings, set(ids))
-    out = SeriesForecast(c.label, c.id, c.mode, _batches(points), ids, lint, {}, metric=metric)
+    lint = lint_codes(findings, set(ids), "ratio")  # a prediction is a ratio's kin: the series' rules mark it
+    out = SeriesForecast(c.label, c.id, c.mode, _batches(points), ids, lint, {}, metric=metric, split=c.split)
     for name in MEASURES:
         got = {w: v for w, rs in points.items() if (v := _values(fractions, name, rs, metric))}
         if got:
@@ -146,6 +148,12 @@ def series(
             f"the global batch follows neither strong nor weak scaling ({out.batches}): a prediction is of a "
             "run that changes its batch with the workers as this series did, not of a fixed problem"
         )
+        if c.classification is not None and c.classification.target:
+            out.recipe = (
+                f"time to solution: every run trains to one target ({c.classification.target}) with a batch "
+                f"chosen per scale ({out.batches}); a prediction is of a run that chooses its batch as this "
+                "series did"
+            )
         for name in ("step_time", "throughput"):
             if out.samples.pop(name, None) is not None:
                 out.refused[name] = (
@@ -234,10 +242,12 @@ def lines(forecasts: list[SeriesForecast]) -> list[str]:
     for s in forecasts:
         scales = sorted({w for got in s.samples.values() for w in got})
         out.append(
-            f"{s.series} ({s.mode or 'unclassified'} scaling; {len(s.runs)} successful runs at "
+            f"{s.series} ({kind_words(s.mode)} scaling; {len(s.runs)} successful runs at "
             f"{', '.join(map(str, scales)) or 'no'} workers)"
         )
         out.append(f"  rules on these runs: {s.verdicts}")
+        if s.split:
+            out.append(f"  {s.split}: the other labels' points are not in this series or its predictions")
         for p in s.predictions:
             out += _prediction_lines(p)
             if (check := s.checks.get(p.measure)) is not None and p is s.predictions_of(p.measure)[0]:

@@ -1,11 +1,13 @@
 """Amdahl's and Gustafson's laws fitted to the quantity each describes, and what they project: once, for the
 report's figure and the advisor's projection.
 
-* A fixed problem (strong scaling, or every run trained to one target accuracy: ``strong``, and ``mixed`` with a
-  per-worker batch) is Amdahl's: the speedup of the median time (to accuracy, else to train) over the base case.
+* A fixed problem (strong scaling, or every run trained to one target accuracy with a per-worker batch: ``strong``,
+  and ``time_to_solution`` with weak batches) is Amdahl's: the speedup of the median time (to accuracy, else to
+  train) over the base case.
 * A problem that grows with the workers (``weak``) is Gustafson's: the *scaled* speedup, the throughput at N
   workers over the base case's (harmonic means of runs), never a ratio of times to train.
-* Batches that follow neither get no law.
+* Batches that follow neither get no law (a time to solution whose batch is tuned per scale changes its work with
+  the batch as well as with the workers).
 
 A law is fitted only where it can describe the data: no superlinear point (HS209), no slowdown, a parallel
 fraction inside (0, 1) rather than at a bound, and the law within ``TOLERANCE`` of every measured efficiency.
@@ -80,6 +82,11 @@ def law_of(c: Comparison) -> tuple[str | None, str]:
     """The law that describes the series and the quantity it is fitted to."""
     mode = c.classification
     if mode is None or mode.batches == "irregular":
+        if mode is not None and mode.name == "time_to_solution":
+            return None, (
+                "no law: time to solution with a batch chosen per scale (neither strong nor weak by batch): the work "
+                "to the target changes with the batch as well as with the workers"
+            )
         return None, "no law: the batches are neither strong nor weak scaling (HS111)"
     if mode.name == "weak":
         return "gustafson", "scaled speedup: throughput over the base case's (harmonic means of runs)"

@@ -74,6 +74,7 @@ class Point:
     energy_efficiency_ci: tuple[float | None, float | None] = (None, None)
     lint: dict[str, list[str]] = field(default_factory=dict)  # fail / cannot_verify / error: rule codes
     ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # the same over these runs and the base's
+    rate_ratio_lint: dict[str, list[str]] = field(default_factory=dict)  # ratio_lint, for its ratios of rates
     tokens_per_s: float | None = (
         None  # tokens/s (language models), harmonic mean over runs, each replica's once
     )
@@ -94,6 +95,7 @@ class FindingRecord(TypedDict):
     evidence: dict[str, Any]
     fix: str
     suppressed: dict[str, str] | None  # {"reason": ...}
+    reach: str  # which numbers it marks: runs | ratios | rate_ratios (lint._engine.REACHES)
 
 
 class Findings(list[FindingRecord]):
@@ -122,14 +124,28 @@ class Findings(list[FindingRecord]):
         return list(self._by_comparison.get(comparison, ()))
 
 
-def lint_codes(findings: list[FindingRecord], run_ids: set[str]) -> dict[str, list[str]]:
-    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out).
+# The findings that mark a number, by what the number is (``lint_codes``'s ``number``): a point's own number is
+# marked by findings about its runs; a series' ratio of times also by findings about the series; its ratio of rates
+# also by findings about ratios of rates across different batches.
+MARKED_BY = {
+    "point": ("runs",),
+    "ratio": ("runs", "ratios"),
+    "rate_ratio": ("runs", "ratios", "rate_ratios"),
+    "any": ("runs", "ratios", "rate_ratios"),
+}
+
+
+def lint_codes(findings: list[FindingRecord], run_ids: set[str], number: str = "any") -> dict[str, list[str]]:
+    """The rules that fail, or cannot be verified, on any of these runs (suppressed findings left out), of the
+    findings that mark ``number`` (``MARKED_BY``: ``point`` a point's own number, ``ratio`` a ratio of times over
+    the series' base case or a prediction, ``rate_ratio`` a ratio of throughput; ``any`` every finding).
 
     ``findings`` as :class:`Findings` reads only those about the runs; a plain list is read whole."""
     out: dict[str, set[str]] = {"fail": set(), "cannot_verify": set(), "error": set(), "suppressed": set()}
     about = findings.about_runs(run_ids) if isinstance(findings, Findings) else findings
+    reaches = MARKED_BY[number]
     for f in about:
-        if not run_ids.intersection(f["runs"]):
+        if not run_ids.intersection(f["runs"]) or f.get("reach", "runs") not in reaches:
             continue
         if f["suppressed"]:
             out["suppressed"].add(f["code"])
@@ -140,6 +156,12 @@ def lint_codes(findings: list[FindingRecord], run_ids: set[str]) -> dict[str, li
     out["cannot_verify"] -= out["fail"]
     out["suppressed"] -= out["fail"] | out["cannot_verify"]
     return {k: sorted(v) for k, v in out.items()}
+
+
+def ratio_rules(p: Point, measure: str) -> dict[str, list[str]]:
+    """The rules' verdicts beside one of a point's ratios over its base case: ``rate_ratio_lint`` for a ratio of
+    throughput (``throughput_speedup``, ``throughput_efficiency``, their ``_ci``), else ``ratio_lint``."""
+    return p.rate_ratio_lint if measure.startswith("throughput") else p.ratio_lint
 
 
 def sig(value: float | None, digits: int = 4) -> str:
@@ -273,6 +295,7 @@ class SummaryRow:
     mode: str | None = None  # the classification of the scaling series these runs belong to (the view's)
     campaigns: tuple[str, ...] = ()  # the campaigns of its runs (several when the view pools them)
     layout: str | None = None  # the parallel layout where it is more than data parallel (``Run.layout_key``)
+    split: str | None = None  # its series' split by a label (``Comparison.split``)
 
 
 def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
@@ -284,6 +307,7 @@ def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
         if (r.purpose or "final") == "final" and r.workers:
             groups[(view.group_of(r), r.model, r.dataset, r.framework, r.workers, r.layout_key)].append(r)
     modes = {tuple(c.key.values()): c.mode for c in view.of_kind("scaling")}
+    splits = {tuple(c.key.values()): c.split for c in view.of_kind("scaling")}
     out = []
     for key, runs in sorted(
         groups.items(),
@@ -295,8 +319,11 @@ def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
     ):
         mlperf = all(r.source == "mlperf" for r in runs)
         p = point(key[4], runs, view.fractions, mlperf)
-        p.lint = lint_codes(findings, set(p.run_ids))
+        p.lint = lint_codes(findings, set(p.run_ids), "point")
         campaigns = tuple(sorted({r.campaign for r in runs if r.campaign is not None}))
-        mode = modes.get((*key[:4], runs[0].layout_family))
-        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, mode, campaigns, key[5]))
+        series = (*key[:4], runs[0].layout_family)
+        row = SummaryRow(
+            key[0], key[1], key[2], key[3], p, modes.get(series), campaigns, key[5], splits.get(series)
+        )
+        out.append(row)
     return out

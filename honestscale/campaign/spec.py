@@ -8,7 +8,7 @@
     until_ci = "5%"                  # optional: add repetitions until the 95 % interval of each point's
     max_repetitions = 20             #   median time is within 5 % of it, up to this many runs (SC15 rule 5)
     seed = 0
-    scaling = "strong"               # declared intent, checked by the linter
+    scaling = "strong"               # declared intent (strong, weak, time_to_solution), checked by the linter
 
     [args]                           # runner options for every run (see the runner's --help)
     model = "mlp"
@@ -49,6 +49,7 @@ from typing import Any
 
 from honestscale.analysis.repetitions import MAX_REPETITIONS, parse_fraction
 from honestscale.errors import HonestscaleError, read_toml
+from honestscale.events import SCALING
 
 CAMPAIGN_KEYS = {
     "name",
@@ -345,6 +346,8 @@ def load(path: Path, runner_options: Callable[[str], set[str]]) -> Spec:
             _check_workers("tuning.grid", tuning["grid"]["workers"], path)
         if tuning.get("select", "validation_accuracy") not in SELECT:
             raise SpecError(f"{path}: [tuning] select = {tuning['select']!r}", f"one of: {', '.join(SELECT)}")
+    if camp.get("scaling") is not None and camp["scaling"] not in SCALING:
+        raise SpecError(f"{path}: [campaign] scaling = {camp['scaling']!r}", f"one of: {', '.join(SCALING)}")
     spec = Spec(
         path=path,
         name=str(camp["name"]),

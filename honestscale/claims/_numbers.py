@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from honestscale.analysis.points import Point, sig
+from honestscale.analysis.points import Point, ratio_rules, sig
 from honestscale.analysis.scaling import TTA, TTT, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, hmean_ci, median_ci
 from honestscale.claims._file import Claim
@@ -126,7 +126,7 @@ def point_number(view: View, claim: Claim, where: str) -> tuple[Number, list[str
         raise CannotVerify(f"{series.label} has no point at {workers} workers")
     by_id = {r.id: r for r in view.runs}
     runs = [by_id[i] for i in point.run_ids if i in by_id]
-    notes = []
+    notes = [f"the series ({series.label}) is {series.split_note}"] if series.split_note else []
     if claim.ratio or claim.relation in ("faster", "slower"):
         base = series.points[0]
         if point is base:
@@ -168,7 +168,7 @@ def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:
         statistic,
         "x",
         tuple(sorted({*p.run_ids, *base.run_ids})),
-        p.ratio_lint,
+        ratio_rules(p, measure),
         "one MLPerf score a point: no interval" if mlperf else None,
     )
 

@@ -180,6 +180,12 @@ def _rejected_mark(rec: dict[str, Any]) -> str:
 def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     """``show``'s page of one run: its verdicts, its facts, evaluations, step split, profiler evidence and gaps."""
     parts: list[Any] = [*show_verdicts(rec), _facts(rec)]
+    for c in rec.get("series") or []:  # the scaling series it is a point of, its kind, and a label's split
+        kind = (c["kind"] or "unclassified").replace("_", " ")
+        workers = ", ".join(map(str, c["workers"]))
+        parts.append(Text(f"a point of the series {c['series']} ({kind} scaling; workers {workers})"))
+        if c["split"]:
+            parts.append(Text(f"  that series is {c['split']}", style="yellow"))
     parts.append(
         _evaluations(rec, all_ranks) if rec["evals"] else Text("no evaluations recorded", style="yellow")
     )

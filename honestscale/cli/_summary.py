@@ -32,6 +32,7 @@ def summary_records(rows: list[Any]) -> list[dict[str, Any]]:
                 "runs": p.runs,
                 "succeeded": p.succeeded,
                 "scaling": r.mode,
+                "series_split": r.split,
                 "lint": p.lint,
                 "time_to_train_s": p.time_s,
                 "time_to_train_ci_s": list(p.time_ci),
@@ -162,4 +163,7 @@ def summary_table(rows: list[Any]) -> Table:
         table.add_column(name, justify="left" if name in ("campaign", "model", "framework") else "right")
     for r in rows:
         table.add_row(*(cell(r) for _, cell in cols))
+    splits = sorted({f"{r.model} / {r.framework}: {r.split}" for r in rows if r.split})
+    if splits:  # where a label parts one submitter's points into series, said under the table
+        table.caption, table.caption_justify = "\n".join(splits), "left"
     return table

@@ -147,6 +147,9 @@ def lint(
     rules_doc: Annotated[
         bool, typer.Option("--rules-doc", help="Print the rules page (docs/rules.md).")
     ] = False,
+    quoting_doc: Annotated[
+        bool, typer.Option("--quoting-doc", help="Print the rules that can make a number 'do not quote'.")
+    ] = False,
     annotate: Annotated[
         Tracker | None,
         typer.Option(
@@ -182,6 +185,9 @@ def lint(
         return
     if rules_doc:
         print(_formats.rules_markdown(), end="")
+        return
+    if quoting_doc:
+        print(_formats.quoting_markdown(), end="")
         return
     extra = load_config(config)
     from honestscale.store import queries

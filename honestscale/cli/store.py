@@ -273,6 +273,10 @@ def show(
         # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
         view = build(con, run.get("campaign"))
     rec["verdicts"] = _verdicts(rid, run.get("campaign"), view, suppressions)
+    rec["series"] = [
+        {"series": c.label, "kind": c.mode, "workers": list(c.by_workers()), "split": c.split}
+        for c in view.series_of(rid)
+    ]
     if format is ShowFormat.json:
         print(_output.dumps(rec))
     else:

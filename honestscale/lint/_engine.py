@@ -12,6 +12,14 @@ from honestscale.analysis.points import FindingRecord
 from honestscale.view import Comparison, Run, View
 
 SEVERITIES = ("error", "warning", "info")
+# Which numbers a finding marks (``Finding.reach``): every number of the runs it names; the ratios of the series it is
+# about (speedup, efficiency, their predictions), never one point's own number; or only the series' ratios of
+# throughput, step time and per-worker rates (those compare different work per step where the batches differ).
+REACHES = {
+    "runs": "every number of the runs it names",
+    "ratios": "the ratios of the series it is about (speedups, efficiencies, predictions), never one point's number",
+    "rate_ratios": "the series' ratios of throughput, step time and per-worker rates only",
+}
 SECTIONS = ("What it checks", "Why it misleads", "Example", "Fix", "Reference")
 
 
@@ -26,6 +34,7 @@ class Finding:
     evidence: dict[str, Any]
     fix: str
     suppressed: str | None = None  # the written justification, when suppressed
+    reach: str = "runs"  # which numbers it marks (REACHES)
 
     def as_json(self) -> FindingRecord:
         return {
@@ -38,6 +47,7 @@ class Finding:
             "evidence": self.evidence,
             "fix": self.fix,
             "suppressed": {"reason": self.suppressed} if self.suppressed else None,
+            "reach": self.reach,
         }
 
 
@@ -47,7 +57,8 @@ class Rule:
     Subclasses set ``code`` (HSnnn, never reused), ``name`` (the bad practice, kebab-case) and
     ``severity``; their docstring has the sections What it checks / Why it misleads / Example /
     Fix / Reference. ``check`` yields findings only for what fails or cannot be verified: a
-    target without findings passes.
+    target without findings passes. ``reach`` says which numbers its findings mark (``REACHES``): a rule about
+    a series marks the series' ratios, never the number of one point.
     """
 
     code: ClassVar[str]
@@ -56,6 +67,8 @@ class Rule:
     summary: ClassVar[str]
     # names it had before: still accepted, with a note naming the new one
     old_names: ClassVar[tuple[str, ...]] = ()
+    reach: ClassVar[str] = "runs"  # the numbers its findings mark (REACHES) ...
+    other_reaches: ClassVar[tuple[str, ...]] = ()  # ... and those some of its findings mark instead
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("config")
@@ -67,15 +80,16 @@ class Rule:
     def fail(
         self, target: Comparison, runs: Iterable[Run], message: str, fix: str, **evidence: Any
     ) -> Finding:
+        ids = sorted(r.id for r in runs)
         return Finding(
-            self.code, self.severity, "fail", target.id, sorted(r.id for r in runs), message, evidence, fix
+            self.code, self.severity, "fail", target.id, ids, message, evidence, fix, reach=self.reach
         )
 
     def cannot_verify(self, target: Comparison, runs: Iterable[Run], missing: str, record: str,
                       **evidence: Any) -> Finding:  # fmt: skip
         return Finding(
             self.code, self.severity, "cannot_verify", target.id, sorted(r.id for r in runs),
-            f"cannot verify: {missing}", evidence, record,
+            f"cannot verify: {missing}", evidence, record, reach=self.reach,
         )  # fmt: skip
 
     @classmethod

@@ -21,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 
-from honestscale.analysis.points import Point, verdicts_text
+from honestscale.analysis.points import Point, ratio_rules, verdicts_text
 from honestscale.report._copies import PaperCopies
 from honestscale.report._model import ComparisonModel
 from honestscale.report._units import unit_for
@@ -159,13 +159,13 @@ def speedup(c: ComparisonModel) -> Figure:
         if len(pts) < 2:
             continue
         _bars(a1, [p.workers for p in pts], [getattr(p, sp) for p in pts], [tuple(getattr(p, sp_ci)) for p in pts],
-              [tip(p, f"{label} speedup", getattr(p, sp), getattr(p, sp_ci), "x", p.ratio_lint, p is c.points[0])
+              [tip(p, f"{label} speedup", getattr(p, sp), getattr(p, sp_ci), "x", ratio_rules(p, sp), p is c.points[0])
                for p in pts],
               fmt=fmt, color=color, label=label)  # fmt: skip
         effs = [getattr(p, eff) for p in pts]
         cis = [tuple(getattr(p, eff_ci)) for p in pts]
         _bars(a2, [p.workers for p in pts], effs, cis,
-              [tip(p, f"{label} efficiency", getattr(p, eff), getattr(p, eff_ci), "", p.ratio_lint, p is c.points[0])
+              [tip(p, f"{label} efficiency", getattr(p, eff), getattr(p, eff_ci), "", ratio_rules(p, eff), p is c.points[0])
                for p in pts],
               fmt=fmt, color=color, label=label)  # fmt: skip
         top = max([top, *effs, *(c[1] for c in cis if c[1] is not None)])

@@ -33,7 +33,7 @@ def side_by_side(
     out = []
     for name, runs in sorted(compare.framework_groups(c.runs).items()):
         p = point(runs[0].workers or 0, runs, fractions, mlperf=False)
-        p.lint = lint_codes(findings, set(p.run_ids))
+        p.lint = lint_codes(findings, set(p.run_ids), "point")
         out.append(FrameworkPoint(name, sorted({r.framework_version for r in runs if r.framework_version}), p,
                                   comm_measured=p.comm == "measured"))  # fmt: skip
     times = [f.point.time_s for f in out if f.point.time_s]

@@ -54,7 +54,7 @@ class ComparisonModel:
     id: str
     kind: str
     label: str
-    mode: str | None  # the view's classification: strong | weak | mixed (and what it means: mode_note)
+    mode: str | None  # the view's kind: strong | weak | time_to_solution | mixed (what it means: mode_note)
     metric: str  # what the speedup is computed on
     base_workers: int | None
     base_time_s: float | None
@@ -79,6 +79,7 @@ class ComparisonModel:
     prediction_refused: dict[str, str] = field(default_factory=dict)
     prediction_checks: list[str] = field(default_factory=list)  # the largest count held back and predicted
     hardware_note: str | None = None  # scaling: its points ran on different accelerator models
+    split_note: str | None = None  # scaling: the label that parts its points from others of its kind (view)
 
     @property
     def key_workers(self) -> int | None:
@@ -241,9 +242,12 @@ def _comparison(
     mlperf = all(r.source == "mlperf" for r in c.runs)
     points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
     for p in points:
-        p.lint = lint_codes(findings, set(p.run_ids))
-        # a speedup is a ratio over the base case: the rules about both sets of runs go beside it
-        p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids))
+        p.lint = lint_codes(
+            findings, set(p.run_ids), "point"
+        )  # a rule about the series marks no point's number
+        # a speedup is a ratio over the base case: the rules about both sets of runs and the series go beside it
+        p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "ratio")
+        p.rate_ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "rate_ratio")
     note = c.classification.sentence if c.classification else ""
     base = points[0] if points else None
     metric = "MLPerf olympic mean" if mlperf else "median time to train"
@@ -269,7 +273,7 @@ def _comparison(
         runs=sorted(r.id for r in c.runs), verdicts=findings.about_comparison(c.id),
         frameworks=frameworks, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=c.left_out,
-        law_withheld=withheld, hardware_note=c.hardware_note,
+        law_withheld=withheld, hardware_note=c.hardware_note, split_note=c.split,
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from honestscale.analysis.points import Point
+from honestscale.analysis.points import Point, ratio_rules
 from honestscale.report._model import ComparisonModel, Model
 from honestscale.report._tables import latex_escape
 from honestscale.report._text import ratio_text
@@ -86,7 +86,7 @@ def _of_point(prefix: str, c: ComparisonModel, p: Point) -> list[TexNumber]:
         ci = getattr(p, ci_attr) if ci_attr else (None, None)
         ratio = measure in RATIOS
         runs = tuple(sorted({*p.run_ids, *(base.run_ids if ratio and base else [])}))
-        rules = p.ratio_lint if ratio else p.lint
+        rules = ratio_rules(p, measure) if ratio else p.lint
         n = min(p.succeeded, base.succeeded) if ratio and base else p.succeeded
         out.append(
             TexNumber(

@@ -26,6 +26,7 @@ from honestscale.report._tables import (
 )
 from honestscale.report._units import unit_for
 from honestscale.spreadsheet import to_csv
+from honestscale.view import kind_words
 
 RUN_HEADER = ["run", "purpose", "status", "workers", "global batch", "time [s]", "accelerator-hours", "final quality",
               "split", "config hash", "energy to train [J]", "node-hours (CPU only)", "core-hours (CPU only)"]  # fmt: skip
@@ -103,7 +104,9 @@ def plan(model: Model) -> Plan:
             for part, header, rows in tables(c):
                 stem = f"{prefix}{i}-{part}-{_slug(c.label)}"
                 out.tables.append((f"{stem}.csv", functools.partial(to_csv, *csvs[part])))
-                _table_files(out, stem, header, rows, caption.format(label=c.label, mode=c.mode, part=part))
+                _table_files(
+                    out, stem, header, rows, caption.format(label=c.label, mode=kind_words(c.mode), part=part)
+                )
             views.append(ScalingView(c, f"{anchor}-{i}", figs))
     for i, c in enumerate([c for c in model.comparisons if c.kind == "layout" and c.layouts], start=1):
         assert c.layouts is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from honestscale.analysis.points import verdicts_text
+from honestscale.analysis.points import do_not_quote, verdicts_text
 from honestscale.report._model import ComparisonModel, Point
 from honestscale.report._text import _ci_in, _in, _pct, ratio_text
 from honestscale.report._units import unit_for
@@ -72,6 +72,14 @@ def _codes(p: Point) -> str:
     return verdicts_text(p.lint)
 
 
+def _rates_only(p: Point) -> str:
+    """`` (do not quote: error-severity HS111 fails)`` beside a ratio of throughput that a rule marks and the
+    point's ratios of time are not (a time to solution's throughput across different batches); else ''."""
+    extra = sorted(set(p.rate_ratio_lint.get("error", [])) - set(p.ratio_lint.get("error", [])))
+    flag = do_not_quote({"error": extra}) if p.throughput_speedup is not None else None
+    return f" ({flag})" if flag else ""
+
+
 def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[str]]]]:
     """The series' tables for a paper, at most 6 columns each: times, then scaling (as the PDF prints them)."""
     unit, div = unit_for([t for p in c.points for t in (p.time_s, p.tta_s, p.mlperf_score_s, *p.time_ci)])
@@ -125,8 +133,8 @@ def results_tables(c: ComparisonModel) -> list[tuple[str, list[str], list[list[s
                 str(p.workers),
                 ratio_text(p.speedup, p.speedup_ci),
                 ratio_text(p.efficiency, p.efficiency_ci, pct=True),
-                ratio_text(p.throughput_speedup, p.throughput_speedup_ci),
-                ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True),
+                ratio_text(p.throughput_speedup, p.throughput_speedup_ci) + _rates_only(p),
+                ratio_text(p.throughput_efficiency, p.throughput_efficiency_ci, pct=True) + _rates_only(p),
                 verdicts_text(p.ratio_lint),
             ]
         )

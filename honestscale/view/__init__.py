@@ -1,5 +1,5 @@
 """The one read model of the store: typed runs, their evaluations, steps, power samples and ranks, the comparisons
-a reader would make and the classification of every scaling series (strong, weak, mixed), built once.
+a reader would make and the classification of every scaling series (strong, weak, time to solution, mixed), built once.
 
 Every judge (lint, the statistics, the report, the advisor, the CLI's summary) reads this view and none holds a
 connection: one reading of the runs, so that all of them tell one story.
@@ -15,17 +15,23 @@ from honestscale.view._comparisons import (
     COMPARED,
     LIKE,
     LIKE_NAMES,
-    POOLED,
     PROBLEM,
     Comparison,
-    Mode,
     StepFractions,
     View,
     accelerators_by_workers,
     accelerators_text,
+    comparisons,
+)
+from honestscale.view._kinds import (
+    KINDS,
+    POOLED,
+    Mode,
     batch_mode,
     classify,
-    comparisons,
+    kind_words,
+    label_splits,
+    shared_target,
 )
 from honestscale.view._runs import (
     PARTS,
@@ -49,6 +55,7 @@ def med(values: Iterable[float | None]) -> float | None:
 
 __all__ = [
     "COMPARED",
+    "KINDS",
     "LIKE",
     "LIKE_NAMES",
     "PARTS",
@@ -74,9 +81,12 @@ __all__ = [
     "comparisons",
     "concerning",
     "energy_records",
+    "kind_words",
+    "label_splits",
     "layout_text",
     "listed_runs",
     "listing",
     "med",
     "power_samples",
+    "shared_target",
 ]

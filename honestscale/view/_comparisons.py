@@ -6,8 +6,9 @@ A *comparison* is a group of final runs:
   accelerators, workers and global batch);
 * ``scaling``: one model, dataset and framework across two or more worker counts, classified by ``classify``:
   ``strong`` (the global batch constant: a fixed problem), ``weak`` (the batch per worker constant, each run
-  training a fixed amount of work: the problem grows with the workers) or ``mixed`` (the batch per worker constant
-  while every run trains to one target accuracy, as MLPerf submissions do; or batches that follow neither);
+  training a fixed amount of work: the problem grows with the workers), ``time_to_solution`` (every successful
+  run trains to one quality target, metric and value, with a batch chosen per scale, as MLPerf submissions do)
+  or ``mixed`` (batches that follow neither and no shared target);
 * ``framework``: one model and dataset at one worker count across frameworks, compared only like for like
   (``LIKE``: same model, dataset, global batch, precision, accelerator model and nodes); the runs of any other
   setup are kept beside it with what differs (``left_out``);
@@ -29,6 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from honestscale.view._frameworks import framework_family
+from honestscale.view._kinds import (
+    POOLED,
+    Mode,
+    classify,
+    label_splits,
+)
 from honestscale.view._runs import Run
 
 COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not results
@@ -38,23 +45,12 @@ COMPARED = ("final", "baseline")  # tuning and smoke runs are context, not resul
 LIKE = ("model", "dataset", "global_batch_size", "precision", "hardware", "n_nodes", "accelerators_per_node")
 # What defines the problem a run solves: runs that differ in these solve different problems (HS112).
 PROBLEM = ("model", "dataset", "stop_criterion", "stop_value", "target_metric")
-POOLED = "(pooled)"  # the campaign of a comparison across campaigns (View.pooling)
 LIKE_NAMES = {
     "global_batch_size": "global batch",
     "hardware": "accelerator",
     "n_nodes": "nodes",
     "accelerators_per_node": "accelerators per node",
 }
-
-
-@dataclass(frozen=True)
-class Mode:
-    """How a scaling series scales, from its batches and its stop criterion: the one classification."""
-
-    name: str  # strong | weak | mixed
-    batches: str  # what the batches alone say: strong | weak | irregular
-    fixed_target: bool  # every successful run trains to a target accuracy
-    sentence: str  # what it means for the numbers, for the report and the dashboard
 
 
 @dataclass
@@ -65,6 +61,9 @@ class Comparison:
     key: dict[str, Any]
     classification: Mode | None = None  # scaling only
     left_out: list[dict[str, str]] = field(default_factory=list)  # framework: runs of other setups, and why
+    split: str | None = (
+        None  # scaling: the label that parts its points from others of its kind (``label_splits``)
+    )
 
     @property
     def id(self) -> str:
@@ -72,7 +71,7 @@ class Comparison:
 
     @property
     def mode(self) -> str | None:
-        """strong | weak | mixed for a scaling series, else None."""
+        """strong | weak | time_to_solution | mixed for a scaling series, else None."""
         return self.classification.name if self.classification else None
 
     @property
@@ -159,6 +158,10 @@ class View:
             names,
         )
 
+    def series_of(self, run_id: str) -> list[Comparison]:
+        """The scaling series a run is a point of (one, or none; a plain run may also start a layout's series)."""
+        return [c for c in self.of_kind("scaling") if any(r.id == run_id for r in c.runs)]
+
     def group_of(self, run: Run) -> str | None:
         """The campaign a run's numbers are grouped under: its own, or ``POOLED``."""
         return POOLED if self.pooled else run.campaign
@@ -192,72 +195,6 @@ def accelerators_text(runs: Iterable[Run]) -> str | None:
     """``accelerators_by_workers`` as one line (``V100-16GB at 8; V100-32GB at 16``), None where one model ran."""
     got = accelerators_by_workers(runs)
     return "; ".join(f"{name} at {', '.join(map(str, ws))}" for name, ws in got) if got else None
-
-
-def batch_mode(runs: Iterable[Run]) -> str:
-    """``strong`` if every point has the same global batch, ``weak`` if the same batch per data-parallel replica,
-    else ``irregular``.
-
-    The batch is counted in tokens where every run records them (``global_batch_tokens``), else in samples. A replica
-    is a worker of plain data parallelism; under a layout (contract 3) the workers of a tensor, pipeline or context
-    parallel group train one replica together, so weak scaling keeps the tokens per replica (dp x fsdp), not per
-    worker, constant."""
-    runs = [r for r in runs if r.workers and r.global_batch_size]
-    tokens = bool(runs) and all(r.global_batch_tokens for r in runs)
-    points: dict[int, set[tuple[int, int]]] = defaultdict(set)
-    for r in runs:
-        assert r.workers and r.global_batch_size
-        batch = int(r.global_batch_tokens or 0) if tokens else int(r.global_batch_size)
-        replicas = r.degrees["dp"] * r.degrees["fsdp"] if r.parallel else r.workers
-        points[r.workers].add((batch, replicas))
-    if len(points) < 2 or any(len(b) != 1 for b in points.values()):
-        return "irregular"
-    batches = {w: next(iter(b)) for w, b in points.items()}
-    if len({b for b, _ in batches.values()}) == 1:
-        return "strong"
-    per_replica = {b / n for b, n in batches.values()}
-    return "weak" if len(per_replica) == 1 else "irregular"
-
-
-def classify(runs: list[Run]) -> Mode:
-    """The series' mode: strong, weak or mixed, with the sentence every output prints."""
-    batches = batch_mode(runs)
-    ok = [r for r in runs if r.ok]
-    target = bool(ok) and all(r.stop_criterion == "target_accuracy" for r in ok)
-    if batches == "strong":
-        return Mode(
-            "strong",
-            batches,
-            target,
-            "Strong scaling: the same global batch at every scale, a fixed "
-            "problem; speedup and efficiency on time and on throughput.",
-        )
-    if batches == "weak" and not target:
-        return Mode(
-            "weak",
-            batches,
-            target,
-            "Weak scaling: the batch per worker is constant, so each scale solves "
-            "a larger problem; throughput per worker and its efficiency are the measure, not a speedup of "
-            "time to train.",
-        )
-    if batches == "weak":
-        return Mode(
-            "mixed",
-            batches,
-            target,
-            "Mixed: the global batch grows with the workers (weak scaling by "
-            "batch) while every run trains to the same target (a fixed problem, as in strong scaling), as "
-            "MLPerf submissions do; both the speedup of time to the target and throughput per worker are "
-            "given.",
-        )
-    return Mode(
-        "mixed",
-        batches,
-        target,
-        "Mixed: the batches are neither strong nor weak scaling (HS111); speedups "
-        "of time and throughput per worker are both given, and neither is a clean scaling measure.",
-    )
 
 
 def _label(key: dict[str, Any]) -> str:
@@ -367,10 +304,12 @@ def comparisons(runs: list[Run], pooled: bool = False) -> list[Comparison]:
         plain = series.get((*values[:-1], None), []) if values[-1] is not None else []
         counts = {r.workers for r in group}
         series[values] = group + [r for r in plain if r.workers == 1 and 1 not in counts]
+    splits = label_splits(compared, pooled)
     for values, group in sorted(series.items(), key=lambda kv: repr(kv[0])):
         if len({r.workers for r in group if r.workers}) >= 2:
             key = dict(zip(scaling, values, strict=True))
-            out.append(Comparison("scaling", _label(key), group, key, classify(group)))
+            c = Comparison("scaling", _label(key), group, key, classify(group), split=splits.get(values))
+            out.append(c)
     framework = ("campaign", "model", "dataset", "workers", "layout_key")
     for values, group in sorted(_group(compared, framework, pooled).items(), key=lambda kv: repr(kv[0])):
         if len({r.framework for r in group}) >= 2:

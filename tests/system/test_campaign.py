@@ -48,6 +48,7 @@ def _spec(tmp_path: Path, text: str) -> Path:
         (('model = "mlp"', 'modle = "mlp"'), "unknown runner option 'modle' in [args]"),
         (("repetitions = 1", "repetitions = 0"), "repetitions = 0"),
         (('scaling = "strong"', 'scaling = "strong"\nnodes = 2'), "unknown key 'nodes' in [campaign]"),
+        (('scaling = "strong"', 'scaling = "mixed"'), "[campaign] scaling = 'mixed'"),
         (("epochs = 1", "epochs = 1\nseed = 3"), "[args] sets 'seed', which the campaign decides"),
         (("workers = [1, 2]", "workers = 2"), "[grid] workers must be a non-empty list"),
         (("workers = [1, 2]", "workers = [0, 2]"), "[grid] workers = [0, 2]: 0 is not a worker count"),

@@ -55,6 +55,8 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
     mine = [f for f in result.findings if f.code == code]
     (verdict,) = [v for v in result.verdicts if v.code == code]
     outcomes = {f.outcome for f in mine}
+    rule = registry()[code]  # every finding marks the numbers its rule declares (docs/claims.md lists them)
+    assert {f.reach for f in mine} <= {rule.reach, *rule.other_reaches}
     detail = [(f.outcome, f.target, f.message) for f in mine]
     if case["expect"] == "pass":
         assert not mine, detail
@@ -126,3 +128,17 @@ def test_rules_page_is_generated_from_the_docstrings() -> None:
     assert (REPO / "docs" / "rules.md").read_text() == rules_markdown(), (
         "regenerate: honestscale lint --rules-doc > docs/rules.md"
     )
+
+
+@pytest.mark.parametrize("page", ["claims.md", "predict.md"])
+def test_the_pages_list_exactly_the_rules_that_mark_a_number(page: str) -> None:
+    """docs/claims.md and docs/predict.md hold the list of the rules that can make a number "do not quote" and what
+    each marks, as the rules declare it (severity, ``reach``): a rule whose severity or reach changes fails this."""
+    from honestscale.lint._formats import QUOTING_BEGIN, QUOTING_END, quoting_markdown
+
+    text = (REPO / "docs" / page).read_text()
+    start, end = text.index(QUOTING_BEGIN), text.index(QUOTING_END) + len(QUOTING_END)
+    assert text[start:end] + "\n" == quoting_markdown(), (
+        f"docs/{page} is stale: paste `honestscale lint --quoting-doc` over its generated list"
+    )
+    assert "HS111" in quoting_markdown() and "HS202" not in quoting_markdown()  # errors only: HS202 warns

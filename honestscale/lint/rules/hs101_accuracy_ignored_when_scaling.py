@@ -32,6 +32,7 @@ class AccuracyIgnoredWhenScaling(Rule):
     old_names = ("ignore-accuracy-when-scaling",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "accuracy at every scale of a scaling series, and no drop as workers grow"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

@@ -24,6 +24,7 @@ class KernelsOnlyWhenScaling(Rule):
     old_names = ("only-kernels-when-scaling",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "scaling series are measured end to end"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

@@ -24,6 +24,7 @@ class StopCriterionInconsistent(Rule):
     old_names = ("train-for-the-right-time",)  # until 0.2: an imperative, not the bad practice
     severity = "error"
     summary = "scaling runs stop on one criterion, not on wall time"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

@@ -26,6 +26,7 @@ class SpeedupWithoutBaseCase(Rule):
     name = "speedup-without-base-case"
     severity = "error"
     summary = "the base case of a speedup has successful runs and an absolute time"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

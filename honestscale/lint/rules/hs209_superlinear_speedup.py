@@ -205,6 +205,7 @@ class SuperlinearSpeedup(Rule):
     name = "superlinear-speedup"
     severity = "error"
     summary = "no efficiency above 1 without its cause; none quoted that the data explains away"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

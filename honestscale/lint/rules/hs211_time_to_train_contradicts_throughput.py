@@ -63,6 +63,7 @@ class TimeToTrainContradictsThroughput(Rule):
     name = "time-to-train-contradicts-throughput"
     severity = "warning"
     summary = "the speedups from time to train and from step throughput agree"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling")

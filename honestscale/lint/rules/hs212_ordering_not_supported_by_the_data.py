@@ -36,6 +36,7 @@ class OrderingNotSupportedByTheData(Rule):
     name = "ordering-not-supported-by-the-data"
     severity = "warning"
     summary = "an ordering of two configurations is stated only where a test supports it"
+    reach = "ratios"  # about the series: its speedups, efficiencies and predictions
 
     def targets(self, view: View) -> list[Comparison]:
         return view.of_kind("scaling", "framework", "layout")
