@@ -45,6 +45,10 @@ def _hidden(ch: str, lines: bool) -> bool:
 
 def _escape(ch: str) -> str:
     code = ord(ch)
+    if (
+        0xDC80 <= code <= 0xDCFF
+    ):  # a byte of a name that is not UTF-8, as os.fsdecode gives it: the byte itself
+        return f"\\x{code - 0xDC00:02x}"  # as files.shown_path and the store write it
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 

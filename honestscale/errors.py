@@ -7,11 +7,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from honestscale import exits
+
 
 class HonestscaleError(Exception):
-    """An error caused by input or environment; the CLI prints ``message`` and ``fix`` and exits 2."""
+    """An error caused by input or environment; the CLI prints ``message`` and ``fix`` and exits ``exit_code``
+    (``exits.USAGE``: fix the command or the file; a store or disk unavailable now: ``exits.TEMPFAIL``)."""
 
-    exit_code = 2
+    exit_code = exits.USAGE
 
     def __init__(self, message: str, fix: str | None = None) -> None:
         super().__init__(message)
@@ -20,6 +23,12 @@ class HonestscaleError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.fix else f"{self.message}\n  fix: {self.fix}"
+
+
+class Unavailable(HonestscaleError):
+    """What the command needs is unavailable or full now (a disk, a server): run it again later."""
+
+    exit_code = exits.TEMPFAIL
 
 
 def read_toml(path: Path, error: type[HonestscaleError], what: str) -> dict[str, Any]:
@@ -51,7 +60,8 @@ def from_os_error(exc: OSError) -> HonestscaleError:
     """An operating-system error that escaped a command (a full disk, a permission), naming the file and the fix."""
     verb = "cannot write" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) else "cannot use"
     where = f" {exc.filename}" if exc.filename else ""
-    return HonestscaleError(
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)  # a disk that fills: retry once there is room
+    return (Unavailable if full else HonestscaleError)(
         f"{verb}{where}: {exc.strerror or exc}",
         _OS_FIXES.get(
             exc.errno or 0, "check the path, its permissions and the disk, and run the command again"

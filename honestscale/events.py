@@ -30,6 +30,11 @@ from typing import Any, TextIO
 SCHEMA_VERSION = 5
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
 
+MAX_DEPTH = 64
+"""The deepest nesting of objects and arrays a line may hold (the event itself is level 1): an event is a flat
+object whose extra fields may nest a little; a line nested deeper is quarantined, with this reason (Python's ``json``
+gives up near 1,000 levels, so a deeper line could never be read back)."""
+
 VERSIONS: dict[int, str] = {
     1: "The first contract: the six kinds and their fields.",
     2: "run_start records how many threads each rank ran and on which CPUs: `intra_op_threads`, "
@@ -610,6 +615,42 @@ def validate(event: Any) -> dict[str, Any]:
     return event
 
 
+def _too_deep(depth: int) -> str:
+    return (
+        f"JSON nested {depth:,} levels deep, deeper than the contract's {MAX_DEPTH}: not an event line (events are "
+        "flat objects)"
+    )
+
+
+def _depth(value: Any) -> int:
+    """How deeply objects and arrays nest in a decoded value (a scalar 0, a flat object 1), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def nesting(text: str) -> int:
+    """How deeply objects and arrays nest in a JSON text, read as characters (strings and their escapes skipped):
+    for a line too deep to decode, and for the collector's check of the lines it lands without decoding them."""
+    deepest = level = 0
+    quoted = escaped = False
+    for ch in text:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
 def parse_line(line: str | bytes) -> dict[str, Any]:
     """Decode and validate one line of an event file; raise :class:`EventError` with the reason."""
     if isinstance(line, bytes):
@@ -628,9 +669,9 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise EventError(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
-        raise EventError(
-            "JSON nested too deeply to decode: not an event line (events are flat objects)"
-        ) from None
+        raise EventError(_too_deep(nesting(line))) from None
+    if (depth := _depth(obj)) > MAX_DEPTH:
+        raise EventError(_too_deep(depth))
     if isinstance(obj, dict):
         names = [name for name, _ in objects[-1]]
         if len(names) != len(set(obj)):
@@ -885,7 +926,9 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://honestscale.invalid/schema/events-v{SCHEMA_VERSION}.json",
         "title": f"honestscale event, contract version {SCHEMA_VERSION}",
-        "description": "One JSON object per line, one file per rank: <run_id>/events-rank<N>.jsonl.",
+        "description": "One JSON object per line, one file per rank: <run_id>/events-rank<N>.jsonl. Objects and "
+        f"arrays nest at most {MAX_DEPTH} levels deep in a line (the event itself is level 1); a deeper line is "
+        "quarantined.",
         "oneOf": variants,
     }
 
@@ -899,7 +942,8 @@ def markdown_reference() -> str:
         "",
         "One event per line, JSON, one file per rank (`<run_id>/events-rank<N>.jsonl`), append-only, written "
         "with one `write` per complete line so a killed job keeps every event written before the kill. "
-        "Extra fields are allowed and kept; a known field may be `null` unless required. Non-finite numbers "
+        f"Extra fields are allowed and kept (objects and arrays nested at most {MAX_DEPTH} levels deep in a line, the "
+        "event itself level 1: a deeper line is quarantined); a known field may be `null` unless required. Non-finite numbers "
         "(NaN, infinity) are written as `null`; integers are 64-bit signed. A field written twice in one line is "
         "refused (readers disagree on which value counts). An event whose `schema` is newer than the reader's is "
         "quarantined, never guessed at.",

@@ -20,6 +20,13 @@ class OutputError(HonestscaleError):
     """An output path that is not a regular file or a new path (a device, a FIFO, a symlink, a folder)."""
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as text that any store, terminal and page can hold: itself where its name is UTF-8, else its bytes as
+    the OS gives them with each byte that is not UTF-8 as a backslash escape (``r-\\xff\\xfe/events-rank0.jsonl``).
+    Python names such bytes with lone surrogates (``os.fsdecode``), which DuckDB, JSON and a UTF-8 terminal refuse."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def kind_of(mode: int) -> str | None:
     """None for a regular file, else what it is (a FIFO, a character device ...)."""
     if stat.S_ISREG(mode):

@@ -18,6 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from honestscale import exits
 from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.stats import DISAGREE, SAME
 from honestscale.claims._file import Claim, ClaimsFile, Tolerance
@@ -325,5 +326,5 @@ def exit_code(verdicts: list[Verdict]) -> int:
     """0 every claim supported; 1 any contradicted or not quotable (it outranks 3); 3 otherwise any unverifiable."""
     found = {v.verdict for v in verdicts}
     if found & {CONTRADICTED, NOT_QUOTABLE}:
-        return 1
-    return 3 if CANNOT_VERIFY in found else 0
+        return exits.FAILED
+    return exits.CANNOT_JUDGE if CANNOT_VERIFY in found else exits.OK

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from honestscale import exits
 from honestscale.claims._file import ClaimsError
 from honestscale.report import TexNumber, analyse, numbers, read_numbers_tex
 from honestscale.view import View
@@ -113,4 +114,4 @@ def _verdict(key: str, was: dict[str, Any] | None, t: TexNumber | None, source: 
 
 
 def exit_code(verdicts: list[MacroVerdict]) -> int:
-    return 0 if all(v.verdict == UNCHANGED for v in verdicts) else 1
+    return exits.OK if all(v.verdict == UNCHANGED for v in verdicts) else exits.FAILED

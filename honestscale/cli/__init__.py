@@ -19,6 +19,7 @@ from rich.markup import escape
 from honestscale.cli import store, campaign, analysis, predict, compare, serve, probe, slurm, centre, claims  # noqa: F401
 
 # isort: on
+from honestscale import exits
 from honestscale.cli._app import app, err
 from honestscale.display import shown_text
 from honestscale.errors import HonestscaleError, from_os_error
@@ -34,7 +35,7 @@ def _unanswered_interrupt(done: SystemExit) -> bool:
     from the KeyboardInterrupt), where the user must be told what was kept."""
     stopped = done.__context__
     return (
-        done.code == 130
+        done.code == exits.INTERRUPTED
         and isinstance(stopped, typer.Exit)
         and isinstance(stopped.__cause__, KeyboardInterrupt)
     )
@@ -43,7 +44,7 @@ def _unanswered_interrupt(done: SystemExit) -> bool:
 def _answer_interrupt() -> NoReturn:
     interrupt_answered()
     err.print("[red]interrupted[/]: what had finished is kept; the rest was rolled back", highlight=False)
-    sys.exit(130)
+    sys.exit(exits.INTERRUPTED)
 
 
 def main() -> None:

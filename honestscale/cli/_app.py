@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from honestscale import __version__
+from honestscale import __version__, exits
 from honestscale import events as ev
 from honestscale.collector import ready_for_arrow
 from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
@@ -30,6 +30,7 @@ app = typer.Typer(
         "DuckLake); `runs`, `show`, `summary` read it, `lint` judges it, `report` writes the paper-ready analysis, "
         "`compare` gates CI, `serve` shows it live."
     ),
+    epilog=exits.markdown(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -40,7 +41,11 @@ if not out.is_terminal:
 err = Console(stderr=True, soft_wrap=True)
 
 
-EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED = 0, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_QUARANTINED = (
+    exits.OK,
+    exits.USAGE,
+    exits.CANNOT_JUDGE,
+)  # the table: honestscale.exits
 
 
 StoreOpt = Annotated[

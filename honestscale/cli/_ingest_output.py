@@ -82,11 +82,12 @@ def run_ingest(ingester: Ingester, sources: list[Source], quiet: bool, verbose: 
 
 
 def report_skipped(summary: Summary, verbose: bool) -> None:
-    """Every file that did not land, by reason (files read with the logs beside them only with --verbose);
+    """Every file that did not land, by reason (files read with the logs beside them and links not opened only with
+    --verbose);
     then the files that hold results and landed nothing, which make the exit code 3."""
     by_reason: dict[str, list[Path]] = {}
     for k in summary.skipped:
-        if verbose or not k.beside:
+        if verbose or not (k.beside or k.link):
             by_reason.setdefault(k.reason, []).append(k.path)
     for reason, paths in by_reason.items():
         err.print(f"not landed, {escape(reason)} ({len(paths)}):", highlight=False)

@@ -230,10 +230,11 @@ def _writing(output: Path) -> Iterator[None]:
         err.print(f"[red]interrupted[/]: nothing was written; the last complete report at {output} is whole")
         raise typer.Exit(130) from None
     except OSError as exc:
-        raise HonestscaleError(
+        said = from_os_error(exc)  # its kind keeps the exit code: a full disk is exits.TEMPFAIL, retry later
+        raise type(said)(
             f"cannot write the report {output} or its figures and tables in {reporting.assets_for(output)}: "
             f"{exc.strerror or exc}",
-            f"{from_os_error(exc).fix}; a report written before is left whole",
+            f"{said.fix}; a report written before is left whole",
         ) from None
 
 

@@ -45,10 +45,16 @@ def _on_term(signum: int, frame: FrameType | None) -> None:
 
 
 def _watch(
-    folder: Path, store: Path | None, campaign: str | None, interval: float, wait: float, quiet: bool
+    folder: Path,
+    store: Path | None,
+    campaign: str | None,
+    interval: float,
+    wait: float,
+    quiet: bool,
+    follow: list[Path],
 ) -> int:
     # Hold the store only while ingesting, so `runs`, `report` and `lint` can read it in between.
-    watcher = Watcher(folder, lambda: _store(store, read_only=False, wait=wait), campaign)
+    watcher = Watcher(folder, lambda: _store(store, read_only=False, wait=wait), campaign, follow)
     signal.signal(signal.SIGTERM, _on_term)
     err.print(f"watching {folder} every {interval:g} s; Ctrl-C to stop")
     total = Summary()
@@ -110,6 +116,15 @@ def ingest(
             "--verbose", "-v", help="Also print each file as it lands (its batch committed) and its notes."
         ),
     ] = False,
+    follow_links: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--follow-links",
+            help="Open the links that resolve under this folder (repeatable); a link "
+            "out of the paths given is otherwise named, never opened.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Land event files, MLPerf logs and other tools' logs in the store: idempotent, incremental, atomic per file,
     lossless. Ingesting the same files again adds nothing; a file that grew adds only its new events; a file lands
@@ -128,8 +143,9 @@ def ingest(
     Exit codes: 0 all landed; 3 landed, but some lines are quarantined (conflicts included), or a file
     holding MLPerf or event lines landed nothing (a format or a log its reader does not know), or an MLPerf system
     description could not be read, or a file was refused (not a regular file, more than HONESTSCALE_MAX_FILE_MB,
-    or a .gz decompressing past HONESTSCALE_MAX_GZIP_RATIO times its size: a gzip bomb); 2 bad usage,
-    unreadable input, or the store is held by another process past --wait.
+    or a .gz decompressing past HONESTSCALE_MAX_GZIP_RATIO times its size: a gzip bomb); 2 bad usage or
+    unreadable input; 75 the store is held by another process past --wait, or its disk or catalog is unavailable:
+    run it again later. A link that resolves outside the paths given is never opened (listed with -v).
 
     Examples:
 
@@ -144,12 +160,12 @@ def ingest(
     if watch is not None:
         if paths:
             raise HonestscaleError("give either PATHs or --watch FOLDER, not both", "run two commands")
-        raise typer.Exit(_watch(watch, store, campaign, interval, wait, quiet))
+        raise typer.Exit(_watch(watch, store, campaign, interval, wait, quiet, follow_links or []))
     if not paths:
         raise HonestscaleError(
             "nothing to ingest: give files, folders or globs", "e.g. honestscale ingest runs/  (see --help)"
         )
-    found = discover(paths)
+    found = discover(paths, follow_links or [])
     if not found.sources and any(k.lost for k in found.skipped):
         nothing = Summary(skipped=found.skipped)
         report_skipped(nothing, verbose)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import duckdb
 
+from honestscale import exits
 from honestscale.collector._native import TYPED_TABLES
 from honestscale.collector._sources import Source
 from honestscale.errors import HonestscaleError
@@ -34,6 +35,12 @@ class Planned(Protocol):
 
 class IngestError(HonestscaleError):
     """A file could not be written to the store; files before it have landed."""
+
+
+class IngestLater(IngestError):
+    """The store could not take a batch now (its disk full, other writers first every time): retry later."""
+
+    exit_code = exits.TEMPFAIL
 
 
 class Conflict(Exception):
@@ -68,7 +75,7 @@ def transaction(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
         failed = as_store_error(exc)
         if not isinstance(failed, StoreUnwritable):
             raise
-        raise IngestError(
+        raise IngestLater(
             failed.message,
             f"free space on the store's disk and ingest again: {what} were rolled back whole, files landed "
             "before them are kept, and the rest lands then",
@@ -137,11 +144,11 @@ def claim(con: duckdb.DuckDBPyConnection, plans: Sequence[Planned]) -> None:
     rows = con.execute(
         "SELECT path, file_id, bytes_ingested, content_hash FROM ingested_files "
         "WHERE path IN (SELECT unnest(?::VARCHAR[])) OR file_id IN (SELECT unnest(?::INTEGER[]))",
-        [[str(p.source.path) for p in plans], [p.file_id for p in plans if p.is_new]],
+        [[p.source.key for p in plans], [p.file_id for p in plans if p.is_new]],
     ).fetchall()
     now = {str(r[0]): (int(r[1]), r[2], r[3]) for r in rows}
     for plan in plans:
-        if now.get(str(plan.source.path)) != plan.seen:
+        if now.get(plan.source.key) != plan.seen:
             raise Conflict(f"{plan.source.path} was landed by another writer meanwhile")
     if len(now) > sum(1 for p in plans if not p.is_new):
         raise Conflict("a new file id was taken by another writer meanwhile")

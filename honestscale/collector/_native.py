@@ -236,6 +236,9 @@ class Stage:
         )
         for kind in self.kinds:
             self._validate_kind(kind)
+        self._drop_too_deep(
+            [(kind, shape) for kind, shape, _, types in reps if {"OBJECT", "ARRAY"} & set(types)]
+        )
         self._accepted()
         rejected: dict[int, list[Rejected]] = {}
         lines, valid = con.execute(
@@ -258,6 +261,31 @@ class Stage:
                 reason = str(err)
             rejected.setdefault(int(file_id), []).append(Rejected(int(line), raw, reason))
         return rejected
+
+    def _drop_too_deep(self, nested: list[tuple[str, int]]) -> None:
+        """Lines nested deeper than the contract allows (``ev.MAX_DEPTH``) leave the typed rows, to be quarantined with
+        its reason: DuckDB reads them, Python's json cannot read them back. Only lines of a shape with an object or an
+        array among its values, and with more openers than the limit (counted in SQL), are read in Python."""
+        if not nested or not self.kinds:
+            return
+        deep = [
+            (file_id, pos)
+            for file_id, pos, raw in self.con.execute(
+                "SELECT s.file_id, s.pos, s.raw FROM _stage s JOIN (SELECT unnest(?::VARCHAR[]) AS kind, "
+                "unnest(?::UBIGINT[]) AS shape) n USING (kind, shape) "
+                "WHERE strlen(s.raw) - strlen(replace(replace(s.raw, '[', ''), '{', '')) > ?",
+                [[k for k, _ in nested], [sh for _, sh in nested], ev.MAX_DEPTH],
+            ).fetchall()
+            if ev.nesting(raw) > ev.MAX_DEPTH
+        ]
+        if not deep:
+            return
+        for kind in self.kinds:
+            self.con.execute(
+                f"DELETE FROM _ok_{kind} AS o USING (SELECT unnest(?::INTEGER[]) AS f, unnest(?::BIGINT[]) AS p) d "
+                "WHERE o.file_id = d.f AND o.pos = d.p",
+                [[f for f, _ in deep], [p for _, p in deep]],
+            )
 
     def _validate_kind(self, kind: str) -> None:
         """Fill ``_ok_<kind>`` with the typed rows of the valid events of ``kind`` (with the whole line where the

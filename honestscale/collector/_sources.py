@@ -7,13 +7,14 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector import importers
 from honestscale.collector._mlperf_lines import FORMATS_READ, UNKNOWN_FORMAT
 from honestscale.errors import HonestscaleError
-from honestscale.files import kind_of
+from honestscale.files import kind_of, shown_path
 
 # "native", "mlperf", "horovod-timeline", or an importer's format (importers.FORMATS)
 Format = str
@@ -43,6 +44,14 @@ class Source:
     # the other formats its content also looks like: the ingest reads it as each and lands the one that reads
     # something, or refuses it naming them all (never one of two in silence)
     also: tuple[Format, ...] = ()
+    # its content is what its format reads (an event line, a tool's record); False for a file taken as events by its
+    # name alone (``*.jsonl`` with no event line in its head): the quarantine keeps its lines' reasons, not their text
+    recognised: bool = True
+
+    @property
+    def key(self) -> str:
+        """The path as the store keeps it (``files.shown_path``: a name that is not UTF-8 with backslash escapes)."""
+        return shown_path(self.path)
 
 
 SYSTEM_FILE = "MLPerf system description: read with the result logs of its system"
@@ -57,6 +66,10 @@ MLFLOW_RUN_FILE = (
     "an MLflow run's metric, parameter or tag, or its experiment's meta.yaml: read with the run's meta.yaml"
 )
 NOT_REGULAR = "only regular files are read"
+# a link is opened only where it resolves under a path given (or under --follow-links DIR): a link out of the tree would
+# put what it points to (/etc/passwd, another user's files) into a store that a whole centre reads
+LINK_OUT = "links that resolve outside the paths given, not opened (--follow-links DIR opens those that resolve under DIR)"
+LINK_DANGLING = "links to nothing (their target does not exist here), not opened"
 NOT_RESULTS = "neither a honestscale event file nor an MLPerf log nor a log an importer reads"
 UNKNOWN_MLPERF = (
     f"MLPerf lines in a format this reader does not know ({FORMATS_READ}): its results did not land"
@@ -74,6 +87,11 @@ class Skipped:
     def lost(self) -> bool:
         """It holds results this reader cannot use (not a file read beside a log, not an unrelated file)."""
         return self.reason == UNKNOWN_MLPERF or self.reason.endswith(NOT_REGULAR)
+
+    @property
+    def link(self) -> bool:
+        """A link not followed (out of the paths given, or to nothing): listed with -v, never an exit code."""
+        return self.reason in (LINK_OUT, LINK_DANGLING)
 
     @property
     def beside(self) -> bool:
@@ -169,6 +187,15 @@ def _formats_later(path: Path) -> tuple[Format, ...]:
     return ()
 
 
+def _native_content(path: Path) -> bool:
+    """Whether a file taken as events holds an event line in its first 64 KiB (its first line may be cut short)."""
+    try:
+        head = _head(path, 1 << 16)
+    except OSError:
+        return False
+    return bool(_NATIVE_FIRST.match(head)) or (b'"schema"' in head and b'"kind"' in head)
+
+
 def _mlperf_like(path: Path) -> bool:
     try:
         return bool(MLPERF_LIKE.search(_head(path)))
@@ -205,22 +232,57 @@ def _read_beside(cand: Path, strict: bool) -> str | None:
     return SCALING_FILE if cand.name == "scaling.json" else None
 
 
-def _walk(folder: Path) -> list[Path]:
+@dataclass
+class _Links:
+    """Which links of a folder's walk are opened: those that resolve under ``roots`` (the folder given, and
+    --follow-links' folders); the others are named in ``skipped``."""
+
+    roots: list[Path]
+    skipped: list[Skipped]
+
+    def opened(self, link: Path) -> bool:
+        target = link.resolve()
+        if not target.exists():
+            self.skipped.append(Skipped(link, LINK_DANGLING))
+            return False
+        if not any(target.is_relative_to(root) for root in self.roots):
+            self.skipped.append(Skipped(link, LINK_OUT))
+            return False
+        return True
+
+    def inside_walk(self, link: Path, walked: Path) -> bool:
+        """A linked folder whose target the walk reaches anyway by its own name: its files are read once, there."""
+        return link.resolve().is_relative_to(walked)
+
+
+def _walk(folder: Path, links: _Links) -> list[Path]:
+    """The files of a folder, hidden ones left out, in order; a linked folder is walked where ``links`` opens it
+    and the walk does not reach its target by its own name (os.walk never follows one)."""
     found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(Path(root) / name for name in sorted(files) if not name.startswith("."))
+    walked = folder.resolve()
+    todo = [folder]
+    while todo:
+        for root, dirs, files in os.walk(todo.pop(0)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for d in dirs:
+                sub = Path(root) / d
+                if sub.is_symlink() and links.opened(sub) and not links.inside_walk(sub, walked):
+                    todo.append(sub)
+            found.extend(Path(root) / name for name in sorted(files) if not name.startswith("."))
     return found
 
 
-def discover(args: list[str]) -> Discovery:
+def discover(args: list[str], follow_links: Sequence[Path] = ()) -> Discovery:
     """Expand command-line PATH arguments into sources; refuse (before anything lands) paths that do not exist.
 
     A file named on the command line must be an event file or an MLPerf log; inside a
-    folder, other files (system descriptions, scripts, READMEs) are skipped and counted.
+    folder, other files (system descriptions, scripts, READMEs) are skipped and counted. A link inside a folder is
+    opened only where it resolves under a path given or under one of ``follow_links`` (a file reached through two
+    names is read once, by its own); any other link is named (``LINK_OUT``, ``LINK_DANGLING``), never opened.
     """
     sources: dict[Path, Source] = {}
     skipped: list[Skipped] = []
+    allowed = [Path(f).resolve() for f in follow_links]
     for arg in args:
         # an MLflow tracking URI of a SQLite store, as MLflow's users name it: sqlite:///mlflow.db (relative),
         # sqlite:////abs/path/mlflow.db (absolute); a file store's: file:///abs/path/mlruns
@@ -240,10 +302,13 @@ def discover(args: list[str]) -> Discovery:
             if not path.exists():
                 raise InputError(f"no such file or folder: {path}", "check the path; nothing was ingested")
             if path.is_dir():
-                candidates, strict = _walk(path), False
+                links = _Links([path.resolve(), *allowed], skipped)
+                candidates, strict = _walk(path, links), False
             else:
                 candidates, strict = [path], not from_glob
             for cand in candidates:
+                if path.is_dir() and cand.is_symlink() and not links.opened(cand):
+                    continue
                 try:
                     what = kind_of(cand.stat().st_mode)
                 except OSError as exc:  # a dangling link, a file removed meanwhile
@@ -283,7 +348,8 @@ def discover(args: list[str]) -> Discovery:
                     skipped.append(Skipped(cand, NOT_RESULTS))
                     continue
                 resolved = cand.resolve()
-                sources.setdefault(resolved, Source(resolved, fmt, found[1:]))
+                known = fmt != "native" or _native_content(cand)
+                sources.setdefault(resolved, Source(resolved, fmt, found[1:], recognised=known))
     return Discovery(list(sources.values()), skipped)
 
 

@@ -32,6 +32,9 @@ class FileResult:
     nothing_to_land: str | None = None  # why the file holds no run's results (Parsed.nothing_to_land)
     profile_steps: int = 0  # profiled steps landed as evidence (a profiler trace)
     energy_records: int = 0  # energy records landed (CodeCarbon, Slurm accounting)
+    recognised: bool = (
+        True  # its content is its format's (``Source.recognised``); else taken by its name alone
+    )
 
 
 STALE_SHOWN = 10  # files named in the note on files an earlier reader landed
@@ -88,7 +91,12 @@ class Summary:
         out += [
             (
                 f.path,
-                f"holds {importers.label(f.format)} lines but landed no event: "
+                (
+                    f"holds {importers.label(f.format)} lines but landed no event: "
+                    if f.recognised
+                    else "is named as an event file but holds no honestscale event line (the quarantine keeps each "
+                    "line's number and reason, not its text): "
+                )
                 + ("; ".join(f.warnings) or "see above"),
             )
             for f in self.files
@@ -123,7 +131,8 @@ class Summary:
         if self.skipped:
             used = sum(1 for k in self.skipped if k.beside and k.reason != HF_CHECKPOINT)
             earlier = sum(1 for k in self.skipped if k.reason == HF_CHECKPOINT)
-            other = len(self.skipped) - used - earlier
+            links = sum(1 for k in self.skipped if k.link)
+            other = len(self.skipped) - used - earlier - links
             if used:
                 text += (
                     f", {used} files read with the logs beside them (MLPerf system/power/scaling, Lightning "
@@ -135,6 +144,8 @@ class Summary:
                 )
             if other:
                 text += f", {other} other files not landed (each named above with its reason)"
+            if links:
+                text += f", {links} links not opened (out of the paths given, or to nothing: -v lists them)"
         profiled = sum(f.profile_steps for f in self.files)
         if profiled:
             text += f", {profiled:,} profiled steps as evidence"

@@ -44,6 +44,7 @@ from honestscale.collector._landing import (
     MAX_ATTEMPTS,
     Conflict,
     IngestError,
+    IngestLater,
     claim,
     forget_file,
     land_energy,
@@ -113,7 +114,7 @@ def _landed(reader: duckdb.DuckDBPyConnection, todo: list[Source]) -> dict[str, 
     rows = reader.execute(
         "SELECT path, file_id, size_bytes, mtime_ns, bytes_ingested, lines_ingested, content_hash, quarantined, "
         "format, reader FROM ingested_files WHERE path IN (SELECT unnest(?::VARCHAR[]))",
-        [[str(s.path) for s in todo]],
+        [[s.key for s in todo]],
     ).fetchall()
     return {str(r[0]): tuple(r[1:]) for r in rows}
 
@@ -234,7 +235,7 @@ class Ingester:
                 done = {f.path for f in summary.files}
                 todo = [s for s in todo if s.path not in done]
                 if attempt == MAX_ATTEMPTS:
-                    raise IngestError(
+                    raise IngestLater(
                         f"other writers of the store committed first {MAX_ATTEMPTS} times running ({exc}): "
                         f"{len(todo)} files did not land",
                         "run the same ingest again: every file that landed is kept, the rest lands then",
@@ -254,7 +255,7 @@ class Ingester:
             plans: list[_Plan] = []
             size = 0
             for source in pending:
-                plan = self._plan(source, landed.get(str(source.path)))
+                plan = self._plan(source, landed.get(source.key))
                 plans.append(plan)
                 size += plan.chars
                 if size >= self.batch_bytes or len(plans) >= BATCH_FILES:
@@ -330,7 +331,7 @@ class Ingester:
             stat.st_mtime_ns,
             file_id,
             row is None,
-            FileResult(path, source.format, "new"),
+            FileResult(path, source.format, "new", recognised=source.recognised),
         )
         if row is not None:
             plan.seen = (int(row[0]), row[3], row[5])
@@ -548,7 +549,7 @@ class Ingester:
                 "INSERT INTO ingested_files (file_id, path, format, campaign, bytes_ingested, lines_ingested, "
                 "content_hash, first_ingested_at, last_ingested_at) "
                 "VALUES (?, ?, ?, ?, 0, 0, '', current_timestamp, current_timestamp)",
-                [[p.file_id, str(p.source.path), p.source.format, self.campaign] for p in new_files],
+                [[p.file_id, p.source.key, p.source.format, self.campaign] for p in new_files],
             )
 
     def _forget(self, active: list[_Plan]) -> None:
@@ -580,9 +581,12 @@ class Ingester:
                 plan.result.events, plan.result.duplicates = got.events, got.duplicates
                 plan.result.conflicts = got.conflicts
                 plan.result.run_ids |= got.run_ids
-            path = str(plan.source.path)
+            path = plan.source.key
+            keep = (
+                plan.source.recognised
+            )  # the text of a file no reader recognised is never kept (a link's target)
             for line, raw, size, reason, tail in self._quarantine_rows(plan, rejected.get(plan.file_id, [])):
-                rows.append((plan.file_id, path, line, reason, size, raw, tail))
+                rows.append((plan.file_id, path, line, reason, size, raw if keep else "", tail))
             for held in got.held if got is not None else []:
                 raw, size = _cut(held.raw)
                 rows.append((plan.file_id, path, held.line, held.reason, size, raw, False))
@@ -628,7 +632,7 @@ class Ingester:
                 [p.result.quarantined for p in active],
                 [p.result.other_lines for p in active],
                 ["; ".join(p.result.warnings + p.result.notes) or None for p in active],
-                [str(p.source.path) for p in active],
+                [p.source.key for p in active],
                 [p.result.action for p in active],
                 [reader_tag(p.source.format) for p in active],
             ],

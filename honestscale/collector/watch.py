@@ -9,7 +9,7 @@ it is gone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,13 @@ class Poll:
 
 
 class Watcher:
-    def __init__(self, folder: Path, open_store: OpenStore, campaign: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        open_store: OpenStore,
+        campaign: str | None = None,
+        follow_links: Sequence[Path] = (),
+    ) -> None:
         if not folder.is_dir():
             raise HonestscaleError(
                 f"--watch {folder}: not a folder", "give the folder the runners write into"
@@ -42,13 +48,14 @@ class Watcher:
         self.folder = folder
         self.open_store = open_store
         self.campaign = campaign
+        self.follow_links = tuple(follow_links)  # links resolving under these are opened (``discover``)
         self.seen: dict[Path, tuple[int, int]] = {}
         self._said: set[str] = set()  # what could not be done, said once until it works again
         self._unreadable: set[Path] = set()  # files that could not be read, said once each
 
     def _changed(self, problems: list[HonestscaleError]) -> list[tuple[Source, tuple[int, int]]]:
         changed = []
-        for src in discover([str(self.folder)]).sources:
+        for src in discover([str(self.folder)], self.follow_links).sources:
             try:
                 st = src.path.stat()
                 with src.path.open("rb"):  # one unreadable file must not hold back the others

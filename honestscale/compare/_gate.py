@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from honestscale import exits
 from honestscale.analysis.points import sig
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS
 from honestscale.compare._measures import Measure
@@ -19,7 +20,7 @@ from honestscale.errors import HonestscaleError
 PASS, FAIL, CANNOT_JUDGE = "pass", "fail", "cannot judge"
 # compare's exit codes: 0 every check passed, 1 a check failed, 3 none failed but one could not judge
 # (2 is a usage error, as for every command)
-EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = 0, 1, 3
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_JUDGE = exits.OK, exits.FAILED, exits.CANNOT_JUDGE  # honestscale.exits
 
 
 def parse_threshold(text: str, option: str) -> float:

@@ -6,7 +6,7 @@ Standard library only at import time (see :mod:`honestscale.runners.instrument`)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,18 @@ COUNT = _bounded(int, 0, low_ok=True)
 POSITIVE = _bounded(float, 0, low_ok=False)
 NON_NEGATIVE = _bounded(float, 0, low_ok=True)
 FRACTION = _bounded(float, 0, low_ok=False, high=1)
+
+
+def unknown_names(args: Any, names: Mapping[str, tuple[str, ...]]) -> str | None:
+    """A ``--model`` or ``--dataset`` that names nothing the runner offers and no FILE.py:FUNCTION of your own (a
+    misspelt ``resnt50``), with the names there are: refused before any rank starts (a campaign spec is checked
+    with it before anything launches), not in a traceback in every rank's log."""
+    for option, offered in names.items():
+        value = getattr(args, option, None)
+        if value is None or value in offered or (":" in value and value.split(":", 1)[0].endswith(".py")):
+            continue
+        return f"--{option} {value!r}: not one this runner offers ({', '.join(offered)}) nor FILE.py:FUNCTION"
+    return None
 
 
 def add_training_args(parser: Any, *, sample_budget: bool = True) -> tuple[Any, Any]:

@@ -27,6 +27,7 @@ from honestscale.runners._arguments import (
     add_recording_args,
     add_training_args,
     run_entry,
+    unknown_names,
 )
 from honestscale.runners._run_start import hyperparameters, run_start_fields
 
@@ -56,4 +57,5 @@ __all__ = [
     "isolation",
     "run_entry",
     "run_start_fields",
+    "unknown_names",
 ]

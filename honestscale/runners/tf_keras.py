@@ -43,7 +43,17 @@ from honestscale.runners.instrument import (
     environment,
     run_entry,
     run_start_fields,
+    unknown_names,
 )
+
+# what --model and --dataset offer besides FILE.py:FUNCTION (settle_args refuses anything else before a rank starts)
+NAMES = {"model": ("mlp", "cnn", "resnet18", "resnet50"), "dataset": ("digits", "synthetic", "memmap")}
+
+
+def settle_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """What the runner refuses once its options are parsed (a model or dataset it does not offer), or None;
+    campaign specs ask it before anything launches."""
+    return unknown_names(args, NAMES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +95,11 @@ def _tf_config(world: _world.World) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (why := settle_args(args, parser)) is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     world = _world.discover()
     if args.batch_size % world.world_size:
         print(f"error: --batch-size {args.batch_size} is not divisible by the {world.world_size} workers",

@@ -53,7 +53,14 @@ from honestscale.runners.instrument import (
     environment,
     run_entry,
     run_start_fields,
+    unknown_names,
 )
+
+# what --model and --dataset offer besides FILE.py:FUNCTION (settle_args refuses anything else before a rank starts)
+NAMES = {
+    "model": ("mlp", "cnn", "resnet18", "resnet50", "gpt"),
+    "dataset": ("digits", "synthetic", "folder", "memmap", "cpython-stdlib"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,6 +168,8 @@ def settle_args(
     """What the runner refuses once its options are parsed (the transformer's options on another model), or None;
     ``honestscale run`` and campaign specs ask it before any rank starts. ``--model gpt`` takes its own defaults
     for what its command line ``argv`` (default: this process's) does not give."""
+    if (why := unknown_names(args, NAMES)) is not None:
+        return why
     if args.model != "gpt":
         return _transformer.settle(args, parser)
     if (why := _gpt_refusal(args)) is None:

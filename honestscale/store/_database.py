@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from honestscale import exits
 from honestscale.errors import HonestscaleError
 from honestscale.store import _lake
 
@@ -28,11 +29,15 @@ class StoreError(HonestscaleError):
 
 
 class StoreBusy(StoreError):
-    """Another process holds the store's write lock."""
+    """Another process holds the store's write lock (past --wait): retry later."""
+
+    exit_code = exits.TEMPFAIL
 
 
 class StoreUnwritable(StoreError):
-    """A write to the store failed (a full disk, an I/O error); what was committed before stays."""
+    """A write to the store failed (a full disk, an I/O error); what was committed before stays: retry later."""
+
+    exit_code = exits.TEMPFAIL
 
 
 class NoSuchCampaign(StoreError):
@@ -41,6 +46,8 @@ class NoSuchCampaign(StoreError):
 
 class CatalogGone(StoreError):
     """A DuckLake store's PostgreSQL catalog went away (or cannot be reached); what was committed before stays."""
+
+    exit_code = exits.TEMPFAIL
 
 
 class StoreTooNew(StoreError):
@@ -298,7 +305,7 @@ def _open_lake(address: str, read_only: bool) -> duckdb.DuckDBPyConnection:
             address, read_only=read_only, data_path=None if read_only else os.environ.get(_lake.DATA_PATH_ENV)
         )
     except _lake.LakeError as exc:
-        raise StoreError(exc.message, exc.fix) from None
+        raise (CatalogGone if exc.unavailable else StoreError)(exc.message, exc.fix) from None
     where = _lake.shown(address)
     try:
         current, latest = _current_version(con), latest_version()

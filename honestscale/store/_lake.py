@@ -112,14 +112,19 @@ def connect(address: str, *, read_only: bool, data_path: str | None) -> duckdb.D
         raise
     except duckdb.Error as exc:
         con.close()
-        raise LakeError(*_explain(address, str(exc), data_path)) from None
+        raise LakeError(
+            *_explain(address, str(exc), data_path), unavailable=bool(_GONE.search(str(exc)))
+        ) from None
     return con
 
 
 class LakeError(Exception):
-    def __init__(self, message: str, fix: str) -> None:
+    def __init__(self, message: str, fix: str, *, unavailable: bool = False) -> None:
         super().__init__(message)
         self.message, self.fix = message, fix
+        self.unavailable = (
+            unavailable  # the catalog's server cannot be reached now: retry later (exits.TEMPFAIL)
+        )
 
 
 def quoted(text: str) -> str:

@@ -302,7 +302,7 @@ def test_a_second_ingest_waits_or_refuses(tmp_path: Path, store: Path) -> None:
     write_run(tmp_path / "ev", "r1")
     with held_store(store) as held:
         refused = cli("ingest", tmp_path / "ev", "--store", store, "--wait", "0.5")
-        assert refused.returncode == 2
+        assert refused.returncode == 75  # held past --wait: retry later (exits.TEMPFAIL), was 2
         assert "in use by process" in refused.stderr and "--wait" in refused.stderr
         waiting = hs_start("ingest", tmp_path / "ev", "--store", store, "--wait", "300")
         assert waiting.stderr is not None

@@ -67,6 +67,20 @@ def test_bad_specs_are_refused_before_anything_runs(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(("option", "value"), [("model", "resnt50"), ("dataset", "digts")])
+def test_a_misspelt_model_or_dataset_launches_nothing(tmp_path: Path, option: str, value: str) -> None:
+    """Every point would start (on Slurm, an allocation each) and fail; the runner's names are checked first."""
+    good = "mlp" if option == "model" else "digits"
+    path = _spec(tmp_path, SPEC.replace(f'{option} = "{good}"', f'{option} = "{value}"', 1))
+    result = hs("campaign", "run", path, "--store", tmp_path / "s.duckdb")
+    assert result.returncode == 2, result.stderr
+    assert (
+        f"--{option} {value!r}: not one this runner offers ({good}, " in result.stderr
+        and "fix:" in result.stderr
+    )
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "s.duckdb").exists()
+
+
 def test_unknown_option_suggests_the_close_ones(tmp_path: Path) -> None:
     path = _spec(tmp_path, SPEC.replace("epochs = 1", "epoch = 1"))
     with pytest.raises(_campaign.SpecError, match="did you mean one of: epochs"):

@@ -156,7 +156,7 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
     import honestscale.cli as cli
     import honestscale.cli.store as store_cli
 
-    def pressed(paths: list[str]) -> None:
+    def pressed(paths: list[str], follow_links: list[str]) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(store_cli, "discover", pressed)
@@ -173,7 +173,9 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
     assert done.value.code == 130
     assert "interrupted: what had finished is kept" in capsys.readouterr().err
     # an exit 130 a command chose after saying so itself is left alone
-    monkeypatch.setattr(store_cli, "discover", lambda paths: (_ for _ in ()).throw(SystemExit(130)))
+    monkeypatch.setattr(
+        store_cli, "discover", lambda paths, follow_links: (_ for _ in ()).throw(SystemExit(130))
+    )
     with pytest.raises(SystemExit) as chosen:
         cli.main()
     assert chosen.value.code == 130 and "interrupted" not in capsys.readouterr().err
