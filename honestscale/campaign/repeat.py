@@ -15,15 +15,16 @@ from collections.abc import Collection
 
 from honestscale.analysis.repetitions import Precision, precision
 from honestscale.campaign.spec import RunPlan, Spec
+from honestscale.judged import read
 from honestscale.store import Connection
-from honestscale.view import Run, build
+from honestscale.view import Run
 
 
 def _runs_of_points(con: Connection, spec: Spec, finals: list[RunPlan]) -> dict[str, list[Run]]:
     """The stored runs of every final point (by the point's run-id pattern, any number of repetitions)."""
     patterns = {p.point: re.compile(rf"{re.escape(p.series)}-r(\d+)") for p in finals}
     out: dict[str, list[Run]] = defaultdict(list)
-    for r in build(con, spec.name).runs:
+    for r in read(con, spec.name).view.runs:
         for point, pattern in patterns.items():
             if pattern.fullmatch(r.id):
                 out[point].append(r)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,6 +20,7 @@ from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
 
 if TYPE_CHECKING:
     from honestscale.campaign.shared import StoreAccess
+    from honestscale.judged import Judged
 
 app = typer.Typer(
     name="honestscale",
@@ -158,6 +159,16 @@ def _store(store: Path | None, *, read_only: bool, wait: float = 10.0) -> Iterat
         yield con
     finally:
         con.close()
+
+
+def judged(
+    store: Path | None, campaign: str | None = None, *, wait: float = 10.0, suppressions: Sequence[Any] = ()
+) -> Judged:
+    """The judged model of the selection (``honestscale.judged``), saying on stderr while it waits for a writer."""
+    from honestscale.judged import judged as judge
+
+    say_wait = lambda m: err.print(f"[yellow]{escape(m)}[/]")  # noqa: E731
+    return judge(store, campaign, suppressions=suppressions, wait=wait, on_wait=say_wait)
 
 
 def access(store: Path | None, wait: float) -> StoreAccess:

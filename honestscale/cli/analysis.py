@@ -23,13 +23,15 @@ from honestscale.cli._app import (
     _store,
     app,
     err,
+    judged,
     out,
 )
 from honestscale.errors import HonestscaleError, from_os_error
 from honestscale.files import interrupt_answered
-from honestscale.store import Connection, is_lake, resolve_store_path
+from honestscale.store import is_lake, resolve_store_path
 
 if TYPE_CHECKING:
+    from honestscale.judged import Judged
     from honestscale.report import ClaimRow
     from honestscale.view import View
 
@@ -49,8 +51,7 @@ def summary(
     (JSON: `campaigns` of each row)."""
     from honestscale.cli import _output, _summary
 
-    with _store(store, read_only=True, wait=wait) as con:
-        rows = _summary_rows(con, campaign, pool)
+    rows = _summary_rows(judged(store, campaign, wait=wait), pool)
     if format is ShowFormat.json:
         print(_output.dumps(_summary.summary_records(rows)))
     elif not rows:
@@ -59,31 +60,25 @@ def summary(
         out.print(_summary.summary_table(rows))
 
 
-def _summary_rows(con: Connection, campaign: str | None, pool: bool = False) -> list[Any]:
-    from honestscale import lint as linter
-    from honestscale.analysis import points
-    from honestscale.store import queries
-    from honestscale.view import build
-
-    queries.check_campaign(con, campaign)
-    view = _pooled(build(con, campaign), pool)
-    if view.superseded:  # kept, never mixed in, and never left out in silence
+def _summary_rows(j: Judged, pool: bool = False) -> list[Any]:
+    j = _pooled(j, pool)
+    if j.view.superseded:  # kept, never mixed in, and never left out in silence
         err.print(
-            f"{len(view.superseded)} run(s) of an earlier version of a campaign spec are superseded and left out "
+            f"{len(j.view.superseded)} run(s) of an earlier version of a campaign spec are superseded and left out "
             "(`honestscale runs` lists them with what changed)",
             highlight=False,
         )
-    return points.summary(view, points.Findings(f.as_json() for f in linter.lint(view).findings))
+    return j.summary()
 
 
-def _pooled(view: Any, pool: bool) -> Any:
-    """The view pooling its campaigns when asked, and saying which on stderr."""
+def _pooled(j: Judged, pool: bool) -> Judged:
+    """The judged model pooling its campaigns when asked, and saying which on stderr."""
     if not pool:
-        return view
-    pooled = view.pooling()
-    if pooled.pooled:
-        err.print(f"pooling {len(pooled.pooled)} campaigns as repetitions of one setup each: "
-                  f"{', '.join(pooled.pooled)}", highlight=False)  # fmt: skip
+        return j
+    pooled = j.pooling()
+    if pooled.view.pooled:
+        err.print(f"pooling {len(pooled.view.pooled)} campaigns as repetitions of one setup each: "
+                  f"{', '.join(pooled.view.pooled)}", highlight=False)  # fmt: skip
     else:
         err.print("one campaign (or none): nothing to pool", highlight=False)
     return pooled
@@ -105,15 +100,9 @@ def advise(
     named; `--pool` pools one setup's runs across campaigns and names them. `--format json` gives every number.
     """
     from honestscale import advise as _advise
-    from honestscale import lint as linter
-    from honestscale.store import queries
-    from honestscale.view import build
 
-    with _store(store, read_only=True, wait=wait) as con:
-        queries.check_campaign(con, campaign)
-        view = build(con, campaign)
-    view = _pooled(view, pool)
-    advice = _advise.advise(view, linter.lint(view), campaign)
+    j = _pooled(judged(store, campaign, wait=wait), pool)
+    advice = _advise.advise(j.view, j.lint, campaign)
     if format is ShowFormat.json:
         print(_output.dumps(advice.as_json()))
         return
@@ -171,7 +160,6 @@ def lint(
 
     Exit code 1 when an error-severity rule fails, 0 otherwise.
     """
-    from honestscale import lint as linter
     from honestscale.lint import formats as _formats
     from honestscale.lint import load_config
 
@@ -190,8 +178,8 @@ def lint(
         print(_formats.quoting_markdown(), end="")
         return
     extra = load_config(config)
-    from honestscale.store import queries
-    from honestscale.view import build, listed_runs
+    from honestscale.judged import read
+    from honestscale.view import listed_runs
 
     if write and annotate is None:
         raise HonestscaleError("--write writes the tags --annotate plans", "add --annotate mlflow")
@@ -200,15 +188,16 @@ def lint(
             "--annotate writes the verdicts of every rule: a run some rules were left out of would read as passing",
             "drop --select and --ignore (suppress a rule with its reason in honestscale.toml instead)",
         )
-    with _store(store, read_only=True, wait=wait) as con:
-        queries.check_campaign(con, campaign)
-        view = build(con, campaign)
-        listed = listed_runs(con, campaign) if annotate is not None else []
-    result = linter.lint(view, select=select, ignore=ignore, suppressions=extra)
+    if annotate is not None:  # the tracker's runs as the store lists them, read with the view
+        with _store(store, read_only=True, wait=wait) as con:
+            j, listed = read(con, campaign, suppressions=extra), listed_runs(con, campaign)
+    else:
+        j, listed = judged(store, campaign, wait=wait, suppressions=extra), []
+    result = j.lint_of(select, ignore)
     for note in result.notes:
         err.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
     if annotate is not None:
-        annotated(annotate.value, listed, view.superseded, _formats.as_json(result), write)
+        annotated(annotate.value, listed, j.view.superseded, _formats.as_json(result), write)
     if format is LintFormat.json:
         print(_output.dumps(_formats.as_json(result)))
     elif format is LintFormat.sarif:
@@ -238,15 +227,14 @@ def _writing(output: Path) -> Iterator[None]:
         ) from None
 
 
-def _overview(view: Any, output: Path, html: Path | None, format: ReportFormat, extra: Any) -> None:
-    from honestscale import lint as linter
+def _overview(j: Judged, output: Path, html: Path | None, format: ReportFormat) -> None:
     from honestscale import report as reporting
 
     if format is ReportFormat.json:
-        print(_output.dumps(reporting.overview(view, linter.lint(view, suppressions=extra)).as_json()))
+        print(_output.dumps(reporting.overview(j.view, j.lint).as_json()))
         return
     with _writing(output):
-        got, refused = reporting.report_overview(view, pdf=output, html=html, suppressions=extra)
+        got, refused = reporting.report_overview(j.view, pdf=output, html=html, result=j.lint)
     err.print(f"wrote {output}: an overview of {len(got.campaigns)} campaigns ({got.runs} runs); "
               f"`--campaign NAME` writes one campaign's report, `--all` every campaign in full "
               f"(and {reporting.assets_for(output)}/campaigns.csv)", highlight=False)  # fmt: skip
@@ -273,12 +261,9 @@ def _appendix(view: View, target: Path, claims_file: Path | None, root: Path) ->
 def _judged_claims(file: Path, store: Path | None, wait: float) -> tuple[str, list[ClaimRow]]:
     """The claims of ``file`` judged on the whole store (a claim may be about other campaigns), as report rows."""
     from honestscale import claims
-    from honestscale.view import build
 
     parsed = claims.load(file)
-    with _store(store, read_only=True, wait=wait) as con:
-        view = build(con)
-    return file.name, claims.rows(claims.check(view, parsed))
+    return file.name, claims.rows(claims.check(judged(store, wait=wait).view, parsed))
 
 
 PathRootOpt = Annotated[
@@ -358,33 +343,27 @@ def report(
     if format is ReportFormat.pdf:  # before any work: a device, a FIFO or a link is never replaced
         reporting.check_targets(output, html, reporting.assets_for(output))
 
-    extra = load_config(config)
-    from honestscale.store import queries
-    from honestscale.view import build
-
-    with _store(store, read_only=True, wait=wait) as con:
-        queries.check_campaign(con, campaign)
-        if queries.run_count(con) == 0:
-            raise HonestscaleError(
-                f"the store {resolve_store_path(store)} holds no runs: there is nothing to report",
-                "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
-            )
-        view = build(con, campaign)
+    j = judged(store, campaign, wait=wait, suppressions=load_config(config))
+    if not j.view.runs and campaign is None:
+        raise HonestscaleError(
+            f"the store {resolve_store_path(store)} holds no runs: there is nothing to report",
+            "ingest runs first (honestscale ingest PATH, or honestscale campaign run SPEC), or give --store",
+        )
     root = path_root_of(store, path_root)
     if appendix is not None:
-        _appendix(view, appendix, claims, root)
+        _appendix(j.view, appendix, claims, root)
         return
-    if campaign is None and not all_campaigns and reporting.several_campaigns(view):
-        _overview(view, output, html, format, extra)
+    if campaign is None and not all_campaigns and reporting.several_campaigns(j.view):
+        _overview(j, output, html, format)
         return
     if format is ReportFormat.json:
-        model, _ = reporting.analyse(view, campaign, extra, root)
+        model, _ = reporting.analyse(j.view, campaign, path_root=root, result=j.lint)
         print(_output.dumps(model.as_json()))
         return
-    judged = _judged_claims(claims, store, wait) if claims is not None else None
+    said = _judged_claims(claims, store, wait) if claims is not None else None
     with _writing(output):
         outputs = reporting.report(
-            view, pdf=output, html=html, campaign=campaign, suppressions=extra, path_root=root, claims=judged
+            j.view, pdf=output, html=html, campaign=campaign, path_root=root, claims=said, result=j.lint
         )
     err.print(
         f"wrote {output} (and {len(outputs.exports)} figure and table files in {outputs.assets})",

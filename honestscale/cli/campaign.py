@@ -35,6 +35,7 @@ from honestscale.cli.analysis import _summary_rows
 from honestscale.collector import discover
 from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
+from honestscale.judged import read
 
 if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for every command
     from honestscale.campaign import stages
@@ -218,10 +219,10 @@ def run_campaign(
             stopped, not_ok = exc, []
     if stopped is not None:  # what landed before the stop, then the stop's message and exit code (130)
         with _store(store, read_only=True, wait=wait) as con:
-            out.print(_summary.summary_table(_summary_rows(con, s.name)))
+            out.print(_summary.summary_table(_summary_rows(read(con, s.name))))
         raise stopped
     with _store(store, read_only=True, wait=wait) as con:
-        rows = _summary_rows(con, s.name)
+        rows = _summary_rows(read(con, s.name))
         precise = shared.precisions(con, s)
     out.print(_summary.summary_table(rows))
     for point, text in precise:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from honestscale.cli import _output
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, out
+from honestscale.cli._app import StoreOpt, WaitOpt, app, err, judged, out
 
 if TYPE_CHECKING:
     from honestscale.claims import Verdict
@@ -34,12 +34,9 @@ class ClaimsFormat(StrEnum):
 
 def _verdicts(file: Path, store: Path | None, wait: float) -> list[Verdict]:
     from honestscale import claims
-    from honestscale.view import build
 
     parsed = claims.load(file)  # before the store: a malformed file is named at once
-    with _store(store, read_only=True, wait=wait) as con:
-        view = build(con)
-    return claims.check(view, parsed)
+    return claims.check(judged(store, wait=wait).view, parsed)
 
 
 @claims_app.command("check")
@@ -103,11 +100,8 @@ def _check_paper(paper: Path, store: Path | None, format: ClaimsFormat, wait: fl
     from rich.markup import escape
 
     from honestscale import claims
-    from honestscale.view import build
 
-    with _store(store, read_only=True, wait=wait) as con:
-        view = build(con)
-    source, verdicts = claims.check_paper(view, paper)
+    source, verdicts = claims.check_paper(judged(store, wait=wait).view, paper)
     code = claims.paper_exit_code(verdicts)
     if format is ClaimsFormat.json:
         print(

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from honestscale.cli import _output
-from honestscale.cli._app import LintFormat, StoreOpt, WaitOpt, _store, app, err, out
+from honestscale.cli._app import LintFormat, StoreOpt, WaitOpt, app, err, judged, out
 from honestscale.errors import HonestscaleError
 
 
@@ -109,7 +109,6 @@ def compare(
     """
     from honestscale import compare as comparing
     from honestscale.lint import LintResult, formats, load_config
-    from honestscale.view import build
 
     slower = None if fail_if_slower is None else comparing.parse_threshold(fail_if_slower, "--fail-if-slower")
     faster = None if fail_if_faster is None else comparing.parse_threshold(fail_if_faster, "--fail-if-faster")
@@ -117,8 +116,7 @@ def compare(
         raise HonestscaleError("compare needs two sides, A and B (or --history SETUP)",
                                "honestscale compare CAMPAIGN_A CAMPAIGN_B, or see honestscale compare --help")  # fmt: skip
     extra = load_config(config)
-    with _store(store, read_only=True, wait=wait) as con:
-        view = build(con)
+    view = judged(store, wait=wait).view  # the rules run on each pair's own context (compare.in_context)
     if history is not None:
         series = comparing.history(view, history)
         if format is LintFormat.json:
@@ -132,8 +130,8 @@ def compare(
     if format is LintFormat.json:
         print(_output.dumps(result.as_json(gate)))
     elif format is LintFormat.sarif:
-        judged = LintResult(result.findings, result.lint.verdicts, result.lint.comparisons)
-        print(_output.dumps(formats.as_sarif(judged)))
+        said = LintResult(result.findings, result.lint.verdicts, result.lint.comparisons)
+        print(_output.dumps(formats.as_sarif(said)))
     else:
         out.print(comparing.result_text(result, gate))
     if output is not None or html is not None:

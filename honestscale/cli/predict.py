@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from honestscale.cli import _output
-from honestscale.cli._app import PoolOpt, ShowFormat, StoreOpt, WaitOpt, _store, app, err, out
+from honestscale.cli._app import PoolOpt, ShowFormat, StoreOpt, WaitOpt, app, err, judged, out
 
 
 @app.command()
@@ -46,18 +46,10 @@ def predict(
         err.print(f"--at {min(at)}: a worker count is 1 or more")
         raise typer.Exit(2)
     from honestscale import extrap as _extrap
-    from honestscale import lint as linter
     from honestscale.analysis import forecast
     from honestscale.cli.analysis import _pooled
-    from honestscale.store import queries
-    from honestscale.view import build
 
-    with _store(store, read_only=True, wait=wait) as con:
-        queries.check_campaign(con, campaign)
-        view = build(con, campaign)
-    view = _pooled(view, pool)
-    findings = [f.as_json() for f in linter.lint(view).findings]
-    got = forecast.forecast(view, findings, at)
+    got = _pooled(judged(store, campaign, wait=wait), pool).forecast(at)
     if extrap is not None:
         written = list(_extrap.lines((s.series, m, v) for s in got for m, v in s.samples.items()))
         extrap.write_text("\n".join(written) + ("\n" if written else ""))

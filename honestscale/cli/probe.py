@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, out
+from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, judged, out
 from honestscale.cli.campaign import run_campaign
 from honestscale.cli.slurm import collect_campaign, submit_campaign, wait_for_jobs
 from honestscale.store import campaigns
@@ -129,14 +129,8 @@ def probe(
             not_ok = campaigns.runs_not_ok(con, campaign)
     else:
         not_ok = run_campaign(spec, store, False, wait)
-    from honestscale import lint as linter
-    from honestscale.store import queries
-    from honestscale.view import build
-
-    with _store(store, read_only=True, wait=wait) as con:
-        queries.check_campaign(con, campaign)
-        view = build(con, campaign)
-    advice = _advise.advise(view, linter.lint(view), campaign)
+    j = judged(store, campaign, wait=wait)
+    advice = _advise.advise(j.view, j.lint, campaign)
     out.print("\nverdict", style="bold")
     for line in _advise.lines(advice):
         out.print(line, highlight=False, soft_wrap=True, markup=False)

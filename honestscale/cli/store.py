@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -34,6 +34,9 @@ from honestscale.collector.watch import Watcher
 from honestscale.errors import HonestscaleError
 from honestscale.files import interrupt_answered
 from honestscale.store import campaigns, interrupted
+
+if TYPE_CHECKING:
+    from honestscale.judged import Judged
 
 
 class _Stop(Exception):
@@ -216,8 +219,8 @@ def runs(
     never printed as one: marked "✗ HS213" in the table, null in JSON and CSV, with the rule, why and the values
     in "rejected".
     """
-    from honestscale import lint as linter
     from honestscale.cli import _output
+    from honestscale.judged import Judged
     from honestscale.store import queries  # polars: only the reading commands need it
     from honestscale.view import listing
 
@@ -228,7 +231,7 @@ def runs(
         if format is not TableFormat.table:
             df = _output.with_energy(df, _energies(con, campaign))
     targets = _output.reached(runs) if format is not TableFormat.table else {}
-    rejected = _output.rejected_times(linter.lint(view, select=["HS213"]).findings)
+    rejected = _output.rejected_times(Judged(view, campaign).lint_of(select=["HS213"]).findings)
     if format is TableFormat.json:
         print(_output.dumps(_output.run_records(df, targets, rejected, _output.layouts(runs))))
     elif format is TableFormat.csv:
@@ -274,8 +277,9 @@ def show(
     from honestscale import lint as linter
     from honestscale.analysis import energy
     from honestscale.cli import _output, _show
+    from honestscale.judged import read
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import build, concerning, energy_records, power_samples
+    from honestscale.view import concerning, energy_records, power_samples
 
     suppressions = linter.load_config(config)
     with _store(store, read_only=True, wait=wait) as con:
@@ -287,11 +291,11 @@ def show(
         records = concerning(run, energy_records(con))
         rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []), records)
         # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
-        view = build(con, run.get("campaign"))
-    rec["verdicts"] = _verdicts(rid, run.get("campaign"), view, suppressions)
+        j = read(con, run.get("campaign"), suppressions=suppressions)
+    rec["verdicts"] = _verdicts(rid, j)
     rec["series"] = [
         {"series": c.label, "kind": c.mode, "workers": list(c.by_workers()), "split": c.split}
-        for c in view.series_of(rid)
+        for c in j.view.series_of(rid)
     ]
     if format is ShowFormat.json:
         print(_output.dumps(rec))
@@ -299,15 +303,12 @@ def show(
         out.print(_show.show_renderable(rec, all_ranks=ranks))
 
 
-def _verdicts(run_id: str, campaign: str | None, view: Any, suppressions: list[Any]) -> dict[str, Any]:
+def _verdicts(run_id: str, j: Judged) -> dict[str, Any]:
     """The rules' findings that name the run, judged with its campaign (the dashboard's run page: the campaign's
     lint, its findings about this run); a run of no campaign with the store's other runs of none, as ``lint``
     judges it."""
-    from honestscale import lint as linter
-
-    result = linter.lint(view, suppressions=suppressions)
-    found = [f.as_json() for f in result.findings if run_id in (f.runs or [])]
-    return {"judged_with": f"its campaign {campaign}" if campaign else "the store's runs of no campaign",
+    found = [f.as_json() for f in j.lint.findings if run_id in (f.runs or [])]
+    return {"judged_with": f"its campaign {j.campaign}" if j.campaign else "the store's runs of no campaign",
             "findings": found}  # fmt: skip
 
 

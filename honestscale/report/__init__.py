@@ -26,18 +26,20 @@ from honestscale.view import View
 
 
 def analyse(view: View, campaign: str | None = None, suppressions: list[Suppression] | None = None,
-            path_root: Path | None = None) -> tuple[Model, LintResult]:  # fmt: skip
-    """The analysis model of the view, with the lint result it carries: one reading of the runs for both. Event
-    files and command lines are shown relative to ``path_root`` (the store's folder, or ``--path-root``)."""
-    result = lint(view, suppressions=suppressions or [])
+            path_root: Path | None = None, result: LintResult | None = None) -> tuple[Model, LintResult]:  # fmt: skip
+    """The analysis model of the view, with the lint result it carries (``result``, the judged model's, else made
+    here): one reading of the runs for both. Event files and command lines are shown relative to ``path_root``
+    (the store's folder, or ``--path-root``)."""
+    result = result if result is not None else lint(view, suppressions=suppressions or [])
     return build(view, result, campaign, path_root), result
 
 
 def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,
            assets: Path | None = None, suppressions: list[Suppression] | None = None,
-           path_root: Path | None = None, claims: tuple[str, list[ClaimRow]] | None = None) -> Outputs:  # fmt: skip
+           path_root: Path | None = None, claims: tuple[str, list[ClaimRow]] | None = None,
+           result: LintResult | None = None) -> Outputs:  # fmt: skip
     """``claims``: a claims file's name and its claims judged, for the report's Claims section."""
-    model, _ = analyse(view, campaign, suppressions, path_root)
+    model, _ = analyse(view, campaign, suppressions, path_root, result)
     if claims is not None:
         model.claims_file, model.claims = claims[0], list(claims[1])
     target = pdf or html or Path("report.pdf")
@@ -51,9 +53,10 @@ def several_campaigns(view: View) -> bool:
 
 
 def report_overview(view: View, *, pdf: Path | None, html: Path | None = None,
-                    suppressions: list[Suppression] | None = None) -> tuple[Overview, list[str]]:  # fmt: skip
+                    suppressions: list[Suppression] | None = None,
+                    result: LintResult | None = None) -> tuple[Overview, list[str]]:  # fmt: skip
     """The overview of a store of several campaigns, written as PDF and/or HTML (``<name>_files/campaigns.csv``)."""
-    got = overview(view, lint(view, suppressions=suppressions or []))
+    got = overview(view, result if result is not None else lint(view, suppressions=suppressions or []))
     target = pdf or html or Path("report.pdf")
     return got, write_overview(got, pdf=pdf, html=html, assets=assets_for(target))
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from honestscale import judged
 from honestscale import report as reporting
 from honestscale.lint import LintResult, Suppression
 from honestscale.report import Model, Outputs, Plan
@@ -36,7 +37,6 @@ from honestscale.store import (
     queries,
 )
 from honestscale.store import dashboard as reads
-from honestscale.view import build
 
 T = TypeVar("T")
 READ_WAIT_S = 1.0  # how long a page waits for a writer before it answers from what it read last
@@ -225,13 +225,13 @@ class State:
                 return entry
             t0 = time.perf_counter()
             try:
-                view = self.read(lambda con: build(con, name))
+                j = self.read(lambda con: judged.read(con, name, suppressions=self.suppressions))
             except Busy:
                 if entry is not None:
                     return entry
                 raise
             t1 = time.perf_counter()
-            model, result = reporting.analyse(view, name, self.suppressions, self.path_root)
+            model, result = reporting.analyse(j.view, name, path_root=self.path_root, result=j.lint)
             t2 = time.perf_counter()
             folder = self.workdir / hashlib.sha256(name.encode()).hexdigest()[:16]
             entry = Campaign(name, fingerprint, model, result, t1 - t0, t2 - t1, folder=folder)

@@ -191,3 +191,48 @@ def test_the_formatter_is_switched_off_no_more_than_before() -> None:
         "apart from its condition (a small function beside it) and let `ruff format` lay out the code"
     )
     assert found >= FMT_SKIP_CEILING - 10, f"{found} markers now: lower FMT_SKIP_CEILING to {found}"
+
+
+def _calls_of(path: Path, module: str, name: str) -> int:
+    """How many times ``path`` calls ``module``'s function ``name``: imported by name (``from honestscale.view
+    import build``) or through the module (``from honestscale import lint as linter``; ``linter.lint(...)``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    direct, modules = set(), set()
+    parent, _, leaf = module.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:
+                if node.module == module and alias.name == name:
+                    direct.add(alias.asname or name)
+                if node.module == parent and alias.name == leaf:
+                    modules.add(alias.asname or leaf)
+    calls = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in direct:
+                calls += 1
+            elif isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name):
+                calls += f.value.id in modules
+    return calls
+
+
+def test_the_view_is_built_and_the_rules_run_in_the_judged_model_alone() -> None:
+    """The recipe of every reading command and page (the store read, the selection checked, the view built, the
+    rules run) is written once, in honestscale/judged.py. The rules also run in ``compare`` (on the context of each
+    pair and of a setup's history, ``compare.in_context``) and in ``report.analyse`` for a caller that brings a view
+    of its own and no lint result (a claim's context, a benchmark)."""
+    rules_also = {
+        "honestscale/compare/_result.py",
+        "honestscale/compare/_history.py",
+        "honestscale/report/__init__.py",
+    }
+    built, linted = {}, {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        rel = str(p.relative_to(REPO))
+        if n := _calls_of(p, "honestscale.view", "build"):
+            built[rel] = n
+        if n := _calls_of(p, "honestscale.lint", "lint"):
+            linted[rel] = n
+    assert set(built) == {"honestscale/judged.py"}, built
+    assert set(linted) - rules_also == {"honestscale/judged.py"}, linted
