@@ -13,6 +13,7 @@ from typing import Any
 
 from honestscale.claims._file import ClaimsFile
 from honestscale.claims._judge import Verdict
+from honestscale.display import shown
 from honestscale.report import analyse, latex_escape
 from honestscale.view import View
 
@@ -112,7 +113,10 @@ def _sections(a: Appendix) -> list[tuple[str, list[str]]]:
         ),
         (
             "Contributions",
-            [f"C{i}: {b.verdict.claim.says} [{b.verdict.verdict}]" for i, b in enumerate(a.backings, 1)],
+            [
+                f"C{i}: {shown(b.verdict.claim.says)} [{b.verdict.verdict}]"
+                for i, b in enumerate(a.backings, 1)
+            ],
         ),
     ]
     for i, b in enumerate(a.backings, 1):

@@ -7,6 +7,7 @@ naming the file, the line of the claim and the fix. ``docs/claims.md`` documents
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,6 +198,7 @@ def _claim(table: Any, where: str, line: int) -> Claim:
         value = None if value is None else value * scale
         if tolerance is not None and not tolerance.relative:
             tolerance = Tolerance(tolerance.amount * scale, relative=False)
+    _check_values(value, tolerance, measure, unit, table, where)
     claim = Claim(
         ident,
         says,
@@ -212,6 +214,35 @@ def _claim(table: Any, where: str, line: int) -> Claim:
     )
     _check_shape(claim, where)
     return claim
+
+
+def _check_values(
+    value: float | None,
+    tolerance: Tolerance | None,
+    measure: str,
+    unit: str,
+    table: dict[str, Any],
+    where: str,
+) -> None:
+    """A value and a tolerance that are numbers a claim can hold: finite in the measure's unit (``inf``, ``nan`` and
+    ``1e308`` minutes, which is infinite in seconds, are not), and no measure of these below 0."""
+    said = f"value = {table.get('value')!r}" + (f" {unit}" if unit != "s" else "")
+    if value is not None and not math.isfinite(value):
+        shown = "" if math.isfinite(float(table["value"])) else " is not a finite number"
+        raise ClaimsError(
+            f"{where}: {said}{shown or f' is {value:g} s, not a finite number'}",
+            "write the number the paper states, finite, in the measure's unit (seconds, or unit = min / h)",
+        )
+    if value is not None and value < 0:
+        raise ClaimsError(
+            f"{where}: {said} is negative: a {MEASURES[measure][0]} is 0 or more",
+            "write the number the paper states",
+        )
+    if tolerance is not None and not math.isfinite(tolerance.amount):
+        raise ClaimsError(
+            f"{where}: tolerance = {table.get('tolerance')!r} is not a finite amount",
+            'write tolerance = "5%" or an amount in the measure\'s unit, 0.02',
+        )
 
 
 def _check_shape(c: Claim, where: str) -> None:

@@ -20,10 +20,11 @@ from typing import Any
 
 from honestscale import exits
 from honestscale.analysis.points import sig, verdicts_text
+from honestscale.analysis.scaling import TTT, time_to_accuracy
 from honestscale.analysis.stats import DISAGREE, SAME
 from honestscale.claims._file import Claim, ClaimsFile, Tolerance
 from honestscale.claims._numbers import CannotVerify, Number, point_number
-from honestscale.compare import SelectorError, compare
+from honestscale.compare import Compared, Measure, SelectorError, compare, time_of
 from honestscale.view import View
 
 SUPPORTED, CONTRADICTED, NOT_QUOTABLE, CANNOT_VERIFY = (
@@ -231,6 +232,21 @@ def _quotable(v: Verdict, lint: dict[str, list[str]]) -> Verdict:
     return v
 
 
+def _time_named(compared: Compared, claim: Claim, chosen: str) -> Measure:
+    """The time the claim names where ``compare`` decided on the other one: the time to train is every run's (every
+    run that reached its target trained); a time to accuracy needs every successful run to have reached its
+    target, and the reason names those that did not."""
+    pair = compared.pair
+    if claim.measure == "time_to_train":
+        return time_of(pair.a.runs, pair.b.runs, TTT)
+    short = sorted(r.id for r in pair.runs if r.ok and time_to_accuracy(r) is None)
+    named = ", ".join(short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
+    raise CannotVerify(
+        f"the claim is about the time to accuracy, but {len(short)} successful run(s) recorded no time reaching "
+        f"their target ({named}): the store compares the {chosen}; claim the time to train, or record the target"
+    )
+
+
 def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
     assert claim.than is not None
     try:  # a side that selects nothing: what is missing, with the file's line and compare's fix
@@ -250,11 +266,10 @@ def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
         raise CannotVerify(f"no {claim.measure.replace('_', ' ')} on a side")
     wanted = claim.measure.replace("_", " ")
     if kind == "time" and m.name != wanted:
-        raise CannotVerify(
-            f"the claim is about the {wanted}, but not every run reached its target: the store "
-            f"compares the {m.name}"
-        )
+        m = _time_named(compared, claim, m.name)
     slow = m.slowdown  # how much slower B (than) is than A (runs): > 1 when A is faster
+    if slow is None:
+        raise CannotVerify(f"no {wanted} on a side")
     evidence = [
         m.sentence(),
         f"A = {claim.runs} ({m.a.ok} runs), B = {claim.than} ({m.b.ok} runs)",
@@ -322,9 +337,10 @@ def check(view: View, claims: ClaimsFile) -> list[Verdict]:
     return [judge(view, c, f"{claims.path} line {c.line}") for c in claims.claims]
 
 
-def exit_code(verdicts: list[Verdict]) -> int:
-    """0 every claim supported; 1 any contradicted or not quotable (it outranks 3); 3 otherwise any unverifiable."""
+def exit_code(verdicts: list[Verdict], allow_drift: bool = False) -> int:
+    """0 every claim supported; 1 any contradicted or not quotable, or (unless ``allow_drift``) any whose runs changed
+    since the lock (it outranks 3); 3 otherwise any unverifiable."""
     found = {v.verdict for v in verdicts}
-    if found & {CONTRADICTED, NOT_QUOTABLE}:
+    if found & {CONTRADICTED, NOT_QUOTABLE} or (not allow_drift and any(v.changed for v in verdicts)):
         return exits.FAILED
     return exits.CANNOT_JUDGE if CANNOT_VERIFY in found else exits.OK

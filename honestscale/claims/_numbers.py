@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from honestscale.analysis.mlperf import rules_of
 from honestscale.analysis.points import Point, ratio_rules, sig
 from honestscale.analysis.scaling import TTA, TTT, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, hmean_ci, median_ci
@@ -127,6 +128,12 @@ def point_number(view: View, claim: Claim, where: str) -> tuple[Number, list[str
     by_id = {r.id: r for r in view.runs}
     runs = [by_id[i] for i in point.run_ids if i in by_id]
     notes = [f"the series ({series.label}) is {series.split_note}"] if series.split_note else []
+    if (
+        claim.measure == "mlperf_score"
+        and (rules := rules_of(runs[0]) if runs else None)
+        and rules.runs != len(runs)
+    ):
+        notes.append(f"n = {len(runs)}: the round's rules ask {rules.runs} result files of a submission")
     if claim.ratio or claim.relation in ("faster", "slower"):
         base = series.points[0]
         if point is base:
@@ -158,7 +165,7 @@ def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:
     statistic = RATE_RATIO_STATISTIC if measure.startswith("throughput") else RATIO_STATISTIC
     mlperf = measure in ("speedup", "efficiency") and p.mlperf_score_s is not None
     if mlperf:
-        statistic = "ratio of the MLPerf scores (olympic means) over the base case"
+        statistic = "ratio of the MLPerf official scores (olympic means x scaling.json) over the base case"
     return Number(
         f"{measure.replace('_', ' ')} at {p.workers} workers",
         value,

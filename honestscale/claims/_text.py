@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from honestscale.claims._judge import CANNOT_VERIFY, CONTRADICTED, NOT_QUOTABLE, SUPPORTED, VERDICTS, Verdict
+from honestscale.display import shown, shown_text
 from honestscale.report import ClaimRow, latex_escape
 
 MARK = {SUPPORTED: "✓", CONTRADICTED: "✗", NOT_QUOTABLE: "!", CANNOT_VERIFY: "?"}
@@ -20,12 +21,12 @@ def text(path: str, verdicts: list[Verdict]) -> str:
     for v in verdicts:
         c = v.claim
         lines.append(
-            f"[{STYLE[v.verdict]}]{MARK[v.verdict]} {v.verdict}[/]  [bold]{escape(c.id)}[/] "
-            f"({escape(path)} line {c.line})"
+            f"[{STYLE[v.verdict]}]{MARK[v.verdict]} {v.verdict}[/]  [bold]{escape(shown(c.id))}[/] "
+            f"({escape(shown(path))} line {c.line})"
         )
-        lines.append(f"  “{escape(c.says)}”")
-        lines.append(f"  {escape(v.reason)}")
-        lines += [f"    {escape(e)}" for e in v.evidence]
+        lines.append(f"  “{escape(shown(c.says))}”")  # a control or bidi character shown as its escape
+        lines.append(f"  {escape(shown_text(v.reason))}")
+        lines += [f"    {escape(shown_text(e))}" for e in v.evidence]
         if v.changed:
             lines.append(f"    [yellow]{escape(v.changed)}[/]")
         lines.append("")
@@ -63,7 +64,9 @@ def latex(verdicts: list[Verdict]) -> str:
             + (f" [{sig(n.low)}, {sig(n.high)}]" if n.has_interval else "")
             + f" (n = {n.n}; {_short(n.statistic)})"
         )
-        rows.append(f"{latex_escape(v.claim.says)} & {latex_escape(number)} & {latex_escape(v.verdict)} \\\\")
+        rows.append(
+            f"{latex_escape(shown(v.claim.says))} & {latex_escape(number)} & {latex_escape(v.verdict)} \\\\"
+        )
     return "\n".join(
         [
             r"\begin{tabular}{p{0.5\linewidth}ll}",

@@ -50,6 +50,10 @@ def check(
         ),
     ] = ClaimsFormat.text,
     wait: WaitOpt = 10.0,
+    allow_drift: Annotated[
+        bool,
+        typer.Option("--allow-drift", help="Exit as the verdicts say though a locked claim's runs changed."),
+    ] = False,
 ) -> None:
     """Give every claim of FILE one verdict, with the store's number beside it.
 
@@ -62,7 +66,8 @@ def check(
 
     Exit codes, as compare's gate: 0 every claim supported, 1 any contradicted or not quotable (1 outranks 3),
     3 otherwise any cannot verify; 2 a usage error (a malformed claims file: its line and the fix).
-    A lock (`claims lock`) beside the file names every claim whose runs changed since.
+    A lock (`claims lock`) beside the file names every claim whose runs changed since, and makes the exit 1
+    (the paper's numbers may have moved) unless --allow-drift.
 
     FILE may instead be a paper (.tex) that inputs the numbers.tex a report wrote: every \\hs{...} it uses is
     checked against the store as it is now (unchanged, changed since written, not quotable, gone, undefined;
@@ -77,13 +82,15 @@ def check(
     verdicts = _verdicts(file, store, wait)
     if (locked := claims.read_lock(file)) is not None:
         claims.lock_changes(verdicts, locked[1], locked[0])
+    code = claims.exit_code(verdicts, allow_drift=allow_drift)
     if format is ClaimsFormat.json:
         print(
             _output.dumps(
                 {
                     "schema": claims.SCHEMA,
                     "file": str(file),
-                    "exit_code": claims.exit_code(verdicts),
+                    "exit_code": code,
+                    "drifted": [v.claim.id for v in verdicts if v.changed],
                     "claims": [v.as_json() for v in verdicts],
                 }
             )
@@ -92,7 +99,12 @@ def check(
         print(claims.latex(verdicts), end="")
     else:
         out.print(claims.text(str(file), verdicts), highlight=False)
-    raise typer.Exit(claims.exit_code(verdicts))
+    drifted = [v.claim.id for v in verdicts if v.changed]
+    if drifted and format is ClaimsFormat.text:
+        what = "allowed (--allow-drift)" if allow_drift else "exit 1: check them, then claims lock again"
+        said = f"{len(drifted)} claim(s) rest on runs that changed since the lock ({', '.join(drifted[:5])}): {what}"
+        err.print(said, highlight=False, markup=False)
+    raise typer.Exit(code)
 
 
 def _check_paper(paper: Path, store: Path | None, format: ClaimsFormat, wait: float) -> None:

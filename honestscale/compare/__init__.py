@@ -14,7 +14,7 @@ from __future__ import annotations
 from honestscale.compare._gate import CANNOT_JUDGE, FAIL, PASS, Check, exit_code, parse_threshold
 from honestscale.compare._history import Point, Series, history
 from honestscale.compare._history import as_json as history_json
-from honestscale.compare._measures import ENERGY, MEASURES, SCORE, THROUGHPUT, TIME, Measure, Side
+from honestscale.compare._measures import ENERGY, MEASURES, SCORE, THROUGHPUT, TIME, Measure, Side, time_of
 from honestscale.compare._pairs import Difference, Pair, Setup, Unpaired
 from honestscale.compare._result import SCHEMA, Compared, Result, compare, in_context, select_side
 from honestscale.compare._select import Selector, SelectorError
@@ -54,4 +54,5 @@ __all__ = [
            "parse_threshold",
            "result_text",
            "select_side",
+           "time_of",
 ]  # fmt: skip

@@ -117,13 +117,38 @@ def parse(text: str, runs: Sequence[Run]) -> Selector:
     if "=" not in text:
         return Selector(text, (("campaign", text),))
     filters = []
-    for part in text.split(","):
+    for part in _parts(text):
         if "=" not in part:
             raise SelectorError(f"{text!r}: {part!r} is not field=value",
                                 "join filters with commas: campaign=x,framework=torch")  # fmt: skip
         key, value = part.split("=", 1)
-        filters.append((resolve(key, runs), value.strip()))
+        filters.append((resolve(key, runs), _unquoted(value.strip(), text)))
     return Selector(text, tuple(filters))
+
+
+def _parts(text: str) -> list[str]:
+    """The filters of a selector: split at the commas outside double quotes (``system="A, B",workers=8``)."""
+    parts, current, quoted = [], "", False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [*parts, current]
+
+
+def _unquoted(value: str, text: str) -> str:
+    """A value as written, or between double quotes where it holds a comma (``"A, B"``: A, B)."""
+    if value.count('"') == 0:
+        return value
+    if len(value) >= 2 and value[0] == value[-1] == '"' and value.count('"') == 2:
+        return value[1:-1]
+    raise SelectorError(
+        f"{text!r}: {value!r} is quoted wrongly", 'quote a whole value that holds a comma: system="A, B"'
+    )
 
 
 def check_found(selector: Selector, found: Sequence[Run], runs: Sequence[Run], side: str) -> None:

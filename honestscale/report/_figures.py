@@ -203,8 +203,8 @@ def _speedup_caption(c: ComparisonModel) -> str:
     )
     if any(p.speedup_ci[0] is not None or p.throughput_speedup_ci[0] is not None for p in c.points[1:]):
         bars = "bars are the 95 % intervals of the ratios (bootstrap over repetitions), none at the base case"
-    elif c.metric == "MLPerf olympic mean":
-        bars = "no intervals: the MLPerf olympic mean is one number per point"
+    elif c.metric.startswith("MLPerf "):
+        bars = f"no intervals: the {c.metric} is one number per point"
     else:
         bars = "no intervals: too few runs per point"
     return (

@@ -167,12 +167,9 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool) -> None:
         s = by.get(p.workers)
         if s is None:
             continue
-        if mlperf:
-            t = (
-                Estimate(base.mlperf_score_s / p.mlperf_score_s)
-                if base.mlperf_score_s and p.mlperf_score_s
-                else None
-            )
+        if mlperf:  # the official scores' ratio: each olympic mean times its scaling.json factor, as scored
+            b, q = _official(base), _official(p)
+            t = Estimate(b / q) if b and q else None
         else:
             t = s.time_speedup if c.mode != "weak" else None
         if t is not None:
@@ -202,6 +199,11 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool) -> None:
         base.speedup = base.efficiency = None
 
 
+def _official(p: Point) -> float | None:
+    """A point's MLPerf score as the summarizer gives it: the olympic mean times scaling.json's factor (1 without)."""
+    return None if p.mlperf_score_s is None else p.mlperf_score_s * (p.mlperf_scaling_factor or 1.0)
+
+
 def _fitted_law(c: Comparison) -> tuple[Fit | None, str | None]:
     """The law of the series (``analysis.laws``: the advisor's), drawn only where it describes the points; else
     why not."""
@@ -224,6 +226,36 @@ def _repetitions(c: Comparison, specs: dict[str, dict[str, Any]]) -> list[dict[s
     return out
 
 
+def _points(
+    c: Comparison, fractions: dict[str, StepFractions], findings: Findings, mlperf: bool
+) -> list[Point]:
+    """The comparison's points, each with the rules' verdicts beside its own numbers and beside its ratios."""
+    points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
+    for p in points:
+        p.lint = lint_codes(
+            findings, set(p.run_ids), "point"
+        )  # a rule about the series marks no point's number
+        # a speedup is a ratio over the base case: the rules about both sets of runs and the series go beside it
+        p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "ratio")
+        p.rate_ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "rate_ratio")
+    return points
+
+
+def _metric(c: Comparison, points: list[Point], mlperf: bool) -> tuple[str, float | None]:
+    """What the speedups are computed on (the speedups set on the points of a series), and the base case's time."""
+    scaled = mlperf and any(p.mlperf_scaling_factor not in (None, 1.0) for p in points)
+    metric = "MLPerf official score (olympic mean x scaling.json)" if scaled else "MLPerf olympic mean"
+    metric = metric if mlperf else "median time to train"
+    if c.kind == "scaling":
+        if not mlperf:
+            metric = f"median {time_metric(c.by_workers())}"
+        _speedups(c, points, mlperf)
+    if not points:
+        return metric, None
+    base = points[0]
+    return metric, _official(base) if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
+
+
 def _comparison(
     c: Comparison,
     fractions: dict[str, StepFractions],
@@ -240,26 +272,10 @@ def _comparison(
             layouts=lay, orderings=lay.orderings,
         )  # fmt: skip
     mlperf = all(r.source == "mlperf" for r in c.runs)
-    points = [point(w, rs, fractions, mlperf) for w, rs in c.by_workers().items()]
-    for p in points:
-        p.lint = lint_codes(
-            findings, set(p.run_ids), "point"
-        )  # a rule about the series marks no point's number
-        # a speedup is a ratio over the base case: the rules about both sets of runs and the series go beside it
-        p.ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "ratio")
-        p.rate_ratio_lint = lint_codes(findings, set(p.run_ids) | set(points[0].run_ids), "rate_ratio")
+    points = _points(c, fractions, findings, mlperf)
     note = c.classification.sentence if c.classification else ""
     base = points[0] if points else None
-    metric = "MLPerf olympic mean" if mlperf else "median time to train"
-    if c.kind == "scaling":
-        if not mlperf:
-            metric = f"median {time_metric(c.by_workers())}"
-        _speedups(c, points, mlperf)
-    base_time = None
-    if base is not None:
-        base_time = (
-            base.mlperf_score_s if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
-        )
+    metric, base_time = _metric(c, points, mlperf)
     fit, withheld = _fitted_law(c) if base is not None and c.kind == "scaling" else (None, None)
     frameworks = side_by_side(c, fractions, findings) if c.kind == "framework" else []
     if c.kind == "scaling":

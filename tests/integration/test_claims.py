@@ -328,3 +328,86 @@ def test_a_claim_quoting_the_best_run_is_told_which_statistic_the_data_gives(
     assert got["best"]["number"]["value"] == pytest.approx(
         statistics.median(_tta_by_campaign()["compare-base"])
     )
+
+
+def _ttt_by_campaign() -> dict[str, list[float]]:
+    """Each compare example run's time to train from its events: run_start to run_stop (a few lines of json)."""
+    out: dict[str, list[float]] = {}
+    for folder in sorted(COMPARE_RUNS.iterdir()):
+        events = [json.loads(line) for line in (folder / "events-rank0.jsonl").open()]
+        start = next(e for e in events if e["kind"] == "run_start")
+        stop = next(e for e in events if e["kind"] == "run_stop")
+        out.setdefault(start["campaign"], []).append(stop["time"] - start["time"])
+    return out
+
+
+def test_an_ordering_by_time_to_train_is_judged_where_every_run_reached_its_target(
+    examples: Path, tmp_path: Path
+) -> None:
+    """Every run of the two campaigns reached its target, so compare decides on the time to accuracy; a claim about
+    the time to train was 'cannot verify: not every run reached its target' (false). It is judged on the time to
+    train, whose medians are the events' own."""
+    file = _write(tmp_path, 'id = "ttt"\nsays = "the base trains faster than with loaders"\n'
+                            'measure = "time_to_train"\nruns = "compare-base"\nthan = "compare-loaders"\n'
+                            'relation = "faster"')  # fmt: skip
+    _, got = _check(file, examples)
+    ttt = _ttt_by_campaign()
+    want = statistics.median(ttt["compare-loaders"]) / statistics.median(ttt["compare-base"])
+    assert got["ttt"]["verdict"] in ("supported", "contradicted"), got["ttt"]["reason"]
+    assert "not every run reached" not in got["ttt"]["reason"]
+    assert got["ttt"]["number"]["value"] == pytest.approx(want, rel=1e-3)
+    assert got["ttt"]["number"]["name"].startswith("time to train")
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('value = inf\nunit = "min"', "value = inf min is not a finite number"),
+        ('value = nan\nunit = "min"', "value = nan min is not a finite number"),
+        ('value = 1e308\nunit = "min"', "value = 1e+308 min is inf s, not a finite number"),
+        ("value = -3.0", "value = -3.0 is negative: a time to train is 0 or more"),
+    ],
+)
+def test_a_value_no_claim_can_hold_is_a_usage_error(
+    examples: Path, tmp_path: Path, line: str, says: str
+) -> None:
+    file = _write(tmp_path, 'id = "v"\nsays = "x"\nmeasure = "time_to_train"\nruns = "compare-base"\n'
+                            f'relation = "about"\ntolerance = "5%"\n{line}')  # fmt: skip
+    got = cli("claims", "check", file, "--store", examples)
+    assert got.returncode == 2 and says in got.stderr and "line 2" in got.stderr, got.stderr
+
+
+def test_a_selector_value_may_hold_a_comma_when_quoted_and_names_are_shown_escaped(tmp_path: Path) -> None:
+    """MangoBoost's system is named with commas: quoted, it is one value. A says with a bidirectional control
+    reaches the terminal as its escape, never raw."""
+    from tests.mlperf import data_root
+
+    mango = sorted((data_root("mlperf-training-v06-v5x") / "v5.1" / "MangoBoost" / "results").glob("*/*"))
+    assert mango, "the v5.1 MangoBoost submission of ../shared/data"
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", mango[0], "--store", store).returncode == 0
+    (system,) = {r["system"] for r in json.loads(cli("runs", "--store", store, "-f", "json").stdout)}
+    assert "," in system
+    file = _write(tmp_path, f'id = "m"\nsays = "MangoBoost \\u202eevil"\nmeasure = "mlperf_score"\n'
+                            f'runs = \'source=mlperf,system="{system}"\'\nrelation = "at_least"\nvalue = 0.0')  # fmt: skip
+    got = cli("claims", "check", file, "--store", store)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "\\u202e" in got.stdout and "\u202e" not in got.stdout
+
+
+def test_a_locked_claim_whose_runs_changed_exits_1_unless_drift_is_allowed(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    some = sorted(COMPARE_RUNS.glob("compare-base-*"))
+    assert (
+        cli("ingest", *some[:5], *sorted(COMPARE_RUNS.glob("compare-loaders-*")), "--store", store).returncode
+        == 0
+    )
+    file = _write(tmp_path, 'id = "o"\nsays = "base is faster"\nmeasure = "time_to_accuracy"\nruns = "compare-base"\n'
+                            'than = "compare-loaders"\nrelation = "faster"')  # fmt: skip
+    before = cli("claims", "check", file, "--store", store).returncode
+    assert cli("claims", "lock", file, "--store", store).returncode == 0
+    assert cli("ingest", some[5], "--store", store).returncode == 0  # one more run lands
+    drifted = cli("claims", "check", file, "--store", store, "-f", "json")
+    assert drifted.returncode == 1 and json.loads(drifted.stdout)["drifted"] == ["o"]
+    allowed = cli("claims", "check", file, "--store", store, "--allow-drift")
+    assert allowed.returncode == before and "allowed (--allow-drift)" in allowed.stderr

@@ -11,6 +11,7 @@ never from honestscale's classification.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, cli, query
-from tests.mlperf import DATA, data_root, scaling_series
+from tests.mlperf import DATA, data_root, official_score, reference, scaling_series
 
 SCALING = REPO / "tests" / "data" / "mlperf-v2.0-scaling"
 V07_NVIDIA = REPO / "tests" / "data" / "mlperf-v0.7-nvidia"
@@ -139,3 +140,57 @@ def test_the_v07_example_stays_not_quotable_for_hs209_alone(tmp_path: Path) -> N
     superlinear = claims["dgx-superlinear"]
     assert superlinear["verdict"] == "not quotable" and superlinear["number"]["rules"]["error"] == ["HS209"]
     assert claims["dell-resnet-as-scored"]["verdict"] == "supported"
+
+
+def test_an_mlperf_speedup_applies_scaling_json_as_the_score_does(tmp_path: Path) -> None:
+    """Google's GPT-3 on 512 TPU v5p chips (v4.0) and on 1,024 Trillium chips (v4.1, scaling.json 1.0174): the
+    speedup is the ratio of the official scores, each as mlperf-logging's summarizer computes it (it was the ratio
+    of the olympic means, 2.31x where the scores give 2.27x)."""
+    v5p = (
+        data_root("mlperf-training-v1x")
+        / "v4.0"
+        / "Google"
+        / "results"
+        / "cloud-tpu-v5p-1024-maxtext"
+        / "gpt3"
+    )
+    trillium = (
+        data_root("mlperf-training-v06-v5x")
+        / "v4.1"
+        / "Google"
+        / "results"
+        / "cloud-tpu-trillium-1024-maxtext"
+    ) / "gpt3"
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", v5p, trillium, "--store", store).returncode == 0
+    (series,) = [c for c in _json("report", "--store", store)["comparisons"] if c["kind"] == "scaling"]
+    (base_min, _, _), (top_min, factor, _) = official_score(v5p), official_score(trillium)
+    assert base_min is not None and top_min is not None and factor is not None and factor != 1.0
+    top = next(p for p in series["points"] if p["workers"] == 1024)
+    assert top["speedup"] == pytest.approx(base_min / top_min, rel=1e-6)
+    assert series["metric"].startswith("MLPerf official score")
+
+
+def test_a_score_from_fewer_runs_than_the_round_asks_keeps_its_verdict_with_a_note(tmp_path: Path) -> None:
+    """Four of Dell's five v3.1 ResNet result files (the round asks 5): the score is the olympic mean of the four
+    times scaling.json's factor, with the note beside it."""
+    source = data_root("mlperf-training-v1x") / "v3.1" / "Dell"
+    folder = tmp_path / "v3.1" / "Dell"
+    (folder / "systems").mkdir(parents=True)
+    shutil.copy(source / "systems" / "2xXE8640x4H100-SXM-80GB.json", folder / "systems")
+    results = folder / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet"
+    results.mkdir(parents=True)
+    for name in ("result_0.txt", "result_1.txt", "result_2.txt", "result_3.txt", "scaling.json"):
+        shutil.copy(source / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet" / name, results)
+    seconds = sorted(reference(results / f"result_{i}.txt")["seconds"] for i in range(4))
+    factor = json.loads((results / "scaling.json").read_text())["scaling_factor"]
+    score_min = statistics.fmean(seconds[1:-1]) * factor / 60
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", tmp_path / "v3.1", "--store", store).returncode == 0
+    claims = tmp_path / "c.toml"
+    claims.write_text('version = 1\n[[claim]]\nid = "d"\nsays = "Dell trains ResNet in this time"\n'
+                      'measure = "mlperf_score"\nruns = "source=mlperf,model=resnet"\nrelation = "about"\n'
+                      f'value = {score_min:.5f}\nunit = "min"\ntolerance = "0.1%"\n')  # fmt: skip
+    (claim,) = json.loads(cli("claims", "check", claims, "--store", store, "-f", "json").stdout)["claims"]
+    assert claim["verdict"] == "supported", claim
+    assert "n = 4: the round's rules ask 5 result files of a submission" in claim["evidence"]
