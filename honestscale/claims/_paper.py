@@ -18,12 +18,13 @@ from honestscale.claims._file import ClaimsError
 from honestscale.report import TexNumber, analyse, numbers, read_numbers_tex
 from honestscale.view import View
 
-UNCHANGED, CHANGED, NOT_QUOTABLE, GONE, UNDEFINED = (
+UNCHANGED, CHANGED, NOT_QUOTABLE, GONE, UNDEFINED, RENAMED = (
     "unchanged",
     "changed",
     "not quotable",
     "gone",
     "undefined",
+    "renamed",
 )
 _INPUT = re.compile(r"\\(?:input|include)\s*\{([^}]+)\}")
 _USE = re.compile(r"\\hs\s*\{([^}]+)\}")
@@ -65,8 +66,10 @@ def numbers_file(paper: Path, lines: list[str]) -> Path:
 def current(view: View) -> dict[str, TexNumber]:
     """Every number a report of each campaign of the store would write now, by key."""
     out: dict[str, TexNumber] = {}
-    for campaign in sorted({r.campaign for r in view.runs if r.campaign}):
-        model, _ = analyse(view.keeping(view.campaign_runs(campaign)), campaign)
+    for campaign in sorted({r.campaign for r in view.runs}, key=lambda c: (c is None, c or "")):
+        model, _ = analyse(
+            view.keeping(view.campaign_runs(campaign)), campaign
+        )  # no campaign: one report too
         out.update((t.key, t) for t in numbers(model))
     return out
 
@@ -81,6 +84,7 @@ def check_paper(view: View, paper: Path) -> tuple[Path, list[MacroVerdict]]:
     source = numbers_file(paper, lines)
     recorded = read_numbers_tex(source.read_text(encoding="utf-8"))
     now = current(view)
+    by_fingerprint = {t.fingerprint: k for k, t in now.items()}
     out, seen = [], set()
     for i, line in enumerate(lines, start=1):
         for key in _USE.findall(line):
@@ -88,8 +92,19 @@ def check_paper(view: View, paper: Path) -> tuple[Path, list[MacroVerdict]]:
                 continue
             seen.add(key)
             base = next((key[: -len(f)] for f in _FORMS if key.endswith(f)), key)
-            out.append(MacroVerdict(key, i, *_verdict(base, recorded.get(base), now.get(base), source)))
+            was, t = recorded.get(base), now.get(base)
+            moved = by_fingerprint.get(str(was["fp"])) if t is None and was is not None else None
+            got = _renamed(was, moved) if moved and was is not None else _verdict(base, was, t, source)
+            out.append(MacroVerdict(key, i, *got))
     return source, out
+
+
+def _renamed(was: dict[str, Any], moved: str) -> tuple[str, str]:
+    """A key the store no longer defines whose very number (its runs and value) another key now names."""
+    return (
+        RENAMED,
+        f"{was['text']} (n = {was['n']}) is now \\hs{{{moved}}}: use that key, or write the report again",
+    )
 
 
 def _verdict(key: str, was: dict[str, Any] | None, t: TexNumber | None, source: Path) -> tuple[str, str]:
@@ -100,16 +115,15 @@ def _verdict(key: str, was: dict[str, Any] | None, t: TexNumber | None, source: 
             GONE,
             f"the store has no {key} now (was {was['text']}): its runs are gone or no longer one point",
         )
+    changed = (
+        f"changed since {source.name} was written: {was['text']} then, {t.text} now "
+        f"(n = {was['n']} then, {t.n} now)"
+    )
     if t.do_not_quote:
-        return (
-            NOT_QUOTABLE,
-            f"do not quote: error-severity {', '.join(t.rules['error'])} fails on its runs ({t.text})",
-        )
+        quote = f"do not quote: error-severity {', '.join(t.rules['error'])} fails on its runs ({t.text})"
+        return NOT_QUOTABLE, quote + (f"; and {changed}" if t.fingerprint != was["fp"] else "")
     if t.fingerprint != was["fp"]:
-        return CHANGED, (
-            f"changed since {source.name} was written: {was['text']} then, {t.text} now "
-            f"(n = {was['n']} then, {t.n} now): write the report again and rebuild the paper"
-        )
+        return CHANGED, f"{changed}: write the report again and rebuild the paper"
     return UNCHANGED, f"{t.text} (n = {t.n}), as written"
 
 

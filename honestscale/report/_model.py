@@ -80,6 +80,7 @@ class ComparisonModel:
     prediction_checks: list[str] = field(default_factory=list)  # the largest count held back and predicted
     hardware_note: str | None = None  # scaling: its points ran on different accelerator models
     split_note: str | None = None  # scaling: the label that parts its points from others of its kind (view)
+    key: dict[str, Any] = field(default_factory=dict)  # what selects its runs (the view's comparison key)
 
     @property
     def key_workers(self) -> int | None:
@@ -289,7 +290,7 @@ def _comparison(
         runs=sorted(r.id for r in c.runs), verdicts=findings.about_comparison(c.id),
         frameworks=frameworks, mode_note=note,
         lint=lint_codes(findings, {r.id for r in c.runs}), not_comparable=c.left_out,
-        law_withheld=withheld, hardware_note=c.hardware_note, split_note=c.split,
+        law_withheld=withheld, hardware_note=c.hardware_note, split_note=c.split, key=dict(c.key),
         factors=efficiency.factors(c.by_workers()) if c.kind == "scaling" else [],
         orderings=[o.as_json() for o in orderings], ranks=ranks.summarise([r.id for r in c.runs], spreads),
         repetitions=_repetitions(c, specs),

@@ -103,24 +103,49 @@ def _of_point(prefix: str, c: ComparisonModel, p: Point) -> list[TexNumber]:
     return out
 
 
+# what tells one setup of a campaign from another in a key (a campaign of one setup family keeps its name alone)
+FAMILY = ("model", "dataset", "framework", "accelerator", "layout_key")
+
+
 def numbers(model: Model) -> list[TexNumber]:
-    """Every result the report prints per point (scaling series, and setups no series holds), keyed stably."""
+    """Every result the report prints per point (scaling series, and setups no series holds), keyed by what selects
+    its runs: ``<campaign>/<workers>/<measure>``, and ``<campaign>.<model-dataset-framework-...>/...`` in a campaign
+    of several setup families (a family's global batch added where two share a worker count). Keys never depend
+    on the order runs landed in."""
     out: list[TexNumber] = []
     covered: set[frozenset[str]] = set()
-    series: dict[str, int] = {}
-    for c in model.comparisons:
-        if c.kind not in ("scaling", "config"):
-            continue
+    chosen = [c for c in model.comparisons if c.kind in ("scaling", "config")]
+    families: dict[str, set[tuple[Any, ...]]] = {}
+    batches: dict[tuple[Any, ...], set[Any]] = {}
+    for c in chosen:  # the setups decide the families (a series' points are setups too)
+        campaign = _key_part(_campaign_of(model, c))
+        families.setdefault(campaign, set())
+        if c.kind == "config":
+            families[campaign].add(_family(c))
+            batches.setdefault((campaign, _family(c), c.key.get("workers")), set()).add(
+                c.key.get("global_batch_size")
+            )
+    for c in chosen:
         points = [p for p in c.points if frozenset(p.run_ids) not in covered]
         if not points:
             continue
         campaign = _key_part(_campaign_of(model, c))
-        series[campaign] = series.get(campaign, 0) + 1
-        prefix = campaign if series[campaign] == 1 else f"{campaign}.{series[campaign]}"
+        prefix = campaign
+        if len(families[campaign]) > 1:
+            prefix += "." + "-".join(_key_part(str(v)) for v in _family(c) if v is not None)
+        if c.kind == "config" and len(batches[(campaign, _family(c), c.key.get("workers"))]) > 1:
+            prefix += f".b{c.key.get('global_batch_size')}"
         for p in points:
             covered.add(frozenset(p.run_ids))
             out += _of_point(prefix, c, p)
     return out
+
+
+def _family(c: ComparisonModel) -> tuple[Any, ...]:
+    """The setup family of a comparison: its model, dataset, framework, accelerator and layout (a series' layout
+    family where a setup's layout is not in its key)."""
+    key = c.key
+    return tuple(key.get(f, key.get("layout_family")) if f == "layout_key" else key.get(f) for f in FAMILY)
 
 
 def _campaign_of(model: Model, c: ComparisonModel) -> str:

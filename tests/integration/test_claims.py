@@ -411,3 +411,36 @@ def test_a_locked_claim_whose_runs_changed_exits_1_unless_drift_is_allowed(tmp_p
     assert drifted.returncode == 1 and json.loads(drifted.stdout)["drifted"] == ["o"]
     allowed = cli("claims", "check", file, "--store", store, "--allow-drift")
     assert allowed.returncode == before and "allowed (--allow-drift)" in allowed.stderr
+
+
+def _paper_using(tmp: Path, numbers: Path, keys: list[str]) -> Path:
+    (tmp / "numbers.tex").write_text(numbers.read_text())
+    body = " ".join(f"\\hs{{{k}}}" for k in keys)
+    paper = tmp / "paper.tex"
+    paper.write_text(
+        f"\\documentclass{{article}}\n\\input{{numbers}}\n\\begin{{document}}\n{body}\n\\end{{document}}\n"
+    )
+    return paper
+
+
+def test_paper_keys_of_runs_without_a_campaign_survive_and_a_moved_one_is_renamed(
+    mlperf: Path, tmp_path: Path
+) -> None:
+    """MLPerf logs ingested without --campaign: every number was "gone" right after the report wrote it. They are
+    found again; when another family of runs lands, a key that now names its number under a longer name is said
+    renamed, with the new key, never read as another number."""
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", mlperf / "DellEMC", "--store", store).returncode == 0
+    assert cli("report", "--store", store, "-o", tmp_path / "r.pdf").returncode == 0
+    numbers = tmp_path / "r_files" / "numbers.tex"
+    keys = ["runs/4/time_to_train", "runs/8/speedup", "runs/16/mlperf_score"]
+    assert all(f"\\hsdef{{{k}}}" in numbers.read_text() for k in keys)
+    paper = _paper_using(tmp_path, numbers, keys)
+    got = json.loads(cli("claims", "check", paper, "--store", store, "-f", "json").stdout)
+    assert [v["verdict"] for v in got["macros"]] == ["unchanged"] * 3, got
+    assert cli("ingest", mlperf / "Google", "--store", store).returncode == 0  # another family lands
+    again = json.loads(cli("claims", "check", paper, "--store", store, "-f", "json").stdout)
+    by_key = {v["key"]: v for v in again["macros"]}
+    assert by_key["runs/4/time_to_train"]["verdict"] == "renamed", by_key
+    assert "is now \\hs{runs.resnet-imagenet-" in by_key["runs/4/time_to_train"]["reason"]
+    assert again["exit_code"] == 1
