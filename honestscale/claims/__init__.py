@@ -22,6 +22,7 @@ from honestscale.claims._judge import (
     Verdict,
     check,
     exit_code,
+    judge,
 )
 from honestscale.claims._lock import changes as lock_changes
 from honestscale.claims._lock import read as read_lock
@@ -50,6 +51,7 @@ __all__ = [
     "check",
     "check_paper",
     "exit_code",
+    "judge",
     "latex",
     "load",
     "lock_changes",

@@ -23,7 +23,7 @@ from honestscale.analysis.points import sig, verdicts_text
 from honestscale.analysis.scaling import TTT, time_to_accuracy
 from honestscale.analysis.stats import DISAGREE, SAME
 from honestscale.claims._file import Claim, ClaimsFile, Tolerance
-from honestscale.claims._numbers import CannotVerify, Number, point_number
+from honestscale.claims._numbers import CannotVerify, Models, Number, point_number
 from honestscale.compare import Compared, Measure, SelectorError, compare, time_of
 from honestscale.view import View
 
@@ -202,8 +202,8 @@ def _statistic_note(claim: Claim, x: Number) -> str | None:
     return note
 
 
-def _judge_point(view: View, claim: Claim, where: str) -> Verdict:
-    x, notes = point_number(view, claim, where)
+def _judge_point(view: View, claim: Claim, where: str, models: Models | None = None) -> Verdict:
+    x, notes = point_number(view, claim, where, models)
     if claim.relation == "about":
         assert claim.value is not None and claim.tolerance is not None
         verdict, reason = about(x, claim.value, claim.tolerance)
@@ -325,16 +325,21 @@ def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
     return _quotable(Verdict(claim, verdict, reason, number, evidence, runs), compared.verdicts)
 
 
-def judge(view: View, claim: Claim, where: str) -> Verdict:
-    """The verdict on one claim; what is missing (runs, a base case, a measure) is 'cannot verify', said."""
+def judge(view: View, claim: Claim, where: str, models: Models | None = None) -> Verdict:
+    """The verdict on one claim; what is missing (runs, a base case, a measure) is 'cannot verify', said.
+    ``models``: the analysis models already made of the campaigns' contexts (``check`` shares one between claims)."""
     try:
-        return (_judge_ordering if claim.than is not None else _judge_point)(view, claim, where)
+        if claim.than is not None:
+            return _judge_ordering(view, claim, where)
+        return _judge_point(view, claim, where, models)
     except CannotVerify as missing:
         return Verdict(claim, CANNOT_VERIFY, str(missing))
 
 
 def check(view: View, claims: ClaimsFile) -> list[Verdict]:
-    return [judge(view, c, f"{claims.path} line {c.line}") for c in claims.claims]
+    """Every claim's verdict; the analysis of each set of campaigns the claims are about is made once."""
+    models: Models = {}
+    return [judge(view, c, f"{claims.path} line {c.line}", models) for c in claims.claims]
 
 
 def exit_code(verdicts: list[Verdict], allow_drift: bool = False) -> int:

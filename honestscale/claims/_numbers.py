@@ -17,9 +17,11 @@ from honestscale.analysis.scaling import TTA, TTT, rates, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, hmean_ci, median_ci
 from honestscale.claims._file import Claim
 from honestscale.compare import SelectorError, in_context, parse_selector, select_side
-from honestscale.report import ComparisonModel, analyse
+from honestscale.report import ComparisonModel, Model, analyse
 from honestscale.view import Run, View
 
+# the analysis model of a claim's context, by the campaigns of its runs (a context is every run of those campaigns)
+Models = dict[frozenset[str | None], Model]
 RATIO_STATISTIC = "ratio of the medians over the base case (bootstrap 95 % interval over the runs of both)"
 RATE_RATIO_STATISTIC = "ratio of the harmonic means over the base case (bootstrap 95 % interval)"
 
@@ -109,8 +111,11 @@ def _point_text(claim: Claim) -> str:
     return ", ".join(f"{k} = {v}" for k, v in claim.at) or "every point"
 
 
-def point_number(view: View, claim: Claim, where: str) -> tuple[Number, list[str]]:
-    """The store's number for a claim about one point (or a point against its series' base case), with notes."""
+def point_number(
+    view: View, claim: Claim, where: str, models: Models | None = None
+) -> tuple[Number, list[str]]:
+    """The store's number for a claim about one point (or a point against its series' base case), with notes;
+    ``models`` holds the analysis of each context made before (one per set of campaigns, for every claim)."""
     found = selected(view, claim.runs, where)
     at_runs = _at(claim, found)
     if not at_runs:
@@ -119,7 +124,10 @@ def point_number(view: View, claim: Claim, where: str) -> tuple[Number, list[str
             f"no run at {_point_text(claim)} among the {len(found)} selected "
             f"(worker counts there: {', '.join(map(str, counts)) or 'none'})"
         )
-    model, _ = analyse(in_context(view, found))
+    context = frozenset(r.campaign for r in found)
+    model = (models or {}).get(context) or analyse(in_context(view, found))[0]
+    if models is not None:
+        models[context] = model
     series = _series(claim, model.comparisons, {r.id for r in at_runs})
     workers = claim.workers or (at_runs[0].workers or 1)
     point = next((p for p in series.points if p.workers == workers), None)

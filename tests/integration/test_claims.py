@@ -444,3 +444,30 @@ def test_paper_keys_of_runs_without_a_campaign_survive_and_a_moved_one_is_rename
     assert by_key["runs/4/time_to_train"]["verdict"] == "renamed", by_key
     assert "is now \\hs{runs.resnet-imagenet-" in by_key["runs/4/time_to_train"]["reason"]
     assert again["exit_code"] == 1
+
+
+def test_one_analysis_serves_every_claim_about_the_same_campaigns(
+    examples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check analyses each set of campaigns its point claims are about once (30 claims on the MLPerf rounds:
+    29.2 s -> 3.4 s), and every verdict and number is what judging the claim alone gives."""
+    import honestscale.claims._numbers as numbers_module
+    from honestscale import claims
+    from honestscale.judged import judged
+
+    file = _write(tmp_path, *(f'id = "c{i}"\nsays = "x"\nmeasure = "time_to_train"\nruns = "{c}"\n'
+                              f'relation = "at_most"\nvalue = {1 + i % 5}.0'
+                              for i, c in enumerate(["compare-base", "compare-loaders"] * 6)))  # fmt: skip
+    parsed = claims.load(file)
+    view = judged(examples).view
+    real, calls = numbers_module.analyse, []  # type: ignore[attr-defined]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numbers_module, "analyse", counted)
+    shared = [v.as_json() for v in claims.check(view, parsed)]
+    assert len(calls) == 2  # one per campaign
+    alone = [claims.judge(view, c, f"{file} line {c.line}").as_json() for c in parsed.claims]
+    assert shared == alone and len(calls) == 2 + len(parsed.claims)
