@@ -41,7 +41,23 @@ VALUED = ("about", "at_least", "at_most")
 ORDERINGS = ("faster", "slower")
 RELATIONS = (*VALUED, *ORDERINGS)
 STATISTICS = ("median", "mean", "hmean", "best", "single")
-KEYS = ("id", "says", "measure", "runs", "than", "at", "relation", "value", "tolerance", "statistic", "unit")
+KEYS = (
+    "id",
+    "says",
+    "measure",
+    "runs",
+    "than",
+    "at",
+    "base",
+    "across",
+    "relation",
+    "value",
+    "tolerance",
+    "statistic",
+    "unit",
+)
+# the labels a base case may be taken across (``across``): a series keyed by them holds no point of another label
+ACROSS = ("framework",)
 # the units a time may be stated in (the store's are seconds); other measures take the store's own unit
 TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 TIMED = ("time_to_train", "time_to_accuracy", "mlperf_score")
@@ -80,6 +96,8 @@ class Claim:
     value: float | None = None
     tolerance: Tolerance | None = None
     statistic: str | None = None  # what the paper quotes (median, mean, best, single run); None: the store's
+    base: tuple[tuple[str, str], ...] = ()  # a ratio's base case as the paper names it: ("workers", "512")
+    across: tuple[str, ...] = ()  # the labels (ACROSS) the base case may differ in from the point
 
     @property
     def workers(self) -> int | None:
@@ -136,15 +154,25 @@ _FIXES = {
 }
 
 
-def _point(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+def _across(raw: Any, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v in ACROSS for v in raw):
+        raise ClaimsError(
+            f"{where}: across = {raw!r}", f"a list of the labels a base case may differ in: {list(ACROSS)}"
+        )
+    return tuple(raw)
+
+
+def _point(raw: Any, where: str, name: str = "at") -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, dict) or not raw:
-        raise ClaimsError(f"{where}: at = {raw!r} is no point", "write at = { workers = 2 }")
+        raise ClaimsError(f"{where}: {name} = {raw!r} is no point", f"write {name} = {{ workers = 2 }}")
     out = []
     for k, v in raw.items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise ClaimsError(f"{where}: at.{k} = {v!r} is no value", "write at = { workers = 2 }")
+            raise ClaimsError(f"{where}: {name}.{k} = {v!r} is no value", f"write {name} = {{ workers = 2 }}")
         out.append((str(k), str(v)))
     if "workers" in dict(out):
         try:
@@ -152,7 +180,7 @@ def _point(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
                 raise ValueError
         except ValueError:
             raise ClaimsError(
-                f"{where}: at.workers = {dict(out)['workers']!r} is no worker count",
+                f"{where}: {name}.workers = {dict(out)['workers']!r} is no worker count",
                 "a worker count is a whole number, 1 or more",
             ) from None
     return tuple(out)
@@ -199,6 +227,7 @@ def _claim(table: Any, where: str, line: int) -> Claim:
         if tolerance is not None and not tolerance.relative:
             tolerance = Tolerance(tolerance.amount * scale, relative=False)
     _check_values(value, tolerance, measure, unit, table, where)
+    base, across = _point(table.get("base"), where, "base"), _across(table.get("across"), where)
     claim = Claim(
         ident,
         says,
@@ -211,6 +240,8 @@ def _claim(table: Any, where: str, line: int) -> Claim:
         None if value is None else float(value),
         tolerance,
         statistic,
+        base,
+        across,
     )
     _check_shape(claim, where)
     return claim
@@ -273,6 +304,10 @@ def _check_shape(c: Claim, where: str) -> None:
             f"{where}: 'faster'/'slower' orders a point against the series' base case by its time or "
             f"throughput, not {c.measure!r}",
             'measure = time_to_accuracy (or time_to_train, throughput), or add than = "..."',
+        )
+    if c.base and not (c.ratio or c.relation in ORDERINGS):
+        raise ClaimsError(
+            f"{where}: base names the base case of a ratio", "leave base out of a claim about one point"
         )
     if (c.ratio or c.relation in ORDERINGS) and c.workers is None:
         raise ClaimsError(

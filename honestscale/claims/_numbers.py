@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from honestscale.analysis import stats
 from honestscale.analysis.mlperf import rules_of
 from honestscale.analysis.points import Point, ratio_rules, sig
-from honestscale.analysis.scaling import TTA, TTT, rates, times
+from honestscale.analysis.scaling import TTA, TTT, rates, time_metric, times
 from honestscale.analysis.stats import MIN_INTERVAL_RUNS, RATE_STATISTIC, TIME_STATISTIC, hmean_ci, median_ci
-from honestscale.claims._file import Claim
+from honestscale.claims._file import ACROSS, Claim
 from honestscale.compare import SelectorError, in_context, parse_selector, select_side
 from honestscale.report import ComparisonModel, Model, analyse
 from honestscale.view import Run, View
@@ -143,12 +144,95 @@ def point_number(
     ):
         notes.append(f"n = {len(runs)}: the round's rules ask {rules.runs} result files of a submission")
     if claim.ratio or claim.relation in ("faster", "slower"):
-        base = series.points[0]
+        base, holder = _base(claim, series, model.comparisons, found)
         if point is base:
             raise CannotVerify(f"{workers} workers is the series' base case: its ratio is 1 by definition")
-        notes.append(f"over the base case at {base.workers} worker(s) (n = {base.succeeded}), {series.label}")
-        return _ratio_number(claim, point, base), notes
+        notes.append(f"over the base case at {base.workers} worker(s) (n = {base.succeeded}), {holder.label}")
+        if base is series.points[0]:
+            return _ratio_number(claim, point, base), notes
+        return _ratio_over(claim, point, base, by_id), notes
     return _absolute(claim, point, runs), notes
+
+
+def _base(
+    claim: Claim, series: ComparisonModel, comparisons: Sequence[ComparisonModel], found: Sequence[Run]
+) -> tuple[Point, ComparisonModel]:
+    """The base case of a claim's ratio and what holds it: the series' first point, or the point ``base`` names,
+    in the series or, where the claim allows the label that differs (``across``), in a setup of another label."""
+    if not claim.base:
+        return series.points[0], series
+    named = ", ".join(f"{k} = {v}" for k, v in claim.base)
+    try:
+        ids = {r.id for r in parse_selector(",".join(f"{k}={v}" for k, v in claim.base), found).select(found)}
+    except SelectorError as exc:
+        raise CannotVerify(f"base: {exc.message}") from None
+    own = next((p for p in series.points if ids and ids <= set(p.run_ids)), None)
+    if own is not None:
+        return own, series
+    held = [
+        (c, p) for c in comparisons if c.kind == "config" for p in c.points if ids and ids <= set(p.run_ids)
+    ]
+    if not held:
+        raise CannotVerify(f"no point of the runs selected is the base case {named}")
+    c, p = held[0]
+    differs = [f for f in ACROSS if c.key.get(f) != series.key.get(f)]
+    if not differs or not set(differs) <= set(claim.across):
+        labels = "; ".join(
+            f"{f} {c.key.get(f)!r} there, {series.key.get(f)!r} in the series" for f in differs
+        )
+        raise CannotVerify(
+            f"the base case {named} is not a point of the series ({labels or 'another setup'}): name the label it "
+            f"differs in, across = {differs or list(ACROSS)}, to take it across"
+        )
+    return p, c
+
+
+def _ratio_over(claim: Claim, p: Point, base: Point, by_id: dict[str, Run]) -> Number:
+    """A point's ratio over a base case the claim names (in the series, or across a label), from the runs of both:
+    the series' own measures where it is its first point, else computed here as the report computes its own."""
+    runs = [by_id[i] for i in p.run_ids if i in by_id]
+    base_runs = [by_id[i] for i in base.run_ids if i in by_id]
+    measure = (
+        claim.measure
+        if claim.ratio
+        else ("throughput_speedup" if claim.measure == "throughput" else "speedup")
+    )
+    if measure.startswith("throughput"):
+        mine_rates, base_rates = rates(runs, lambda r: r.throughput), rates(base_runs, lambda r: r.throughput)
+        got, statistic = stats.ratio(mine_rates, base_rates, "hmean"), RATE_RATIO_STATISTIC
+    elif p.mlperf_score_s is not None and base.mlperf_score_s is not None:
+        mine = p.mlperf_score_s * (p.mlperf_scaling_factor or 1.0)
+        theirs = base.mlperf_score_s * (base.mlperf_scaling_factor or 1.0)
+        got, statistic = (
+            stats.Estimate(theirs / mine),
+            "ratio of the MLPerf official scores over the base case",
+        )
+    else:
+        metric = time_metric(
+            {base.workers: base_runs, p.workers: runs}
+        )  # to accuracy where every run got there
+        got, statistic = stats.ratio(times(base_runs, metric), times(runs, metric), "median"), RATIO_STATISTIC
+    if got is None:
+        raise CannotVerify(f"no {measure.replace('_', ' ')} over the base case at {base.workers} workers")
+    scale = base.workers / p.workers if measure.endswith("efficiency") else 1.0
+    low, high = (None, None) if got.low is None or got.high is None else (got.low * scale, got.high * scale)
+    return Number(
+        f"{measure.replace('_', ' ')} at {p.workers} workers",
+        got.value * scale,
+        low,
+        high,
+        min(p.succeeded, base.succeeded),
+        statistic,
+        "x",
+        tuple(sorted({*p.run_ids, *base.run_ids})),
+        _both(p.lint, base.lint),
+        None if low is not None or p.mlperf_score_s is None else "one MLPerf score a point: no interval",
+    )
+
+
+def _both(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The rules' verdicts on two points' runs together (a ratio across two setups is about both)."""
+    return {k: sorted({*a.get(k, []), *b.get(k, [])}) for k in {*a, *b}}
 
 
 def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import cli
 from tests.lint_campaigns import build, case_runs
 
@@ -52,3 +54,38 @@ def test_frameworks_side_by_side_at_the_same_scales_split_nothing(tmp_path: Path
     model = json.loads(cli("report", "--store", store, "-f", "json").stdout)
     assert [c["split_note"] for c in model["comparisons"] if c["kind"] == "scaling"] == [None]
     assert "split by" not in cli("lint", "--store", store).stdout
+
+
+def _claim(tmp_path: Path, extra: str) -> dict[str, Any]:
+    claims = tmp_path / "claims.toml"
+    claims.write_text('version = 1\n[[claim]]\nid = "s"\nsays = "16 workers are 10x faster than 1"\n'
+                      'measure = "speedup"\nruns = "campaign=c"\nat = { workers = 16 }\nrelation = "at_least"\n'
+                      f"value = 10.0\n{extra}")  # fmt: skip
+    store = tmp_path / "store.duckdb"
+    (claim,) = json.loads(cli("claims", "check", claims, "--store", store, "-f", "json").stdout)["claims"]
+    return claim  # type: ignore[no-any-return]
+
+
+def test_a_base_case_of_another_label_is_used_only_across_that_label(tmp_path: Path) -> None:
+    """The 1-worker point carries the old label, 8 and 16 workers the new one (their series starts at 8): a
+    speedup "from 1 worker" was judged against 8. Named with base, it is refused with the label that differs;
+    with across = ["framework"] it is the ratio over the 1-worker point."""
+    case = {"change": {"finals": {"framework": NEW}, "base": {"framework": OLD}},
+            "add": [{"id": "huge", "workers": 16, "ttt": 2_500.0, "framework": NEW}]}  # fmt: skip
+    store = build(tmp_path, case | {"runs": case_runs(case)})
+    model = json.loads(cli("report", "--store", store, "-f", "json").stdout)
+    (series,) = [c for c in model["comparisons"] if c["kind"] == "scaling"]
+    assert [p["workers"] for p in series["points"]] == [8, 16]
+    metric = "tta_s" if series["metric"].endswith("to accuracy") else "time_s"
+    one = next(
+        p for c in model["comparisons"] if c["kind"] == "config" for p in c["points"] if p["workers"] == 1
+    )
+    sixteen = next(p for p in series["points"] if p["workers"] == 16)
+    refused = _claim(tmp_path, "base = { workers = 1 }\n")
+    assert refused["verdict"] == "cannot verify" and f"framework '{OLD}' there, '{NEW}' in the series" in refused[
+        "reason"], refused  # fmt: skip
+    across = _claim(tmp_path, 'base = { workers = 1 }\nacross = ["framework"]\n')
+    assert across["number"]["value"] == pytest.approx(one[metric] / sixteen[metric], rel=1e-9), across
+    assert any("over the base case at 1 worker(s)" in e for e in across["evidence"])
+    unnamed = _claim(tmp_path, "")  # the series' own base case, 8 workers, as before
+    assert any("over the base case at 8 worker(s)" in e for e in unnamed["evidence"])
