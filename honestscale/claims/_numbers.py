@@ -216,17 +216,9 @@ def _ratio_over(claim: Claim, p: Point, base: Point, by_id: dict[str, Run]) -> N
         raise CannotVerify(f"no {measure.replace('_', ' ')} over the base case at {base.workers} workers")
     scale = base.workers / p.workers if measure.endswith("efficiency") else 1.0
     low, high = (None, None) if got.low is None or got.high is None else (got.low * scale, got.high * scale)
-    return Number(
-        f"{measure.replace('_', ' ')} at {p.workers} workers",
-        got.value * scale,
-        low,
-        high,
-        min(p.succeeded, base.succeeded),
-        statistic,
-        "x",
-        tuple(sorted({*p.run_ids, *base.run_ids})),
-        _both(p.lint, base.lint),
-        None if low is not None or p.mlperf_score_s is None else "one MLPerf score a point: no interval",
+    mlperf = low is None and p.mlperf_score_s is not None
+    return _ratio_of(
+        measure, p, base, (got.value * scale, low, high), statistic, _both(p.lint, base.lint), mlperf
     )
 
 
@@ -258,16 +250,27 @@ def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:
     mlperf = measure in ("speedup", "efficiency") and p.mlperf_score_s is not None
     if mlperf:
         statistic = "ratio of the MLPerf official scores (olympic means x scaling.json) over the base case"
+    return _ratio_of(measure, p, base, (value, low, high), statistic, ratio_rules(p, measure), mlperf)
+
+
+def _ratio_of(
+    measure: str,
+    p: Point,
+    base: Point,
+    number: tuple[float, float | None, float | None],
+    statistic: str,
+    lint: dict[str, list[str]],
+    mlperf: bool,
+) -> Number:
+    """A point's ratio over a base case as a claim's number: its value and interval, the runs of both, the rules."""
     return Number(
         f"{measure.replace('_', ' ')} at {p.workers} workers",
-        value,
-        low,
-        high,
+        *number,
         min(p.succeeded, base.succeeded),
         statistic,
         "x",
         tuple(sorted({*p.run_ids, *base.run_ids})),
-        ratio_rules(p, measure),
+        lint,
         "one MLPerf score a point: no interval" if mlperf else None,
     )
 
