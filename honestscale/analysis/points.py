@@ -81,6 +81,14 @@ class Point:
     tokens_per_worker: float | None = None
     mfu: MfuSummary | None = None  # MFU recomputed from the counts, median of runs with its interval
 
+    @property
+    def mlperf_scored_s(self) -> float | None:
+        """The MLPerf score as the summarizer scores it: the olympic mean times scaling.json's factor (1 without
+        one); what a series' speedups of MLPerf points are ratios of."""
+        return (
+            None if self.mlperf_score_s is None else self.mlperf_score_s * (self.mlperf_scaling_factor or 1.0)
+        )
+
 
 class FindingRecord(TypedDict):
     """A lint finding as JSON (``lint --format json``): what the numbers' verdicts are read from (the lint sits above
@@ -306,8 +314,7 @@ def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
     for r in view.runs:
         if (r.purpose or "final") == "final" and r.workers:
             groups[(view.group_of(r), r.model, r.dataset, r.framework, r.workers, r.layout_key)].append(r)
-    modes = {tuple(c.key.values()): c.mode for c in view.of_kind("scaling")}
-    splits = {tuple(c.key.values()): c.split for c in view.of_kind("scaling")}
+    series_of = {tuple(c.key.values()): c for c in view.of_kind("scaling")}
     out = []
     for key, runs in sorted(
         groups.items(),
@@ -321,9 +328,7 @@ def summary(view: View, findings: list[FindingRecord]) -> list[SummaryRow]:
         p = point(key[4], runs, view.fractions, mlperf)
         p.lint = lint_codes(findings, set(p.run_ids), "point")
         campaigns = tuple(sorted({r.campaign for r in runs if r.campaign is not None}))
-        series = (*key[:4], runs[0].layout_family)
-        row = SummaryRow(
-            key[0], key[1], key[2], key[3], p, modes.get(series), campaigns, key[5], splits.get(series)
-        )
-        out.append(row)
+        c = series_of.get((*key[:4], runs[0].layout_family))
+        mode, split = (c.mode, c.split) if c else (None, None)
+        out.append(SummaryRow(key[0], key[1], key[2], key[3], p, mode, campaigns, key[5], split))
     return out

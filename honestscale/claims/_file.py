@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.errors import HonestscaleError, read_toml
+from honestscale.view import SPLIT_BY
 
 VERSION = 1
 
@@ -57,7 +58,7 @@ KEYS = (
     "unit",
 )
 # the labels a base case may be taken across (``across``): a series keyed by them holds no point of another label
-ACROSS = ("framework",)
+ACROSS = (SPLIT_BY,)
 # the units a time may be stated in (the store's are seconds); other measures take the store's own unit
 TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 TIMED = ("time_to_train", "time_to_accuracy", "mlperf_score")

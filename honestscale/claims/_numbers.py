@@ -24,6 +24,9 @@ from honestscale.view import Run, View
 # the analysis model of a claim's context, by the campaigns of its runs (a context is every run of those campaigns)
 Models = dict[frozenset[str | None], Model]
 RATIO_STATISTIC = "ratio of the medians over the base case (bootstrap 95 % interval over the runs of both)"
+MLPERF_RATIO_STATISTIC = (
+    "ratio of the MLPerf official scores (olympic means x scaling.json) over the base case"
+)
 RATE_RATIO_STATISTIC = "ratio of the harmonic means over the base case (bootstrap 95 % interval)"
 
 
@@ -83,14 +86,14 @@ def selected(view: View, text: str, where: str) -> list[Run]:
         raise CannotVerify(f"{exc.message} ({where}){f': {exc.fix}' if exc.fix else ''}") from None
 
 
-def _at(claim: Claim, runs: Sequence[Run]) -> list[Run]:
-    """The runs at the claim's point (every filter of ``at``, read as a selector's)."""
-    if not claim.at:
+def _at(filters: tuple[tuple[str, str], ...], runs: Sequence[Run], name: str = "at") -> list[Run]:
+    """The runs at a claim's point (every filter of ``at``, or of ``base``, read as a selector's)."""
+    if not filters:
         return list(runs)
     try:
-        return parse_selector(",".join(f"{k}={v}" for k, v in claim.at), runs).select(runs)
+        return parse_selector(",".join(f"{k}={v}" for k, v in filters), runs).select(runs)
     except SelectorError as exc:
-        raise CannotVerify(f"at: {exc.message}") from None
+        raise CannotVerify(f"{name}: {exc.message}") from None
 
 
 def _series(claim: Claim, model_comparisons: Sequence[ComparisonModel], at_ids: set[str]) -> ComparisonModel:
@@ -118,7 +121,7 @@ def point_number(
     """The store's number for a claim about one point (or a point against its series' base case), with notes;
     ``models`` holds the analysis of each context made before (one per set of campaigns, for every claim)."""
     found = selected(view, claim.runs, where)
-    at_runs = _at(claim, found)
+    at_runs = _at(claim.at, found)
     if not at_runs:
         counts = sorted({r.workers for r in found if r.workers})
         raise CannotVerify(
@@ -162,10 +165,7 @@ def _base(
     if not claim.base:
         return series.points[0], series
     named = ", ".join(f"{k} = {v}" for k, v in claim.base)
-    try:
-        ids = {r.id for r in parse_selector(",".join(f"{k}={v}" for k, v in claim.base), found).select(found)}
-    except SelectorError as exc:
-        raise CannotVerify(f"base: {exc.message}") from None
+    ids = {r.id for r in _at(claim.base, found, "base")}
     own = next((p for p in series.points if ids and ids <= set(p.run_ids)), None)
     if own is not None:
         return own, series
@@ -200,13 +200,8 @@ def _ratio_over(claim: Claim, p: Point, base: Point, by_id: dict[str, Run]) -> N
     if measure.startswith("throughput"):
         mine_rates, base_rates = rates(runs, lambda r: r.throughput), rates(base_runs, lambda r: r.throughput)
         got, statistic = stats.ratio(mine_rates, base_rates, "hmean"), RATE_RATIO_STATISTIC
-    elif p.mlperf_score_s is not None and base.mlperf_score_s is not None:
-        mine = p.mlperf_score_s * (p.mlperf_scaling_factor or 1.0)
-        theirs = base.mlperf_score_s * (base.mlperf_scaling_factor or 1.0)
-        got, statistic = (
-            stats.Estimate(theirs / mine),
-            "ratio of the MLPerf official scores over the base case",
-        )
+    elif p.mlperf_scored_s and base.mlperf_scored_s:
+        got, statistic = stats.Estimate(base.mlperf_scored_s / p.mlperf_scored_s), MLPERF_RATIO_STATISTIC
     else:
         metric = time_metric(
             {base.workers: base_runs, p.workers: runs}
@@ -249,7 +244,7 @@ def _ratio_number(claim: Claim, p: Point, base: Point) -> Number:
     statistic = RATE_RATIO_STATISTIC if measure.startswith("throughput") else RATIO_STATISTIC
     mlperf = measure in ("speedup", "efficiency") and p.mlperf_score_s is not None
     if mlperf:
-        statistic = "ratio of the MLPerf official scores (olympic means x scaling.json) over the base case"
+        statistic = MLPERF_RATIO_STATISTIC
     return _ratio_of(measure, p, base, (value, low, high), statistic, ratio_rules(p, measure), mlperf)
 
 
@@ -355,7 +350,7 @@ def _absolute(claim: Claim, p: Point, runs: list[Run]) -> Number:
             ids,
             lint,
         )
-    score = p.mlperf_official_s or p.mlperf_score_s
+    score = p.mlperf_scored_s
     if score is None:
         raise CannotVerify("no MLPerf score: the runs are not one MLPerf submission's, or too few succeeded")
     what = "the official score (olympic mean x scaling.json)" if p.mlperf_official_s else "the olympic mean"

@@ -179,9 +179,11 @@ def _rejected_mark(rec: dict[str, Any]) -> str:
 
 def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
     """``show``'s page of one run: its verdicts, its facts, evaluations, step split, profiler evidence and gaps."""
+    from honestscale.view import kind_words
+
     parts: list[Any] = [*show_verdicts(rec), _facts(rec)]
     for c in rec.get("series") or []:  # the scaling series it is a point of, its kind, and a label's split
-        kind = (c["kind"] or "unclassified").replace("_", " ")
+        kind = kind_words(c["kind"])
         workers = ", ".join(map(str, c["workers"]))
         parts.append(Text(f"a point of the series {c['series']} ({kind} scaling; workers {workers})"))
         if c["split"]:

@@ -45,7 +45,7 @@ class Source:
     # something, or refuses it naming them all (never one of two in silence)
     also: tuple[Format, ...] = ()
     # its content is what its format reads (an event line, a tool's record); False for a file taken as events by its
-    # name alone (``*.jsonl`` with no event line in its head): the quarantine keeps its lines' reasons, not their text
+    # name alone (``*.jsonl`` with no event line in its first MiB): the quarantine keeps its lines' reasons, not text
     recognised: bool = True
 
     @property
@@ -140,11 +140,19 @@ def classify_all(path: Path) -> tuple[Format, ...]:
     (their lines are events, or quarantined as not events), ``horovod-timeline`` for horovod-timeline*.json;
     empty for none. The first MiB decides, unless it matches nothing and the file is text: then the rest is read
     too (a log whose first lines are a MiB of warnings)."""
+    return _classified(path)[0]
+
+
+def _classified(path: Path) -> tuple[tuple[Format, ...], bool]:
+    """``classify_all``'s formats, and whether the content says so (False for a file taken as events by its name
+    alone: a ``.jsonl`` whose first MiB holds no event line), from the one reading of its head."""
     if path.name.startswith("horovod-timeline") and path.name.endswith(".json"):
-        return ("horovod-timeline",)
+        return ("horovod-timeline",), True
     try:
         if _is_native_name(path) and _NATIVE_FIRST.match(_head(path, 4096)):
-            return ("native",)  # the common case, decided by its first line (every poll of --watch asks)
+            return (
+                "native",
+            ), True  # the common case, decided by its first line (every poll of --watch asks)
         head = _head(path)
     except OSError:
         head = b""
@@ -152,9 +160,11 @@ def classify_all(path: Path) -> tuple[Format, ...]:
     found = _formats(path, head.removeprefix(b"\xef\xbb\xbf"))
     if not found and len(head) == _SNIFF_BYTES and b"\0" not in head:
         found = _formats_later(path)
-    if not found and _is_native_name(path):
-        return ("native",)
-    return found
+    if not found and _is_native_name(
+        path
+    ):  # its first line may be cut short: an event line later still counts
+        return ("native",), b'"schema"' in head and b'"kind"' in head
+    return found, True
 
 
 def _formats(path: Path, text: bytes) -> tuple[Format, ...]:
@@ -185,15 +195,6 @@ def _formats_later(path: Path) -> tuple[Format, ...]:
     except (OSError, EOFError, zlib.error):
         return ()
     return ()
-
-
-def _native_content(path: Path) -> bool:
-    """Whether a file taken as events holds an event line in its first 64 KiB (its first line may be cut short)."""
-    try:
-        head = _head(path, 1 << 16)
-    except OSError:
-        return False
-    return bool(_NATIVE_FIRST.match(head)) or (b'"schema"' in head and b'"kind"' in head)
 
 
 def _mlperf_like(path: Path) -> bool:
@@ -256,8 +257,9 @@ class _Links:
 
 
 def _walk(folder: Path, links: _Links) -> list[Path]:
-    """The files of a folder, hidden ones left out, in order; a linked folder is walked where ``links`` opens it
-    and the walk does not reach its target by its own name (os.walk never follows one)."""
+    """The files of a folder, hidden ones left out, in order: a linked file where ``links`` opens it, a linked folder
+    walked where ``links`` opens it and the walk does not reach its target by its own name (os.walk never follows
+    one); the links it does not open are named in ``links.skipped``."""
     found: list[Path] = []
     walked = folder.resolve()
     todo = [folder]
@@ -268,7 +270,10 @@ def _walk(folder: Path, links: _Links) -> list[Path]:
                 sub = Path(root) / d
                 if sub.is_symlink() and links.opened(sub) and not links.inside_walk(sub, walked):
                     todo.append(sub)
-            found.extend(Path(root) / name for name in sorted(files) if not name.startswith("."))
+            for name in sorted(files):
+                file = Path(root) / name
+                if not name.startswith(".") and (not file.is_symlink() or links.opened(file)):
+                    found.append(file)
     return found
 
 
@@ -302,13 +307,10 @@ def discover(args: list[str], follow_links: Sequence[Path] = ()) -> Discovery:
             if not path.exists():
                 raise InputError(f"no such file or folder: {path}", "check the path; nothing was ingested")
             if path.is_dir():
-                links = _Links([path.resolve(), *allowed], skipped)
-                candidates, strict = _walk(path, links), False
+                candidates, strict = _walk(path, _Links([path.resolve(), *allowed], skipped)), False
             else:
                 candidates, strict = [path], not from_glob
             for cand in candidates:
-                if path.is_dir() and cand.is_symlink() and not links.opened(cand):
-                    continue
                 try:
                     what = kind_of(cand.stat().st_mode)
                 except OSError as exc:  # a dangling link, a file removed meanwhile
@@ -331,7 +333,7 @@ def discover(args: list[str], follow_links: Sequence[Path] = ()) -> Discovery:
                         )
                     skipped.append(Skipped(cand, POWER_FILE))
                     continue
-                found = classify_all(cand)
+                found, known = _classified(cand)
                 fmt = found[0] if found else None
                 if fmt is None and _mlperf_like(cand):
                     skipped.append(Skipped(cand, UNKNOWN_MLPERF))  # named, and the ingest exits 3
@@ -348,7 +350,6 @@ def discover(args: list[str], follow_links: Sequence[Path] = ()) -> Discovery:
                     skipped.append(Skipped(cand, NOT_RESULTS))
                     continue
                 resolved = cand.resolve()
-                known = fmt != "native" or _native_content(cand)
                 sources.setdefault(resolved, Source(resolved, fmt, found[1:], recognised=known))
     return Discovery(list(sources.values()), skipped)
 

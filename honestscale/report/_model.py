@@ -169,7 +169,7 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool) -> None:
         if s is None:
             continue
         if mlperf:  # the official scores' ratio: each olympic mean times its scaling.json factor, as scored
-            b, q = _official(base), _official(p)
+            b, q = base.mlperf_scored_s, p.mlperf_scored_s
             t = Estimate(b / q) if b and q else None
         else:
             t = s.time_speedup if c.mode != "weak" else None
@@ -198,11 +198,6 @@ def _speedups(c: Comparison, points: list[Point], mlperf: bool) -> None:
         base.throughput_speedup = base.throughput_efficiency = None
     if all(p.speedup is None for p in points[1:]):
         base.speedup = base.efficiency = None
-
-
-def _official(p: Point) -> float | None:
-    """A point's MLPerf score as the summarizer gives it: the olympic mean times scaling.json's factor (1 without)."""
-    return None if p.mlperf_score_s is None else p.mlperf_score_s * (p.mlperf_scaling_factor or 1.0)
 
 
 def _fitted_law(c: Comparison) -> tuple[Fit | None, str | None]:
@@ -254,7 +249,9 @@ def _metric(c: Comparison, points: list[Point], mlperf: bool) -> tuple[str, floa
     if not points:
         return metric, None
     base = points[0]
-    return metric, _official(base) if mlperf else (base.tta_s if metric == f"median {TTA}" else base.time_s)
+    return metric, base.mlperf_scored_s if mlperf else (
+        base.tta_s if metric == f"median {TTA}" else base.time_s
+    )
 
 
 def _comparison(

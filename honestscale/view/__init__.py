@@ -26,6 +26,7 @@ from honestscale.view._comparisons import (
 from honestscale.view._kinds import (
     KINDS,
     POOLED,
+    SPLIT_BY,
     Mode,
     batch_mode,
     classify,
@@ -61,6 +62,7 @@ __all__ = [
     "PARTS",
     "POOLED",
     "PROBLEM",
+    "SPLIT_BY",
     "Comparison",
     "EnergyRecord",
     "Eval",
