@@ -20,6 +20,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
 # what reorders text (Unicode's bidirectional controls): named here so that a reader sees what is escaped
@@ -168,9 +169,17 @@ def shown_command(argv: Iterable[object], root: str | os.PathLike[str] | None) -
     return " ".join(out)
 
 
+def iso(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC with milliseconds (a run's start and stop wherever they are shown)."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 __all__ = [
     "BIDI",
     "file_name",
+    "iso",
     "json_text",
     "pieces",
     "shown",

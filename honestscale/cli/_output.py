@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
-from honestscale.display import json_text, shown
+from honestscale.display import iso, json_text, shown
 from honestscale.spreadsheet import defuse
 
 if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, for every command
     import polars as pl
-
-
-def iso(ts: float | None) -> str | None:
-    """Epoch seconds as ISO 8601 UTC with milliseconds."""
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def reached(runs: list[Any]) -> dict[str, dict[str, Any]]:

@@ -4,119 +4,41 @@ step-time breakdown per rank."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from honestscale.analysis import steady
-from honestscale.cli._output import _fmt_seconds, _name, iso
+from honestscale.cli._output import _fmt_seconds, _name
 from honestscale.display import shown, shown_text
+from honestscale.judged import (
+    FIELDS,
+    STEP_COLUMNS,
+    RunRecord,
+    Verdicts,
+    energy_text,
+    num,
+    steady_text,
+    step_shares,
+)
 
 if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, for every command
     import polars as pl
 
-_SHOW_FIELDS = (
-    "run_id",
-    "source",
-    "campaign",
-    "name",
-    "purpose",
-    "status",
-    "reason",
-    "framework",
-    "framework_version",
-    "launcher",
-    "backend",
-    "world_size",
-    "n_nodes",
-    "accelerators_per_node",
-    "n_accelerators",
-    "accelerator",
-    "system",
-    "host",
-    "cpu",
-    "interconnect",
-    "intra_op_threads",
-    "inter_op_threads",
-    "cpus_allowed",
-    "launch_env",
-    "model",
-    "model_params",
-    "dataset",
-    "train_size",
-    "validation_size",
-    "test_size",
-    "data_source",
-    "data_path",
-    "global_batch_size",
-    "local_batch_size",
-    "optimizer",
-    "learning_rate",
-    "lr_schedule",
-    "precision",
-    "grad_compression",
-    "seed",
-    "stop_criterion",
-    "stop_value",
-    "target_metric",
-    "scope",
-    "scaling",
-    "config_hash",
-    "git_commit",
-    "slurm_job_id",
-    "slurm_step_id",
-    "ranks_seen",
-    "ranks_stopped",
-    "started_at",
-    "stopped_at",
-    "time_to_train_s",
-    "source_file",
-)
-
-
-def show_record(
-    run: dict[str, Any],
-    evals: pl.DataFrame,
-    steps: pl.DataFrame,
-    counts: pl.DataFrame,
-    series: pl.DataFrame | None = None,
-    profiled: pl.DataFrame | None = None,
-) -> dict[str, Any]:
-    rec: dict[str, Any] = {k: run.get(k) for k in _SHOW_FIELDS}
-    rec["started_at"], rec["stopped_at"] = iso(run["started_at"]), iso(run["stopped_at"])
-    for key in ("software", "input_shape"):
-        rec[key] = json.loads(run[key]) if run.get(key) else None
-    rec["final_accuracy"] = (
-        {"split": run["final_split"], "metric": run["final_metric"], "value": run["final_value"]}
-        if run["final_value"] is not None
-        else None
-    )
-    rec["evals"] = evals.to_dicts()
-    rec["step_breakdown"] = steps.to_dicts()
-    rec["events_per_rank"] = counts.to_dicts()
-    rec["steady_state"] = (
-        steady.of_steps(
-            series["t_total"].to_list(), int(series["warmup"].sum()), max(series["iterations"].to_list())
-        ).as_json()
-        if series is not None and len(series)
-        else None
-    )
-    rec["profiled_steps"] = profiled.to_dicts() if profiled is not None else []
-    return rec
-
-
 MANY_RANKS = 16
+Row = Mapping[str, object]
 
 
-def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[str, Any]], Text | None]:
+def _few_ranks(rows: Sequence[Row], all_ranks: bool) -> tuple[Sequence[Row], Text | None]:
     """Every rank's row, or for a run of many ranks the 3 slowest and 3 fastest (by samples/s) and the spread."""
     if all_ranks or len(rows) <= MANY_RANKS:
         return rows, None
 
-    def rate(s: dict[str, Any]) -> float:
-        return (s["samples"] or 0) / s["t_total"] if s["t_total"] else 0.0
+    def rate(s: Row) -> float:
+        total = num(s["t_total"])
+        return (num(s["samples"]) or 0) / total if total else 0.0
 
     from honestscale.view import med
 
@@ -129,29 +51,26 @@ def _few_ranks(rows: list[dict[str, Any]], all_ranks: bool) -> tuple[list[dict[s
         f"{middle:,.1f}, fastest {rates[-1]:,.1f}; spread {spread}); --ranks lists them all",
         style="dim",
     )
-    return ordered[:3] + ordered[-3:], note
+    return [*ordered[:3], *ordered[-3:]], note
 
 
 _OUTCOME_TEXT = {"fail": ("✗ fails", "red"), "cannot_verify": ("? cannot verify", "yellow")}
 
 
-def show_verdicts(rec: dict[str, Any]) -> list[Text]:
+def show_verdicts(got: Verdicts) -> list[Text]:
     """``show``'s verdicts: the rules' findings that name the run, as the dashboard's run page lists them."""
-    got = rec.get("verdicts")
-    if not got:
-        return []
-    findings = got["findings"]
+    findings = got.findings
     if not findings:
         return [
             Text(
                 f"verdicts: no rule fails or cannot be verified on this run (judged with "
-                f"{shown(got['judged_with'])})",
+                f"{shown(got.judged_with)})",
                 style="green",
             )
         ]
     lines = [
         Text(
-            f"verdicts on this run ({len(findings)} finding(s), judged with {shown(got['judged_with'])}):",
+            f"verdicts on this run ({len(findings)} finding(s), judged with {shown(got.judged_with)}):",
             style="bold",
         )
     ]
@@ -170,139 +89,100 @@ def show_verdicts(rec: dict[str, Any]) -> list[Text]:
     return lines
 
 
-def _rejected_mark(rec: dict[str, Any]) -> str:
-    """The mark after a time HS213 rejects (``show``'s verdicts say why), else nothing."""
-    findings = (rec.get("verdicts") or {}).get("findings", ())
-    found = any(f["code"] == "HS213" and f["outcome"] == "fail" for f in findings)
-    return " ✗ HS213: no measurement (see the verdicts)" if found else ""
-
-
-def show_renderable(rec: dict[str, Any], *, all_ranks: bool = False) -> Group:
+def show_renderable(rec: RunRecord, *, all_ranks: bool = False) -> Group:
     """``show``'s page of one run: its verdicts, its facts, evaluations, step split, profiler evidence and gaps."""
     from honestscale.view import kind_words
 
-    parts: list[Any] = [*show_verdicts(rec), _facts(rec)]
-    for c in rec.get("series") or []:  # the scaling series it is a point of, its kind, and a label's split
-        kind = kind_words(c["kind"])
-        workers = ", ".join(map(str, c["workers"]))
-        parts.append(Text(f"a point of the series {c['series']} ({kind} scaling; workers {workers})"))
-        if c["split"]:
-            parts.append(Text(f"  that series is {c['split']}", style="yellow"))
+    parts: list[Any] = [*show_verdicts(rec.verdicts), _facts(rec)]
+    for c in rec.series:  # the scaling series it is a point of, its kind, and a label's split
+        workers = ", ".join(map(str, c.workers))
+        parts.append(
+            Text(f"a point of the series {c.series} ({kind_words(c.kind)} scaling; workers {workers})")
+        )
+        if c.split:
+            parts.append(Text(f"  that series is {c.split}", style="yellow"))
     parts.append(
-        _evaluations(rec, all_ranks) if rec["evals"] else Text("no evaluations recorded", style="yellow")
+        _evaluations(rec.evals, all_ranks) if rec.evals else Text("no evaluations recorded", style="yellow")
     )
-    if rec["step_breakdown"]:
+    if rec.step_breakdown:
         parts += _step_split(rec, all_ranks)
     else:
         parts.append(Text("no step events: no step-time breakdown", style="yellow"))
-    if rec.get("profiled_steps"):
-        parts.append(_profile_table(rec["profiled_steps"]))
-    parts += _gaps(rec, all_ranks)
+    if rec.profiled_steps:
+        parts.append(_profile_table(rec.profiled_steps))
+    parts += _gaps(rec.events_per_rank, all_ranks)
     return Group(*parts)
 
 
-def _facts(rec: dict[str, Any]) -> Table:
+def _facts(rec: RunRecord) -> Table:
     """The run's fields, its energy to train (or why none) and its software."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
-    for key in _SHOW_FIELDS:
-        value = rec.get(key)
+    for key in FIELDS:
+        value = rec.facts.get(key)
         if value is None:
             continue
-        if key == "time_to_train_s":
-            value = f"{value:.3f} s ({_fmt_seconds(value)})" + _rejected_mark(rec)
+        if key == "time_to_train_s" and (seconds := num(value)) is not None:
+            mark = " ✗ HS213: no measurement (see the verdicts)" if rec.rejected else ""
+            value = f"{seconds:.3f} s ({_fmt_seconds(seconds)})" + mark
         facts.add_row(key, _name(value))
-    spent = rec.get("energy_to_train") or {}
-    if spent.get("joules") is not None:
-        ranks = spent.get("per_rank_joules") or {}
-        facts.add_row(
-            "energy_to_train",
-            f"{spent['joules'] / 1e3:,.2f} kJ ({spent['source']}"
-            + (f"; mean power {spent['mean_power_w']:,.0f} W" if spent.get("mean_power_w") else "")
-            + (
-                f"; per rank: {', '.join(f'{r}: {j / 1e3:,.2f} kJ' for r, j in ranks.items())}"
-                if ranks
-                else ""
-            )
-            + ")",
-        )
-        if spent.get("joined"):
+    spent = rec.energy_to_train
+    if spent:
+        facts.add_row("energy_to_train", energy_text(spent))
+        if spent.get("joules") is not None and spent.get("joined"):
             facts.add_row("energy_joined", _name(spent["joined"]))
-    elif spent:
-        facts.add_row("energy_to_train", spent["source"] + (f" ({spent['why']})" if spent.get("why") else ""))
-    if rec.get("software"):
-        facts.add_row("software", _name(", ".join(f"{k} {v}" for k, v in rec["software"].items())))
+    if rec.software:
+        facts.add_row("software", _name(", ".join(f"{k} {v}" for k, v in rec.software.items())))
     return facts
 
 
-def _evaluations(rec: dict[str, Any], all_ranks: bool) -> Table:
+def _evaluations(all_evals: Sequence[Row], all_ranks: bool) -> Table:
     """The run's evaluations (the first rank's only when there are many ranks, unless --ranks)."""
     ev_table = Table(title="evaluations", title_justify="left")
     for col in ("epoch", "rank", "split", "metric", "value", "samples"):
         ev_table.add_column(col)
-    evals = rec["evals"]
-    if not all_ranks and len({e["rank"] for e in evals}) > MANY_RANKS:
-        first = min(e["rank"] for e in evals)
+    evals = all_evals
+    ranks = {num(e["rank"]) or 0 for e in evals}
+    if not all_ranks and len(ranks) > MANY_RANKS:
+        first = min(ranks)
         evals = [e for e in evals if e["rank"] == first]
-        ev_table.caption = (
-            f"rank {first} only, of {len({e['rank'] for e in rec['evals']}):,}; --ranks lists all"
-        )
+        ev_table.caption = f"rank {first:g} only, of {len(ranks):,}; --ranks lists all"
     for e in evals:
         ev_table.add_row(
             str(e["epoch"] if e["epoch"] is not None else "-"),
             str(e["rank"]),
             _name(e["split"]),
             _name(e["metric"]),
-            f"{e['value']:.5g}",
+            f"{num(e['value']):.5g}",
             str(e["samples"] or "-"),
         )
     return ev_table
 
 
-def _step_split(rec: dict[str, Any], all_ranks: bool) -> list[Any]:
+def _step_split(rec: RunRecord, all_ranks: bool) -> list[Any]:
     """Where each rank's step time goes (warm-up excluded), with the steady state the steps reach."""
     st = Table(title="step time breakdown (warm-up excluded)", title_justify="left")
-    for col in ("rank", "steps", "samples", "samples/s", "data", "compute", "comm", "optimizer", "other"):
+    for col in STEP_COLUMNS:
         st.add_column(col, justify="right")
-    shown, note = _few_ranks(rec["step_breakdown"], all_ranks)
+    shown, note = _few_ranks(rec.step_breakdown, all_ranks)
     for s in shown:
-        total = s["t_total"] or 0.0
-
-        def pct(v: float | None, total: float = total) -> str:
-            return "not measured" if v is None else "-" if not total else f"{100 * v / total:.1f}%"
-
-        known = sum(s[k] or 0.0 for k in ("t_data", "t_compute", "t_comm", "t_optimizer"))
-        comm = pct(s["t_comm"]) if s["comm_measured"] else "not measured"
-        counted = s["samples"] is not None  # a log that counts no samples (tokens only): unknown, never 0
-        st.add_row(
-            str(s["rank"]),
-            str(s["steps"]),
-            str(s["samples"]) if counted else "not counted",
-            f"{s['samples'] / total:.1f}" if total and counted else "-",
-            pct(s["t_data"]),
-            pct(s["t_compute"]),
-            comm,
-            pct(s["t_optimizer"]),
-            pct(max(total - known, 0.0)),
-        )
+        st.add_row(*step_shares(s))
     parts: list[Any] = [st]
     if note is not None:
         parts.append(note)
-    if (ss := rec.get("steady_state")) is not None:
-        parts.append(
-            Text(_steady_text(ss), style="" if ss["detected_warmup_steps"] is not None else "yellow")
-        )
+    if (ss := rec.steady_state) is not None:
+        parts.append(Text(steady_text(ss), style="" if ss["detected_warmup_steps"] is not None else "yellow"))
     return parts
 
 
-def _gaps(rec: dict[str, Any], all_ranks: bool) -> list[Text]:
+def _gaps(per_rank: Sequence[Row], all_ranks: bool) -> list[Text]:
     """The ranks that lost events (a count when there are many, unless --ranks)."""
-    gaps = [c for c in rec["events_per_rank"] if c["missing"]]
+    gaps = [c for c in per_rank if c["missing"]]
     if len(gaps) > MANY_RANKS and not all_ranks:
-        lost = sum(c["missing"] for c in gaps)
+        lost = sum(num(c["missing"]) or 0 for c in gaps)
         return [
-            Text(f"{len(gaps):,} ranks lost events ({lost:,} in all); --ranks lists them", style="yellow")
+            Text(f"{len(gaps):,} ranks lost events ({lost:,.0f} in all); --ranks lists them", style="yellow")
         ]
     return [
         Text(
@@ -313,22 +193,7 @@ def _gaps(rec: dict[str, Any], all_ranks: bool) -> list[Text]:
     ]
 
 
-def _steady_text(ss: dict[str, Any]) -> str:
-    marked = f"the run marks {ss['marked_warmup_steps']} warm-up step(s)"
-    if ss["detected_warmup_steps"] is None:
-        return f"steady state (first rank's {ss['steps']} steps): {ss['verdict']}; {marked}"
-    interval = (
-        f" [{ss['low_s']:.4g}, {ss['high_s']:.4g}] (95 %, {ss['batches']} batch means)"
-        if ss["low_s"] is not None
-        else " (too few steps for an interval)"
-    )
-    return (
-        f"steady state (first rank's {ss['steps']} steps, MSER-5): warm-up ends after step "
-        f"{ss['detected_warmup_steps']}, {marked}; mean step after it {ss['steady_step_s']:.4g} s{interval}"
-    )
-
-
-def _profile_table(rows: list[dict[str, Any]]) -> Table:
+def _profile_table(rows: Sequence[Row]) -> Table:
     """The run's profiled steps (PyTorch profiler traces): evidence beside its step split."""
     t = Table(
         title="profiler evidence (PyTorch profiler traces)",
@@ -340,12 +205,13 @@ def _profile_table(rows: list[dict[str, Any]]) -> Table:
     for col in ("rank", "step", "step s", "device busy", "idle", "collectives", "exposed", "by kind"):
         t.add_column(col, justify="right" if col not in ("by kind",) else "left")
     for r in rows:
-        step = r["t_step"] or 0.0
+        step = num(r["t_step"]) or 0.0
 
-        def pct(v: float | None, step: float = step) -> str:
-            return "-" if v is None or not step else f"{100 * v / step:.1f}%"
+        def pct(v: object, step: float = step) -> str:
+            got = num(v)
+            return "-" if got is None or not step else f"{100 * got / step:.1f}%"
 
-        kinds = json.loads(r["comm_by_kind"]) if r.get("comm_by_kind") else {}
+        kinds = json.loads(str(r["comm_by_kind"])) if r.get("comm_by_kind") else {}
         t.add_row(
             str(r["rank"]),
             str(r["step"]),

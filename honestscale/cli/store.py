@@ -36,7 +36,7 @@ from honestscale.files import interrupt_answered
 from honestscale.store import campaigns, interrupted
 
 if TYPE_CHECKING:
-    from honestscale.judged import Judged
+    pass
 
 
 class _Stop(Exception):
@@ -275,41 +275,17 @@ def show(
     shows them; JSON: "verdicts" {judged_with, findings [{code, severity, outcome, message, evidence, fix,
     suppressed}]}); a run of no campaign is judged with the store's other runs of none, as `lint` judges it."""
     from honestscale import lint as linter
-    from honestscale.analysis import energy
     from honestscale.cli import _output, _show
-    from honestscale.judged import read
+    from honestscale.judged import run_of
     from honestscale.store import queries  # polars: only the reading commands need it
-    from honestscale.view import concerning, energy_records, power_samples
 
     suppressions = linter.load_config(config)
     with _store(store, read_only=True, wait=wait) as con:
-        rid = queries.resolve_run_id(con, run_id)
-        run = queries.run(con, rid).row(0, named=True)
-        rec = _show.show_record(run, queries.evals(con, rid), queries.step_breakdown(con, rid),
-                                queries.event_counts(con, rid), queries.step_series(con, rid),
-                                queries.profile_steps(con, rid))  # fmt: skip
-        records = concerning(run, energy_records(con))
-        rec["energy_to_train"] = energy.of_run(run, power_samples(con, run_id=rid).get(rid, []), records)
-        # judged with its campaign, as the dashboard's run page; a run of no campaign with the store's others
-        j = read(con, run.get("campaign"), suppressions=suppressions)
-    rec["verdicts"] = _verdicts(rid, j)
-    rec["series"] = [
-        {"series": c.label, "kind": c.mode, "workers": list(c.by_workers()), "split": c.split}
-        for c in j.view.series_of(rid)
-    ]
+        record = run_of(con, queries.resolve_run_id(con, run_id), suppressions=suppressions)
     if format is ShowFormat.json:
-        print(_output.dumps(rec))
+        print(_output.dumps(record.as_json()))
     else:
-        out.print(_show.show_renderable(rec, all_ranks=ranks))
-
-
-def _verdicts(run_id: str, j: Judged) -> dict[str, Any]:
-    """The rules' findings that name the run, judged with its campaign (the dashboard's run page: the campaign's
-    lint, its findings about this run); a run of no campaign with the store's other runs of none, as ``lint``
-    judges it."""
-    found = [f.as_json() for f in j.lint.findings if run_id in (f.runs or [])]
-    return {"judged_with": f"its campaign {j.campaign}" if j.campaign else "the store's runs of no campaign",
-            "findings": found}  # fmt: skip
+        out.print(_show.show_renderable(record, all_ranks=ranks))
 
 
 @app.command()

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from honestscale.claims import ClaimsFile
 from honestscale.display import file_name
 from honestscale.errors import HonestscaleError
+from honestscale.judged import STEP_COLUMNS
 from honestscale.lint import formats, registry
 from honestscale.report import environment
 from honestscale.serve import _run
@@ -38,6 +39,7 @@ from honestscale.serve._compare import ComparePages
 from honestscale.serve._state import Busy, Campaign, Overview, State
 from honestscale.store import NoSuchCampaign, hidden, queries
 from honestscale.store import shown as masked
+from honestscale.view import kind_words
 
 STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 100
@@ -58,7 +60,8 @@ def _env() -> Any:
     env = environment()
     assert env.loader is not None
     env.loader = ChoiceLoader([PackageLoader("honestscale.serve", "templates"), env.loader])
-    env.filters.update(when=_when, quote=lambda s: quote(str(s), safe=""))
+    env.filters.update(when=_when, quote=lambda s: quote(str(s), safe=""), kind_words=kind_words)
+    env.globals["step_columns"] = STEP_COLUMNS
     return env
 
 
@@ -177,32 +180,29 @@ class Dashboard:
         return self.json(formats.as_sarif(self._campaign(request).result))
 
     def run(self, request: Request) -> Response:
-        data = self._run(request)
-        return self.html(request, "run.html.j2", page=data[0], findings=data[1], campaign=data[2])
+        return self.html(request, "run.html.j2", page=self._run(request))
 
     def run_json(self, request: Request) -> Response:
-        page, findings, _ = self._run(request)
-        return self.json(page.as_json() | {"findings": findings})
+        return self.json(self._run(request).as_json())
 
-    def _run(self, request: Request) -> tuple[_run.RunPage, list[dict[str, Any]], str | None]:
+    def _run(self, request: Request) -> _run.RunPage:
+        """The run's page: its record (``show``'s, judged with its campaign's model, or a run of no campaign with
+        the whole store as ``lint`` judges it) and its figures, kept until a writer commits."""
         run_id = request.path_params["run_id"]
         key = (run_id, self.state.stamp())
         page = self._run_pages.get(key)
         if page is None:
-            data = self.state.read(lambda con: _run.read(con, run_id))
-            if data is None:
+            found = self.state.read(lambda con: _run.campaign_of(con, run_id))
+            if found is None:
                 raise HTTPException(404, f"no run {run_id!r} in the store: see the runs page")
+            j = self.state.campaign(found[0]).judged if found[0] else self.state.no_campaign()
+            data = self.state.read(lambda con: _run.read(con, run_id, j))
             with self.state.draw_lock:
                 page = _run.page(data)
             self._run_pages[key] = page
             while len(self._run_pages) > RUN_PAGES_KEPT:
                 self._run_pages.popitem(last=False)
-        campaign = page.run.get("campaign")
-        findings: list[dict[str, Any]] = []
-        entry = self.state.cached(campaign) if campaign else None
-        if entry is not None:
-            findings = [f for f in entry.model.lint["findings"] if run_id in (f["runs"] or [])]
-        return page, findings, campaign
+        return page
 
     def _all_runs(self) -> pl.DataFrame:
         return self.state.read(lambda con: queries.runs(con))

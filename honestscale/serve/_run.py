@@ -8,7 +8,6 @@ marked point, and zoom in the browser (``static/dashboard.js``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import matplotlib
 
@@ -17,6 +16,8 @@ import matplotlib.pyplot as plt
 import polars as pl
 from matplotlib.figure import Figure
 
+from honestscale.analysis.energy import NOT_RECORDED
+from honestscale.judged import Judged, RunRecord, energy_text, run_record, steady_text, step_shares
 from honestscale.report import PARTS, STYLE, mark, to_svg
 from honestscale.store import Connection, queries
 from honestscale.store import dashboard as reads
@@ -26,22 +27,38 @@ MAX_RANKS_DRAWN = 8  # ranks side by side; more are listed in the table, the slo
 
 @dataclass
 class RunPage:
-    run: dict[str, Any]
-    ranks: list[dict[str, Any]]
-    evals: list[dict[str, Any]]
+    """The run's record (what ``show`` prints) and what only the page draws: the steps, evaluations and system
+    samples along the run, and the quarantined lines of its files."""
+
+    record: RunRecord
     quarantined: int
-    quarantine: list[dict[str, Any]]
+    quarantine: list[dict[str, object]]
+    ranks: int = 0
     figures: list[dict[str, str]] = field(default_factory=list)  # name, caption, svg
     drawn_ranks: list[int] = field(default_factory=list)
     steps: int = 0
     stall_steps: int = 0
     warmup_steps: int = 0
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run,
-            "ranks": self.ranks,
-            "evals": self.evals,
+    @property
+    def energy(self) -> str:
+        """The energy to train in ``show``'s words."""
+        return energy_text(self.record.energy_to_train) if self.record.energy_to_train else NOT_RECORDED
+
+    @property
+    def steady(self) -> str | None:
+        """The steady state of the first rank's steps in ``show``'s words (None without step events)."""
+        ss = self.record.steady_state
+        return None if ss is None else steady_text(ss)
+
+    @property
+    def step_rows(self) -> list[tuple[str, ...]]:
+        """Every rank's step split as ``show``'s table gives it (columns ``STEP_COLUMNS``)."""
+        return [step_shares(s) for s in self.record.step_breakdown]
+
+    def as_json(self) -> dict[str, object]:
+        """``show --format json``'s record, with the page's counts and quarantined lines."""
+        return self.record.as_json() | {
             "quarantined": self.quarantined,
             "quarantine": self.quarantine,
             "steps": self.steps,
@@ -52,29 +69,33 @@ class RunPage:
 
 @dataclass
 class _Read:
-    run: dict[str, Any]
+    record: RunRecord
     steps: pl.DataFrame
     system: pl.DataFrame
     evals: pl.DataFrame
-    ranks: pl.DataFrame
     quarantined: int
     quarantine: pl.DataFrame
+    started_s: float | None  # the run's start, epoch seconds: where the evaluations' time axis begins
 
 
-def read(con: Connection, run_id: str) -> _Read | None:
-    """Everything the page needs, in one short read of the store (None: no such run)."""
+def campaign_of(con: Connection, run_id: str) -> tuple[str | None] | None:
+    """The run's campaign (None within: a run of no campaign), or None where the store has no such run."""
     row = queries.run(con, run_id)
-    if row.is_empty():
-        return None
+    return None if row.is_empty() else (row["campaign"][0],)
+
+
+def read(con: Connection, run_id: str, j: Judged) -> _Read:
+    """Everything the page needs, in one short read of the store: the run's record judged with ``j`` (its
+    campaign's judged model, or the runs of no campaign's) and what the page draws."""
     count, lines = reads.run_quarantine(con, run_id)
     return _Read(
-        row.to_dicts()[0],
+        run_record(con, run_id, j),
         reads.run_steps(con, run_id),
         reads.run_system(con, run_id),
         queries.evals(con, run_id),
-        reads.run_ranks(con, run_id),
         count,
         lines,
+        queries.run(con, run_id)["started_at"][0],
     )
 
 
@@ -201,10 +222,7 @@ def _svg(fig: Figure) -> str:
 
 def page(data: _Read) -> RunPage:
     """The run page's model and figures (call with the server's drawing lock held: pyplot is not thread-safe)."""
-    run = data.run
-    out = RunPage(
-        run, data.ranks.to_dicts(), data.evals.to_dicts(), data.quarantined, data.quarantine.to_dicts()
-    )
+    out = RunPage(data.record, data.quarantined, data.quarantine.to_dicts(), len(data.record.events_per_rank))
     steps = data.steps
     if not steps.is_empty():
         out.steps = int(steps["steps"].sum())
@@ -225,11 +243,11 @@ def page(data: _Read) -> RunPage:
                 }
             )
         if not data.evals.is_empty():
-            t0 = run.get("started_at") or float(data.evals["time"].min())  # type: ignore[arg-type]
+            t0 = data.started_s or float(data.evals["time"].min())  # type: ignore[arg-type]
             out.figures.append(
                 {
                     "name": "evals",
-                    "svg": _svg(_evals_figure(data.evals, float(t0))),
+                    "svg": _svg(_evals_figure(data.evals, t0)),
                     "caption": "Evaluations over time (the lowest rank's).",
                 }
             )
@@ -247,4 +265,4 @@ def page(data: _Read) -> RunPage:
     return out
 
 
-__all__ = ["RunPage", "page", "read"]
+__all__ = ["RunPage", "campaign_of", "page", "read"]

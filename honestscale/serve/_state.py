@@ -65,6 +65,7 @@ class Campaign:
     fingerprint: tuple[Any, ...]
     model: Model
     result: LintResult
+    judged: judged.Judged  # the view and the lint the model was built from (a run page's verdicts and series)
     read_s: float  # store queries (the view)
     build_s: float  # lint + model
     page: Outputs | None = None  # figures and paper exports, drawn when the browser first asks for one
@@ -114,6 +115,7 @@ class State:
         self._building: dict[str, threading.Lock] = {}
         self._overview: Overview | None = None
         self._campaigns: dict[str, Campaign] = {}
+        self._no_campaign: tuple[tuple[Any, ...], judged.Judged] | None = None
         self.busy: str | None = None  # why the last read could not be made (a writer holds the store)
         self.stop = threading.Event()
 
@@ -234,9 +236,18 @@ class State:
             model, result = reporting.analyse(j.view, name, path_root=self.path_root, result=j.lint)
             t2 = time.perf_counter()
             folder = self.workdir / hashlib.sha256(name.encode()).hexdigest()[:16]
-            entry = Campaign(name, fingerprint, model, result, t1 - t0, t2 - t1, folder=folder)
+            entry = Campaign(name, fingerprint, model, result, j, t1 - t0, t2 - t1, folder=folder)
             self._campaigns[name] = entry
             return entry
+
+    def no_campaign(self) -> judged.Judged:
+        """The whole store judged as ``honestscale lint`` judges it (a run page of a run of no campaign: its
+        verdicts are those naming it), read again only when a writer committed since."""
+        stamp = self.stamp()
+        if self._no_campaign is None or self._no_campaign[0] != stamp:
+            j = self.read(lambda con: judged.read(con, None, suppressions=self.suppressions))
+            self._no_campaign = (stamp, j)
+        return self._no_campaign[1]
 
     def contents(self, entry: Campaign) -> Plan:
         """What the campaign's page holds (its comparisons, figures and exports by name), decided without drawing:

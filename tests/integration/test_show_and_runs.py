@@ -133,3 +133,65 @@ def test_a_cpu_run_has_no_accelerators_anywhere(example_store: Path, tmp_path: P
         con.execute("DELETE FROM schema_version WHERE version >= 6")
     assert cli("migrate", "--store", old).returncode == 0
     assert {r["n_accelerators"] for r in json.loads(cli("runs", "--store", old, "-f", "json").stdout)} == {0}
+
+
+PAGE_ONLY = ("quarantined", "quarantine", "steps", "stall_steps", "warmup_steps")
+
+
+def _served_record(store: Path, run_id: str) -> tuple[dict[str, Any], str]:
+    """The dashboard's run page of ``run_id`` (its JSON and its HTML), from ``honestscale serve`` on ``store``."""
+    from urllib.parse import quote
+
+    from tests.serving import start, stop
+
+    server = start(store)
+    try:
+        status, body, _ = server.get(f"/api/runs/{quote(run_id, safe='')}")
+        assert status == 200, body
+        status, html, _ = server.get(f"/runs/{quote(run_id, safe='')}")
+        assert status == 200, html
+    finally:
+        stop(server)
+    return json.loads(body), html
+
+
+def _words(html: str) -> str:
+    """The page's text as a reader reads it (tags dropped, entities and spaces folded)."""
+    import html as entities
+
+    return " ".join(entities.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+@pytest.mark.parametrize("which", ["campaign", "no campaign"])
+def test_show_and_the_run_page_give_one_record(
+    which: str, example_store: Path, mlperf: Path, tmp_path: Path
+) -> None:
+    """One record behind both: the run page's JSON is ``show``'s JSON (and the page's own counts), and the numbers
+    ``show`` prints (time to train, final quality, energy, steady state, every rank's step split, every verdict)
+    are on the page in the same words: for a run of a campaign and for a run of none (judged as ``lint`` judges
+    it, never left without verdicts)."""
+    if which == "campaign":
+        store = example_store
+    else:
+        store = tmp_path / "s.duckdb"
+        assert cli("ingest", mlperf / "Google", "--store", store).returncode == 0
+    rid = json.loads(cli("runs", "--store", store, "-f", "json").stdout)[-1]["run_id"]
+    shown = json.loads(cli("show", rid, "--store", store, "-f", "json").stdout)
+    served, html = _served_record(store, rid)
+    assert {k: v for k, v in served.items() if k not in PAGE_ONLY} == shown
+    assert shown["verdicts"]["findings"], "the example's runs and MLPerf's have findings"
+    page, text = _words(html), cli("show", rid, "--store", store, "--ranks").stdout
+    assert f"judged with {shown['verdicts']['judged_with']}" in page
+    for f in shown["verdicts"]["findings"]:
+        assert f"{f['code']} {f['outcome'].replace('_', ' ')}" in page and f["code"] in text
+    if shown["steady_state"] is not None:  # the same sentence in both
+        sentence = re.search(r"steady state \(first rank's .*", " ".join(text.split()))
+        assert sentence and sentence.group(0)[:60] in page
+    cells = [[c.strip() for c in ln.split("│")[1:-1]] for ln in text.splitlines() if ln.count("│") > 9]
+    for row in shown["step_breakdown"]:  # every rank's shares, as the text table prints them
+        printed = next(c for c in cells if c[0] == str(row["rank"]))
+        assert " ".join(printed) in page, printed
+    energy = re.search(r"energy_to_train\s+(.*)", text)
+    assert energy and energy.group(1).strip()[:30] in page
+    if shown["final_accuracy"]:
+        assert f"{shown['final_accuracy']['value']:.4g}"[:5] in page

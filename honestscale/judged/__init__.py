@@ -25,6 +25,20 @@ from honestscale.lint import LintResult, Suppression, lint
 from honestscale.store import Connection, open_store, queries
 from honestscale.view import View, build
 
+from ._run import (
+    FIELDS,
+    STEP_COLUMNS,
+    RunRecord,
+    SeriesPoint,
+    Verdicts,
+    energy_text,
+    num,
+    run_record,
+    steady_text,
+    step_shares,
+    verdicts,
+)
+
 
 @dataclass
 class Judged:
@@ -92,3 +106,29 @@ def judged(
         return read(con, campaign, suppressions=suppressions)
     finally:
         con.close()
+
+
+def run_of(con: Connection, run_id: str, *, suppressions: Sequence[Suppression] = ()) -> RunRecord:
+    """The record of one run (a full id), judged with its campaign; a run of no campaign with the store's other
+    runs of none, as ``honestscale lint`` judges it (``show``)."""
+    campaign = queries.run(con, run_id)["campaign"][0]
+    return run_record(con, run_id, read(con, campaign, suppressions=suppressions))
+
+
+__all__ = [
+    "FIELDS",
+    "STEP_COLUMNS",
+    "Judged",
+    "RunRecord",
+    "SeriesPoint",
+    "Verdicts",
+    "energy_text",
+    "judged",
+    "num",
+    "read",
+    "run_of",
+    "run_record",
+    "steady_text",
+    "step_shares",
+    "verdicts",
+]
