@@ -74,10 +74,9 @@ def times(url: str, n: int) -> tuple[float, float]:
 
 def reference(store: Path, campaign: str, run_id: str) -> dict[str, float]:
     """The work behind each page, done directly (no server), each on a fresh read-only connection."""
-    from honestscale import report
+    from honestscale import judged, report
     from honestscale.serve import _run
     from honestscale.store import dashboard, open_store
-    from honestscale.view import build
 
     out: dict[str, float] = {}
     t = time.perf_counter()
@@ -86,13 +85,14 @@ def reference(store: Path, campaign: str, run_id: str) -> dict[str, float]:
     out["overview"] = time.perf_counter() - t
     t = time.perf_counter()
     with open_store(store, read_only=True) as con:
-        view = build(con, campaign)
-    report.analyse(view, campaign)
+        j = judged.read(
+            con, campaign
+        )  # as the server builds a campaign's model, which a run page then reuses
+    report.analyse(j.view, campaign, result=j.lint)
     out["model"] = time.perf_counter() - t
     t = time.perf_counter()
     with open_store(store, read_only=True) as con:
-        data = _run.read(con, run_id)
-    assert data is not None
+        data = _run.read(con, run_id, j)
     _run.page(data)
     out["run"] = time.perf_counter() - t
     return out

@@ -120,7 +120,7 @@ def _excluded(result: LintResult) -> dict[str, list[str]]:
 
 
 def _hyper(runs: list[Run], key: str) -> Any:
-    values = {(r.attrs.get("hyperparameters") or {}).get(key) for r in runs}
+    values = {r.hyperparameters.get(key) for r in runs}
     return values.pop() if len(values) == 1 else None
 
 
@@ -161,7 +161,7 @@ def _setups(campaign: str | None, runs_of: list[Run], steps: dict[str, StepFract
                 run_ids=p.run_ids,
                 comm=p.comm,
                 layout=layout or None,
-                comm_dimensions=tuple(str(d) for d in (runs[0].attrs.get("comm_dimensions") or ())),
+                comm_dimensions=runs[0].comm_dimensions or (),
             )
         )
     return out

@@ -37,7 +37,7 @@ def samples_to_target(run: Run) -> float | None:
     epochs = [e.epoch for e in there if e.epoch is not None]
     if not epochs:
         return None
-    bench = catalogue.benchmark_of(run.attrs.get("mlperf"))
+    bench = catalogue.benchmark_of(run.mlperf)
     if bench is not None and bench.epoch_num == "samples":
         return float(max(epochs))
     size = run.train_size

@@ -110,8 +110,7 @@ class ShapeParams:
 
 def shape_params(run: Run) -> ShapeParams | None:
     """The parameters ``model_shape`` implies beside the recorded count; None without both."""
-    shape = run.attrs.get("model_shape")
-    shape = shape if isinstance(shape, Mapping) else {}
+    shape = run.model_shape
     layers, d = _int(shape.get("layers")), _int(shape.get("hidden"))
     field, used = (
         ("params_active", run.params_active) if run.params_active else ("params_total", run.params_total)
@@ -133,8 +132,7 @@ def shape_params(run: Run) -> ShapeParams | None:
 def counts(run: Run, trust_shape: bool = False) -> tuple[Counts | None, tuple[str, ...]]:
     """The run's counts, or None and the run_start fields that are missing; ``trust_shape``: N from
     ``model_shape`` (its lower bound) where the recorded count is a shard's (``ShapeParams.shard_only``)."""
-    shape = run.attrs.get("model_shape")
-    shape = shape if isinstance(shape, Mapping) else {}
+    shape = run.model_shape
     used = run.params_active or run.params_total
     if trust_shape and (sp := shape_params(run)) is not None and sp.shard_only:
         used = sp.from_shape + int(run.params_embedding or 0)
@@ -211,8 +209,8 @@ class Claims:
 
 
 def claims_of(run: Run) -> Claims:
-    c = run.attrs.get("claims")
-    if not isinstance(c, Mapping):
+    c = run.tool_claims
+    if c is None:
         return Claims()
     return Claims(
         _num(c.get("mfu")),
@@ -259,11 +257,11 @@ def peak_for(run: Run) -> PeakChoice:
     found = table.peak(key, dtype)
     if found is not None:
         return PeakChoice(found.tflops, found.dtype, found.describe(), catalogued=found, key=key)
-    dp = run.attrs.get("declared_peak")
-    dp = dp if isinstance(dp, Mapping) else {}
+    dp = run.declared_peak
     tflops, source = _num(dp.get("tflops")), dp.get("source")
     if tflops and tflops > 0 and isinstance(source, str) and source.strip():
-        d = table.dtype_of(dp.get("dtype")) or dtype
+        named = dp.get("dtype")
+        d = table.dtype_of(named if isinstance(named, str) else None) or dtype
         return PeakChoice(tflops, d, f"declared by the run: {source}", declared=True, key=key)
     record = (
         "`declared_peak` in run_start: tflops (dense, per accelerator), dtype and source (a datasheet or a "
@@ -343,8 +341,8 @@ def utilisation(run: Run, convention: str | None = None, trust_shape: bool = Tru
     if c is not None:
         model, hw = model_flops(c, conv), hardware_flops(c, conv, run.activation_checkpointing)
     else:
-        recorded = run.attrs.get("flops_per_token")
-        got = _num(recorded.get(conv)) if isinstance(recorded, Mapping) else None
+        recorded = run.flops_per_token
+        got = _num(recorded.get(conv)) if recorded is not None else None
         if got and run.activation_checkpointing in (None, "none"):
             model = hw = got
             source = "recorded"
@@ -428,8 +426,7 @@ def audited(run: Run) -> bool:
     """Whether the run has an MFU to check: a claim, or the counts (FLOPs per token and tokens) to compute one."""
     if claims_of(run).any:
         return True
-    recorded = run.attrs.get("flops_per_token")
-    return run.tokens_per_s is not None and (counts(run)[0] is not None or isinstance(recorded, Mapping))
+    return run.tokens_per_s is not None and (counts(run)[0] is not None or run.flops_per_token is not None)
 
 
 PEAK_TOLERANCE = (

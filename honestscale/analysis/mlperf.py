@@ -21,7 +21,7 @@ from honestscale.view import Run
 
 def rules_of(run: Run) -> catalogue.Benchmark | None:
     """The catalogue's entry for a run read from an MLPerf log (None for other runs, or unknown benchmarks)."""
-    return catalogue.benchmark_of(run.attrs.get("mlperf"))
+    return catalogue.benchmark_of(run.mlperf)
 
 
 def drop_for(runs: Iterable[Run]) -> int:
@@ -54,7 +54,7 @@ def submission_of(run: Run) -> str:
 def scaling_factor(runs: Iterable[Run]) -> float | None:
     """The review scaling factor of the submission of ``runs``, as the collector read it from its ``scaling.json``;
     None when there is none, or when the runs come from submissions with different factors."""
-    factors = {(r.attrs.get("mlperf") or {}).get("scaling_factor") for r in runs}
+    factors = {(r.mlperf or {}).get("scaling_factor") for r in runs}
     if len(factors) != 1:
         return None
     (factor,) = factors

@@ -247,7 +247,7 @@ def _quality(ok: list[Run]) -> tuple[float | None, str | None, str | None, str]:
     metrics = {r.final_metric for r in ok if r.final_value is not None}
     metric = metrics.pop() if len(metrics) == 1 else None
     return (median(accs) if accs else None, "/".join(sorted({r.final_split for r in ok if r.final_split})) or None,
-            metric, catalogue.direction(metric, ok[0].attrs.get("mlperf") if ok else None))  # fmt: skip
+            metric, catalogue.direction(metric, ok[0].mlperf if ok else None))  # fmt: skip
 
 
 def _rates(workers: int, ok: list[Run]) -> tuple[float | None, float | None, float | None, float | None]:

@@ -37,7 +37,7 @@ def targets_of(run: Run) -> tuple[catalogue.Metric, ...]:
     ``target_metric`` at ``stop_value``; none unless its stop criterion is a target accuracy."""
     if run.stop_criterion != "target_accuracy":
         return ()
-    return catalogue.targets(run.target_metric, run.stop_value, run.attrs.get("mlperf"))
+    return catalogue.targets(run.target_metric, run.stop_value, run.mlperf)
 
 
 def reached_at(run: Run) -> float | None:

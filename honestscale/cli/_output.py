@@ -88,7 +88,7 @@ def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
     for r in runs:
         # a log of fewer ranks than the run had (HS215): its rates are those ranks', never divided by the world
         partial = bool(
-            isinstance(r.attrs.get("imported"), dict)
+            r.imported is not None
             and r.world_size
             and r.ranks_seen is not None
             and r.ranks_seen < r.world_size

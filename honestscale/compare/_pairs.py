@@ -43,12 +43,12 @@ def name(field_name: str) -> str:
 def setup_fields(runs: Sequence[Run]) -> list[str]:
     """Every field a setup is defined by, for these runs: columns, hardware, software versions, hyper-parameters."""
     out = [c for c in COLUMNS if c not in _NOT_SETUP] + ["hardware", "workers", "layout_key"]
-    software = sorted({k for r in runs for k in (r.attrs.get("software") or {})})
+    software = sorted({k for r in runs for k in r.software_stack})
     out += [f"software.{k}" for k in software]
     if any(r.source == "mlperf" for r in runs):
         # an MLPerf log's hyper-parameters are its own keys (and its evaluations): the columns and the round say it
         return [*out, "mlperf.division", "mlperf.round"]
-    hyper = sorted({k for r in runs for k in (r.attrs.get("hyperparameters") or {})} - _MIRRORED)
+    hyper = sorted({k for r in runs for k in r.hyperparameters} - _MIRRORED)
     return out + [f"hyperparameters.{k}" for k in hyper]
 
 
@@ -255,7 +255,7 @@ def _setups(runs: Sequence[Run], key_fields: Sequence[str], by_submission: bool)
 
 def _benchmark(setup: Setup) -> str:
     r = setup.runs[0]
-    return str((r.attrs.get("mlperf") or {}).get("benchmark") or r.model or "")
+    return str((r.mlperf or {}).get("benchmark") or r.model or "")
 
 
 def studied(a: Selector, b: Selector, named: Sequence[str]) -> set[str]:

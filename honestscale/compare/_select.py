@@ -62,7 +62,7 @@ def resolve(name: str, runs: Iterable[Run]) -> str:
         return name
     if name == "accelerator_model":
         return "hardware"
-    if any(name in (r.attrs.get("hyperparameters") or {}) for r in runs):
+    if any(name in r.hyperparameters for r in runs):
         return f"hyperparameters.{name}"
     if any(name in r.attrs for r in runs):
         return name

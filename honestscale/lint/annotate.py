@@ -144,7 +144,7 @@ def plan_wandb(runs: list[Run], findings: Findings, superseded: dict[str, str]) 
     or written to W&B)."""
     got = []
     for run in sorted((r for r in runs if r.source == "wandb-offline"), key=lambda r: r.id):
-        got_imported = run.attrs.get("imported")
+        got_imported = run.imported
         said: dict[str, Any] = got_imported if isinstance(got_imported, dict) else {}
         tags = (
             {f"{PREFIX}verdict": "superseded", f"{PREFIX}superseded": superseded[run.id]}

@@ -110,10 +110,10 @@ def bubble(stages: int, microbatches: int | None, schedule: str | None, virtual:
 
 def _comm(runs: Sequence[Run], degrees: dict[str, int]) -> tuple[list[str], list[str]]:
     """What the comm share holds (``comm_dimensions``) and which collectives are counted inside compute."""
-    named = [r.attrs.get("comm_dimensions") for r in runs]
-    if not named or any(not isinstance(n, list) for n in named):
+    named = [r.comm_dimensions for r in runs]
+    if not named or any(n is None for n in named):
         return ["not recorded which"], []
-    held = {str(d) for n in named for d in n}  # type: ignore[union-attr]
+    held = {d for n in named for d in n or ()}
     active = [d for d, v in degrees.items() if v > 1]
     holds = [COLLECTIVES.get(d, d) for d in COLLECTIVES if d in held]
     inside = [COLLECTIVES[d] for d in COLLECTIVES if d in active and d not in held]
@@ -183,7 +183,7 @@ def side_by_side(
         _mfu(row, runs, conv)
         row.mfu_flag = DO_NOT_QUOTE if "HS107" in (p.lint or {}).get("error", []) else ""
         if row.degrees["pp"] > 1:
-            v = runs[0].attrs.get("pipeline_virtual_stages")
+            v = runs[0].pipeline_virtual_stages
             row.pipeline = bubble(
                 row.degrees["pp"],
                 runs[0].microbatches,

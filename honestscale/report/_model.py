@@ -301,7 +301,7 @@ def _commands(runs: list[Run], root: Path | None) -> list[dict[str, Any]]:
     interpreter as ``python`` and paths relative to ``root`` (``display.shown_command``: no machine's paths)."""
     counts: dict[str, int] = defaultdict(int)
     for r in runs:
-        argv = r.attrs.get("command")
+        argv = r.command
         if argv:
             text = shown_command(argv, root)
             text = re.sub(r"--seed \S+", "--seed <seed>", text)
@@ -353,7 +353,7 @@ def totals(runs: list[Run]) -> dict[str, Any]:
 
 def _pythons(runs: list[Run]) -> list[str]:
     """The Python versions the runs recorded (run_start's software), as ``Python 3.11.7``."""
-    got = {str(v) for r in runs if (v := (r.attrs.get("software") or {}).get("python"))}
+    got = {str(v) for r in runs if (v := r.software_stack.get("python"))}
     return [f"Python {v}" for v in sorted(got)]
 
 
@@ -405,7 +405,7 @@ def build(view: View, result: LintResult, campaign: str | None, path_root: Path 
         entry = setups.setdefault(setup, {
             "system": r.system, "nodes": r.n_nodes, "accelerators_per_node": r.accelerators_per_node,
             "accelerator": r.accelerator, "cpu": r.cpu, "interconnect": r.interconnect, "framework": r.framework,
-            "framework_version": r.framework_version, "software": r.attrs.get("software") or {}, "runs": 0,
+            "framework_version": r.framework_version, "software": dict(r.software_stack), "runs": 0,
         })  # fmt: skip
         entry["runs"] += 1
     verdicts = [

@@ -171,7 +171,7 @@ def hardware_name(run: Run) -> str:
     """What a run ran on, as a reader names it: the accelerator as recorded (the CPU of a CPU-only run), and the
     platform an MLPerf submission names (``NVIDIA V100-SXM2-16GB (300W) on 1xNVIDIA DGX-1``)."""
     what = run.accelerator or (f"CPU {run.cpu}" if run.cpu else "hardware not recorded")
-    platform = (run.attrs.get("mlperf") or {}).get("platform")
+    platform = (run.mlperf or {}).get("platform")
     return f"{what} on {platform}" if isinstance(platform, str) and platform else what
 
 

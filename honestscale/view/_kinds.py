@@ -105,7 +105,7 @@ SPLIT_BY = "framework"  # the label a series is keyed by that one submitter's po
 
 def _submitter(run: Run) -> str | None:
     """Who ran it, where a source says: an MLPerf result's organisation (one campaign of a user is one submitter)."""
-    org = (run.attrs.get("mlperf") or {}).get("org")
+    org = (run.mlperf or {}).get("org")
     return org if isinstance(org, str) and org else None
 
 

@@ -37,6 +37,7 @@ class PowerSample:
 
 
 # a run's fields that are not columns of its ``runs`` row: what else was read about it
+_COMM_DIMENSIONS, _COMMAND = "comm_dimensions", "command"
 PARTS = frozenset({"attrs", "evals", "steps", "power", "ranks", "energy_records", "series"})
 
 
@@ -237,6 +238,87 @@ class Run:
             attrs = json.loads(attrs) if attrs else {}
         return cls(**values, attrs=dict(attrs or {}), **parts)
 
+    # the run_start payload's records, typed (events.py's field table names each): read here, never by key elsewhere
+    def _record(self, name: str) -> Mapping[str, object]:
+        got = self.attrs.get(name)
+        return got if isinstance(got, dict) else {}
+
+    @property
+    def software_stack(self) -> Mapping[str, object]:
+        """The software stack, name -> version, as run_start gave it (``{}`` where not recorded)."""
+        return self._record("software")
+
+    @property
+    def hyperparameters(self) -> Mapping[str, object]:
+        """Every other hyper-parameter, name -> value (``{}`` where not recorded)."""
+        return self._record("hyperparameters")
+
+    @property
+    def mlperf(self) -> Mapping[str, object] | None:
+        """An MLPerf log's submission: benchmark, round, org, division, status, platform (None: not from one)."""
+        return self._record("mlperf") or None
+
+    @property
+    def isolation(self) -> Mapping[str, object] | None:
+        """How alone the measurement was at run start (None where the run did not record it)."""
+        return self._record("isolation") or None
+
+    @property
+    def imported(self) -> Mapping[str, object] | None:
+        """For a run read from another tool's log: the tool, whose ranks' numbers it holds, what it cannot tell."""
+        return self._record("imported") or None
+
+    @property
+    def model_shape(self) -> Mapping[str, object]:
+        """The transformer's shape FLOPs are recomputed from (``{}`` where not recorded)."""
+        return self._record("model_shape")
+
+    @property
+    def tool_claims(self) -> Mapping[str, object] | None:
+        """The numbers the training tool printed about itself (``claims``), None where it printed none."""
+        return self._record("claims") or None
+
+    @property
+    def declared_peak(self) -> Mapping[str, object]:
+        """A peak the run declares for hardware the catalogue lacks: tflops, dtype, source (``{}``: none)."""
+        return self._record("declared_peak")
+
+    @property
+    def flops_per_token(self) -> Mapping[str, object] | None:
+        """Training FLOPs per token as the runner counted them, convention -> FLOPs (None: not recorded)."""
+        return self._record("flops_per_token") or None
+
+    @property
+    def comm_dimensions(self) -> tuple[str, ...] | None:
+        """Which dimensions' communication a step's t_comm holds (None where not recorded; ``()``: none)."""
+        got = self.attrs.get(_COMM_DIMENSIONS)
+        return tuple(str(d) for d in got) if isinstance(got, list) else None
+
+    @property
+    def command(self) -> list[str] | None:
+        """The command line that started the run's rank, as its arguments."""
+        got = self.attrs.get(_COMMAND)
+        return [str(a) for a in got] if isinstance(got, list) else None
+
+    @property
+    def peak_tflops(self) -> float | None:
+        """A peak named at run_start's top level (HS104 normalises hardware by it; the contract's field table names
+        no such field: ``declared_peak`` is the contract's)."""
+        got = self.attrs.get("peak_tflops")
+        return float(got) if isinstance(got, int | float) and not isinstance(got, bool) else None
+
+    def _whole(self, name: str) -> int | None:
+        got = self.attrs.get(name)
+        return got if isinstance(got, int) and not isinstance(got, bool) else None
+
+    @property
+    def pipeline_virtual_stages(self) -> int | None:
+        return self._whole("pipeline_virtual_stages")
+
+    @property
+    def cores_per_node(self) -> int | None:
+        return self._whole("cores_per_node")
+
     def value(self, name: str) -> Any:
         """The column ``name`` (``workers`` for the worker count): for grouping by a field named at run time."""
         return self.workers if name == "workers" else getattr(self, name)
@@ -245,8 +327,8 @@ class Run:
     def host_load(self) -> tuple[float, int] | None:
         """The host's 1-minute load and its CPUs as the run started (its isolation record); None where the run did
         not record them."""
-        iso = self.attrs.get("isolation")
-        if not isinstance(iso, dict):
+        iso = self.isolation
+        if iso is None:
             return None
         load, cpus = iso.get("host_load_1m"), iso.get("cpus")
         if isinstance(load, int | float) and isinstance(cpus, int) and cpus > 0:
@@ -260,7 +342,8 @@ class Run:
         run did not record it."""
         if (host := self.host_load) is None:
             return None
-        (load, cpus), ranks = host, self.attrs["isolation"].get("ranks_on_host") or 1
+        (load, cpus), on_host = host, (self.isolation or {}).get("ranks_on_host")
+        ranks = on_host if isinstance(on_host, int) and on_host > 0 else 1
         if load > BUSY_LOAD * max(cpus, ranks):
             return f"host load {load:g} on {cpus} CPUs at the start"
         return None
@@ -274,9 +357,9 @@ class Run:
         s = self.series
         if s is None or not s.times or len(s.pressure) != len(s.times) or any(p is None for p in s.pressure):
             return None
-        iso = self.attrs.get("isolation")
-        cpus = iso.get("cpus") if isinstance(iso, dict) else None
-        ranks = (iso.get("ranks_on_host") if isinstance(iso, dict) else None) or 1
+        iso = self.isolation or {}
+        cpus, on_host = iso.get("cpus"), iso.get("ranks_on_host")
+        ranks = on_host if isinstance(on_host, int) and on_host > 0 else 1
         if not isinstance(cpus, int) or ranks * (self.intra_op_threads or 1) > cpus:
             return None
         share = sum(float(p or 0.0) for p in s.pressure) / max(sum(s.times), 1e-12)
@@ -302,8 +385,7 @@ class Run:
     def cpu_only(self) -> bool:
         """No accelerator: counted in nodes and cores, never in accelerator-hours."""
         # a run read from another tool's log that names no accelerator is not known to be a CPU run: unknown
-        imported = isinstance(self.attrs.get("imported"), dict)
-        return not self.accelerator and not self.accelerators_per_node and not imported
+        return not self.accelerator and not self.accelerators_per_node and self.imported is None
 
     @property
     def accelerator_model(self) -> str | None:
@@ -365,7 +447,7 @@ class Run:
     def _pipeline_text(self) -> str:
         if self.degrees["pp"] <= 1:
             return ""
-        v = self.attrs.get("pipeline_virtual_stages")
+        v = self.pipeline_virtual_stages
         extra = [self.pipeline_schedule or "schedule?", f"{self.microbatches or '?'} microbatches"]
         if isinstance(v, int) and v > 1:
             extra.append(f"{v} virtual stages")
@@ -455,8 +537,8 @@ class Run:
     @property
     def cores(self) -> int | None:
         """CPU cores of the run's nodes, where recorded (an MLPerf system description: sockets x cores per node)."""
-        per_node = self.attrs.get("cores_per_node")
-        if isinstance(per_node, int) and per_node > 0 and self.n_nodes:
+        per_node = self.cores_per_node
+        if per_node is not None and per_node > 0 and self.n_nodes:
             return per_node * self.n_nodes
         return None
 
