@@ -11,6 +11,10 @@ from typing import Any, ClassVar
 from honestscale.analysis.points import FindingRecord
 from honestscale.view import Comparison, Run, View
 
+Said = tuple[
+    str, str
+]  # what a finding says and its fix: built by a rule's message functions, apart from its checks
+
 SEVERITIES = ("error", "warning", "info")
 # Which numbers a finding marks (``Finding.reach``): every number of the runs it names; the ratios of the series it is
 # about (speedup, efficiency, their predictions), never one point's own number; or only the series' ratios of

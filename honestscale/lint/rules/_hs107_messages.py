@@ -6,10 +6,10 @@ from __future__ import annotations
 from honestscale.analysis import flops
 from honestscale.analysis.flops import Claims, Utilisation
 from honestscale.catalogue import peaks
+from honestscale.lint._engine import Said
 from honestscale.view import Run
 
 TOLERANCE = 0.05  # a claim further than this (relative) from the recomputed value is wrong
-Said = tuple[str, str]  # a finding's message and its fix
 
 CAUSES = (
     "a wrong peak (another card's, a sparse or non-tensor one, one halved twice), a shard-only parameter count "

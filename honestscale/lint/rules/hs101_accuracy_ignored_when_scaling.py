@@ -1,12 +1,42 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from honestscale import catalogue
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View, med
 
 TOLERANCE = 0.01  # absolute accuracy (fraction)
+
+
+def no_accuracy(workers: Iterable[int]) -> Said:
+    return (
+        f"no final accuracy at {', '.join(map(str, workers))} worker(s) of this scaling series",
+        "record an eval event (test split) at the end of every run; train each scale to its target",
+    )
+
+
+def not_in_catalogue(mlperf: Mapping[str, object] | None, metric: str | None) -> Said:
+    """An MLPerf benchmark (and round) the catalogue lacks, so the metric's direction is unknown."""
+    info = mlperf or {}
+    return (
+        f"MLPerf benchmark {info.get('benchmark')!r} of round {info.get('round')} is not in the catalogue: "
+        f"whether {metric} is better higher or lower is unknown",
+        "add the benchmark to honestscale/catalogue/mlperf.toml (metric, direction, target, with its rule)",
+    )
+
+
+def worse_at_scale(
+    metric: str | None, better: str, base: float, lo: int, top: float, hi: int, allowed: float
+) -> Said:
+    """The metric got worse from the smallest scale (``lo`` workers) to the largest (``hi``)."""
+    verb = "falls" if better == "higher" else "rises"
+    return (
+        f"{metric or 'accuracy'} ({better} is better) {verb} from {base:.4f} at {lo} to {top:.4f} at {hi} "
+        f"workers ({100 * abs(base - top):.1f} points; allowed {100 * allowed:.1f}: 1 point or the base's "
+        "spread)",
+        "retune for the larger batch (LR scaling and warm-up) or report the accuracy loss beside the speedup",
+    )
 
 
 class AccuracyIgnoredWhenScaling(Rule):
@@ -44,23 +74,14 @@ class AccuracyIgnoredWhenScaling(Rule):
         }
         if missing:
             runs = [r for rs in missing.values() for r in rs]
-            yield self.fail(
-                target,
-                runs,
-                f"no final accuracy at {', '.join(map(str, missing))} worker(s) of this scaling series",
-                "record an eval event (test split) at the end of every run; train each scale to its target",
-                workers_without_accuracy=list(missing),
-            )
+            yield self.fail(target, runs, *no_accuracy(missing), workers_without_accuracy=list(missing))
             return
         first = next(r for rs in points.values() for r in rs if r.ok and r.final_value is not None)
-        if not catalogue.quality_known(first.final_metric, first.attrs.get("mlperf")):
-            info = first.attrs.get("mlperf") or {}
+        if not catalogue.quality_known(first.final_metric, first.mlperf):
             yield self.cannot_verify(
                 target,
                 [r for rs in points.values() for r in rs],
-                f"MLPerf benchmark {info.get('benchmark')!r} of round {info.get('round')} is not in the catalogue: "
-                f"whether {first.final_metric} is better higher or lower is unknown",
-                "add the benchmark to honestscale/catalogue/mlperf.toml (metric, direction, target, with its rule)",
+                *not_in_catalogue(first.mlperf, first.final_metric),
             )
             return
         acc = {w: med(r.final_value for r in rs if r.ok) for w, rs in points.items()}
@@ -72,21 +93,17 @@ class AccuracyIgnoredWhenScaling(Rule):
         # The direction comes from the benchmark catalogue: a word error rate or a loss that rises is the drop.
         metric, better = (
             first.final_metric,
-            catalogue.direction(first.final_metric, first.attrs.get("mlperf")),
+            catalogue.direction(first.final_metric, first.mlperf),
         )
         if (
             base is not None
             and top is not None
             and (base - top if better == "higher" else top - base) > allowed
         ):
-            verb = "falls" if better == "higher" else "rises"
             yield self.fail(
                 target,
                 points[hi] + points[lo],
-                f"{metric or 'accuracy'} ({better} is better) {verb} from {base:.4f} at {lo} to {top:.4f} at {hi} "
-                f"workers ({100 * abs(base - top):.1f} points; allowed {100 * allowed:.1f}: 1 point or the base's "
-                "spread)",
-                "retune for the larger batch (LR scaling and warm-up) or report the accuracy loss beside the speedup",
+                *worse_at_scale(metric, better, base, lo, top, hi, allowed),
                 median_accuracy_by_workers=acc,
                 base_spread=round(spread, 4),
             )

@@ -2,8 +2,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def not_test(splits: list[str]) -> Said:
+    return (
+        f"the reported accuracy is a {'/'.join(splits)} accuracy, not a test accuracy",
+        "evaluate a held-out test split once, at the end, and report it",
+    )
+
+
+NO_ACCURACY: Said = (
+    "no run of this configuration recorded an accuracy",
+    "record eval events (split test) at the end of every run",
+)
 
 
 class TestAccuracyNotReported(Rule):
@@ -35,15 +48,9 @@ class TestAccuracyNotReported(Rule):
             yield self.fail(
                 target,
                 wrong,
-                f"the reported accuracy is a {'/'.join(found)} accuracy, not a test accuracy",
-                "evaluate a held-out test split once, at the end, and report it",
+                *not_test(found),
                 splits=found,
                 runs_affected=len(wrong),
             )
         elif not splits:
-            yield self.cannot_verify(
-                target,
-                target.runs,
-                "no run of this configuration recorded an accuracy",
-                "record eval events (split test) at the end of every run",
-            )
+            yield self.cannot_verify(target, target.runs, *NO_ACCURACY)

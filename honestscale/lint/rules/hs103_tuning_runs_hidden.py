@@ -2,8 +2,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def study_not_recorded(lost: list[str]) -> Said:
+    """Tuning trials are recorded, but not those of the studies the final runs name."""
+    return (
+        f"final runs name tuning study {', '.join(lost)}, whose trials are not recorded",
+        "ingest the trials of that study",
+    )
+
+
+def no_trial_recorded(studies: set[str]) -> Said:
+    return (
+        f"final runs name tuning study {', '.join(sorted(studies))}, but no trial is recorded",
+        "ingest the study's trials (purpose tuning)",
+    )
+
+
+NO_TUNING_RUNS: Said = (
+    "no tuning runs are recorded for this campaign",
+    "record the trials that chose the hyper-parameters ([tuning] in the campaign spec), or name the "
+    'published recipe they come from ([campaign] recipe = "...")',
+)
 
 
 class TuningRunsHidden(Rule):
@@ -42,8 +64,7 @@ class TuningRunsHidden(Rule):
                 yield self.fail(
                     target,
                     finals,
-                    f"final runs name tuning study {', '.join(lost)}, whose trials are not recorded",
-                    "ingest the trials of that study",
+                    *study_not_recorded(lost),
                     missing_studies=lost,
                 )
             return
@@ -51,8 +72,7 @@ class TuningRunsHidden(Rule):
             yield self.fail(
                 target,
                 finals,
-                f"final runs name tuning study {', '.join(sorted(studies))}, but no trial is recorded",
-                "ingest the study's trials (purpose tuning)",
+                *no_trial_recorded(studies),
                 missing_studies=sorted(studies),
             )
             return
@@ -64,9 +84,7 @@ class TuningRunsHidden(Rule):
         yield self.cannot_verify(
             target,
             finals,
-            "no tuning runs are recorded for this campaign",
-            "record the trials that chose the hyper-parameters ([tuning] in the campaign spec), or name the "
-            'published recipe they come from ([campaign] recipe = "...")',
+            *NO_TUNING_RUNS,
             tuning_runs=0,
             tuning_accelerator_hours=hours,
         )

@@ -2,8 +2,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def not_normalised(devices: list[str]) -> Said:
+    return (
+        f"hardware compared without normalising to peak: {', '.join(devices)}",
+        "record peak_tflops of each device in run_start and report fractions of peak beside raw numbers",
+    )
 
 
 class OutdatedOrSpecialPurposeHardware(Rule):
@@ -40,13 +47,7 @@ class OutdatedOrSpecialPurposeHardware(Rule):
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         devices = sorted({r.hardware for r in target.runs})
-        peaks = {r.id: r.attrs.get("peak_tflops") for r in target.runs}
-        if all(isinstance(p, int | float) and p > 0 for p in peaks.values()):
+        peaks = {r.id: r.peak_tflops for r in target.runs}
+        if all(p is not None and p > 0 for p in peaks.values()):
             return
-        yield self.fail(
-            target,
-            target.runs,
-            f"hardware compared without normalising to peak: {', '.join(devices)}",
-            "record peak_tflops of each device in run_start and report fractions of peak beside raw numbers",
-            devices=devices,
-        )
+        yield self.fail(target, target.runs, *not_normalised(devices), devices=devices)

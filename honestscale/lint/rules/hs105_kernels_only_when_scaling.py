@@ -2,8 +2,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def not_end_to_end(scopes: list[str]) -> Said:
+    return (
+        f"scaling measured on {', '.join(scopes)} only, not end to end",
+        "time whole training steps; show kernels as a breakdown of them",
+    )
+
+
+SCOPE_UNKNOWN: Said = (
+    "the runs do not say what was timed",
+    "record scope (end_to_end, layer, kernel, communication) in run_start",
+)
 
 
 class KernelsOnlyWhenScaling(Rule):
@@ -34,17 +47,6 @@ class KernelsOnlyWhenScaling(Rule):
         unknown = [r for r in target.runs if r.scope is None]
         if partial:
             scopes = sorted({str(r.scope) for r in partial})
-            yield self.fail(
-                target,
-                partial,
-                f"scaling measured on {', '.join(scopes)} only, not end to end",
-                "time whole training steps; show kernels as a breakdown of them",
-                scopes=scopes,
-            )
+            yield self.fail(target, partial, *not_end_to_end(scopes), scopes=scopes)
         elif unknown:
-            yield self.cannot_verify(
-                target,
-                unknown,
-                "the runs do not say what was timed",
-                "record scope (end_to_end, layer, kernel, communication) in run_start",
-            )
+            yield self.cannot_verify(target, unknown, *SCOPE_UNKNOWN)

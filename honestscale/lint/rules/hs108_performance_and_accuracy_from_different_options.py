@@ -2,8 +2,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+NO_CONFIG_HASH: Said = ("the runs have no config hash", "record config_hash in run_start")
+
+
+def mixed_configurations(count: int) -> Said:
+    return (
+        f"one reported point mixes {count} configurations (config hashes)",
+        "report each configuration on its own; take speed and accuracy from the same runs",
+    )
 
 
 class PerformanceAndAccuracyFromDifferentOptions(Rule):
@@ -31,8 +40,7 @@ class PerformanceAndAccuracyFromDifferentOptions(Rule):
             yield self.cannot_verify(
                 target,
                 [r for r in target.runs if r.config_hash is None],
-                "the runs have no config hash",
-                "record config_hash in run_start",
+                *NO_CONFIG_HASH,
             )
             return
         if len(hashes) > 1:
@@ -43,8 +51,7 @@ class PerformanceAndAccuracyFromDifferentOptions(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                f"one reported point mixes {len(hashes)} configurations (config hashes)",
-                "report each configuration on its own; take speed and accuracy from the same runs",
+                *mixed_configurations(len(hashes)),
                 config_hashes=sorted(str(h) for h in hashes),
                 timed_by=timed,
                 accuracy_from=scored,

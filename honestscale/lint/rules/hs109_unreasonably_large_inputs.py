@@ -4,7 +4,7 @@ import json
 import math
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
 
 # Standard input sizes (channels, height, width) of common datasets; a flat vector for tabular ones.
@@ -16,6 +16,22 @@ STANDARD: dict[str, tuple[int, ...]] = {
     "fashion-mnist": (1, 28, 28),
     "digits": (1, 8, 8),
 }
+
+NO_INPUT_SHAPE: Said = ("no recorded input shape", "record input_shape in run_start")
+
+
+def no_standard_size(dataset: str) -> Said:
+    return (
+        f"no standard input size is known for dataset {dataset!r}",
+        "state the dataset's usual input size beside the results",
+    )
+
+
+def nonstandard_inputs(seen: list[str], dataset: str, standard: tuple[int, ...]) -> Said:
+    return (
+        f"inputs {', '.join(seen)} differ from {dataset}'s standard {list(standard)}",
+        "train at the standard input size, or label the run as a separate experiment",
+    )
 
 
 class UnreasonablyLargeInputs(Rule):
@@ -44,8 +60,7 @@ class UnreasonablyLargeInputs(Rule):
             yield self.cannot_verify(
                 target,
                 target.runs,
-                "no recorded input shape",
-                "record input_shape in run_start",
+                *NO_INPUT_SHAPE,
                 dataset=dataset or None,
             )
             return
@@ -53,8 +68,7 @@ class UnreasonablyLargeInputs(Rule):
             yield self.cannot_verify(
                 target,
                 target.runs,
-                f"no standard input size is known for dataset {dataset!r}",
-                "state the dataset's usual input size beside the results",
+                *no_standard_size(dataset),
                 dataset=dataset or None,
             )
             return
@@ -65,8 +79,7 @@ class UnreasonablyLargeInputs(Rule):
             yield self.fail(
                 target,
                 odd,
-                f"inputs {', '.join(seen)} differ from {dataset}'s standard {list(standard)}",
-                "train at the standard input size, or label the run as a separate experiment",
+                *nonstandard_inputs(seen, dataset, standard),
                 input_shapes=seen,
                 standard=list(standard),
             )

@@ -2,8 +2,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+NOT_RECORDED: Said = (
+    "the runs do not say what stopped them",
+    "record stop_criterion and stop_value in run_start",
+)
+WALL_CLOCK: Said = (
+    "runs stopped on a wall-clock budget",
+    "stop every scale at the same target accuracy or epoch count",
+)
+
+
+def mixed_criteria(criteria: list[str]) -> Said:
+    return (
+        f"the series mixes stop criteria: {', '.join(criteria)}",
+        "use one stop criterion and value for every scale",
+    )
 
 
 class StopCriterionInconsistent(Rule):
@@ -35,8 +51,7 @@ class StopCriterionInconsistent(Rule):
             yield self.cannot_verify(
                 target,
                 unknown,
-                "the runs do not say what stopped them",
-                "record stop_criterion and stop_value in run_start",
+                *NOT_RECORDED,
             )
             return
         timed = [r for r in target.runs if r.stop_criterion == "wall_time"]
@@ -44,8 +59,7 @@ class StopCriterionInconsistent(Rule):
             yield self.fail(
                 target,
                 timed,
-                "runs stopped on a wall-clock budget",
-                "stop every scale at the same target accuracy or epoch count",
+                *WALL_CLOCK,
             )
             return
         criteria = sorted(
@@ -58,7 +72,6 @@ class StopCriterionInconsistent(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                f"the series mixes stop criteria: {', '.join(criteria)}",
-                "use one stop criterion and value for every scale",
+                *mixed_criteria(criteria),
                 criteria=criteria,
             )

@@ -2,9 +2,47 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View, kind_words
+
+
+def mixed(batches: dict[int, list[int]]) -> Said:
+    return (
+        "the batches are neither strong nor weak scaling and the runs share no quality target (mixed): "
+        f"global batch {_batches_text(batches)}",
+        "keep the global batch or the per-worker batch constant across scales, or train every run to one "
+        "target (time to solution)",
+    )
+
+
+def not_declared(kind: str) -> Said:
+    return (
+        f"the kind of scaling is not declared (the series is {kind_words(kind)} scaling)",
+        f'declare scaling = "{kind}" in the campaign (run_start scaling)',
+    )
+
+
+def declared_otherwise(
+    declared: set[str], derived: str, batches: dict[int, list[int]], quality: str | None, kind: str
+) -> Said:
+    """The declared kind(s) against the kind the series is (``derived``: its batches, or time to solution)."""
+    return (
+        f"declared {'/'.join(sorted(map(kind_words, declared)))} scaling, but the series is "
+        f"{kind_words(derived)} scaling (global batch {_batches_text(batches)}"
+        + (f"; one target, {quality})" if quality else ")"),
+        f'declare scaling = "{kind}", or change the batches to match what is claimed',
+    )
+
+
+def rates_across_batches(batches: dict[int, list[int]]) -> Said:
+    return (
+        "time to solution with a batch chosen per scale: its ratios of throughput and step time "
+        f"compare different work per step (global batch {_batches_text(batches)}); its speedup of "
+        "time to train is the measure",
+        "quote the speedup and efficiency of the time to train, not of throughput",
+    )
 
 
 class WeakVsStrongScaling(Rule):
@@ -48,17 +86,18 @@ class WeakVsStrongScaling(Rule):
         batches = {w: sorted({r.global_batch_size or 0 for r in rs}) for w, rs in target.by_workers().items()}
         declared = _declared(target.runs)
         derived = mode.name if mode.name == "time_to_solution" else mode.batches
-        evidence = {"mode": mode.name, "batches": mode.batches, "global_batch_by_workers": batches}
+        evidence: dict[str, Any] = {
+            "mode": mode.name,
+            "batches": mode.batches,
+            "global_batch_by_workers": batches,
+        }
         if mode.target:
             evidence["quality_target"] = mode.target
         if mode.name == "mixed":
             yield self.fail(
                 target,
                 target.runs,
-                "the batches are neither strong nor weak scaling and the runs share no quality target (mixed): "
-                f"global batch {_batches_text(batches)}",
-                "keep the global batch or the per-worker batch constant across scales, or train every run to one "
-                "target (time to solution)",
+                *mixed(batches),
                 **evidence,
             )
             return
@@ -66,18 +105,14 @@ class WeakVsStrongScaling(Rule):
             yield self.cannot_verify(
                 target,
                 target.runs,
-                f"the kind of scaling is not declared (the series is {kind_words(mode.name)} scaling)",
-                f'declare scaling = "{mode.name}" in the campaign (run_start scaling)',
+                *not_declared(mode.name),
                 **evidence,
             )
         elif not _agrees(declared, mode.name, mode.batches, mode.target):
             yield self.fail(
                 target,
                 target.runs,
-                f"declared {'/'.join(sorted(map(kind_words, declared)))} scaling, but the series is "
-                f"{kind_words(derived)} scaling (global batch {_batches_text(batches)}"
-                + (f"; one target, {mode.target})" if mode.target else ")"),
-                f'declare scaling = "{mode.name}", or change the batches to match what is claimed',
+                *declared_otherwise(declared, derived, batches, mode.target, mode.name),
                 declared=sorted(declared),
                 **evidence,
             )
@@ -90,10 +125,7 @@ class WeakVsStrongScaling(Rule):
                     self.fail(
                         target,
                         target.runs,
-                        "time to solution with a batch chosen per scale: its ratios of throughput and step time "
-                        f"compare different work per step (global batch {_batches_text(batches)}); its speedup of "
-                        "time to train is the measure",
-                        "quote the speedup and efficiency of the time to train, not of throughput",
+                        *rates_across_batches(batches),
                         **evidence,
                     ),
                     reach="rate_ratios",

@@ -1,9 +1,34 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import PROBLEM, Comparison, View
+
+INCOMPLETE_BASELINE: Said = (
+    "a baseline comparison lacks time or accuracy for some runs",
+    "record both time to train and final accuracy for baselines and new runs",
+)
+DIFFERENT_SETUPS: Said = (
+    "baseline and new runs differ in dataset, stop target or evaluated split",
+    "train the baseline on the same dataset to the same target and evaluate the same split",
+)
+INCOMPLETE_PAIR: Said = (
+    "a compared run lacks its time to train or its final accuracy",
+    "record both time to train and final accuracy on both sides",
+)
+
+
+def different_problems(problem: list[dict[str, Any]], state_of_the_art: bool) -> Said:
+    """What differs between A and B among the fields that define the problem (``PROBLEM``)."""
+    what = "; ".join(f"{d['name']} {', '.join(d['a'])} (A) against {', '.join(d['b'])} (B)" for d in problem)
+    sota = " (the state of the art)" if state_of_the_art else ""
+    return (
+        f"A and B{sota} solve different problems: {what}; their times do not compare",
+        "train both sides on the same dataset to the same target metric and value (the MLPerf benchmark's "
+        "own target and dataset when comparing with a submission)",
+    )
 
 
 class CarelessComparisonToTheStateOfTheArt(Rule):
@@ -49,8 +74,7 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
             yield self.fail(
                 target,
                 incomplete,
-                "a baseline comparison lacks time or accuracy for some runs",
-                "record both time to train and final accuracy for baselines and new runs",
+                *INCOMPLETE_BASELINE,
             )
             return
         setups = {(r.dataset, r.stop_criterion, r.stop_value, r.final_split) for r in base + final}
@@ -58,8 +82,7 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
             yield self.fail(
                 target,
                 base + final,
-                "baseline and new runs differ in dataset, stop target or evaluated split",
-                "train the baseline on the same dataset to the same target and evaluate the same split",
+                *DIFFERENT_SETUPS,
                 setups=sorted(str(s) for s in setups),
             )
 
@@ -69,20 +92,13 @@ class CarelessComparisonToTheStateOfTheArt(Rule):
             yield self.fail(
                 target,
                 incomplete,
-                "a compared run lacks its time to train or its final accuracy",
-                "record both time to train and final accuracy on both sides",
+                *INCOMPLETE_PAIR,
             )
         problem = [d for d in target.key.get("differs") or [] if d["field"] in PROBLEM]
         if problem:
-            what = "; ".join(
-                f"{d['name']} {', '.join(d['a'])} (A) against {', '.join(d['b'])} (B)" for d in problem
-            )
-            sota = " (the state of the art)" if target.key.get("state_of_the_art") else ""
             yield self.fail(
                 target,
                 target.runs,
-                f"A and B{sota} solve different problems: {what}; their times do not compare",
-                "train both sides on the same dataset to the same target metric and value (the MLPerf benchmark's "
-                "own target and dataset when comparing with a submission)",
+                *different_problems(problem, bool(target.key.get("state_of_the_art"))),
                 differs=[d["field"] for d in problem],
             )

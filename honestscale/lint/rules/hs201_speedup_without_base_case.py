@@ -2,8 +2,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def no_base_case(base_workers: int) -> Said:
+    return (
+        f"the base case ({base_workers} workers) has no successful run with a time: speedups have no base",
+        "run the base case to completion with the same code and settings",
+    )
 
 
 class SpeedupWithoutBaseCase(Rule):
@@ -39,7 +46,6 @@ class SpeedupWithoutBaseCase(Rule):
             yield self.fail(
                 target,
                 points[base_workers],
-                f"the base case ({base_workers} workers) has no successful run with a time: speedups have no base",
-                "run the base case to completion with the same code and settings",
+                *no_base_case(base_workers),
                 base_workers=base_workers,
             )

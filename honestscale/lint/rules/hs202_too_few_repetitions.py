@@ -2,10 +2,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
 
 MIN_RUNS = 6  # the smallest n whose (min, max) covers the median with >= 95 % (1 - 2 * 0.5**n)
+
+
+def too_few(successful: int, coverage: float) -> Said:
+    return (
+        f"{successful} successful run(s): a median's interval from {successful} runs covers "
+        f"{100 * coverage:.1f} %, not 95 %",
+        f"run at least {MIN_RUNS} repetitions of each configuration",
+    )
 
 
 class TooFewRepetitions(Rule):
@@ -35,9 +43,7 @@ class TooFewRepetitions(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                f"{len(ok)} successful run(s): a median's interval from {len(ok)} runs covers "
-                f"{100 * coverage:.1f} %, not 95 %",
-                f"run at least {MIN_RUNS} repetitions of each configuration",
+                *too_few(len(ok), coverage),
                 successful_runs=len(ok),
                 needed=MIN_RUNS,
                 coverage=round(coverage, 4),

@@ -2,10 +2,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
 
 RATE_WORDS = ("per_s", "per_sec", "throughput", "speedup", "efficiency", "rate", "flops")
+
+ARITHMETIC_SETTING: Said = (
+    "the campaign's report is set to an arithmetic mean of rates",
+    'set [report] rate_mean = "harmonic" (or remove it)',
+)
+
+
+def averaged_metrics(bad: list[str]) -> Said:
+    return (
+        f"metrics that average rates arithmetically: {', '.join(bad)}",
+        "record the raw values; summarise rates with the median or harmonic mean",
+    )
 
 
 class ArithmeticMeanOfRates(Rule):
@@ -36,8 +48,7 @@ class ArithmeticMeanOfRates(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                "the campaign's report is set to an arithmetic mean of rates",
-                'set [report] rate_mean = "harmonic" (or remove it)',
+                *ARITHMETIC_SETTING,
                 setting="rate_mean = arithmetic",
             )
         bad = sorted(
@@ -54,7 +65,6 @@ class ArithmeticMeanOfRates(Rule):
             yield self.fail(
                 target,
                 runs,
-                f"metrics that average rates arithmetically: {', '.join(bad)}",
-                "record the raw values; summarise rates with the median or harmonic mean",
+                *averaged_metrics(bad),
                 metrics=bad,
             )

@@ -2,10 +2,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
 
 ALPHA = 0.05
+
+
+def too_few_to_test(runs: int) -> Said:
+    return (
+        f"{runs} run(s): normality cannot be tested",
+        "run at least 3 (better 6) repetitions, or use the median and a nonparametric CI",
+    )
+
+
+def not_normal(p: float) -> Said:
+    return (
+        f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
+        "but the report is set to mean / normal interval",
+        'use [report] center = "median" and ci = "nonparametric"',
+    )
 
 
 class NormalityAssumed(Rule):
@@ -39,8 +54,7 @@ class NormalityAssumed(Rule):
             yield self.cannot_verify(
                 target,
                 target.runs,
-                f"{len(times)} run(s): normality cannot be tested",
-                "run at least 3 (better 6) repetitions, or use the median and a nonparametric CI",
+                *too_few_to_test(len(times)),
             )
             return
         if len(set(times)) == 1:
@@ -50,9 +64,7 @@ class NormalityAssumed(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
-                "but the report is set to mean / normal interval",
-                'use [report] center = "median" and ci = "nonparametric"',
+                *not_normal(p),
                 shapiro_p=round(p, 4),
                 times_s=[round(t, 3) for t in times],
             )

@@ -4,12 +4,98 @@ import statistics
 from collections.abc import Iterator
 
 from honestscale.analysis import steady
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 SLOW = 3.0  # a first step this many times slower than the median step is warm-up
 COUNTED = 0.05  # the mean step after the marked warm-up this much above the steady one: warm-up is counted
 LOAD_FIX = "rerun on a quiet node (an exclusive allocation); do not mark the host's load as warm-up"
+METHOD = "MSER-5"
+
+Counted = tuple[Run, steady.SteadyState, float, tuple[float, float] | None]
+Contended = tuple[Run, steady.SteadyState, float, tuple[float, float]]
+Busy = tuple[Run, steady.SteadyState, float, str]
+
+
+def _slow(r: Run, g: steady.SteadyState, excess: float) -> str:
+    """The steps between the marked warm-up and the steady state, and how much slower they were."""
+    return f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * excess:.0f} % slower than the steady state"
+
+
+def summaries_include_warmup(summarised: list[tuple[Run, dict[str, float]]]) -> Said:
+    said = "; ".join(
+        f"{r.id}: {', '.join(f'{k} {v:,.4g}' for k, v in got.items())} "
+        + (f"(its steps after warm-up: {r.steady_rate:,.4g} samples/s)" if r.steady_rate else "")
+        for r, got in summarised
+    )
+    return (
+        f"the tool's summary rates average every iteration, warm-up included: {said}",
+        "report the rate of the steps after warm-up (honestscale's), not the tool's summary",
+    )
+
+
+def unmarked_slow_steps(worst: float) -> Said:
+    return (
+        f"unmarked first steps up to {worst:.1f}x slower than the median step are counted",
+        "mark the first steps as warm-up (warmup: true in step events)",
+    )
+
+
+WARMUP_NOT_RECORDED: Said = (
+    "the steps do not say which are warm-up",
+    "record warmup true/false in step events",
+)
+
+
+def warmup_counted(counted: list[Counted]) -> Said:
+    said = "; ".join(
+        f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
+        f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found, "
+        f"beyond its 95 % interval"
+        for r, g, x, _ in counted
+    )
+    return (
+        f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
+        "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
+        "or train longer before measuring",
+    )
+
+
+def someones_load(contended: list[Contended]) -> Said:
+    said = "; ".join(
+        f"{_slow(r, g, x)}, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time "
+        f"against {100 * w[1]:.0f} % after"
+        for r, g, x, w in contended
+    )
+    return (
+        "the steps after the marked warm-up were slow while the host had more work than "
+        f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
+        f"tell: {said}",
+        LOAD_FIX,
+    )
+
+
+def busy_at_start(busy: list[Busy]) -> Said:
+    said = "; ".join(f"{_slow(r, g, x)}, {load}" for r, g, x, load in busy)
+    return (
+        "the steps after the marked warm-up were slow on a host that was busy as the run "
+        f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
+        f"pressure the steps measured does not tell which: {said}",
+        LOAD_FIX,
+    )
+
+
+def slow_in_some_repetitions(slow: list[Counted], settled: int) -> Said:
+    """Slow steps after the marked warm-up in fewer repetitions than settle by it: the runs' own, not a warm-up."""
+    said = "; ".join(_slow(r, g, x) for r, g, x, _ in slow)
+    return (
+        f"the steps after the marked warm-up were slow in {len(slow)} of {len(slow) + settled} repetitions, "
+        f"while the other {settled} settle by it: a warm-up repeats in every run of the same code, so this "
+        f"is the run's own, not a warm-up (a load the CPU pressure the steps measured did not catch, or a "
+        f"cold cache the first run paid): {said}",
+        "rerun on a quiet node (an exclusive allocation) and look at those steps with `honestscale show RUN`; "
+        "do not mark them as warm-up",
+    )
 
 
 class WarmupIncluded(Rule):
@@ -58,16 +144,10 @@ class WarmupIncluded(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         summarised = [(r, got) for r in target.runs if (got := _summaries(r))]
         if summarised:
-            said = "; ".join(
-                f"{r.id}: {', '.join(f'{k} {v:,.4g}' for k, v in got.items())} "
-                + (f"(its steps after warm-up: {r.steady_rate:,.4g} samples/s)" if r.steady_rate else "")
-                for r, got in summarised
-            )
             yield self.fail(
                 target,
                 [r for r, _ in summarised],
-                f"the tool's summary rates average every iteration, warm-up included: {said}",
-                "report the rate of the steps after warm-up (honestscale's), not the tool's summary",
+                *summaries_include_warmup(summarised),
                 summaries={r.id: got for r, got in summarised},
             )
         yield from self._against_the_data(target)
@@ -83,25 +163,19 @@ class WarmupIncluded(Rule):
             yield self.fail(
                 target,
                 [r for r, _ in slow],
-                f"unmarked first steps up to {worst:.1f}x slower than the median step are counted",
-                "mark the first steps as warm-up (warmup: true in step events)",
+                *unmarked_slow_steps(worst),
                 worst_ratio=round(worst, 2),
             )
             return
         unmarked = [r for r in with_steps if r.steps is not None and r.steps.warmup_marked == 0]
         if unmarked:
-            yield self.cannot_verify(
-                target,
-                unmarked,
-                "the steps do not say which are warm-up",
-                "record warmup true/false in step events",
-            )
+            yield self.cannot_verify(target, unmarked, *WARMUP_NOT_RECORDED)
 
     def _against_the_data(self, target: Comparison) -> Iterator[Finding]:
         """The marked warm-up against the one MSER-5 finds in the step times (runs of 50 steps or more)."""
-        counted: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]] = []
-        contended: list[tuple[Run, steady.SteadyState, float, tuple[float, float]]] = []
-        busy: list[tuple[Run, steady.SteadyState, float, str]] = []
+        counted: list[Counted] = []
+        contended: list[Contended] = []
+        busy: list[Busy] = []
         settled = 0  # repetitions whose steps settle by their marked warm-up
         for r in target.runs:
             if r.series is None or len(r.series.times) < steady.MIN_STEPS or (r.lost_share or 0.0) > COUNTED:
@@ -131,77 +205,43 @@ class WarmupIncluded(Rule):
             yield self._not_repeated(target, counted, settled)
             counted = []
         if counted:
-            said = "; ".join(
-                f"{r.id}: marked {g.marked_warmup}, found {g.warmup_steps} ({METHOD}): the mean step "
-                f"after the marked warm-up is {100 * x:.0f} % above the mean after the one found, "
-                f"beyond its 95 % interval"
-                for r, g, x, _ in counted
-            )
             yield self.fail(
                 target,
                 [r for r, *_ in counted],
-                f"the marked warm-up ends before the step times settle, so the rate counts warm-up: {said}",
-                "mark as warm-up the steps before the steady state (`honestscale show RUN` finds it), "
-                "or train longer before measuring",
+                *warmup_counted(counted),
                 found={r.id: g.as_json() for r, g, *_ in counted},
             )
         if contended:
-            said = "; ".join(
-                f"{_slow(r, g, x)}, the host's CPUs oversubscribed {100 * w[0]:.0f} % of their time "
-                f"against {100 * w[1]:.0f} % after"
-                for r, g, x, w in contended
-            )
             yield self.cannot_verify(
                 target,
                 [r for r, *_ in contended],
-                "the steps after the marked warm-up were slow while the host had more work than "
-                f"CPUs (Linux's CPU pressure): someone's load, not a warm-up, as far as the data "
-                f"tell: {said}",
-                LOAD_FIX,
+                *someones_load(contended),
                 found={r.id: g.as_json() for r, g, *_ in contended},
                 cpu_pressure={r.id: [round(w[0], 3), round(w[1], 3)] for r, _, _, w in contended},
             )
         if busy:
-            said = "; ".join(f"{_slow(r, g, x)}, {load}" for r, g, x, load in busy)
             yield self.cannot_verify(
                 target,
                 [r for r, *_ in busy],
-                "the steps after the marked warm-up were slow on a host that was busy as the run "
-                f"started (HS208): its load, not a warm-up, may have slowed them, and the CPU "
-                f"pressure the steps measured does not tell which: {said}",
-                LOAD_FIX,
+                *busy_at_start(busy),
                 found={r.id: g.as_json() for r, g, *_ in busy},
             )
 
     def _not_repeated(
         self,
         target: Comparison,
-        slow: list[tuple[Run, steady.SteadyState, float, tuple[float, float] | None]],
+        slow: list[Counted],
         settled: int,
     ) -> Finding:
         """Slow steps after the marked warm-up in fewer repetitions than settle by it: no warm-up, which the code
         pays in every run, but something of those runs' own that the data do not name."""
-        said = "; ".join(_slow(r, g, x) for r, g, x, _ in slow)
         return self.cannot_verify(
             target,
             [r for r, *_ in slow],
-            f"the steps after the marked warm-up were slow in {len(slow)} of {len(slow) + settled} repetitions, "
-            f"while the other {settled} settle by it: a warm-up repeats in every run of the same code, so this "
-            f"is the run's own, not a warm-up (a load the CPU pressure the steps measured did not catch, or a "
-            f"cold cache the first run paid): {said}",
-            "rerun on a quiet node (an exclusive allocation) and look at those steps with `honestscale show RUN`; "
-            "do not mark them as warm-up",
+            *slow_in_some_repetitions(slow, settled),
             found={r.id: g.as_json() for r, g, *_ in slow},
             settled_repetitions=settled,
         )
-
-
-METHOD = "MSER-5"
-
-
-def _slow(r: Run, g: steady.SteadyState, excess: float) -> str:
-    """The steps between the marked warm-up and the steady state, and how much slower they were."""
-    return f"{r.id}: steps {g.marked_warmup} to {(g.warmup_steps or 1) - 1} {100 * excess:.0f} % slower than the steady state"
 
 
 # the host's extra CPU wait per step explains at least half of the slow steps' extra time: its load, not a warm-up
@@ -228,8 +268,7 @@ def _contention(
 
 def _summaries(run: Run) -> dict[str, float]:
     """The rates of a tool's own summary over every iteration, warm-up included (``imported.summaries``)."""
-    imported = run.attrs.get("imported")
-    got = imported.get("summaries") if isinstance(imported, dict) else None
+    got = (run.imported or {}).get("summaries")
     if not isinstance(got, dict) or not got.get("includes_warmup"):
         return {}
     rates = got.get("rates")

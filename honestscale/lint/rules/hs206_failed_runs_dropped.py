@@ -2,8 +2,36 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
+
+
+def end_untold(untold: list[Run]) -> Said:
+    return (
+        f"{len(untold)} run(s) come from a log that does not say how they "
+        "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
+        "record the run with honestscale.record or its callbacks (docs/record.md)",
+    )
+
+
+def no_run_stop(incomplete: int) -> Said:
+    return (
+        f"{incomplete} run(s) have no run_stop (killed, never collected)",
+        "collect the jobs: their status (timeout, cancelled, failed) must be recorded",
+    )
+
+
+PLAN_NOT_RECORDED: Said = (
+    "the campaign's planned runs are not recorded",
+    "run campaigns with `honestscale campaign run SPEC` so the plan is recorded",
+)
+
+
+def planned_not_stored(missing: int) -> Said:
+    return (
+        f"{missing} planned run(s) are not in the store",
+        "run or collect them; a failed run is recorded as failed, not left out",
+    )
 
 
 class FailedRunsDropped(Rule):
@@ -34,29 +62,13 @@ class FailedRunsDropped(Rule):
         incomplete = [r for r in target.runs if r.status == "incomplete" and not _end_untold(r)]
         untold = [r for r in target.runs if r.status in ("incomplete", "end_unknown") and _end_untold(r)]
         if untold:
-            yield self.cannot_verify(
-                target,
-                untold,
-                f"{len(untold)} run(s) come from a log that does not say how they "
-                "ended (" + "; ".join(sorted({_end_untold(r) for r in untold})) + ")",
-                "record the run with honestscale.record or its callbacks (docs/record.md)",
-            )
+            yield self.cannot_verify(target, untold, *end_untold(untold))
         if incomplete:
-            yield self.fail(
-                target,
-                incomplete,
-                f"{len(incomplete)} run(s) have no run_stop (killed, never collected)",
-                "collect the jobs: their status (timeout, cancelled, failed) must be recorded",
-            )
+            yield self.fail(target, incomplete, *no_run_stop(len(incomplete)))
         spec = view.campaigns.get(target.key.get("campaign") or "", {})
         planned = spec.get("planned_runs")
         if not planned:
-            yield self.cannot_verify(
-                target,
-                target.runs,
-                "the campaign's planned runs are not recorded",
-                "run campaigns with `honestscale campaign run SPEC` so the plan is recorded",
-            )
+            yield self.cannot_verify(target, target.runs, *PLAN_NOT_RECORDED)
             return
         present = {r.id for r in target.runs}
         missing = sorted(set(planned) - present)
@@ -64,8 +76,7 @@ class FailedRunsDropped(Rule):
             yield self.fail(
                 target,
                 target.runs,
-                f"{len(missing)} planned run(s) are not in the store",
-                "run or collect them; a failed run is recorded as failed, not left out",
+                *planned_not_stored(len(missing)),
                 missing=missing[:20],
                 planned=len(planned),
             )
@@ -73,5 +84,4 @@ class FailedRunsDropped(Rule):
 
 def _end_untold(run: Run) -> str:
     """Why an imported run's log cannot tell how it ended (``imported.stop``), else ''."""
-    imported = run.attrs.get("imported")
-    return str(imported.get("stop") or "") if isinstance(imported, dict) else ""
+    return str((run.imported or {}).get("stop") or "")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 
@@ -26,6 +26,13 @@ def _missing(run: Run) -> list[str]:
     if (get("n_nodes") or 1) > 1 and not get("interconnect"):
         missing.append("interconnect")
     return missing
+
+
+def undocumented(fields: list[str]) -> Said:
+    return (
+        f"environment not documented: {', '.join(fields)} missing",
+        f"record {', '.join(fields)} in run_start (or the system description)",
+    )
 
 
 class EnvironmentUndocumented(Rule):
@@ -57,7 +64,6 @@ class EnvironmentUndocumented(Rule):
             yield self.fail(
                 target,
                 bad,
-                f"environment not documented: {', '.join(fields)} missing",
-                f"record {', '.join(fields)} in run_start (or the system description)",
+                *undocumented(fields),
                 missing=fields,
             )

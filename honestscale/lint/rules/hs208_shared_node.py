@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 SHARED_FILESYSTEMS = (
@@ -22,7 +21,7 @@ SHARED_FILESYSTEMS = (
 
 def _problems(run: Run) -> list[str] | None:
     """What made the run's node not quiet; None when the run recorded nothing about it."""
-    iso: dict[str, Any] | None = run.attrs.get("isolation")
+    iso = run.isolation
     if not iso:
         return None
     found = []
@@ -36,6 +35,19 @@ def _problems(run: Run) -> list[str] | None:
     if (waited := run.contended) is not None:
         found.append(f"{run.id}: {waited}")
     return found
+
+
+def shared_or_busy(reasons: list[str]) -> Said:
+    return (
+        f"measured on a shared or busy node: {'; '.join(reasons)}",
+        "rerun these on an exclusive, quiet node (#SBATCH --exclusive, accelerator free)",
+    )
+
+
+ISOLATION_NOT_RECORDED: Said = (
+    "the runs do not record whether the node was theirs alone",
+    "record isolation in run_start (honestscale's runners do)",
+)
 
 
 class SharedNode(Rule):
@@ -70,10 +82,10 @@ class SharedNode(Rule):
         bad = [r for r in target.runs if problems[r.id]]
         shared_fs = sorted(
             {
-                str(r.attrs["isolation"].get("data_filesystem"))
+                str(fs)
                 for r in target.runs
                 if problems[r.id] is not None
-                and r.attrs["isolation"].get("data_filesystem") in SHARED_FILESYSTEMS
+                and (fs := (r.isolation or {}).get("data_filesystem")) in SHARED_FILESYSTEMS
             }
         )
         if bad:
@@ -81,15 +93,9 @@ class SharedNode(Rule):
             yield self.fail(
                 target,
                 bad,
-                f"measured on a shared or busy node: {'; '.join(reasons)}",
-                "rerun these on an exclusive, quiet node (#SBATCH --exclusive, accelerator free)",
+                *shared_or_busy(reasons),
                 reasons=reasons,
                 shared_filesystems=shared_fs,
             )
         if unknown:
-            yield self.cannot_verify(
-                target,
-                unknown,
-                "the runs do not record whether the node was theirs alone",
-                "record isolation in run_start (honestscale's runners do)",
-            )
+            yield self.cannot_verify(target, unknown, *ISOLATION_NOT_RECORDED)

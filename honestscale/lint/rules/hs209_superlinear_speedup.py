@@ -8,7 +8,7 @@ from typing import Any
 from honestscale.analysis.points import DO_NOT_QUOTE
 from honestscale.analysis.scaling import Scaled, superlinear
 from honestscale.analysis.stats import Estimate
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View, accelerators_text
 
 STALLED = 0.10  # a base case losing this share of its time to train to stalls explains a superlinear speedup
@@ -162,6 +162,45 @@ def _fmt(e: Estimate) -> str:
     return f"{e.value:.2f}{ci}"
 
 
+RERUN = (
+    f"rerun the base case on an exclusive, quiet node with the other points' threads per worker and "
+    f"accelerators, and report steady-state step throughput beside the time; {CREDIBLE}"
+)
+
+
+def superlinear_at(workers: int, above: dict[str, Estimate], found: list[Cause]) -> Said:
+    """Efficiency above 1 beyond its interval, with the causes the store names (or that it names none)."""
+    said = "; ".join(f"{k} {_fmt(e)}" for k, e in above.items())
+    why = (
+        ("; likely causes from the store: " + "; ".join(c.text for c in found))
+        if found
+        else "; the store shows no cause (no stalls; same load, threads, accelerators, batch and precision)"
+    )
+    return f"superlinear at {workers} workers: {said}{why}", RERUN
+
+
+def setup_differs(workers: int, unsure: dict[str, Estimate], found: list[Cause]) -> Said:
+    """Above 1 with no interval, at points whose setup differs beyond the workers."""
+    said = "; ".join(f"{k} {e.value:.2f}" for k, e in unsure.items())
+    setup = [c.text for c in found if c.setup]
+    others = [c.text for c in found if not c.setup]
+    return (
+        f"{said} at {workers} workers (no interval: too few runs on a side), and the "
+        f"points differ in more than the workers: {'; '.join(setup)}"
+        + (f"; also: {'; '.join(others)}" if others else ""),
+        RERUN,
+    )
+
+
+def too_few_for_an_interval(workers: int, unsure: dict[str, Estimate], found: list[Cause]) -> Said:
+    said = "; ".join(f"{k} {e.value:.2f}" for k, e in unsure.items())
+    also = ("; the store shows: " + "; ".join(c.text for c in found)) if found else ""
+    return (
+        f"{said} at {workers} workers, with too few runs on a side for an interval to tell it from noise{also}",
+        "repeat each point (6 runs give a 95 % interval of the median)",
+    )
+
+
 class SuperlinearSpeedup(Rule):
     """A speedup above the ideal (efficiency over 1) needs its cause shown before anyone believes it; one the data
     explains away is not quoted at all.
@@ -228,52 +267,21 @@ class SuperlinearSpeedup(Rule):
                 "causes": [c.text for c in found],
                 "do_not_quote": bool(artefacts if hot.above else setup),
             }
-            fix = (
-                f"rerun the base case on an exclusive, quiet node with the other points' threads per worker and "
-                f"accelerators, and report steady-state step throughput beside the time; {CREDIBLE}"
-            )
+            # each Said unpacked, not starred: mypy cannot match a starred tuple before two ** dicts
             if hot.above:
-                said = "; ".join(f"{k} {_fmt(e)}" for k, e in hot.above.items())
-                why = (
-                    ("; likely causes from the store: " + "; ".join(c.text for c in found))
-                    if found
-                    else "; the store shows no cause (no stalls; same load, threads, accelerators, batch and precision)"
-                )
-                finding = self.fail(
-                    target, runs, f"superlinear at {p.workers} workers: {said}{why}", fix, **named, **evidence
-                )
+                message, fix = superlinear_at(p.workers, hot.above, found)
+                finding = self.fail(target, runs, message, fix, **named, **evidence)
                 if artefacts:
                     yield self._do_not_quote(finding)
                 else:
                     finding.severity = "warning"  # no cause, or a plausible real one: it needs its evidence
                     yield finding
             elif setup:
-                said = "; ".join(f"{k} {e.value:.2f}" for k, e in hot.unsure.items())
-                others = [c.text for c in found if not c.setup]
-                yield self._do_not_quote(
-                    self.fail(
-                        target,
-                        runs,
-                        f"{said} at {p.workers} workers (no interval: too few runs on a side), and the "
-                        f"points differ in more than the workers: {'; '.join(c.text for c in setup)}"
-                        + (f"; also: {'; '.join(others)}" if others else ""),
-                        fix,
-                        **named,
-                        **evidence,
-                    )
-                )
+                message, fix = setup_differs(p.workers, hot.unsure, found)
+                yield self._do_not_quote(self.fail(target, runs, message, fix, **named, **evidence))
             else:
-                said = "; ".join(f"{k} {e.value:.2f}" for k, e in hot.unsure.items())
-                also = ("; the store shows: " + "; ".join(c.text for c in found)) if found else ""
-                yield self.cannot_verify(
-                    target,
-                    runs,
-                    f"{said} at {p.workers} workers, with too few runs on a side "
-                    f"for an interval to tell it from noise{also}",
-                    "repeat each point (6 runs give a 95 % interval of the median)",
-                    **named,
-                    **evidence,
-                )
+                missing, record = too_few_for_an_interval(p.workers, hot.unsure, found)
+                yield self.cannot_verify(target, runs, missing, record, **named, **evidence)
 
     @staticmethod
     def _do_not_quote(finding: Finding) -> Finding:

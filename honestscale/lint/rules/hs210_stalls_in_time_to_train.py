@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 DOMINATED = 0.5  # outlier steps' excess time above this share of the time to train dominates it
@@ -24,6 +24,26 @@ def stall_evidence(run: Run) -> dict[str, float | int | None]:
         "share_of_time_to_train": run.stall_share,
         "beyond_median_pace_share": run.slow_share,
     }
+
+
+def stalls_dominate(dominated: list[Run], successful: int) -> Said:
+    shares = [r.lost_share or 0.0 for r in dominated]
+    outliers = [r.steps.outliers or 0 for r in dominated if r.steps is not None]
+    return (
+        f"{len(dominated)} of {successful} run(s) spent {100 * min(shares):.0f}-{100 * max(shares):.0f} % of "
+        f"their time to train in stalled steps ({min(outliers)}-{max(outliers)} steps above Tukey's fence "
+        f"Q3 + 1.5 IQR; the rest beyond the median step's pace): their time to train measures the stalls, "
+        f"not the training",
+        "rerun them on an exclusive, quiet node (HS208) and find what stalled the steps (honestscale show "
+        "RUN); compare steady-state step throughput, not these times",
+    )
+
+
+def too_few_steps(untimed: int) -> Said:
+    return (
+        f"{untimed} run(s) record fewer than {MIN_STEPS} step times",
+        "record a step event per training step (honestscale's runners do), so stalls can be counted",
+    )
 
 
 class StallsInTimeToTrain(Rule):
@@ -60,24 +80,12 @@ class StallsInTimeToTrain(Rule):
         timed = [r for r in ok if r.steps is not None and (r.steps.sync_steps or 0) >= MIN_STEPS]
         dominated = [r for r in timed if (r.lost_share or 0.0) >= DOMINATED]
         if dominated:
-            shares = [r.lost_share or 0.0 for r in dominated]
-            outliers = [r.steps.outliers or 0 for r in dominated if r.steps is not None]
             yield self.fail(
                 target,
                 dominated,
-                f"{len(dominated)} of {len(ok)} run(s) spent {100 * min(shares):.0f}-{100 * max(shares):.0f} % of "
-                f"their time to train in stalled steps ({min(outliers)}-{max(outliers)} steps above Tukey's fence "
-                f"Q3 + 1.5 IQR; the rest beyond the median step's pace): their time to train measures the stalls, "
-                f"not the training",
-                "rerun them on an exclusive, quiet node (HS208) and find what stalled the steps (honestscale show "
-                "RUN); compare steady-state step throughput, not these times",
+                *stalls_dominate(dominated, len(ok)),
                 per_run={r.id: stall_evidence(r) for r in timed},
             )
         untimed = [r for r in ok if r not in timed]
         if untimed:
-            yield self.cannot_verify(
-                target,
-                untimed,
-                f"{len(untimed)} run(s) record fewer than {MIN_STEPS} step times",
-                "record a step event per training step (honestscale's runners do), so stalls can be counted",
-            )
+            yield self.cannot_verify(target, untimed, *too_few_steps(len(untimed)))

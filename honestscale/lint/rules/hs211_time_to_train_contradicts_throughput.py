@@ -5,7 +5,7 @@ from statistics import median
 
 from honestscale.analysis.scaling import scaled
 from honestscale.analysis.stats import Estimate
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 APART = 1.5  # two speedups further apart than this factor (and beyond their intervals) disagree
@@ -34,6 +34,44 @@ def _outside(runs: list[Run]) -> float:
 def _stalls(runs: list[Run]) -> float:
     shares = [r.lost_share for r in runs if r.ok and r.lost_share is not None]
     return median(shares) if shares else 0.0
+
+
+def data_supports(workers: int, b_st: float, n_st: float, base: list[Run], runs: list[Run]) -> str:
+    """Which speedup the data supports, and why: the steady state, neither alone, or the time to train."""
+    if max(b_st, n_st) >= STALLED:
+        where = "base" if b_st >= n_st else f"{workers}-worker"
+        return (
+            f"the steady state: the {where} runs spent a median {100 * max(b_st, n_st):.0f} % of "
+            f"their time to train in stalled steps (HS210)"
+        )
+    if abs(_outside(base) - _outside(runs)) >= OUTSIDE:
+        b_out, n_out = _outside(base), _outside(runs)
+        where = "base" if b_out >= n_out else f"{workers}-worker"
+        return (
+            f"neither alone: the {where} runs spent {100 * max(b_out, n_out):.0f} % of their time to "
+            f"train outside the timed steps (against {100 * min(b_out, n_out):.0f} %): evaluations, "
+            f"start-up or waits between steps on a busy host (HS208); the steady state measures the "
+            f"steps, the time to train what a user waits for; rerun on a quiet node before quoting "
+            f"either"
+        )
+    return (
+        "the time to train, as the end-to-end cost: few stalls, so the difference is work the "
+        "steps do not contain (evaluations, start-up, waits between steps)"
+    )
+
+
+def _say(e: Estimate) -> str:
+    return f"{e.value:.2f}x" + (f" (95 % CI {e.low:.2f}-{e.high:.2f})" if e.has_interval else "")
+
+
+def speedups_disagree(workers: int, e2e: Estimate, steady: Estimate, opposite: bool, supported: str) -> Said:
+    how = "point in different directions" if opposite else "differ beyond their intervals"
+    return (
+        f"at {workers} workers, time to train gives {_say(e2e)} and steady-state step throughput "
+        f"{_say(steady)}: they {how}; the data supports {supported}",
+        "report both speedups and say which one a claim uses; find what the time to train holds that the "
+        "steps do not (honestscale show RUN) and rerun on a quiet node",
+    )
 
 
 class TimeToTrainContradictsThroughput(Rule):
@@ -86,39 +124,11 @@ class TimeToTrainContradictsThroughput(Rule):
                 continue
             runs = base + points[p.workers]
             b_st, n_st = _stalls(base), _stalls(points[p.workers])
-            if max(b_st, n_st) >= STALLED:
-                where = "base" if b_st >= n_st else f"{p.workers}-worker"
-                supported = (
-                    f"the steady state: the {where} runs spent a median {100 * max(b_st, n_st):.0f} % of "
-                    f"their time to train in stalled steps (HS210)"
-                )
-            elif abs(_outside(base) - _outside(points[p.workers])) >= OUTSIDE:
-                b_out, n_out = _outside(base), _outside(points[p.workers])
-                where = "base" if b_out >= n_out else f"{p.workers}-worker"
-                supported = (
-                    f"neither alone: the {where} runs spent {100 * max(b_out, n_out):.0f} % of their time to "
-                    f"train outside the timed steps (against {100 * min(b_out, n_out):.0f} %): evaluations, "
-                    f"start-up or waits between steps on a busy host (HS208); the steady state measures the "
-                    f"steps, the time to train what a user waits for; rerun on a quiet node before quoting "
-                    f"either"
-                )
-            else:
-                supported = (
-                    "the time to train, as the end-to-end cost: few stalls, so the difference is work the "
-                    "steps do not contain (evaluations, start-up, waits between steps)"
-                )
-
-            def say(e: Estimate) -> str:
-                return f"{e.value:.2f}x" + (f" (95 % CI {e.low:.2f}-{e.high:.2f})" if e.has_interval else "")
-
-            how = "point in different directions" if opposite else "differ beyond their intervals"
+            supported = data_supports(p.workers, b_st, n_st, base, points[p.workers])
             yield self.fail(
                 target,
                 runs,
-                f"at {p.workers} workers, time to train gives {say(e2e)} and steady-state step throughput "
-                f"{say(steady)}: they {how}; the data supports {supported}",
-                "report both speedups and say which one a claim uses; find what the time to train holds that the "
-                "steps do not (honestscale show RUN) and rerun on a quiet node",
+                *speedups_disagree(p.workers, e2e, steady, opposite, supported),
                 workers=p.workers,
                 base_workers=p.base_workers,
                 end_to_end_speedup=vars(e2e),

@@ -4,8 +4,27 @@ from collections.abc import Iterator
 from typing import Any
 
 from honestscale.analysis import compare
-from honestscale.lint._engine import Finding, Rule
+from honestscale.analysis.compare import Ordering
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def untestable(o: Ordering) -> Said:
+    """Samples too small for any test to reach 5 %."""
+    d = o.difference
+    return (
+        f"{o.a} vs {o.b}: with n = {d.n_a} and {d.n_b} no test can tell the two apart at 5 %",
+        "repeat each configuration (4 runs against 4 can reach p < 0.05; 6 give intervals)",
+    )
+
+
+def not_supported(o: Ordering, ratio: float) -> Said:
+    d = o.difference
+    return (
+        f"{o.a} is {ratio:.2f}x the {o.measure} of {o.b}, but {d.describe()}",
+        f'say "no significant difference with n = {d.n_a} and {d.n_b}", or repeat the runs until the '
+        "test or the intervals decide (campaign run --until-ci 5%)",
+    )
 
 
 class OrderingNotSupportedByTheData(Rule):
@@ -68,16 +87,13 @@ class OrderingNotSupportedByTheData(Rule):
                 yield self.cannot_verify(
                     target,
                     runs,
-                    f"{o.a} vs {o.b}: with n = {d.n_a} and {d.n_b} no test can tell the two apart at 5 %",
-                    "repeat each configuration (4 runs against 4 can reach p < 0.05; 6 give intervals)",
+                    *untestable(o),
                     **evidence,
                 )
                 continue
             yield self.fail(
                 target,
                 runs,
-                f"{o.a} is {o.ratio:.2f}x the {o.measure} of {o.b}, but {d.describe()}",
-                f'say "no significant difference with n = {d.n_a} and {d.n_b}", or repeat the runs until the '
-                "test or the intervals decide (campaign run --until-ci 5%)",
+                *not_supported(o, o.ratio),
                 **evidence,
             )

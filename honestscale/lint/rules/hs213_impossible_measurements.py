@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 YEAR_S = 365 * 24 * 3600.0  # a time to train longer than this is a unit or clock error, not a measurement
@@ -46,7 +46,8 @@ def problems(run: Run) -> dict[str, Any]:
     return out
 
 
-def _say(found: dict[str, Any], run: Run) -> str:
+def impossible(found: dict[str, Any], run: Run) -> Said:
+    """Each impossible thing ``problems`` found in one run, in words."""
     parts = []
     if "time_to_train_s" in found:
         parts.append(
@@ -81,7 +82,11 @@ def _say(found: dict[str, Any], run: Run) -> str:
             "its ranks disagree on "
             + "; ".join(f"{f} ({' / '.join(v)})" for f, v in found["ranks_disagree"].items())
         )
-    return f"{run.id}: " + "; ".join(parts)
+    return (
+        f"{run.id}: " + "; ".join(parts),
+        "rerun on nodes with a synchronised, monotonic clock; find and rerun the rank that wrote "
+        "nothing; launch every rank with one configuration",
+    )
 
 
 class ImpossibleMeasurements(Rule):
@@ -122,9 +127,7 @@ class ImpossibleMeasurements(Rule):
             yield self.fail(
                 target,
                 [run],
-                _say(found, run),
-                "rerun on nodes with a synchronised, monotonic clock; find and rerun the rank that wrote "
-                "nothing; launch every rank with one configuration",
+                *impossible(found, run),
                 run=run.id,
                 **found,
             )

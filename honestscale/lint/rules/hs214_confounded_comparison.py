@@ -3,8 +3,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, View
+
+
+def _text(d: dict[str, Any]) -> str:
+    return f"{d['name']} {', '.join(d['a'])} → {', '.join(d['b'])}"
+
+
+def confounded(
+    factor: list[dict[str, Any]], confounds: list[dict[str, Any]], follows: list[dict[str, Any]]
+) -> Said:
+    """What differs besides the factor (or with none named), and what follows from the factor."""
+    what = "; ".join(_text(d) for d in confounds)
+    if factor:
+        studied = ", ".join(d["name"] for d in factor)
+        message = f"besides the factor under study ({studied}), {len(confounds)} more thing(s) differ: {what}"
+    else:
+        message = f"{len(confounds)} things differ and none is named the factor: {what}"
+    if follows:
+        message += "; following from the factor, not confounds: " + "; ".join(
+            f"{_text(d)} ({d['why']})" for d in follows
+        )
+    return (
+        message,
+        "rerun one side with only the factor changed, or name the factor with --factor and report the rest",
+    )
 
 
 class ConfoundedComparison(Rule):
@@ -43,29 +67,12 @@ class ConfoundedComparison(Rule):
         if not confounds:
             return
         factor = target.key.get("factor") or []
-        what = "; ".join(_text(d) for d in confounds)
         follows = target.key.get("consequences") or []
-        if factor:
-            studied = ", ".join(d["name"] for d in factor)
-            message = (
-                f"besides the factor under study ({studied}), {len(confounds)} more thing(s) differ: {what}"
-            )
-        else:
-            message = f"{len(confounds)} things differ and none is named the factor: {what}"
-        if follows:
-            message += "; following from the factor, not confounds: " + "; ".join(
-                f"{_text(d)} ({d['why']})" for d in follows
-            )
         yield self.fail(
             target,
             target.runs,
-            message,
-            "rerun one side with only the factor changed, or name the factor with --factor and report the rest",
+            *confounded(factor, confounds, follows),
             factor=[d["field"] for d in factor],
             confounds=[d["field"] for d in confounds],
             consequences=[d["field"] for d in follows],
         )
-
-
-def _text(d: dict[str, Any]) -> str:
-    return f"{d['name']} {', '.join(d['a'])} → {', '.join(d['b'])}"

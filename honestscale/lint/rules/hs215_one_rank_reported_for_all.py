@@ -1,20 +1,45 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
-from honestscale.lint._engine import Finding, Rule
+from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 
-def imported(run: Run) -> dict[str, Any]:
+def imported(run: Run) -> Mapping[str, object]:
     """What an importer said about the log a run came from (empty for honestscale's own events)."""
-    got = run.attrs.get("imported")
-    return got if isinstance(got, dict) else {}
+    return run.imported or {}
 
 
 def _world_unknown(run: Run) -> bool:
-    return any(str(u).startswith("world_size") for u in imported(run).get("unknown") or ())
+    unknown = imported(run).get("unknown")
+    return isinstance(unknown, list) and any(str(u).startswith("world_size") for u in unknown)
+
+
+def one_rank(partial: list[Run]) -> Said:
+    """Runs whose step times and rates come from fewer ranks of the log than they ran on."""
+    said = sorted(
+        {
+            f"{imported(r).get('tool', r.source)}: {imported(r).get('ranks_in_log', 'one rank')}"
+            for r in partial
+        }
+    )
+    return (
+        f"the step times and rates of {len(partial)} run(s) of "
+        f"{', '.join(sorted({str(r.world_size) for r in partial}))} ranks come from "
+        f"{', '.join(sorted({str(r.ranks_seen or 0) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
+        "the other ranks' stragglers and waits are not in them",
+        "ingest every rank's log (torchtitan writes one experiment log per rank), or report the numbers as "
+        "one rank's, naming it",
+    )
+
+
+RANKS_UNKNOWN: Said = (
+    "the log does not say how many ranks the run had, so whether its rates are one rank's is unknown",
+    "keep the tool's startup output with the log (Megatron's arguments block, torchtitan's console with "
+    "its device mesh), or record the run on every rank with honestscale.record or its callbacks "
+    "(Lightning, Transformers' Trainer, Keras: docs/record.md)",
+)
 
 
 class OneRankReportedForAll(Rule):
@@ -53,21 +78,10 @@ class OneRankReportedForAll(Rule):
             if r not in unknown and r.world_size and r.world_size > 1 and (r.ranks_seen or 0) < r.world_size
         ]
         if partial:
-            said = sorted(
-                {
-                    f"{imported(r).get('tool', r.source)}: {imported(r).get('ranks_in_log', 'one rank')}"
-                    for r in partial
-                }
-            )
             yield self.fail(
                 target,
                 partial,
-                f"the step times and rates of {len(partial)} run(s) of "
-                f"{', '.join(sorted({str(r.world_size) for r in partial}))} ranks come from "
-                f"{', '.join(sorted({str(r.ranks_seen or 0) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
-                "the other ranks' stragglers and waits are not in them",
-                "ingest every rank's log (torchtitan writes one experiment log per rank), or report the numbers as "
-                "one rank's, naming it",
+                *one_rank(partial),
                 ranks_in_log={r.id: imported(r).get("ranks_in_log") for r in partial},
                 world_size={r.id: r.world_size for r in partial},
             )
@@ -75,8 +89,5 @@ class OneRankReportedForAll(Rule):
             yield self.cannot_verify(
                 target,
                 unknown,
-                "the log does not say how many ranks the run had, so whether its rates are one rank's is unknown",
-                "keep the tool's startup output with the log (Megatron's arguments block, torchtitan's console with "
-                "its device mesh), or record the run on every rank with honestscale.record or its callbacks "
-                "(Lightning, Transformers' Trainer, Keras: docs/record.md)",
+                *RANKS_UNKNOWN,
             )
