@@ -72,7 +72,7 @@ class Projection:
     parallel_fraction: float
     interval: tuple[float, float] | None  # 95 % bootstrap interval of the parallel fraction
     measured: list[tuple[int, float]]  # (workers, speedup)
-    projected: list[dict[str, Any]]  # workers, efficiency, low, high
+    projected: list[laws.Projection]
     points: int = 0  # worker counts behind the fit (2: the p they imply, the law itself untested)
     mode: str = ""  # the series' classification (honestscale.view): strong | weak | mixed
     quantity: str = ""  # what the law is fitted to

@@ -557,7 +557,7 @@ def _json_type_name(value: Any) -> str:
     return "object"
 
 
-def validate(event: Any) -> dict[str, Any]:
+def validate(event: Any) -> dict[str, object]:
     """Check one decoded event against the contract; return it, or raise :class:`EventError`.
 
     Unknown extra fields are allowed (runners may record more); a known field may be
@@ -651,7 +651,7 @@ def nesting(text: str) -> int:
     return deepest
 
 
-def parse_line(line: str | bytes) -> dict[str, Any]:
+def parse_line(line: str | bytes) -> dict[str, object]:
     """Decode and validate one line of an event file; raise :class:`EventError` with the reason."""
     if isinstance(line, bytes):
         try:
@@ -660,7 +660,7 @@ def parse_line(line: str | bytes) -> dict[str, Any]:
             raise EventError(f"not UTF-8 text (byte {exc.start}): binary data, not an event line") from None
     objects: list[list[tuple[str, Any]]] = []  # every object's pairs, the outermost last
 
-    def pairs(found: list[tuple[str, Any]]) -> dict[str, Any]:
+    def pairs(found: list[tuple[str, Any]]) -> dict[str, object]:
         objects.append(found)
         return dict(found)
 
@@ -789,10 +789,10 @@ class EventWriter:
 
         return time.time()
 
-    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def emit(self, kind: str, **fields: Any) -> dict[str, object]:
         """Validate and append one event of ``kind``; return it as written."""
         with self._lock:
-            event: dict[str, Any] = {
+            event: dict[str, object] = {
                 "schema": SCHEMA_VERSION,
                 "run_id": self.run_id,
                 "rank": self.rank,
@@ -829,23 +829,23 @@ class EventWriter:
                 self.stopped = True
             return event
 
-    def run_start(self, **fields: Any) -> dict[str, Any]:
+    def run_start(self, **fields: Any) -> dict[str, object]:
         fields.setdefault("host", socket.gethostname())
         return self.emit("run_start", **fields)
 
-    def step(self, **fields: Any) -> dict[str, Any]:
+    def step(self, **fields: Any) -> dict[str, object]:
         return self.emit("step", **fields)
 
-    def epoch(self, **fields: Any) -> dict[str, Any]:
+    def epoch(self, **fields: Any) -> dict[str, object]:
         return self.emit("epoch", **fields)
 
-    def eval(self, **fields: Any) -> dict[str, Any]:
+    def eval(self, **fields: Any) -> dict[str, object]:
         return self.emit("eval", **fields)
 
-    def system(self, **fields: Any) -> dict[str, Any]:
+    def system(self, **fields: Any) -> dict[str, object]:
         return self.emit("system", **fields)
 
-    def run_stop(self, status: str, reason: str | None = None) -> dict[str, Any]:
+    def run_stop(self, status: str, reason: str | None = None) -> dict[str, object]:
         return self.emit("run_stop", status=status, reason=reason)
 
     def close(self) -> None:
@@ -871,7 +871,7 @@ def _open_text(path: Path) -> TextIO:
     return path.open(encoding="utf-8", errors="surrogateescape", newline="\n")
 
 
-def read_events(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any] | EventError]]:
+def read_events(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, object] | EventError]]:
     """Yield ``(line_number, event or EventError)`` for every non-empty line of an event file.
 
     Lines are numbered from 1. A bad line yields an :class:`EventError` with the reason
@@ -888,11 +888,11 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
                 yield number, err
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> dict[str, object]:
     """The contract as a JSON Schema (draft 2020-12), derived from the field tables."""
 
-    def prop(f: Field) -> dict[str, Any]:
-        p: dict[str, Any] = {"description": f.doc}
+    def prop(f: Field) -> dict[str, object]:
+        p: dict[str, object] = {"description": f.doc}
         p["type"] = [f.type] if f.required else [f.type, "null"]
         if f.enum is not None:
             p["enum"] = list(f.enum) if f.required else [*f.enum, None]

@@ -30,7 +30,6 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -210,8 +209,8 @@ def source(runs: Sequence[Run]) -> str:
 
 
 def of_run(
-    row: Mapping[str, Any], power: Sequence[PowerSample], records: Sequence[EnergyRecord] = ()
-) -> dict[str, Any]:
+    row: Mapping[str, object], power: Sequence[PowerSample], records: Sequence[EnergyRecord] = ()
+) -> dict[str, object]:
     """For ``show``: one run's energy to train, its source, mean power and every rank's share, or why there is none
     (an accounting record that concerns the run but is not its energy is named)."""
     run = Run.from_row(row, power=tuple(power), energy_records=tuple(records))
@@ -221,5 +220,6 @@ def of_run(
         return {"source": NOT_RECORDED, "why": why} if why else {"source": NOT_RECORDED}
     t = row.get("time_to_train_s")
     return {"joules": got.joules, "source": got.source, "joined": got.joined or None,
-            "accelerators": got.devices or None, "mean_power_w": got.joules / float(t) if t else None,
+            "accelerators": got.devices or None,
+            "mean_power_w": got.joules / float(t) if isinstance(t, int | float) and t else None,
             "per_rank_joules": {str(rank): j for rank, j in got.per_rank} or None}  # fmt: skip

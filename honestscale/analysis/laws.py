@@ -20,7 +20,7 @@ largest. The 95 % interval comes from a bootstrap over each point's repetitions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -46,6 +46,15 @@ BOUND = 1e-3  # a parallel fraction this close to 0 or 1 sits at the bound of th
 BOOTSTRAP = 2000
 
 
+class Projection(TypedDict):
+    """The law's efficiency at a larger worker count, with its interval's bounds (None without an interval)."""
+
+    workers: int
+    efficiency: float
+    low: float | None
+    high: float | None
+
+
 @dataclass
 class LawFit:
     law: str | None  # amdahl | gustafson; None: no law describes the series
@@ -54,7 +63,7 @@ class LawFit:
     parallel_fraction: float | None = None
     stderr: float | None = None
     interval: tuple[float, float] | None = None  # 95 % bootstrap interval of the parallel fraction
-    projected: list[dict[str, Any]] = field(default_factory=list)  # workers, efficiency, low, high
+    projected: list[Projection] = field(default_factory=list)
     withheld: str | None = None  # why the law is not fitted or projects nothing
     formula: str = ""
 
@@ -195,7 +204,7 @@ def _project(out: LawFit, samples: dict[int, list[float]], ws: list[int], bootst
             low, high = float(np.percentile(got_p, 2.5)), float(np.percentile(got_p, 97.5))
             out.interval = (low, high) if high - low > 1e-9 else None
     for w in (ws[-1] * 2, ws[-1] * 4, ws[-1] * 8):
-        row: dict[str, Any] = {
+        row: Projection = {
             "workers": w,
             "efficiency": law_efficiency(law, p, w / base),
             "low": None,

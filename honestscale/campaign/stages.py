@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from honestscale.campaign.spec import RunPlan, Spec, final_plans, points, slug, tuning_plans
 from honestscale.errors import HonestscaleError
@@ -26,7 +25,7 @@ class Stage:
 class Best:
     """The tuning study's best trial: its grid values, name, mean final validation accuracy and run count."""
 
-    point: dict[str, Any]
+    point: dict[str, object]
     trial: str
     validation_accuracy: float
     runs: int
@@ -48,7 +47,7 @@ def best_trial(con: Connection, spec: Spec) -> Best:
 def stages(spec: Spec, best: Callable[[], Best]) -> Iterator[Stage]:
     """The spec's stages in order: the tuning trials (when it has a study), then the final runs with the best
     trial's values. ``best`` is called only once the tuning stage has been taken (run or submitted)."""
-    tuned: dict[str, Any] = {}
+    tuned: dict[str, object] = {}
     trial = None
     if spec.tuning is not None:
         yield Stage("tuning trials", f"tuning {spec.tuning['name']}", tuning_plans(spec))

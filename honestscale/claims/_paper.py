@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from honestscale import exits
 from honestscale.claims._file import ClaimsError
@@ -38,7 +37,7 @@ class MacroVerdict:
     verdict: str
     reason: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"key": self.key, "line": self.line, "verdict": self.verdict, "reason": self.reason}
 
 
@@ -99,7 +98,7 @@ def check_paper(view: View, paper: Path) -> tuple[Path, list[MacroVerdict]]:
     return source, out
 
 
-def _renamed(was: dict[str, Any], moved: str) -> tuple[str, str]:
+def _renamed(was: dict[str, object], moved: str) -> tuple[str, str]:
     """A key the store no longer defines whose very number (its runs and value) another key now names."""
     return (
         RENAMED,
@@ -107,7 +106,7 @@ def _renamed(was: dict[str, Any], moved: str) -> tuple[str, str]:
     )
 
 
-def _verdict(key: str, was: dict[str, Any] | None, t: TexNumber | None, source: Path) -> tuple[str, str]:
+def _verdict(key: str, was: dict[str, object] | None, t: TexNumber | None, source: Path) -> tuple[str, str]:
     if was is None:
         return UNDEFINED, f"{source.name} defines no {key}: write the report again, or use a key it defines"
     if t is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.table import Table
 from rich.text import Text
@@ -15,12 +15,29 @@ if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, 
     import polars as pl
 
 
-def reached(runs: list[Any]) -> dict[str, dict[str, Any]]:
+class Target(TypedDict):
+    split: str
+    metric: str
+    better: str
+    value: float
+
+
+class Reached(TypedDict):
+    """A run's time to accuracy (None where it has no target or did not reach it) and the targets it refers to."""
+
+    time_to_accuracy_s: float | None
+    target: list[Target] | None
+
+
+UNREACHED: Reached = {"time_to_accuracy_s": None, "target": None}  # a run with no targets, or none asked
+
+
+def reached(runs: list[Any]) -> dict[str, Reached]:
     """Per run id: its time to accuracy (None where it has no target or did not reach it) and the targets it
     refers to (validation split, each metric with its direction and value)."""
     from honestscale.analysis.scaling import targets_of, time_to_accuracy
 
-    out = {}
+    out: dict[str, Reached] = {}
     for r in runs:
         goals = targets_of(r)
         out[r.id] = {
@@ -34,7 +51,7 @@ def reached(runs: list[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _target_text(target: list[dict[str, Any]] | None) -> str | None:
+def _target_text(target: list[Target] | None) -> str | None:
     if not target:
         return None
     return "; ".join(
@@ -43,11 +60,11 @@ def _target_text(target: list[dict[str, Any]] | None) -> str | None:
     )
 
 
-def rejected_times(findings: Any) -> dict[str, dict[str, Any]]:
+def rejected_times(findings: Any) -> dict[str, dict[str, object]]:
     """Per run id, the rule that rejects its measurements (HS213: a time to train that is negative or longer than a
     year, a clock gone backwards, ranks missing, extra or disagreeing): its times are no measurement and are never
     printed as one (``runs``: marked in the table, withheld in JSON and CSV with the rule and why)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for f in findings:
         if f.code == "HS213" and f.outcome == "fail":
             for rid in f.runs:
@@ -56,7 +73,7 @@ def rejected_times(findings: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _withhold(rec: dict[str, Any], rejected: dict[str, Any] | None) -> dict[str, Any]:
+def _withhold(rec: dict[str, object], rejected: dict[str, object] | None) -> dict[str, object]:
     """The record with its times moved under ``rejected`` (with the rule and its reason) when a rule rejects them."""
     if rejected is None:
         rec["rejected"] = None
@@ -77,7 +94,7 @@ RATES_ARE = (
 )
 
 
-def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
+def layouts(runs: list[Any]) -> dict[str, dict[str, object]]:
     """Per run id: its parallel layout, its rates (``RATES_ARE`` says which statistic they are) and, where its
     FLOPs can be counted (a transformer's shape, or the FLOPs per token it recorded), its MFU and HFU recomputed
     from the counts (``utilisation``: every number it is made of, the peak and its source; null MFU where the
@@ -121,7 +138,7 @@ def layouts(runs: list[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def with_energy(df: pl.DataFrame, energies: dict[str, dict[str, Any]]) -> pl.DataFrame:
+def with_energy(df: pl.DataFrame, energies: dict[str, dict[str, object]]) -> pl.DataFrame:
     """The runs with the energy to train `show` and the report give (every source, not only MLPerf's power logs)
     and where it comes from (``energy_source``: "not recorded" where none is)."""
     import polars as pl
@@ -134,19 +151,19 @@ def with_energy(df: pl.DataFrame, energies: dict[str, dict[str, Any]]) -> pl.Dat
 
 def run_records(
     df: pl.DataFrame,
-    targets: dict[str, dict[str, Any]],
-    rejected: dict[str, dict[str, Any]] | None = None,
-    rates: dict[str, dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    targets: dict[str, Reached],
+    rejected: dict[str, dict[str, object]] | None = None,
+    rates: dict[str, dict[str, object]] | None = None,
+) -> list[dict[str, object]]:
     """Runs as JSON-ready objects: timestamps in ISO 8601, the final accuracy as one object or null, the time to
     accuracy with the target it refers to (``reached``); times a rule rejects (``rejected_times``) are null, and
     ``rejected`` holds them with the rule and why."""
     out = []
     for row in df.iter_rows(named=True):
         rec = {k: v for k, v in row.items() if not k.startswith("final_")}
-        got = targets.get(row["run_id"], {})
-        rec["time_to_accuracy_s"] = got.get("time_to_accuracy_s")
-        rec["target"] = got.get("target")
+        got = targets.get(row["run_id"], UNREACHED)
+        rec["time_to_accuracy_s"] = got["time_to_accuracy_s"]
+        rec["target"] = got["target"]
         rec["started_at"] = iso(row["started_at"])
         rec["stopped_at"] = iso(row["stopped_at"])
         rec["final_accuracy"] = (
@@ -162,7 +179,7 @@ def run_records(
 
 
 def runs_csv(
-    df: pl.DataFrame, targets: dict[str, dict[str, Any]], rejected: dict[str, dict[str, Any]] | None = None
+    df: pl.DataFrame, targets: dict[str, Reached], rejected: dict[str, dict[str, object]] | None = None
 ) -> str:
     """The runs as CSV: times as ISO text, the time to accuracy and its target (``reached``) beside the time to
     train, times a rule rejects (``rejected_times``) empty with the rule, why and the values in ``rejected``, and no
@@ -176,12 +193,14 @@ def runs_csv(
         at,
         pl.Series(
             "time_to_accuracy_s",
-            [targets.get(i, {}).get("time_to_accuracy_s") for i in ids],
+            [targets.get(i, UNREACHED)["time_to_accuracy_s"] for i in ids],
             dtype=pl.Float64,
         ),
     ).insert_column(
         at + 1,
-        pl.Series("target", [_target_text(targets.get(i, {}).get("target")) for i in ids], dtype=pl.String),
+        pl.Series(
+            "target", [_target_text(targets.get(i, UNREACHED)["target"]) for i in ids], dtype=pl.String
+        ),
     )
     times = zip(ids, df["time_to_train_s"].to_list(), df["time_to_accuracy_s"].to_list(), strict=True)
     why = [_rejected_text(rejected.get(i), t, a) for i, t, a in times]
@@ -204,7 +223,7 @@ def _name(value: object) -> Text:
     return Text(shown(value))
 
 
-def _rejected_text(rejected: dict[str, Any] | None, ttt: float | None, tta: float | None) -> str | None:
+def _rejected_text(rejected: dict[str, object] | None, ttt: float | None, tta: float | None) -> str | None:
     if rejected is None:
         return None
     values = "; ".join(
@@ -223,7 +242,7 @@ def _fmt_seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
-def _time_cell(s: float | None, rejected: dict[str, Any] | None) -> Text:
+def _time_cell(s: float | None, rejected: dict[str, object] | None) -> Text:
     """A time to train, or the rejected value marked with the rule that rejects it ("-22.00 s ✗ HS213")."""
     if rejected is None:
         return Text(_fmt_seconds(s))
@@ -233,7 +252,7 @@ def _time_cell(s: float | None, rejected: dict[str, Any] | None) -> Text:
 _STATUS_STYLE = {"success": "green", "aborted": "yellow", "incomplete": "yellow", "end_unknown": "yellow"}
 
 
-def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, Any]] | None = None) -> Table:
+def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, object]] | None = None) -> Table:
     """The runs, one a row; a time a rule rejects (``rejected_times``) is marked with the rule (✗ HS213), never
     printed as a measurement, and the rules and why are listed under the table."""
     table = Table(title=f"{df.height} runs", title_justify="left", show_lines=False)
@@ -312,7 +331,7 @@ def plan_table(campaign: str, plans: list[Any]) -> Table:
     return table
 
 
-def quarantine_records(df: pl.DataFrame) -> list[dict[str, Any]]:
+def quarantine_records(df: pl.DataFrame) -> list[dict[str, object]]:
     return [
         {
             "file": r["file"],

@@ -18,7 +18,7 @@ from typing import Any
 from honestscale import catalogue
 from honestscale import events as ev
 from honestscale.collector import _mlperf_evals, _mlperf_lines, _mlperf_power
-from honestscale.collector._mlperf_lines import real
+from honestscale.collector._mlperf_lines import Record, real
 from honestscale.collector._mlperf_tree import (
     Place,
     find_system,
@@ -41,10 +41,10 @@ _STATUS = {
 }
 
 
-def _segments(records: list[tuple[int, dict[str, Any]]]) -> list[list[tuple[int, dict[str, Any]]]]:
+def _segments(records: list[tuple[int, Record]]) -> list[list[tuple[int, Record]]]:
     """Split the records into runs: each run_start opens one (what precedes it belongs to it)."""
-    runs: list[list[tuple[int, dict[str, Any]]]] = []
-    current: list[tuple[int, dict[str, Any]]] = []
+    runs: list[list[tuple[int, Record]]] = []
+    current: list[tuple[int, Record]] = []
     seen_start = False
     for rec in records:
         if rec[1].get("key") == "run_start" and seen_start:
@@ -80,7 +80,7 @@ def parse(log: Path, text: str, *, campaign: str | None = None) -> Parsed:
     where = place(log)
     system_path = find_system(log)
     if system_path is None:
-        hardware: dict[str, Any] = {}
+        hardware: dict[str, object] = {}
         out.warnings.append(
             f"no systems/{where.system or log.parent.parent.name}.json beside the log: hardware unknown"
         )
@@ -120,7 +120,8 @@ def _count(value: Any, least: int = 0) -> int | None:
     return None
 
 
-Numbered = list[tuple[int, dict[str, Any]]]  # (line of the log, event)
+Numbered = list[tuple[int, Record]]  # (line of the log, its record)
+Events = list[tuple[int, dict[str, object]]]  # (line of the log, the event made of it)
 
 
 @dataclass
@@ -150,8 +151,11 @@ class _Size:
         return "systems json: CPU-only, one worker per node" if self.cpu_only else "unknown (assumed 1)"
 
 
-def _size(hardware: dict[str, Any], values: dict[str, Any]) -> _Size:
-    nodes, per_node = hardware.get("nodes"), hardware.get("accelerators_per_node")
+def _size(hardware: dict[str, object], values: dict[str, object]) -> _Size:
+    nodes, per_node = (
+        n if isinstance(n, int) else None
+        for n in (hardware.get("nodes"), hardware.get("accelerators_per_node"))
+    )
     accelerators = nodes * per_node if nodes and per_node else None
     return _Size(
         nodes,
@@ -162,18 +166,18 @@ def _size(hardware: dict[str, Any], values: dict[str, Any]) -> _Size:
     )
 
 
-def _values(segment: Numbered) -> dict[str, Any]:
+def _values(segment: Numbered) -> dict[str, object]:
     """Each key's first point-in-time value in the run's segment of the log."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for _, rec in segment:
-        if rec.get("event_type", "POINT_IN_TIME") == "POINT_IN_TIME" and rec["key"] not in values:
+        if rec["event_type"] == "POINT_IN_TIME" and rec["key"] not in values:
             values[rec["key"]] = rec.get("value")
     return values
 
 
 def _bounds(
     segment: Numbered, name: str, warnings: list[str]
-) -> tuple[tuple[int, dict[str, Any]], tuple[int, dict[str, Any]] | None]:
+) -> tuple[tuple[int, Record], tuple[int, Record] | None]:
     """The run's start (run_start, else its first timed line, said) and its first run_stop (run_final, a status or a
     later eval after it are not a second stop)."""
     start = next(((n, r) for n, r in segment if r["key"] == "run_start"), None)
@@ -185,7 +189,7 @@ def _bounds(
 
 
 def _benchmark(
-    values: dict[str, Any], where: Place, name: str, warnings: list[str]
+    values: dict[str, object], where: Place, name: str, warnings: list[str]
 ) -> tuple[str, catalogue.Benchmark | None]:
     """The benchmark the log names (else its folder) and its catalogue entry for the round, if there is one."""
     benchmark = str(values.get("submission_benchmark") or (where.within[-1] if where.within else "unknown"))
@@ -199,7 +203,7 @@ def _benchmark(
     return benchmark, bench
 
 
-def _event(rid: str, kind: str, time_ms: float, **fields: Any) -> dict[str, Any]:
+def _event(rid: str, kind: str, time_ms: float, **fields: Any) -> dict[str, object]:
     """An event of the run (rank 0; numbered in the log's order at the end)."""
     e = {
         "schema": ev.SCHEMA_VERSION,
@@ -214,8 +218,8 @@ def _event(rid: str, kind: str, time_ms: float, **fields: Any) -> dict[str, Any]
     return e
 
 
-def _start_fields(values: dict[str, Any], hardware: dict[str, Any], size: _Size, benchmark: str,
-                  bench: catalogue.Benchmark | None) -> dict[str, Any]:  # fmt: skip
+def _start_fields(values: dict[str, object], hardware: dict[str, object], size: _Size, benchmark: str,
+                  bench: catalogue.Benchmark | None) -> dict[str, object]:  # fmt: skip
     """run_start's fields as the log, its systems JSON and the catalogue give them."""
     lr = next((v for k, v in values.items() if k.endswith("opt_base_learning_rate")), None)
     first = bench.metrics[0] if bench else None
@@ -236,8 +240,8 @@ def _start_fields(values: dict[str, Any], hardware: dict[str, Any], size: _Size,
     }  # fmt: skip
 
 
-def _mlperf_fields(values: dict[str, Any], where: Place, benchmark: str, bench: catalogue.Benchmark | None,
-                   size: _Size, system_shown: str | None, scaling: float | None, joules: float | None) -> dict[str, Any]:  # fmt: skip
+def _mlperf_fields(values: dict[str, object], where: Place, benchmark: str, bench: catalogue.Benchmark | None,
+                   size: _Size, system_shown: str | None, scaling: float | None, joules: float | None) -> dict[str, object]:  # fmt: skip
     """run_start's ``mlperf`` block: where the log sits in the results, its targets and where each number came from."""
     targets = [{"metric": m.name, "better": m.better, "target": m.target, "unit": m.unit}
                for m in (bench.metrics if bench else ())]  # fmt: skip
@@ -251,12 +255,12 @@ def _mlperf_fields(values: dict[str, Any], where: Place, benchmark: str, bench: 
     }  # fmt: skip
 
 
-def _epochs_and_stop(segment: Numbered, stop: tuple[int, dict[str, Any]] | None, rid: str, name: str,
+def _epochs_and_stop(segment: Numbered, stop: tuple[int, Record] | None, rid: str, name: str,
                      bench: catalogue.Benchmark | None, last: dict[str, float], joules: float | None,
-                     warnings: list[str]) -> Numbered:  # fmt: skip
+                     warnings: list[str]) -> Events:  # fmt: skip
     """Each epoch (its time where its start is logged) and the run's stop with its status (a success whose last
     evaluation misses the target is said)."""
-    out: Numbered = []
+    out: Events = []
     epoch_starts: dict[Any, float] = {}
     for number, rec in segment:
         key, meta = rec["key"], rec.get("metadata") or {}
@@ -274,8 +278,8 @@ def _epochs_and_stop(segment: Numbered, stop: tuple[int, dict[str, Any]] | None,
     return out
 
 
-def _stop_event(rec: dict[str, Any], rid: str, name: str, bench: catalogue.Benchmark | None,
-                last: dict[str, float], joules: float | None, warnings: list[str]) -> dict[str, Any]:  # fmt: skip
+def _stop_event(rec: Record, rid: str, name: str, bench: catalogue.Benchmark | None,
+                last: dict[str, float], joules: float | None, warnings: list[str]) -> dict[str, object]:  # fmt: skip
     """The run's stop with the status the log gives (no status: failed); a success whose last evaluation misses
     the target is said."""
     meta = rec.get("metadata") or {}
@@ -295,14 +299,14 @@ def _run_events(
     rid: str,
     name: str,
     segment: Numbered,
-    hardware: dict[str, Any],
+    hardware: dict[str, object],
     system_shown: str | None,
     where: Place,
     power: Path | None,
     scaling: float | None,
     campaign: str | None,
     warnings: list[str],
-) -> Numbered:
+) -> Events:
     """One run of an MLPerf log as events: its start (with what the systems JSON and the catalogue say), its
     evaluations, epochs and stop, numbered in the log's order."""
     values = _values(segment)
@@ -316,7 +320,7 @@ def _run_events(
         joules = got.joules
     mlperf = _mlperf_fields(values, where, benchmark, bench, size, system_shown, scaling, joules)
     fields = _start_fields(values, hardware, size, benchmark, bench)
-    out = [(start[0], _event(rid, "run_start", start[1]["time_ms"], campaign=campaign, name=name, **fields,
+    out: Events = [(start[0], _event(rid, "run_start", start[1]["time_ms"], campaign=campaign, name=name, **fields,
                              mlperf=mlperf))]  # fmt: skip
     evals = _mlperf_evals.evaluations(
         segment, stop[1] if stop else None, bench, size.global_batch, warnings, name

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from honestscale import catalogue
-from honestscale.collector._mlperf_lines import real
+from honestscale.collector._mlperf_lines import Record, real
 
 EVAL_KEYS = ("eval_accuracy", "eval_error")
 
@@ -36,13 +36,13 @@ class Evaluation:
     offline: bool
 
 
-def _meta(rec: dict[str, Any]) -> dict[str, Any]:
+def _meta(rec: Record) -> dict[str, object]:
     meta = rec.get("metadata")
     return meta if isinstance(meta, dict) else {}
 
 
 def quality(
-    rec: dict[str, Any], bench: catalogue.Benchmark | None, warnings: list[str], name: str
+    rec: Record, bench: catalogue.Benchmark | None, warnings: list[str], name: str
 ) -> list[tuple[str, float]]:
     """(metric, value) of one evaluation line: one per metric it holds."""
     value = rec.get("value")
@@ -53,12 +53,11 @@ def quality(
         if not metrics and bench is not None:
             warnings.append(f"{name}: {rec['key']} names metric {said!r}, which {bench.name} does not have")
     if isinstance(value, list):
-        value = (
-            {m.key: v for m, v in zip(metrics, value, strict=False)} if len(value) == len(metrics) else None
-        )
+        held = len(value)
+        value = {m.key: v for m, v in zip(metrics, value, strict=False)} if held == len(metrics) else None
         if value is None:
             warnings.append(
-                f"{name}: {rec['key']} holds {len(rec['value'])} values; the catalogue names "
+                f"{name}: {rec['key']} holds {held} values; the catalogue names "
                 f"{len(metrics)} metric(s): evaluation not kept"
             )
             return []
@@ -83,7 +82,7 @@ def quality(
     return []
 
 
-def _checkpoint_of(meta: dict[str, Any]) -> tuple[str, Any] | None:
+def _checkpoint_of(meta: dict[str, object]) -> tuple[str, Any] | None:
     for key in ("samples_count", "step_num"):
         if isinstance(meta.get(key), int) and not isinstance(meta.get(key), bool):
             return key, meta[key]
@@ -91,7 +90,7 @@ def _checkpoint_of(meta: dict[str, Any]) -> tuple[str, Any] | None:
 
 
 def _trained_at(
-    segment: list[tuple[int, dict[str, Any]]], stop: dict[str, Any] | None, gbs: int | None
+    segment: list[tuple[int, Record]], stop: Record | None, gbs: int | None
 ) -> dict[tuple[str, Any], float]:
     """When training reached each checkpoint the log names, by (samples_count | step_num, value)."""
     found: dict[tuple[str, Any], float] = {}
@@ -119,14 +118,14 @@ def _trained_at(
         for name in ("samples_count", "step_num"):
             if isinstance(meta.get(name), int):
                 found[(name, meta[name])] = float(stop["time_ms"])
-        if isinstance(meta.get("step_num"), int) and gbs:
-            found[("samples_count", meta["step_num"] * gbs)] = float(stop["time_ms"])
+        if isinstance(step := meta.get("step_num"), int) and gbs:
+            found[("samples_count", step * gbs)] = float(stop["time_ms"])
     return found
 
 
 def evaluations(
-    segment: list[tuple[int, dict[str, Any]]],
-    stop: dict[str, Any] | None,
+    segment: list[tuple[int, Record]],
+    stop: Record | None,
     bench: catalogue.Benchmark | None,
     gbs: int | None,
     warnings: list[str],

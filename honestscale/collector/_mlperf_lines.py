@@ -18,7 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from honestscale import events as ev
 from honestscale.collector._parsed import BadLine
@@ -35,9 +35,19 @@ FORMATS_READ = "it reads ':::MLLOG {json}' of v0.7 on and ':::MLL <seconds> key:
 _V06_KEYS = {"num_train_examples": "train_samples", "num_eval_examples": "eval_samples"}
 
 
+class Record(TypedDict):
+    """One MLPerf record, whichever format wrote it."""
+
+    key: str
+    value: object
+    time_ms: float
+    event_type: object  # INTERVAL_START, POINT_IN_TIME, ... (POINT_IN_TIME where a line names none)
+    metadata: dict[str, object]
+
+
 @dataclass
 class Lines:
-    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (source line, record)
+    records: list[tuple[int, Record]] = field(default_factory=list)  # (source line, record)
     bad: list[BadLine] = field(default_factory=list)
     other_lines: int = 0
     repeated: int = 0
@@ -77,21 +87,28 @@ def _decode(body: str, number: int, line: str, what: str) -> tuple[Any, BadLine 
     return rec, None
 
 
-def _mllog(body: str, number: int, line: str) -> tuple[dict[str, Any] | None, BadLine | None]:
+def _mllog(body: str, number: int, line: str) -> tuple[Record | None, BadLine | None]:
     rec, bad = _decode(body, number, line, "MLLOG")
     if bad is not None:
         return None, bad
     if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
         return None, BadLine(number, line, "MLLOG record without a 'key' string")
-    if real(rec.get("time_ms")) is None:
+    if (time_ms := real(rec.get("time_ms"))) is None:
         return None, BadLine(number, line, f"MLLOG record {rec['key']!r} without a finite numeric 'time_ms'")
-    return rec, None
+    metadata = rec.get("metadata")
+    return {
+        "key": rec["key"],
+        "value": rec.get("value"),
+        "time_ms": time_ms,
+        "event_type": rec.get("event_type", "POINT_IN_TIME"),  # a line that names none is a point in time
+        "metadata": metadata if isinstance(metadata, dict) else {},
+    }, None
 
 
 _JSON_NAMES = {"null": None, "true": True, "false": False}
 
 
-def _python_literal(body: str) -> dict[str, Any] | None:
+def _python_literal(body: str) -> dict[str, object] | None:
     """A v0.6 record written as a Python literal (``{"value": 1, "metadata": {'lineno': 7}}``), else None."""
     try:
         tree = ast.parse(body, mode="eval")
@@ -120,7 +137,7 @@ def _python_literal(body: str) -> dict[str, Any] | None:
     return value
 
 
-def _mll(body: str, number: int, line: str) -> tuple[dict[str, Any] | None, BadLine | None]:
+def _mll(body: str, number: int, line: str) -> tuple[Record | None, BadLine | None]:
     m = _V06.match(body)
     if m is None:
         return None, BadLine(

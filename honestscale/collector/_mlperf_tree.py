@@ -84,7 +84,7 @@ def find_system(log: Path) -> Path | None:
     return None
 
 
-def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
+def read_system(path: Path) -> tuple[dict[str, object], str | None]:
     """Hardware and software fields of a system description, and a note if it could not be read (whole or in
     part)."""
     try:
@@ -136,7 +136,7 @@ def read_system(path: Path) -> tuple[dict[str, Any], str | None]:
     return fields, None
 
 
-def _cores(desc: dict[str, Any]) -> int | None:
+def _cores(desc: dict[str, object]) -> int | None:
     """The CPU cores of one node (processors per node x cores per processor), where the description says both."""
     sockets, cores = _int(desc.get("host_processors_per_node")), _int(desc.get("host_processor_core_count"))
     return sockets * cores if sockets and cores else None
@@ -145,7 +145,7 @@ def _cores(desc: dict[str, Any]) -> int | None:
 _V06_ENTRY = re.compile(r"^(?:[a-z_]+): \{", re.MULTILINE)
 
 
-def _literal(text: Any) -> dict[str, Any] | None:
+def _literal(text: Any) -> dict[str, object] | None:
     """A Python dict literal written as a string (NVIDIA's v0.6 ``entry`` and its ``nodes``), else None."""
     if not isinstance(text, str):
         return None
@@ -156,7 +156,9 @@ def _literal(text: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _entry_fields(entry: dict[str, Any], platform: Any, path: Path, unread: list[str]) -> dict[str, Any]:
+def _entry_fields(
+    entry: dict[str, object], platform: Any, path: Path, unread: list[str]
+) -> dict[str, object]:
     """Hardware of a v0.6 submission ``entry`` (NVIDIA's as Python literals in strings, Fujitsu's as JSON):
     ``hardware``, ``framework``, ``interconnect``, ``os``, ``libraries`` and ``nodes`` (one node type)."""
     nodes: Any = entry.get("nodes")
@@ -190,10 +192,10 @@ def _entry_fields(entry: dict[str, Any], platform: Any, path: Path, unread: list
     }
 
 
-def _v06_system(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
+def _v06_system(path: Path, text: str) -> tuple[dict[str, object], str | None]:
     """NVIDIA's v0.6 system files: the log's ``submission_*`` lines without their prefix (``platform: {json}``),
     the hardware inside ``entry``'s value, a Python dict literal whose ``nodes`` is another one."""
-    lines: dict[str, Any] = {}
+    lines: dict[str, object] = {}
     unread: list[str] = []
     for line in text.splitlines():
         key, sep, body = line.partition(": ")

@@ -164,8 +164,8 @@ class _Plan:
     lines_total: int = 0
     content_hash: str = ""
     chars: int = 0
-    profile: dict[str, Any] | None = None  # a profiler trace's steps (evidence, profile_steps)
-    energy: list[dict[str, Any]] = field(default_factory=list)  # energy records (energy_records)
+    profile: dict[str, object] | None = None  # a profiler trace's steps (evidence, profile_steps)
+    energy: list[dict[str, object]] = field(default_factory=list)  # energy records (energy_records)
     # the bookkeeping the plan was made from (file_id, bytes, content hash), None for a new file: checked again
     # inside the transaction, where another writer may have landed the file meanwhile
     seen: tuple[Any, ...] | None = None
@@ -699,7 +699,7 @@ class Ingester:
         return rows
 
 
-def _serialised(events: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, str]]:
+def _serialised(events: list[tuple[int, dict[str, object]]]) -> Iterator[tuple[int, str]]:
     """Each event as its JSON line, in order, each dropped from ``events`` once written: the file's events as
     objects and as text are never both held whole (a tracker's run of 10^6 values)."""
     for i, (line, event) in enumerate(events):
@@ -708,7 +708,7 @@ def _serialised(events: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int,
     events.clear()
 
 
-_GONE: tuple[int, dict[str, Any]] = (0, {})
+_GONE: tuple[int, dict[str, object]] = (0, {})
 
 
 def _read_with_changed(summary: Summary, todo: list[Source]) -> list[tuple[Source, list[str]]]:

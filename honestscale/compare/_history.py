@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from honestscale.analysis.points import Findings, lint_codes
 from honestscale.analysis.scaling import times
@@ -39,7 +38,7 @@ class Point:
     def change_point(self) -> bool:
         return self.difference is not None and self.difference.significant
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         d, r = self.difference, self.ratio
         return {"campaign": self.campaign, "started_at": self.started_at, "runs": sorted(x.id for x in self.runs),
                 "runs_ok": len(self.values), "values": self.values, "median": self.centre, "ci": list(self.ci),
@@ -55,7 +54,7 @@ class Series:
     measure: str
     points: list[Point]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"setup": self.setup, "measure": self.measure, "unit": "s", "statistic": "median of runs",
                 "points": [p.as_json() for p in self.points]}  # fmt: skip
 
@@ -95,5 +94,5 @@ def history(view: View, setup: str) -> list[Series]:
     return out
 
 
-def as_json(setup: str, series: Sequence[Series]) -> dict[str, Any]:
+def as_json(setup: str, series: Sequence[Series]) -> dict[str, object]:
     return {"schema": SCHEMA, "history": setup, "series": [s.as_json() for s in series]}

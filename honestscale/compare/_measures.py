@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from honestscale.analysis.mlperf import submissions
 from honestscale.analysis.points import sig
@@ -43,7 +42,7 @@ class Side:
     runs: int  # every run of the side, failed included
     ok: int  # the runs the values come from
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"values": list(self.values), "centre": self.centre, "ci": list(self.ci), "runs": self.runs,
                 "runs_ok": self.ok}  # fmt: skip
 
@@ -89,7 +88,7 @@ class Measure:
         test = self.difference.describe() if self.difference else "one score a side: no test"
         return f"B {how} than A in {self.name} at the {self.statistic} (B/A {sig(r.value, 3)}{ci}); {test}"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         d, r = self.difference, self.ratio
         return {
             "measure": self.kind, "name": self.name, "unit": self.unit, "better": self.better,

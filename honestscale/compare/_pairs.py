@@ -71,7 +71,7 @@ class Difference:
     def text(self) -> str:
         return f"{self.name} {', '.join(self.a)} → {', '.join(self.b)}"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"field": self.field, "name": self.name, "a": list(self.a), "b": list(self.b)}
 
 
@@ -95,7 +95,7 @@ class Consequence:
     def text(self) -> str:
         return f"{self.difference.text()} ({self.why})"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {**self.difference.as_json(), "why": self.why}
 
 
@@ -129,7 +129,7 @@ def _consequence(d: Difference, a: Sequence[Run], b: Sequence[Run]) -> str | Non
     return None
 
 
-def _thread_knobs(values: list[dict[str, Any]], runs: Sequence[Run]) -> str | None:
+def _thread_knobs(values: list[dict[str, object]], runs: Sequence[Run]) -> str | None:
     """The launcher's environments differ in thread knobs alone, each splitting one total between the workers."""
     keys = {k for v in values for k in v if len({_shown(x.get(k)) for x in values}) > 1}
     if not keys or not all("THREADS" in k.upper() for k in keys):
@@ -192,7 +192,7 @@ def _number(x: float) -> str:
 class Setup:
     """The runs of one side that share the pairing key (or one MLPerf submission)."""
 
-    key: dict[str, Any]
+    key: dict[str, object]
     runs: list[Run]
     submission: str | None = None  # mlperf:<round>/<org>/<system>/<benchmark>
 
@@ -232,7 +232,7 @@ class Unpaired:
     closest: str | None  # the label of the closest setup of the other side
     differs: list[str] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"side": self.side, "setup": self.setup.label, "runs": sorted(r.id for r in self.setup.runs),
                 "closest": self.closest, "differs": self.differs}  # fmt: skip
 

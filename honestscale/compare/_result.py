@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from honestscale.analysis.points import lint_codes
 from honestscale.analysis.stats import DECISION_RULE, MIN_INTERVAL_RUNS
@@ -45,7 +44,7 @@ class Compared:
             else None
         )
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         p = self.pair
         return {
             "pair": p.label, "comparison": self.comparison, "state_of_the_art": p.state_of_the_art, "caveat": self.caveat,
@@ -100,7 +99,7 @@ class Result:
                 seen[id(f)] = f
         return list(seen.values())
 
-    def as_json(self, gate: Sequence[Check] = ()) -> dict[str, Any]:
+    def as_json(self, gate: Sequence[Check] = ()) -> dict[str, object]:
         return {
             "schema": SCHEMA,
             "a": {"selector": self.a.text, "filters": dict(self.a.filters), "runs": len(self.a_runs)},

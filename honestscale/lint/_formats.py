@@ -94,7 +94,7 @@ def _level(severity: str) -> str:
     return {"error": "error", "warning": "warning"}.get(severity, "note")
 
 
-def as_sarif(result: LintResult) -> dict[str, Any]:
+def as_sarif(result: LintResult) -> dict[str, object]:
     """SARIF 2.1.0: one result per finding, located at the event file of the first run involved."""
     rules = registry()
     files: dict[str, str] = {}
@@ -103,7 +103,7 @@ def as_sarif(result: LintResult) -> dict[str, Any]:
             if r.source_file:
                 files[r.id] = str(r.source_file)
 
-    def rule_entry(cls: type[Rule]) -> dict[str, Any]:
+    def rule_entry(cls: type[Rule]) -> dict[str, object]:
         doc = cls.doc_sections()
         return {
             "id": cls.code,
@@ -117,7 +117,7 @@ def as_sarif(result: LintResult) -> dict[str, Any]:
     results = []
     for f in result.findings:
         where = files.get(f.runs[0]) if f.runs else None
-        res: dict[str, Any] = {
+        res: dict[str, object] = {
             "ruleId": f.code,
             "level": _level(f.severity) if f.outcome == "fail" else "note",
             "message": {"text": f"{f.message}. Fix: {f.fix}"},

@@ -10,7 +10,6 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from honestscale.events import EventWriter
 
@@ -32,9 +31,9 @@ class _Nvml:
         self.nvml = pynvml
         self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, object]:
         n, h = self.nvml, self.handle
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         with contextlib.suppress(n.NVMLError):
             out["accel_util"] = float(n.nvmlDeviceGetUtilizationRates(h).gpu)
         with contextlib.suppress(n.NVMLError):
@@ -83,7 +82,7 @@ class SystemSampler:
         while not self._stop.wait(self.interval):
             began = time.perf_counter()
             cpu = time.process_time()
-            fields: dict[str, Any] = {
+            fields: dict[str, object] = {
                 "cpu_percent": 100.0 * (cpu - last_cpu) / max(began - last_wall, 1e-9),
                 "rss_bytes": _read_rss(),
                 "host_load": os.getloadavg()[0],

@@ -151,7 +151,7 @@ def _threads(framework: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _cuda(device: int | None, framework: str) -> dict[str, Any]:
+def _cuda(device: int | None, framework: str) -> dict[str, object]:
     """The accelerator when torch drives a CUDA device in this process; none when torch computes on the host
     on a machine without CUDA; unknown otherwise (start() before the model is on the GPU: the caller may say)."""
     torch = sys.modules.get("torch")
@@ -193,7 +193,7 @@ def launch_command(world: World) -> list[str]:
     return own  # a framework that starts its own processes (Lightning's ddp): the script is the command
 
 
-def config_hash(config: dict[str, Any]) -> str:
+def config_hash(config: dict[str, object]) -> str:
     """A short hash over everything that defines the experiment (not the seed, not the rank)."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -252,7 +252,7 @@ RESERVED = {
 }
 
 
-def _check_fields(fields: dict[str, Any]) -> None:
+def _check_fields(fields: dict[str, object]) -> None:
     for key in fields:
         if key in RESERVED:
             raise RecordError(f"start({key}=...): {key} is not given as a field: {RESERVED[key]}")
@@ -269,7 +269,7 @@ def start(
     name: str | None = None,
     purpose: str = "final",
     scaling: str | None = None,
-    hyperparameters: dict[str, Any] | None = None,
+    hyperparameters: dict[str, object] | None = None,
     framework: str | None = None,
     out: str | os.PathLike[str] | None = None,
     run_id: str | None = None,
@@ -325,7 +325,7 @@ def start(
         "framework": framework,
         "framework_version": version,
     } | {k: v for k, v in fields.items() if k not in ("seed", "data_path")}
-    start_fields: dict[str, Any] = {
+    start_fields: dict[str, object] = {
         **environment(world, script, data_path=fields.get("data_path"), device=device),
         **threads(*_threads(framework)),
         **_cuda(device, framework),

@@ -116,11 +116,11 @@ class Step:
         except Exception:  # a device that failed: its marks are lost
             return False
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, object]:
         """The step event's timing fields: the total, and each phase timed (seconds); comm says whether it was
         measured. Reading a device clock waits for its marks."""
         s = self._clock.seconds
-        out: dict[str, Any] = {"t_total": max(s(self.begin, self.end), 0.0)}
+        out: dict[str, object] = {"t_total": max(s(self.begin, self.end), 0.0)}
         for name in PHASES:
             if name in self.spans:
                 out[f"t_{name}"] = sum(max(s(a, b), 0.0) for a, b in self.spans[name])

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from honestscale.events import THREAD_KNOBS
 from honestscale.record.world import World
@@ -96,10 +95,10 @@ def _other_accelerator_processes(device: int | None) -> int | None:
 
 def isolation(
     world: World, data_path: str | os.PathLike[str] | None = None, device: int | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """How alone this measurement is: an exclusive allocation, the host's load, other processes on the accelerator,
     and the filesystem of the data (a shared one sees other users' I/O). Unknown values are left out."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "exclusive": _slurm_exclusive(),
         "host_load_1m": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
@@ -127,11 +126,11 @@ def launch_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {k: env[k] for k in THREAD_KNOBS if k in env}
 
 
-def threads(intra_op: int | None, inter_op: int | None) -> dict[str, Any]:
+def threads(intra_op: int | None, inter_op: int | None) -> dict[str, object]:
     """run_start's threading fields: the threads the framework reported (each runner asks its own framework), the
     CPUs this rank may run on and the knobs its launcher set. Unknown values are left out."""
     cpus = cpu_affinity()
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "intra_op_threads": intra_op,
         "inter_op_threads": inter_op,
         "cpu_affinity": cpus,
@@ -147,7 +146,7 @@ def environment(
     *,
     data_path: str | os.PathLike[str] | None = None,
     device: int | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """run_start fields about where and what ran: host, CPU, nodes, launcher, Slurm ids, git commit, OS, isolation."""
     return {
         "isolation": isolation(world, data_path, device),

@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import honestscale
 from honestscale.analysis import compare, efficiency, energy, forecast, laws, ranks, repetitions, stats
@@ -122,6 +122,31 @@ class ClaimRow:
     rules: dict[str, list[str]]  # the rules' verdicts on its runs
 
 
+# one rule's tally over the report's runs (``pass`` is a keyword: the functional form)
+RuleVerdict = TypedDict(
+    "RuleVerdict",
+    {
+        "code": str,
+        "name": str,
+        "severity": str,
+        "outcome": str,
+        "pass": int,
+        "fail": int,
+        "cannot_verify": int,
+        "suppressed": int,
+        "justification": str | None,
+    },
+)
+
+
+class LintSummary(TypedDict):
+    """The lint of the report's runs: every rule's tally, every finding, and how many rules failed to run."""
+
+    verdicts: list[RuleVerdict]
+    findings: list[FindingRecord]
+    errors: int
+
+
 @dataclass
 class Model:
     title: str
@@ -132,7 +157,7 @@ class Model:
     runs: list[RunRow]
     totals: dict[str, Any]
     setup: list[dict[str, Any]]
-    lint: dict[str, Any]
+    lint: LintSummary
     reproducibility: dict[str, Any]
     statistics: dict[str, str] = field(default_factory=dict)  # which statistic each number is
     claims: list[ClaimRow] = field(default_factory=list)  # a paper's claims judged (report --claims)
@@ -408,7 +433,7 @@ def build(view: View, result: LintResult, campaign: str | None, path_root: Path 
             "framework_version": r.framework_version, "software": dict(r.software_stack), "runs": 0,
         })  # fmt: skip
         entry["runs"] += 1
-    verdicts = [
+    verdicts: list[RuleVerdict] = [
         {"code": v.code, "name": v.name, "severity": v.severity, "outcome": v.outcome, "pass": v.passed,
          "fail": v.failed, "cannot_verify": v.cannot_verify, "suppressed": v.suppressed,
          # only the reasons that silenced a finding of this report: never another campaign's

@@ -196,9 +196,9 @@ def numbers_tex(model: Model) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_numbers_tex(text: str) -> dict[str, dict[str, Any]]:
+def read_numbers_tex(text: str) -> dict[str, dict[str, object]]:
     """The definitions of a ``numbers.tex`` (its main forms only): key -> {"text", "fp", "n"}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for line in text.splitlines():
         m = _DEF.match(line)
         if m is None or m["key"].endswith(("/value", "/ci", "/n", "/rules")):

@@ -20,7 +20,7 @@ import honestscale
 from honestscale.analysis.points import FindingRecord, Point, lint_codes
 from honestscale.analysis.stats import RATE_STATISTIC, RATIO_METHOD, TIME_STATISTIC
 from honestscale.lint import LintResult
-from honestscale.report._model import ComparisonModel, _clean, totals
+from honestscale.report._model import ComparisonModel, RuleVerdict, _clean, totals
 from honestscale.report._model import build as build_model
 from honestscale.report._render import publish, staged
 from honestscale.spreadsheet import to_csv
@@ -53,14 +53,14 @@ class CampaignRow:
     workers: list[int]
     headlines: list[Headline]
     lint: dict[str, list[str]]  # the rules failing / unverifiable on its runs
-    cost: dict[str, Any]
+    cost: dict[str, object]
 
 
 @dataclass
 class AcrossRow:
     """One setup that two or more campaigns ran: the campaigns' throughput (harmonic mean of each one's runs)."""
 
-    setup: dict[str, Any]
+    setup: dict[str, object]
     campaigns: int
     runs: int
     lowest: tuple[str, float] | None  # (campaign, samples/s)
@@ -76,12 +76,12 @@ class Overview:
     superseded: int
     campaigns: list[CampaignRow]
     across: list[AcrossRow]
-    verdicts: list[dict[str, Any]]  # per rule over the whole store, as the full report's
+    verdicts: list[RuleVerdict]  # per rule over the whole store, as the full report's
     errors: int
     statistics: dict[str, str] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = _clean(asdict(self))
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = _clean(asdict(self))
         out["schema"] = "honestscale.overview/1"
         return out
 

@@ -113,7 +113,7 @@ def html_beside(text: str, html: Path, assets: Path, partials: list[tuple[Path, 
                        .replace(f'src="{figures}', f'src="{rel}/{figures}'), encoding="utf-8")  # fmt: skip
 
 
-def publish(template: str, context: dict[str, Any], page: str, *, staging: Path, pdf: Path | None,
+def publish(template: str, context: dict[str, object], page: str, *, staging: Path, pdf: Path | None,
             html: Path | None, assets: Path, partials: list[tuple[Path, Path]], figures: str) -> list[str]:  # fmt: skip
     """The page rendered from ``template`` into ``staging`` with the stylesheet, the HTML beside its target and
     the PDF printed from it (as partials, swapped in by ``staged``); returns the URLs the fetcher refused."""

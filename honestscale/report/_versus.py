@@ -106,7 +106,7 @@ def _rows(result: Result) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def context(result: Result, views: list[PairView], gate: Any = ()) -> dict[str, Any]:
+def context(result: Result, views: list[PairView], gate: Any = ()) -> dict[str, object]:
     """What the section template reads (the report and the dashboard alike)."""
     return {"result": result, "pairs": views, "gate": list(gate),
             "methods": {"ci": CI_METHOD, "ratio": RATIO_METHOD, "test": TEST_METHOD, "decision": DECISION_RULE}}  # fmt: skip

@@ -56,9 +56,9 @@ class Layout:
     def used(self) -> list[str]:
         return [d for d in MESH_ORDER if self.degrees[d] > 1]
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """run_start's layout fields."""
-        out: dict[str, Any] = {"parallel": dict(self.degrees)}
+        out: dict[str, object] = {"parallel": dict(self.degrees)}
         if self.degrees["pp"] > 1:
             out |= {"pipeline_schedule": self.schedule, "microbatches": self.microbatches,
                     "pipeline_virtual_stages": self.virtual}  # fmt: skip

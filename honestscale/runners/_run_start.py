@@ -94,14 +94,14 @@ class Accelerators:
 NO_ACCELERATORS = Accelerators()
 
 
-def hyperparameters(args: Any) -> dict[str, Any]:
+def hyperparameters(args: Any) -> dict[str, object]:
     """Every option of the run except how it is recorded (out, run id, campaign, name ...)."""
     hyper = {k: v for k, v in vars(args).items() if k not in RECORDING_KEYS}
     hyper["data_path"] = str(args.data_path) if getattr(args, "data_path", None) else None
     return hyper
 
 
-def _definition(hyper: dict[str, Any], world: World, framework: Framework) -> dict[str, Any]:
+def _definition(hyper: dict[str, object], world: World, framework: Framework) -> dict[str, object]:
     """What the config hash covers: every hyper-parameter but the seed, and the world size, the framework and its
     version."""
     return {k: v for k, v in hyper.items() if k != "seed"} | {
@@ -117,14 +117,14 @@ def run_start_fields(
     *,
     runner: str,
     default_name: str,
-    environment: dict[str, Any],
+    environment: dict[str, object],
     framework: Framework,
     model: Model,
     data: Data,
     stop: Stop,
     threads: Threads,
     accelerators: Accelerators = NO_ACCELERATORS,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The run_start fields of a runner's run, for ``Recorder.run_start(**fields)``: ``runner`` the module run
     (``python -m runner``), ``default_name`` the run's name unless ``--name`` gives one, ``environment`` what
     :func:`honestscale.record.environment.environment` captured.

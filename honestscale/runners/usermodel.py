@@ -204,7 +204,7 @@ def build(spec: str, framework: str, input_shape: tuple[int, ...], num_classes: 
     return model
 
 
-def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
+def check(framework: str, model_spec: str, data: dict[str, tuple[Any, Any]]) -> dict[str, object]:
     """Build the user's model as the runner will and run one batch through it; return its name and size."""
     import numpy as np
 

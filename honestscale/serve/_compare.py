@@ -65,7 +65,7 @@ class ComparePages:
     def page(self, request: Request) -> Response:
         a, b, factor = self._params(request)
         campaigns = sorted({r.campaign for r in self.view().runs if r.campaign})
-        context: dict[str, Any] = {"a": a, "b": b, "factor": ",".join(factor), "campaigns": campaigns}
+        context: dict[str, object] = {"a": a, "b": b, "factor": ",".join(factor), "campaigns": campaigns}
         if a and b:
             key, result, views = self._result(a, b, factor)
             context |= compare_context(result, views) | {

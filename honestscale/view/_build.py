@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
 
 from honestscale.store import Connection, queries
 from honestscale.view._comparisons import StepFractions, View, comparisons
@@ -27,10 +26,13 @@ def energy_records(con: Connection) -> list[EnergyRecord]:
     return [EnergyRecord(**r) for r in queries.energy_records(con).iter_rows(named=True)]
 
 
-def concerning(row: Mapping[str, Any], records: list[EnergyRecord]) -> tuple[EnergyRecord, ...]:
+def concerning(row: Mapping[str, object], records: list[EnergyRecord]) -> tuple[EnergyRecord, ...]:
     """The records that may concern a run: its Slurm job's lines; a record of no job whose window overlaps the
     run's (analysis/energy.py decides which, if any, is the run's energy, and says why)."""
-    job, start, stop = row.get("slurm_job_id"), row.get("started_at"), row.get("stopped_at")
+    job = row.get("slurm_job_id")
+    start, stop = (
+        t if isinstance(t, int | float) else None for t in (row.get("started_at"), row.get("stopped_at"))
+    )
     out = []
     for r in records:
         if r.job_id is not None:

@@ -37,7 +37,9 @@ def test_a_strong_series_with_a_known_parallel_fraction_projects_within_its_inte
     assert got.interval is not None and got.interval[0] < p < got.interval[1]
     assert got.parallel_fraction == pytest.approx(p, abs=0.02)
     (at8, *_) = got.projected
-    assert at8["workers"] == 8 and at8["low"] < law_efficiency("amdahl", p, 8) < at8["high"]
+    low, high = at8["low"], at8["high"]
+    assert at8["workers"] == 8 and low is not None and high is not None
+    assert low < law_efficiency("amdahl", p, 8) < high
     assert at8["efficiency"] <= got.measured[-1][1] / 4  # no projection above the measured efficiency
 
 
@@ -55,7 +57,9 @@ def test_a_weak_series_is_projected_from_its_scaled_speedup(tmp_path: Path) -> N
     assert [round(s / (w / 1), 2) for w, s in got.measured] == [1.0, 0.93, 0.81]
     (at8, *_) = got.projected
     assert at8["workers"] == 8 and 0.5 < at8["efficiency"] < 0.9
-    assert got.interval is not None and at8["low"] <= at8["efficiency"] <= at8["high"]
+    low, high = at8["low"], at8["high"]
+    assert got.interval is not None and low is not None and high is not None
+    assert low <= at8["efficiency"] <= high
     assert at8["efficiency"] <= 0.81 + laws.TOLERANCE
 
 

@@ -170,7 +170,7 @@ def run_id(tool: str, identity: str) -> str:
     return f"{tool}:{hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]}"
 
 
-def config_hash(what: dict[str, Any]) -> str:
+def config_hash(what: dict[str, object]) -> str:
     """A hash over what the log says defines the experiment (its seed left out by the caller): runs whose logs
     say the same get the same hash; what a log does not print cannot tell runs apart (HS108 then sees them alike)."""
     text = json.dumps(what, sort_keys=True, default=str)
@@ -187,10 +187,10 @@ class RankEvents:
     def __init__(self, run_id: str, rank: int) -> None:
         self.run_id = run_id
         self.rank = rank
-        self._events: list[tuple[int, dict[str, Any]]] = []
+        self._events: list[tuple[int, dict[str, object]]] = []
 
-    def add(self, line: int, kind: str, time: float, **fields: Any) -> dict[str, Any]:
-        event: dict[str, Any] = {
+    def add(self, line: int, kind: str, time: float, **fields: Any) -> dict[str, object]:
+        event: dict[str, object] = {
             "schema": ev.SCHEMA_VERSION,
             "run_id": self.run_id,
             "rank": self.rank,
@@ -205,7 +205,7 @@ class RankEvents:
     def __len__(self) -> int:
         return len(self._events)
 
-    def numbered(self) -> list[tuple[int, dict[str, Any]]]:
+    def numbered(self) -> list[tuple[int, dict[str, object]]]:
         """The events in the order added, seq 0, 1, 2, ..."""
         for i, (_, event) in enumerate(self._events):
             event["seq"] = i

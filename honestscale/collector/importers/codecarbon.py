@@ -20,7 +20,6 @@ import io
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import checked, ragged
@@ -42,7 +41,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return all(c in first.split(",") for c in (*_NEEDED, "emissions", "project_name"))
 
 
-def _method(row: dict[str, Any], cpu_j: float | None, ram_j: float | None, gpu_j: float | None) -> str:
+def _method(row: dict[str, str], cpu_j: float | None, ram_j: float | None, gpu_j: float | None) -> str:
     """How CodeCarbon came by this row's energy, from what the row itself says: its version and tracking mode, each
     part's power, and which parts are its model. The RAM's power is always its model; the CPU's is RAPL where it
     could read it, else a TDP table or a constant per thread scaled by load, and the row does not say which; the
@@ -62,7 +61,7 @@ def _method(row: dict[str, Any], cpu_j: float | None, ram_j: float | None, gpu_j
     )
 
 
-def _watts(row: dict[str, Any], key: str) -> str:
+def _watts(row: dict[str, str], key: str) -> str:
     try:
         return f"{float(row.get(key) or ''):,.1f} W"
     except ValueError:
@@ -84,7 +83,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     return out
 
 
-def _row(out: Parsed, row: dict[str, Any], line: int, zone: str) -> None:
+def _row(out: Parsed, row: dict[str, str], line: int, zone: str) -> None:
     """One tracker's stop as an energy record; an impossible value quarantined by field, never a record of it."""
     raw, before = _raw(row), len(out.bad)
     stamp = row.get("timestamp") or ""
@@ -111,7 +110,7 @@ def _row(out: Parsed, row: dict[str, Any], line: int, zone: str) -> None:
     }
     if duration is None or len(out.bad) > before:
         return
-    details = {
+    details: dict[str, str | float | None] = {
         k: row.get(k)
         for k in (
             "project_name",

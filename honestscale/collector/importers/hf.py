@@ -22,7 +22,6 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers._build import (
@@ -176,7 +175,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     return out
 
 
-def _raw(entry: dict[str, Any]) -> str:
+def _raw(entry: dict[str, object]) -> str:
     return json.dumps(entry, sort_keys=True, default=str)
 
 
@@ -185,7 +184,7 @@ def _share(step: int | None, global_step: int | None) -> float:
     return step / global_step if step is not None and global_step else 1.0
 
 
-def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, Any], line: int, when: float) -> None:
+def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, object], line: int, when: float) -> None:
     """An entry's eval_*/test_* qualities as evaluations; rates and runtimes are no quality, an impossible value
     (NaN, an accuracy past 1) goes to the quarantine by field."""
     step = count(entry.get("step"))

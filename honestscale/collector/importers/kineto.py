@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import Parsed
 from honestscale.collector._spans import Sorted, clip, intersection, length, union
@@ -82,7 +81,7 @@ def _dump_run(path: Path) -> str | None:
 _Spans = dict[str, list[tuple[float, float, str]]]
 
 
-def _spans(events: list[dict[str, Any]], out: Parsed) -> _Spans:
+def _spans(events: list[dict[str, object]], out: Parsed) -> _Spans:
     """The trace's step annotations (CPU, device), device operations, NCCL kernels and CPU collectives. An event
     whose ``ts`` or ``dur`` is no finite number, or whose ``dur`` is negative (the profiler writes -1 for a span it
     never closed), is left out and said: by name for a step, counted for the rest."""
@@ -116,7 +115,7 @@ def _spans(events: list[dict[str, Any]], out: Parsed) -> _Spans:
     return spans
 
 
-def _step(name: str, lo: float, hi: float, spans: dict[str, Sorted], on_device: bool) -> dict[str, Any]:
+def _step(name: str, lo: float, hi: float, spans: dict[str, Sorted], on_device: bool) -> dict[str, object]:
     """One step's row: its window ``[lo, hi]`` (µs) and what the device and the collectives did in it (s)."""
     device, comm_spans = spans["device"].overlapping(lo, hi), spans["comm"].overlapping(lo, hi)
     busy = union(clip([(x, y) for x, y, _ in device], lo, hi))
@@ -161,7 +160,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.warnings.append("no traceEvents list: not a profiler trace")
         return out
     got = trace.get("distributedInfo")
-    info: dict[str, Any] = got if isinstance(got, dict) else {}
+    info: dict[str, object] = got if isinstance(got, dict) else {}
     events = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
     spans = _spans(events, out)
     on_device = bool(spans["device"])

@@ -104,7 +104,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return "step" in columns and "epoch" in columns and len(columns) > 2 and not first.startswith("{")
 
 
-def hparams_yaml(path: Path) -> dict[str, Any]:
+def hparams_yaml(path: Path) -> dict[str, object]:
     """``hparams.yaml`` beside the CSV: its scalar values (numbers, strings, booleans)."""
     file = path.with_name("hparams.yaml")
     if not file.is_file():
@@ -303,7 +303,7 @@ def world_from_rates(rows: list[Row], columns: list[str]) -> tuple[int | None, s
     )
 
 
-def rate_claims(rows: list[Row]) -> dict[str, Any] | None:
+def rate_claims(rows: list[Row]) -> dict[str, object] | None:
     """The tool's own global rate, rank 0's × world size: a claim, never the run's rate."""
     rated = [r for r in rows if r.monitor.get("samples_per_sec") is not None]
     if not rated:
@@ -357,12 +357,12 @@ def what_is_unknown(
 
 def _imported(
     columns: list[str], steps: list[Step], unknown: list[str], why_world: str, world: int | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     ranks = (
         "global rank 0 (metrics logged with sync_dist are the mean over ranks, the others rank 0's; "
         "ThroughputMonitor's columns are rank 0's alone, its global rates rank 0's × world size)"
     )
-    got: dict[str, Any] = {
+    got: dict[str, object] = {
         "tool": "Lightning CSVLogger" + (" with ThroughputMonitor" if steps else ""),
         "ranks_in_log": ranks,
         "columns": columns,

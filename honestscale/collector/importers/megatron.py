@@ -139,14 +139,22 @@ def _finite(value: Any, name: str, line: int, raw: str, out: Parsed) -> bool:
     return not isinstance(value, float) or checked(out, line, raw, name, value, what="argument") is not None
 
 
-def _fields(rest: str, line: int, raw: str, out: Parsed) -> dict[str, Any]:
+Fields = dict[str, int | float]  # an iteration's or validation's numbers, by the log's names
+
+
+def _fields(rest: str, line: int, raw: str, out: Parsed) -> Fields:
     """``| key: value | key: value |`` -> {key: value}: every value of an iteration or validation line is a number,
     and one that is no finite number (``lm loss: NAN``, what ``{:E}`` writes for a diverged loss; a word) is
     quarantined by field, never left out in silence."""
-    got: dict[str, Any] = {}
+    got: Fields = {}
     for part in rest.split("|"):
         key, sep, value = part.partition(":")
-        if sep and checked(out, line, raw, key.strip(), parsed := _value(value), what="value") is not None:
+        parsed = _value(value)
+        if (
+            sep
+            and checked(out, line, raw, key.strip(), parsed, what="value") is not None
+            and isinstance(parsed, int | float)
+        ):
             got[key.strip()] = parsed
     return got
 
@@ -157,10 +165,8 @@ class _Read:
 
     out: Parsed
     args: dict[str, Any] = field(default_factory=dict)
-    iterations: list[tuple[int, dict[str, Any], float | None]] = field(
-        default_factory=list
-    )  # line, fields, time
-    validations: list[tuple[int, str, int | None, dict[str, Any]]] = field(default_factory=list)
+    iterations: list[tuple[int, Fields, float | None]] = field(default_factory=list)  # line, fields, time
+    validations: list[tuple[int, str, int | None, Fields]] = field(default_factory=list)
     began: tuple[int, float] | None = None
     ended: tuple[int, float] | None = None
 
@@ -292,8 +298,8 @@ def _params(args: dict[str, Any]) -> tuple[int | None, int | None]:
     return total, embedding
 
 
-Iteration = tuple[int, dict[str, Any], float | None]  # line, its fields, its timestamp
-Validation = tuple[int, str, int | None, dict[str, Any]]  # line, split, iteration, its fields
+Iteration = tuple[int, Fields, float | None]  # line, its fields, its timestamp
+Validation = tuple[int, str, int | None, Fields]  # line, split, iteration, its fields
 
 
 def _clock(iterations: list[Iteration], began: tuple[int, float] | None, out: Parsed) -> tuple[float, str]:
@@ -416,7 +422,7 @@ def _steps(rank: RankEvents, iterations: list[Iteration], interval: int | None, 
     spans = set()
     step_times: list[tuple[int, float]] = []  # (iteration, time of its line)
     for line, fields, _ts in iterations:
-        it = fields["iteration"]
+        it = int(fields["iteration"])  # always a whole number: _progress reads it so
         raw = json.dumps(
             fields, default=str
         )  # the line's fields (a negative or NaN time: quarantined by field)

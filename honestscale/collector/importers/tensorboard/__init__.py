@@ -34,7 +34,6 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
@@ -148,9 +147,9 @@ def _key_tag(folder: str, tag: str) -> str:
     return f"{key}/{tag}"
 
 
-def _hparams(path: Path, log: Log) -> dict[str, Any]:
+def _hparams(path: Path, log: Log) -> dict[str, object]:
     """The hparams plugin's, add_hparams' files' below, Lightning's hparams.yaml and the Trainer's ``args``."""
-    got: dict[str, Any] = dict(log.hparams)
+    got: dict[str, object] = dict(log.hparams)
     args = log.texts.get("args")
     if args:
         try:
@@ -190,7 +189,7 @@ _TOOLS = {
 }
 
 
-def _claims(tool: str, got: Rows) -> dict[str, Any] | None:
+def _claims(tool: str, got: Rows) -> dict[str, object] | None:
     if tool == "lightning":
         return lightning.rate_claims(got.rows)
     return trainer_claim(got, "the Trainer's train/train_samples_per_second")

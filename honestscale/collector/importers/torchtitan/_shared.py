@@ -14,7 +14,7 @@ from honestscale.collector.importers._build import RankEvents
 _LOG_FOLDERS = ("experiment_logs", "system_logs", "structured_logs")
 
 
-def head_lines(head: bytes, n: int = 3) -> list[dict[str, Any]]:
+def head_lines(head: bytes, n: int = 3) -> list[dict[str, object]]:
     """The JSON objects among the first ``n`` lines of a file's head (a line that is no JSON object skipped)."""
     out = []
     for raw in head.split(b"\n")[:n]:
@@ -32,7 +32,7 @@ def dump_folder(path: Path) -> Path:
     return path.parent.parent if path.parent.name in _LOG_FOLDERS else path.parent
 
 
-def jsonl(text: str, out: Parsed) -> list[tuple[int, dict[str, Any]]]:
+def jsonl(text: str, out: Parsed) -> list[tuple[int, dict[str, object]]]:
     """A JSONL file's objects with their line numbers; a line that is no JSON object is quarantined."""
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -60,7 +60,7 @@ def start_run(
     kind: str,
     host: Any,
     unknown: list[str],
-    claims: dict[str, Any] | None = None,
+    claims: dict[str, object] | None = None,
 ) -> None:
     """The ``run_start`` of a per-rank JSONL file's run: its dump folder's, of a world size it cannot tell."""
     folder = dump_folder(path)
@@ -106,11 +106,14 @@ def _mid(values: list[float | None]) -> float | None:
 
 def claims(
     tps: list[float | None], tflops: list[float | None], mfu_pct: list[float | None], peak: float | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """torchtitan's per-device tokens/s, TFLOP/s and MFU over its steps after the first (which holds compilation
     and allocation): the harmonic mean of the per-step values it printed, a rate over the same tokens and time as
     the run's own (equal tokens per step)."""
-    out: dict[str, Any] = {"tokens_per_s_per_accelerator": _mid(tps), "tflops_per_accelerator": _mid(tflops)}
+    out: dict[str, object] = {
+        "tokens_per_s_per_accelerator": _mid(tps),
+        "tflops_per_accelerator": _mid(tflops),
+    }
     m = _mid(mfu_pct)
     out["mfu"] = m / 100.0 if m is not None else None
     out["peak_tflops"] = peak / 1e12 if peak else None

@@ -19,7 +19,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import (
@@ -88,7 +87,7 @@ class ConsoleFacts:
     prefixed: bool = False  # lines prefixed `[rankN]:` (torchrun)
     model: str | None = None
     flavor: str | None = None
-    config: dict[str, Any] | None = None  # the model's configuration ({}: printed, unreadable)
+    config: dict[str, object] | None = None  # the model's configuration ({}: printed, unreadable)
     params: int | None = None
     accelerator: str | None = None
     peak_printed: str | None = None  # the peak FLOP/s as printed (a number or not)
@@ -117,10 +116,10 @@ class ConsoleFacts:
         return None if v is None or v.startswith("0.0.0") else v
 
     @property
-    def said(self) -> dict[str, Any]:
+    def said(self) -> dict[str, object]:
         """What defines the experiment, as its config hash is taken over: each fact the console printed under the
         name it has always been hashed by (one it did not print absent), so a run's hash stays what it was."""
-        facts: dict[str, Any] = {
+        facts: dict[str, object] = {
             "config": self.config,
             "model": self.model,
             "flavor": self.flavor,
@@ -325,7 +324,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _config(lines: list[str], built: int, out: Parsed) -> dict[str, Any]:
+def _config(lines: list[str], built: int, out: Parsed) -> dict[str, object]:
     """The model's configuration, printed as JSON after ``Building <model> <flavor> with {`` (line ``built``); a
     number that is not finite is quarantined by field (the field then unknown), a configuration that is no JSON
     is quarantined at the line the JSON breaks on."""
@@ -395,8 +394,8 @@ def _fact(msg: str, n: int, line: str, facts: ConsoleFacts, out: Parsed) -> None
         facts.dataset = g.group("name")
 
 
-def _shape(config: dict[str, Any]) -> dict[str, int]:
-    def part(d: dict[str, Any], key: str) -> dict[str, Any]:
+def _shape(config: dict[str, object]) -> dict[str, int]:
+    def part(d: dict[str, object], key: str) -> dict[str, object]:
         got = d.get(key)
         return got if isinstance(got, dict) else {}
 
@@ -418,7 +417,7 @@ def _shape(config: dict[str, Any]) -> dict[str, int]:
 
 def _console_events(
     path: Path, console: Console, start: tuple[int, float], campaign: str | None, out: Parsed
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, dict[str, object]]]:
     """The run of the rank read: its start, a step per step line (none for the aggregator's), its stop."""
     facts = console.facts
     opening = [(s.t, s.step) for s in console.steps[:1]]
@@ -450,7 +449,7 @@ def _rates_from(facts: ConsoleFacts) -> str:
     return said
 
 
-def _claims(console: Console) -> dict[str, Any]:
+def _claims(console: Console) -> dict[str, object]:
     steps = console.steps
     return claims(
         [s.value("tps_mean", "tps") for s in steps],
@@ -460,7 +459,7 @@ def _claims(console: Console) -> dict[str, Any]:
     )
 
 
-def _imported(facts: ConsoleFacts) -> dict[str, Any]:
+def _imported(facts: ConsoleFacts) -> dict[str, object]:
     """What the run's start says of the console it was read from."""
     return {
         "tool": "torchtitan",

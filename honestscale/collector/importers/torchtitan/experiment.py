@@ -12,7 +12,6 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers._build import RankEvents, checked, count, number, run_id
@@ -74,7 +73,7 @@ def _no_run(metrics: Metrics) -> str:
     return f"{len(metrics.ranks)} ranks in one experiment log (torchtitan writes one per rank): no run"
 
 
-def _record(n: int, d: dict[str, Any], metrics: Metrics, out: Parsed) -> None:
+def _record(n: int, d: dict[str, object], metrics: Metrics, out: Parsed) -> None:
     """One line's metric, at its step; a metric of a step that is no number is quarantined, a line of no metric
     counted as another line."""
     step, key = count(d.get("step")), d.get("key")
@@ -94,7 +93,7 @@ def _record(n: int, d: dict[str, Any], metrics: Metrics, out: Parsed) -> None:
         metrics.times[step] = max(metrics.times.get(step, t), t)
 
 
-def _value(n: int, d: dict[str, Any], key: str, out: Parsed) -> float | None:
+def _value(n: int, d: dict[str, object], key: str, out: Parsed) -> float | None:
     """A record's value (a mean: its sum over its weight); one that cannot be is quarantined by field."""
     raw = json.dumps(d, default=str)
     least = (
@@ -107,7 +106,7 @@ def _value(n: int, d: dict[str, Any], key: str, out: Parsed) -> float | None:
     return s / w if s is not None and w else None
 
 
-def _events(path: Path, metrics: Metrics, campaign: str | None) -> list[tuple[int, dict[str, Any]]]:
+def _events(path: Path, metrics: Metrics, campaign: str | None) -> list[tuple[int, dict[str, object]]]:
     """The run of one rank's metrics: its start (the first step's time less its span), a step per step that has
     a step time, and its stop when the process group was torn down."""
     r = next(iter(metrics.ranks))

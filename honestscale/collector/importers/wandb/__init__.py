@@ -57,9 +57,11 @@ class _Run:
     host: str = ""
     start: float | None = None
     producer: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    history: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (record, the log call's values)
-    stats: list[tuple[int, float, dict[str, Any]]] = field(default_factory=list)  # (record, time, values)
+    config: dict[str, object] = field(default_factory=dict)
+    history: list[tuple[int, dict[str, object]]] = field(
+        default_factory=list
+    )  # (record, the log call's values)
+    stats: list[tuple[int, float, dict[str, object]]] = field(default_factory=list)  # (record, time, values)
     exit_code: int | None = None
     runtime_s: int | None = None
     framework: str = "unknown"  # from wandb's telemetry of the modules the script imported
@@ -75,8 +77,8 @@ def _key(item: Any) -> str:
     return "/".join(nested) if nested else str(item.key)
 
 
-def _values(items: Any) -> dict[str, Any]:
-    got: dict[str, Any] = {}
+def _values(items: Any) -> dict[str, object]:
+    got: dict[str, object] = {}
     for item in items:
         try:
             got[_key(item)] = json.loads(item.value_json)
@@ -178,8 +180,8 @@ def _system(rank: RankEvents, run: _Run) -> tuple[int, list[str]]:
     other: set[str] = set()
     landed = 0
     for number, time, values in run.stats:
-        devices: dict[int, dict[str, Any]] = {}
-        host: dict[str, Any] = {}
+        devices: dict[int, dict[str, object]] = {}
+        host: dict[str, object] = {}
         for key, value in values.items():
             v = _number(value)
             m = _GPU.match(key)
