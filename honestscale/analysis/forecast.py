@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from honestscale import extrap
 from honestscale.analysis import prediction
 from honestscale.analysis.points import (
     DO_NOT_QUOTE,
@@ -233,6 +234,11 @@ def check_lines(s: SeriesForecast) -> list[str]:
     """Each measure's check on the series itself, as a sentence naming the measure."""
     units = {p.measure: (p.text, p.unit) for p in s.predictions}
     return [f"{units[m][0].capitalize()}: {c.text(units[m][1])}" for m, c in s.checks.items() if m in units]
+
+
+def extrap_lines(forecasts: list[SeriesForecast]) -> list[str]:
+    """Every series' measured values as Extra-P's JSON Lines input (``predict --extrap FILE``)."""
+    return list(extrap.lines((s.series, m, v) for s in forecasts for m, v in s.samples.items()))
 
 
 def lines(forecasts: list[SeriesForecast]) -> list[str]:

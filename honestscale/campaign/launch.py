@@ -28,9 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from honestscale.runners import usermodel
+
+if TYPE_CHECKING:
+    from honestscale.collector import Summary
+    from honestscale.store import Connection
 
 # framework -> python module of its runner, and the arguments that select the framework's flavour
 RUNNERS = {
@@ -406,6 +410,22 @@ class _Ranks:
 def _exit_code(code: int) -> int:
     """Negative Popen codes (killed by signal N) as a shell reports them: 128 + N."""
     return 128 - code if code < 0 else code
+
+
+def run_id_for(runner_args: Sequence[str], workers: int) -> str:
+    """A run id for ``honestscale run`` where none is given: the run's --name (else its model's label), the workers
+    and the time it starts."""
+    name = runner_option(runner_args, "--name") or usermodel.label(
+        runner_option(runner_args, "--model") or "run"
+    )
+    return f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
+
+
+def ingest_folder(con: Connection, folder: Path) -> Summary:
+    """The event files of one run's folder landed in the store (``honestscale run --ingest``)."""
+    from honestscale.collector import Ingester, discover
+
+    return Ingester(con).ingest(discover([str(folder)]).sources)
 
 
 def out_dir(runner_args: Sequence[str]) -> Path | None:

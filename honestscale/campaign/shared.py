@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from honestscale.campaign import launch
 from honestscale.campaign import spec as _campaign
 from honestscale.errors import HonestscaleError
-from honestscale.store import campaigns
+from honestscale.store import campaigns, resolve_store_path
 
 if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for every command
     from honestscale.campaign.stages import Best
@@ -34,6 +34,17 @@ class StoreAccess:
 
     open: Callable[[bool], AbstractContextManager[Connection]]
     exists: Callable[[], bool]
+
+
+def reaching(opener: Callable[[bool], AbstractContextManager[Connection]], store: Path | None) -> StoreAccess:
+    """The store ``store`` names (the default one where None), opened by ``opener``."""
+    return StoreAccess(opener, lambda: resolve_store_path(store).exists())
+
+
+def runs_not_ok(store: StoreAccess, campaign: str) -> list[str]:
+    """The campaign's runs that did not end in success, as the store has them."""
+    with store.open(True) as con:
+        return campaigns.runs_not_ok(con, campaign)
 
 
 def runner_options(framework: str) -> set[str]:

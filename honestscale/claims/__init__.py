@@ -30,6 +30,7 @@ from honestscale.claims._lock import write as write_lock
 from honestscale.claims._paper import MacroVerdict, check_paper
 from honestscale.claims._paper import exit_code as paper_exit_code
 from honestscale.claims._text import latex, rows, text
+from honestscale.report import ClaimRow  # what a report's claims section is made of
 
 SCHEMA = "honestscale.claims/1"
 
@@ -44,6 +45,7 @@ __all__ = [
     "VERDICTS",
     "VERSION",
     "Claim",
+    "ClaimRow",
     "ClaimsError",
     "ClaimsFile",
     "MacroVerdict",

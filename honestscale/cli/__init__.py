@@ -1,8 +1,11 @@
-"""The ``honestscale`` command: each module parses one group of commands, calls one function and prints.
+"""The ``honestscale`` command: each module parses one group of commands, calls one function of the one package it
+fronts (an import-linter contract, ``fronts`` in pyproject.toml, names it) and prints.
 
-``_app`` (the application, consoles, shared options), ``store`` (ingest, runs, show, quarantine, contract,
-migrate), ``campaign`` (run, campaign run), ``slurm`` (campaign submit, status, collect, resubmit), ``probe``,
-``analysis`` (summary, lint, report, advise), ``predict``, ``compare`` (A against B, the gate, history), ``serve`` (the dashboard), ``_output`` (tables, JSON and CSV of what they print), ``_ingest_output`` (what ingest prints as it goes).
+``_app`` (the application, consoles, shared options), ``ingest`` (and --watch), ``store`` (runs, show, quarantine,
+profiles, contract, migrate), ``analysis`` (summary, advise), ``lint``, ``report``, ``campaign`` (run, campaign run),
+``slurm`` (campaign submit, status, collect, resubmit), ``probe``, ``predict``, ``compare`` (A against B, the gate,
+history), ``serve`` (the dashboard), ``centre``, ``claims``; ``_output`` (tables, JSON and CSV of what they print),
+``_show``, ``_summary``, ``_annotate``, ``_ingest_output`` (what ingest prints as it goes).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from rich.markup import escape
 
 # isort: off
 # Importing a module registers its commands; --help lists them in this order.
-from honestscale.cli import store, campaign, analysis, predict, compare, serve, probe, slurm, centre, claims  # noqa: F401
+from honestscale.cli import ingest, store, analysis, lint, report, campaign, predict, compare  # noqa: F401
+from honestscale.cli import serve, probe, slurm, centre, claims  # noqa: F401
 
 # isort: on
 from honestscale import exits

@@ -3,22 +3,24 @@ where ``--write`` says so (honestscale.lint.annotate plans and writes them)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from honestscale.cli._app import err
 
+if TYPE_CHECKING:
+    from honestscale.judged import Findings
+
 
 def annotated(
-    tracker: str, runs: list[Any], superseded: dict[str, str], findings: list[Any], write: bool
+    tracker: str, runs: list[Any], superseded: dict[str, str], findings: Findings, write: bool
 ) -> None:
     """The verdict tags of each run read from the tracker: shown, and set where --write says so."""
-    from honestscale.analysis.points import Findings
     from honestscale.lint import annotate as annotating
 
     if tracker == "wandb":
-        _wandb(runs, superseded, Findings(findings), write)
+        _wandb(runs, superseded, findings, write)
         return
-    plan = annotating.plan(tracker, runs, Findings(findings), superseded)
+    plan = annotating.plan(tracker, runs, findings, superseded)
     for a in plan:
         if a.missing:
             err.print(
@@ -44,7 +46,7 @@ def annotated(
     )
 
 
-def _wandb(runs: list[Any], superseded: dict[str, str], findings: Any, write: bool) -> None:
+def _wandb(runs: list[Any], superseded: dict[str, str], findings: Findings, write: bool) -> None:
     """W&B: the plan and the code that applies it on a W&B server (an offline run cannot be written)."""
     from honestscale.errors import HonestscaleError
     from honestscale.lint import annotate as annotating

@@ -15,11 +15,9 @@ from rich.markup import escape
 
 from honestscale import __version__, exits
 from honestscale import events as ev
-from honestscale.collector import ready_for_arrow
-from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store
+from honestscale.store import DATA_PATH_ENV, STORE_ENV, Connection, open_store, ready_for_arrow
 
 if TYPE_CHECKING:
-    from honestscale.campaign.shared import StoreAccess
     from honestscale.judged import Judged
 
 app = typer.Typer(
@@ -169,15 +167,6 @@ def judged(
 
     say_wait = lambda m: err.print(f"[yellow]{escape(m)}[/]")  # noqa: E731
     return judge(store, campaign, suppressions=suppressions, wait=wait, on_wait=say_wait)
-
-
-def access(store: Path | None, wait: float) -> StoreAccess:
-    """The store the user named, as orchestration reaches it (``honestscale.campaign.shared.StoreAccess``)."""
-    from honestscale.campaign.shared import StoreAccess
-    from honestscale.store import resolve_store_path
-
-    return StoreAccess(lambda read_only: _store(store, read_only=read_only, wait=wait),
-                       lambda: resolve_store_path(store).exists())  # fmt: skip
 
 
 def say(message: str) -> None:

@@ -3,52 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from honestscale.display import iso, json_text, shown
+from honestscale.judged import UNREACHED, Reached, Target
 from honestscale.spreadsheet import defuse
 
 if TYPE_CHECKING:  # polars is imported where a table is made: not at start-up, for every command
     import polars as pl
-
-
-class Target(TypedDict):
-    split: str
-    metric: str
-    better: str
-    value: float
-
-
-class Reached(TypedDict):
-    """A run's time to accuracy (None where it has no target or did not reach it) and the targets it refers to."""
-
-    time_to_accuracy_s: float | None
-    target: list[Target] | None
-
-
-UNREACHED: Reached = {"time_to_accuracy_s": None, "target": None}  # a run with no targets, or none asked
-
-
-def reached(runs: list[Any]) -> dict[str, Reached]:
-    """Per run id: its time to accuracy (None where it has no target or did not reach it) and the targets it
-    refers to (validation split, each metric with its direction and value)."""
-    from honestscale.analysis.scaling import targets_of, time_to_accuracy
-
-    out: dict[str, Reached] = {}
-    for r in runs:
-        goals = targets_of(r)
-        out[r.id] = {
-            "time_to_accuracy_s": time_to_accuracy(r) if goals else None,
-            "target": [
-                {"split": "validation", "metric": g.name, "better": g.better, "value": g.target}
-                for g in goals
-            ]
-            or None,
-        }
-    return out
 
 
 def _target_text(target: list[Target] | None) -> str | None:
@@ -58,19 +23,6 @@ def _target_text(target: list[Target] | None) -> str | None:
         f"{t['split']} {t['metric']} {'>=' if t['better'] == 'higher' else '<='} {t['value']:g}"
         for t in target
     )
-
-
-def rejected_times(findings: Any) -> dict[str, dict[str, object]]:
-    """Per run id, the rule that rejects its measurements (HS213: a time to train that is negative or longer than a
-    year, a clock gone backwards, ranks missing, extra or disagreeing): its times are no measurement and are never
-    printed as one (``runs``: marked in the table, withheld in JSON and CSV with the rule and why)."""
-    out: dict[str, dict[str, object]] = {}
-    for f in findings:
-        if f.code == "HS213" and f.outcome == "fail":
-            for rid in f.runs:
-                reason = f.message.removeprefix(f"{rid}: ")
-                out[rid] = {"rule": f.code, "severity": f.severity, "reason": reason}
-    return out
 
 
 def _withhold(rec: dict[str, object], rejected: dict[str, object] | None) -> dict[str, object]:
@@ -85,57 +37,6 @@ def _withhold(rec: dict[str, object], rejected: dict[str, object] | None) -> dic
     }
     rec["time_to_train_s"] = rec["time_to_accuracy_s"] = None
     return rec
-
-
-RATES_ARE = (
-    "per run, over its synchronous steps (the slowest rank's time per step), warm-up excluded; each data-parallel "
-    "replica's samples and tokens counted once (the ranks of a tensor, pipeline or context-parallel group process "
-    "the same ones); per worker: the total over the accelerators in use (the processes of a CPU run)"
-)
-
-
-def layouts(runs: list[Any]) -> dict[str, dict[str, object]]:
-    """Per run id: its parallel layout, its rates (``RATES_ARE`` says which statistic they are) and, where its
-    FLOPs can be counted (a transformer's shape, or the FLOPs per token it recorded), its MFU and HFU recomputed
-    from the counts (``utilisation``: every number it is made of, the peak and its source; null MFU where the
-    accelerator has no peak)."""
-    from honestscale.analysis import flops
-
-    out = {}
-    for r in runs:
-        # a log of fewer ranks than the run had (HS215): its rates are those ranks', never divided by the world
-        partial = bool(
-            r.imported is not None
-            and r.world_size
-            and r.ranks_seen is not None
-            and r.ranks_seen < r.world_size
-        )
-        per = r.throughput / r.workers if r.throughput is not None and r.workers and not partial else None
-        u = flops.utilisation(r) if flops.audited(r) else None
-        are = (
-            f"{RATES_ARE}; from the steps of {r.ranks_seen} of the run's {r.world_size} ranks (the log holds no "
-            "more): those ranks' rates, not the run's (HS215), and no per-worker rate"
-            if partial
-            else RATES_ARE
-        )
-        out[r.id] = {
-            "layout": r.layout,
-            "parallel": r.degrees if r.parallel else None,
-            "samples_per_s": r.throughput,
-            "samples_per_s_per_worker": per,
-            "tokens_per_s": r.tokens_per_s,
-            "tokens_per_s_per_worker": None if partial else r.tokens_per_s_per_accelerator,
-            "rates_are": are if r.throughput is not None else None,
-            "utilisation": None
-            if u is None
-            else u.as_json()
-            | {
-                "method": flops.MFU_METHOD,
-                "no_peak": u.peak.missing or None,
-                "to_record": u.peak.record or None,
-            },
-        }
-    return out
 
 
 def with_energy(df: pl.DataFrame, energies: dict[str, dict[str, object]]) -> pl.DataFrame:
@@ -309,7 +210,7 @@ def runs_table(df: pl.DataFrame, rejected: dict[str, dict[str, object]] | None =
 
 def _layout_cell(parallel: str | None) -> str:
     """``dp2,tp2`` from the degrees' JSON; ``-`` where the run recorded none (data parallel over its ranks)."""
-    from honestscale.view import layout_text
+    from honestscale.judged import layout_text
 
     try:
         got = json.loads(parallel) if parallel else None

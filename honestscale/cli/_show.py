@@ -19,6 +19,7 @@ from honestscale.judged import (
     RunRecord,
     Verdicts,
     energy_text,
+    extremes,
     num,
     steady_text,
     step_shares,
@@ -35,23 +36,8 @@ def _few_ranks(rows: Sequence[Row], all_ranks: bool) -> tuple[Sequence[Row], Tex
     """Every rank's row, or for a run of many ranks the 3 slowest and 3 fastest (by samples/s) and the spread."""
     if all_ranks or len(rows) <= MANY_RANKS:
         return rows, None
-
-    def rate(s: Row) -> float:
-        total = num(s["t_total"])
-        return (num(s["samples"]) or 0) / total if total else 0.0
-
-    from honestscale.view import med
-
-    ordered = sorted(rows, key=rate)
-    rates = [rate(s) for s in ordered]
-    middle = med(rates) or 0.0
-    spread = f"{100 * (rates[-1] - rates[0]) / middle:.1f} % of the median" if middle else "unknown"
-    note = Text(
-        f"{len(rows):,} ranks: the 3 slowest and the 3 fastest by samples/s (slowest {rates[0]:,.1f}, median "
-        f"{middle:,.1f}, fastest {rates[-1]:,.1f}; spread {spread}); --ranks lists them all",
-        style="dim",
-    )
-    return [*ordered[:3], *ordered[-3:]], note
+    shown, note = extremes(rows)
+    return shown, Text(note + "; --ranks lists them all", style="dim")
 
 
 _OUTCOME_TEXT = {"fail": ("✗ fails", "red"), "cannot_verify": ("? cannot verify", "yellow")}
@@ -91,7 +77,7 @@ def show_verdicts(got: Verdicts) -> list[Text]:
 
 def show_renderable(rec: RunRecord, *, all_ranks: bool = False) -> Group:
     """``show``'s page of one run: its verdicts, its facts, evaluations, step split, profiler evidence and gaps."""
-    from honestscale.view import kind_words
+    from honestscale.judged import kind_words
 
     parts: list[Any] = [*show_verdicts(rec.verdicts), _facts(rec)]
     for c in rec.series:  # the scaling series it is a point of, its kind, and a label's split

@@ -24,7 +24,6 @@ from honestscale.cli._app import (
     UntilCiOpt,
     WaitOpt,
     _store,
-    access,
     app,
     campaign_app,
     err,
@@ -32,13 +31,19 @@ from honestscale.cli._app import (
     say,
 )
 from honestscale.cli.analysis import _summary_rows
-from honestscale.collector import discover
-from honestscale.collector.ingest import Ingester
 from honestscale.errors import HonestscaleError
 from honestscale.judged import read
 
 if TYPE_CHECKING:  # the campaign's stages import polars: not at start-up, for every command
     from honestscale.campaign import stages
+    from honestscale.campaign.shared import StoreAccess
+
+
+def access(store: Path | None, wait: float) -> StoreAccess:
+    """The store the user named, as orchestration reaches it (``honestscale.campaign.shared.StoreAccess``)."""
+    from honestscale.campaign.shared import reaching
+
+    return reaching(lambda read_only: _store(store, read_only=read_only, wait=wait), store)
 
 
 def _say_stopping(run_id: str, signum: int, then: str = ")") -> None:
@@ -84,10 +89,7 @@ def run(
     if out_dir is None:
         raise HonestscaleError("the runner needs --out FOLDER for its event files", "add e.g. --out runs/")
     if run_id is None:
-        from honestscale.runners.usermodel import label
-
-        name = launch.runner_option(args, "--name") or label(launch.runner_option(args, "--model") or "run")
-        run_id = f"{name}-{workers}w-{time.strftime('%Y%m%dT%H%M%S')}"
+        run_id = launch.run_id_for(args, workers)
     from honestscale.campaign import shared
 
     if (why := shared.argv_error(framework, [*args, "--run-id", run_id])) is not None:
@@ -103,7 +105,7 @@ def run(
     err.print(f"run {run_id} {verdict}; events in {run_dir}", highlight=False)
     if ingest and run_dir.is_dir():
         with _store(store, read_only=False) as con:
-            summary = Ingester(con).ingest(discover([str(run_dir)]).sources)
+            summary = launch.ingest_folder(con, run_dir)
         err.print(summary.line(), highlight=False)
     raise typer.Exit(result.exit_code)
 

@@ -10,9 +10,11 @@ import typer
 
 from honestscale.cli import _output
 from honestscale.cli._app import StoreOpt, WaitOpt, app, err, judged, out
+from honestscale.errors import HonestscaleError
 
 if TYPE_CHECKING:
-    from honestscale.claims import Verdict
+    from honestscale.claims import ClaimRow, Verdict
+    from honestscale.judged import View
 
 claims_app = typer.Typer(
     help="The paper's claims, checked against the store: a claims file (TOML, docs/claims.md), one verdict each.",
@@ -152,3 +154,26 @@ def lock(file: FileArg, store: StoreOpt = None, wait: WaitOpt = 10.0) -> None:
     verdicts = _verdicts(file, store, wait)
     path = claims.write_lock(file, verdicts)
     err.print(f"locked the runs of {len(verdicts)} claims in {path}", highlight=False)
+
+
+def appendix(view: View, target: Path, claims_file: Path | None, root: Path) -> None:
+    """``report --appendix``: the artifact appendix of the claims of ``claims_file``, written to ``target``."""
+    from honestscale import claims
+
+    if claims_file is None:
+        raise HonestscaleError(
+            "--appendix writes the appendix of a paper's claims: give them",
+            "add --claims claims.toml (docs/claims.md)",
+        )
+    parsed = claims.load(claims_file)
+    verdicts = claims.check(view, parsed)
+    for path in claims.write_appendix(view, parsed, verdicts, target, root):
+        err.print(f"wrote {path}", highlight=False)
+
+
+def judged_claims(file: Path, store: Path | None, wait: float) -> tuple[str, list[ClaimRow]]:
+    """The claims of ``file`` judged on the whole store (a claim may be about other campaigns), as report rows."""
+    from honestscale import claims
+
+    parsed = claims.load(file)
+    return file.name, claims.rows(claims.check(judged(store, wait=wait).view, parsed))

@@ -108,7 +108,7 @@ def compare(
     `honestscale compare --history model=resnet50,workers=8`.
     """
     from honestscale import compare as comparing
-    from honestscale.lint import LintResult, formats, load_config
+    from honestscale.judged import load_config
 
     slower = None if fail_if_slower is None else comparing.parse_threshold(fail_if_slower, "--fail-if-slower")
     faster = None if fail_if_faster is None else comparing.parse_threshold(fail_if_faster, "--fail-if-faster")
@@ -130,12 +130,11 @@ def compare(
     if format is LintFormat.json:
         print(_output.dumps(result.as_json(gate)))
     elif format is LintFormat.sarif:
-        said = LintResult(result.findings, result.lint.verdicts, result.lint.comparisons)
-        print(_output.dumps(formats.as_sarif(said)))
+        print(_output.dumps(result.as_sarif()))
     else:
         out.print(comparing.result_text(result, gate))
     if output is not None or html is not None:
-        from honestscale.report import compare_report
+        from honestscale.cli.report import compare_report
 
         written = compare_report(result, pdf=output, html=html, gate=gate)
         err.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)

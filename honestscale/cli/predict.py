@@ -45,13 +45,12 @@ def predict(
     if at and min(at) < 1:
         err.print(f"--at {min(at)}: a worker count is 1 or more")
         raise typer.Exit(2)
-    from honestscale import extrap as _extrap
     from honestscale.analysis import forecast
     from honestscale.cli.analysis import _pooled
 
     got = _pooled(judged(store, campaign, wait=wait), pool).forecast(at)
     if extrap is not None:
-        written = list(_extrap.lines((s.series, m, v) for s in got for m, v in s.samples.items()))
+        written = forecast.extrap_lines(got)
         extrap.write_text("\n".join(written) + ("\n" if written else ""))
         err.print(f"{len(written)} values of {len(got)} series written to {extrap} (extrap --json {extrap})")
     if format is ShowFormat.json:

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from honestscale.cli._app import StoreOpt, WaitOpt, _store, app, err, judged, out
-from honestscale.cli.campaign import run_campaign
+from honestscale.cli._app import StoreOpt, WaitOpt, app, err, judged, out
+from honestscale.cli.analysis import advised
+from honestscale.cli.campaign import access, run_campaign
 from honestscale.cli.slurm import collect_campaign, submit_campaign, wait_for_jobs
-from honestscale.store import campaigns
 
 
 @app.command()
@@ -86,8 +86,8 @@ def probe(
       honestscale probe --model mycnn.py:build --workers 1,2,4,8 --slurm --partition gpu --gpus-per-task 1 \\
           --tasks-per-node 4 --cpus-per-task 8
     """
-    from honestscale import advise as _advise
     from honestscale.campaign import probe as planned
+    from honestscale.campaign import shared
 
     request = planned.Probe(
         model=model,
@@ -125,13 +125,9 @@ def probe(
                       highlight=False)  # fmt: skip
             raise typer.Exit(130) from None
         collect_campaign(spec, store, wait)
-        with _store(store, read_only=True, wait=wait) as con:
-            not_ok = campaigns.runs_not_ok(con, campaign)
+        not_ok = shared.runs_not_ok(access(store, wait), campaign)
     else:
         not_ok = run_campaign(spec, store, False, wait)
-    j = judged(store, campaign, wait=wait)
-    advice = _advise.advise(j.view, j.lint, campaign)
     out.print("\nverdict", style="bold")
-    for line in _advise.lines(advice):
-        out.print(line, highlight=False, soft_wrap=True, markup=False)
+    advised(judged(store, campaign, wait=wait), campaign)
     raise typer.Exit(1 if not_ok else 0)

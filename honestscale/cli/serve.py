@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from honestscale.cli._app import StoreOpt, app, out
-from honestscale.cli.analysis import PathRootOpt
-from honestscale.store import resolve_store_path
+from honestscale.cli.report import PathRootOpt
 
 
 @app.command()
@@ -116,7 +115,7 @@ def serve(
       honestscale serve --allow-host dash.example.org    # behind a TLS proxy on this machine that passes Host on
     """
     from honestscale import serve as dashboard
-    from honestscale.lint import load_config
+    from honestscale.judged import load_config, resolve_store_path
 
     if make_token:
         from honestscale.serve import make_token as made

@@ -20,12 +20,12 @@ from honestscale.cli._app import (
     StoreOpt,
     UntilCiOpt,
     WaitOpt,
-    access,
     campaign_app,
     err,
     out,
     say,
 )
+from honestscale.cli.campaign import access
 
 
 @campaign_app.command("submit")

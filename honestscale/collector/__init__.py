@@ -4,7 +4,8 @@ from honestscale.collector._landing import IngestError
 from honestscale.collector._read import stale
 from honestscale.collector._sources import NOT_RESULTS, InputError, Source, discover
 from honestscale.collector._summary import FileResult, Summary
-from honestscale.collector.ingest import Ingester, ready_for_arrow
+from honestscale.collector.ingest import Ingester
+from honestscale.store import interrupted  # Ctrl-C, also where DuckDB reports it as its own error
 
 __all__ = [
     "NOT_RESULTS",
@@ -15,6 +16,6 @@ __all__ = [
     "Source",
     "Summary",
     "discover",
-    "ready_for_arrow",
+    "interrupted",
     "stale",
 ]

@@ -79,15 +79,6 @@ RAW_LIMIT = 65536
 BATCH_FILES = 512
 
 
-def ready_for_arrow() -> None:
-    """Import here what DuckDB imports by itself once the ingest hands it Arrow tables and bound parameters
-    (``pyarrow.dataset``, and with it pandas where pandas is installed): call it before the store opens. Here Ctrl-C is
-    an ordinary KeyboardInterrupt; inside DuckDB it would become an error of the store, and an import it cut short
-    leaves pandas half made for the next one ("the store failed: ... partially initialized module 'pandas'", seen
-    in a test that presses Ctrl-C while an ingest starts)."""
-    import pyarrow.dataset  # noqa: F401
-
-
 def _batch_bytes() -> int:
     """Files are validated and land together, one transaction per batch of about this much text: it
     bounds memory, lets DuckDB use every core, and spreads a commit over many files. Each batch costs about 0.1 s

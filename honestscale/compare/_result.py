@@ -11,7 +11,7 @@ from honestscale.compare._gate import CANNOT_JUDGE, Check, check
 from honestscale.compare._measures import SCORE, TIME, Measure, measures
 from honestscale.compare._pairs import Pair, Unpaired, pair
 from honestscale.compare._select import Selector, SelectorError, check_found, parse
-from honestscale.lint import Finding, LintResult, Suppression, lint
+from honestscale.lint import Finding, LintResult, Suppression, formats, lint
 from honestscale.view import COMPARED, Comparison, Run, View, comparisons
 
 SCHEMA = "honestscale.compare/1"
@@ -98,6 +98,10 @@ class Result:
             for f in c.findings:
                 seen[id(f)] = f
         return list(seen.values())
+
+    def as_sarif(self) -> dict[str, object]:
+        """The findings about every pair as SARIF 2.1.0 (``compare --format sarif``), with the rules' verdicts."""
+        return formats.as_sarif(LintResult(self.findings, self.lint.verdicts, self.lint.comparisons))
 
     def as_json(self, gate: Sequence[Check] = ()) -> dict[str, object]:
         return {

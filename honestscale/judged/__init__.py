@@ -21,10 +21,11 @@ from pathlib import Path
 from honestscale.analysis import forecast
 from honestscale.analysis.points import Findings, SummaryRow, summary
 from honestscale.analysis.prediction import DRAWS
-from honestscale.lint import LintResult, Suppression, lint
-from honestscale.store import Connection, open_store, queries
-from honestscale.view import View, build
+from honestscale.lint import LintResult, Suppression, lint, load_config
+from honestscale.store import Connection, open_store, queries, resolve_store_path
+from honestscale.view import View, build, kind_words, layout_text, listed_runs
 
+from ._listing import UNREACHED, Listing, Reached, Target, listed
 from ._run import (
     FIELDS,
     STEP_COLUMNS,
@@ -32,6 +33,7 @@ from ._run import (
     SeriesPoint,
     Verdicts,
     energy_text,
+    extremes,
     num,
     run_record,
     steady_text,
@@ -118,14 +120,27 @@ def run_of(con: Connection, run_id: str, *, suppressions: Sequence[Suppression] 
 __all__ = [
     "FIELDS",
     "STEP_COLUMNS",
+    "UNREACHED",
+    "Findings",
     "Judged",
+    "Listing",
+    "Reached",
     "RunRecord",
     "SeriesPoint",
+    "Target",
     "Verdicts",
+    "View",
     "energy_text",
+    "extremes",
     "judged",
+    "kind_words",
+    "layout_text",
+    "listed",
+    "listed_runs",
+    "load_config",
     "num",
     "read",
+    "resolve_store_path",
     "run_of",
     "run_record",
     "steady_text",

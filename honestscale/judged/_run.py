@@ -12,7 +12,7 @@ findings of the lint of its campaign that name it (a run of no campaign: the sto
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from honestscale.analysis import energy, steady
 from honestscale.analysis.points import FindingRecord
 from honestscale.display import iso
 from honestscale.store import Connection, queries
-from honestscale.view import concerning, energy_records, power_samples
+from honestscale.view import concerning, energy_records, med, power_samples
 
 if TYPE_CHECKING:
     from honestscale.judged import Judged
@@ -212,6 +212,24 @@ def run_record(con: Connection, run_id: str, j: Judged) -> RunRecord:
     )
 
 
+def extremes(rows: Sequence[Mapping[str, object]]) -> tuple[list[Mapping[str, object]], str]:
+    """The 3 slowest and the 3 fastest ranks of a step split by samples/s, and the spread said in one line."""
+
+    def rate(s: Mapping[str, object]) -> float:
+        total = num(s["t_total"])
+        return (num(s["samples"]) or 0) / total if total else 0.0
+
+    ordered = sorted(rows, key=rate)
+    rates = [rate(s) for s in ordered]
+    middle = med(rates) or 0.0
+    spread = f"{100 * (rates[-1] - rates[0]) / middle:.1f} % of the median" if middle else "unknown"
+    note = (
+        f"{len(rows):,} ranks: the 3 slowest and the 3 fastest by samples/s (slowest {rates[0]:,.1f}, median "
+        f"{middle:,.1f}, fastest {rates[-1]:,.1f}; spread {spread})"
+    )
+    return [*ordered[:3], *ordered[-3:]], note
+
+
 def _seconds(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
@@ -293,6 +311,7 @@ __all__ = [
     "SeriesPoint",
     "Verdicts",
     "energy_text",
+    "extremes",
     "num",
     "run_record",
     "steady_text",

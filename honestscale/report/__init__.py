@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from honestscale.compare import Check, Result
 from honestscale.lint import LintResult, Suppression, lint
 from honestscale.report._figures import PARTS, STYLE, mark, tip, to_svg
 from honestscale.report._model import ClaimRow, ComparisonModel, Model, build
@@ -22,6 +23,7 @@ from honestscale.report._tables import latex_escape
 from honestscale.report._text import environment
 from honestscale.report._versus import PairView, compare_report, pair_views
 from honestscale.report._versus import context as compare_context
+from honestscale.store import is_lake, resolve_store_path
 from honestscale.view import View
 
 
@@ -61,6 +63,14 @@ def report_overview(view: View, *, pdf: Path | None, html: Path | None = None,
     return got, write_overview(got, pdf=pdf, html=html, assets=assets_for(target))
 
 
+def path_root_of(store: str | Path | None, path_root: Path | None) -> Path:
+    """The folder published paths are shown relative to: ``--path-root``, else the store's folder (a DuckLake
+    store has none: the current folder)."""
+    if path_root is None and is_lake(str(resolve_store_path(store))):
+        return Path.cwd()
+    return (path_root or resolve_store_path(store).parent).absolute()
+
+
 def assets_for(target: Path) -> Path:
     """The folder beside a report for its figures and tables: ``<name>_files``."""
     return target.with_name(target.stem + "_files")
@@ -69,6 +79,7 @@ def assets_for(target: Path) -> Path:
 __all__ = [
     "PARTS",
     "STYLE",
+    "Check",
     "ClaimRow",
     "ComparisonModel",
     "Model",
@@ -76,6 +87,7 @@ __all__ = [
     "Overview",
     "PairView",
     "Plan",
+    "Result",
     "TexNumber",
     "analyse",
     "assets_for",
@@ -89,6 +101,7 @@ __all__ = [
     "numbers_tex",
     "overview",
     "pair_views",
+    "path_root_of",
     "plan",
     "read_numbers_tex",
     "render",

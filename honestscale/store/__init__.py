@@ -23,6 +23,7 @@ from honestscale.store._database import (
     latest_version,
     migrations,
     open_store,
+    ready_for_arrow,
     resolve_store_path,
 )
 from honestscale.store._lake import DATA_PATH_ENV, Loose, hidden, is_lake, loose_files, shown
@@ -55,6 +56,7 @@ __all__ = [
     "loose_files",
     "migrations",
     "open_store",
+    "ready_for_arrow",
     "refresh_runs",
     "resolve_store_path",
     "shown",

@@ -229,6 +229,15 @@ def _current_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+def ready_for_arrow() -> None:
+    """Import here what DuckDB imports by itself once the ingest hands it Arrow tables and bound parameters
+    (``pyarrow.dataset``, and with it pandas where pandas is installed): call it before the store opens. Here Ctrl-C is
+    an ordinary KeyboardInterrupt; inside DuckDB it would become an error of the store, and an import it cut short
+    leaves pandas half made for the next one ("the store failed: ... partially initialized module 'pandas'", seen
+    in a test that presses Ctrl-C while an ingest starts)."""
+    import pyarrow.dataset  # noqa: F401
+
+
 def open_store(
     path: str | os.PathLike[str] | None = None,
     *,

@@ -56,6 +56,21 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path: Path) -> None:
     assert "honestscale.record.world -> honestscale.store" in result.stdout
 
 
+def test_a_cli_module_reaching_past_the_package_it_fronts_breaks_a_contract(tmp_path: Path) -> None:
+    """The CLI parses and prints: ``claims`` fronts the claims package; its importing the report, or a new CLI
+    module that says nothing of what it fronts, breaks the contract, naming the module and the import."""
+    shutil.copytree(PACKAGE, tmp_path / "honestscale", ignore=shutil.ignore_patterns("__pycache__"))
+    claims = tmp_path / "honestscale" / "cli" / "claims.py"
+    claims.write_text(
+        claims.read_text() + "\nimport honestscale.report  # printing a report from the claims\n"
+    )
+    (tmp_path / "honestscale" / "cli" / "energy.py").write_text('"""A new command."""\n')
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "honestscale.cli.claims fronts honestscale.claims but imports honestscale.report" in result.stdout
+    assert "honestscale.cli.energy is named in no `fronts`" in result.stdout
+
+
 def test_only_the_store_and_the_collector_import_duckdb() -> None:
     allowed = (PACKAGE / "store", PACKAGE / "collector")
     offenders = [
@@ -219,7 +234,7 @@ def _calls_of(path: Path, module: str, name: str) -> int:
 
 def test_the_view_is_built_and_the_rules_run_in_the_judged_model_alone() -> None:
     """The recipe of every reading command and page (the store read, the selection checked, the view built, the
-    rules run) is written once, in honestscale/judged/__init__.py. The rules also run in ``compare`` (on the context of each
+    rules run) is written once, in honestscale/judged/. The rules also run in ``compare`` (on the context of each
     pair and of a setup's history, ``compare.in_context``) and in ``report.analyse`` for a caller that brings a view
     of its own and no lint result (a claim's context, a benchmark)."""
     rules_also = {
@@ -234,8 +249,8 @@ def test_the_view_is_built_and_the_rules_run_in_the_judged_model_alone() -> None
             built[rel] = n
         if n := _calls_of(p, "honestscale.lint", "lint"):
             linted[rel] = n
-    assert set(built) == {"honestscale/judged/__init__.py"}, built
-    assert set(linted) - rules_also == {"honestscale/judged/__init__.py"}, linted
+    assert {p.rpartition("/")[0] for p in built} == {"honestscale/judged"}, built
+    assert {p.rpartition("/")[0] for p in set(linted) - rules_also} == {"honestscale/judged"}, linted
 
 
 # Untyped records between rooms: annotations whose mapping holds Any (dict[str, Any], Mapping[str, Any], an alias

@@ -154,7 +154,7 @@ def test_ctrl_c_that_no_command_answers_is_answered_by_main(
     import signal
 
     import honestscale.cli as cli
-    import honestscale.cli.store as store_cli
+    import honestscale.cli.ingest as store_cli
 
     def pressed(paths: list[str], follow_links: list[str]) -> None:
         raise KeyboardInterrupt
