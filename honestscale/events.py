@@ -25,7 +25,9 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, Unpack, cast
+
+from honestscale import event_records as rec
 
 SCHEMA_VERSION = 5
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
@@ -89,7 +91,7 @@ SCOPES = ("end_to_end", "layer", "kernel", "communication")
 SCALING = ("strong", "weak", "time_to_solution", "none")
 SPLITS = ("train", "validation", "test")
 # parallel dimensions of a layout: replicated data, fully sharded data, tensor, pipeline, context, expert
-PARALLEL_DIMS = ("dp", "fsdp", "tp", "pp", "cp", "ep")
+PARALLEL_DIMS = rec.PARALLEL_DIMS  # the contract's one list (event_records: the layout is typed there)
 # A quality's name as the rules name it, whoever wrote it down: the recorder's callbacks and the readers of the same
 # tools' logs give one training's metrics one name (``val_acc`` -> ``accuracy``), so the two records of one training
 # can be told to be one.
@@ -829,24 +831,24 @@ class EventWriter:
                 self.stopped = True
             return event
 
-    def run_start(self, **fields: Any) -> dict[str, object]:
+    def run_start(self, **fields: Unpack[rec.RunStartFields]) -> rec.RunStart:
         fields.setdefault("host", socket.gethostname())
-        return self.emit("run_start", **fields)
+        return cast("rec.RunStart", self.emit("run_start", **fields))
 
-    def step(self, **fields: Any) -> dict[str, object]:
-        return self.emit("step", **fields)
+    def step(self, **fields: Unpack[rec.StepFields]) -> rec.Step:
+        return cast("rec.Step", self.emit("step", **fields))
 
-    def epoch(self, **fields: Any) -> dict[str, object]:
-        return self.emit("epoch", **fields)
+    def epoch(self, **fields: Unpack[rec.EpochFields]) -> rec.Epoch:
+        return cast("rec.Epoch", self.emit("epoch", **fields))
 
-    def eval(self, **fields: Any) -> dict[str, object]:
-        return self.emit("eval", **fields)
+    def eval(self, **fields: Unpack[rec.EvalFields]) -> rec.Eval:
+        return cast("rec.Eval", self.emit("eval", **fields))
 
-    def system(self, **fields: Any) -> dict[str, object]:
-        return self.emit("system", **fields)
+    def system(self, **fields: Unpack[rec.SystemFields]) -> rec.System:
+        return cast("rec.System", self.emit("system", **fields))
 
-    def run_stop(self, status: str, reason: str | None = None) -> dict[str, object]:
-        return self.emit("run_stop", status=status, reason=reason)
+    def run_stop(self, status: str, reason: str | None = None) -> rec.RunStop:
+        return cast("rec.RunStop", self.emit("run_stop", status=status, reason=reason))
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from honestscale.event_records import SystemFields
 from honestscale.events import EventWriter
 
 
@@ -31,9 +32,9 @@ class _Nvml:
         self.nvml = pynvml
         self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 
-    def sample(self) -> dict[str, object]:
+    def sample(self) -> SystemFields:
         n, h = self.nvml, self.handle
-        out: dict[str, object] = {}
+        out: SystemFields = {}
         with contextlib.suppress(n.NVMLError):
             out["accel_util"] = float(n.nvmlDeviceGetUtilizationRates(h).gpu)
         with contextlib.suppress(n.NVMLError):
@@ -82,7 +83,7 @@ class SystemSampler:
         while not self._stop.wait(self.interval):
             began = time.perf_counter()
             cpu = time.process_time()
-            fields: dict[str, object] = {
+            fields: SystemFields = {
                 "cpu_percent": 100.0 * (cpu - last_cpu) / max(began - last_wall, 1e-9),
                 "rss_bytes": _read_rss(),
                 "host_load": os.getloadavg()[0],
@@ -90,7 +91,7 @@ class SystemSampler:
             last_cpu, last_wall = cpu, began
             if self._nvml is not None:
                 fields["device"] = self.device
-                fields.update(self._nvml.sample())
+                fields = {**fields, **self._nvml.sample()}
             try:
                 self.writer.system(**fields)
             except (OSError, ValueError):

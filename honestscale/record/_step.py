@@ -12,12 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Required
 
 from honestscale.record import pressure
 from honestscale.record._clocks import Clock
 
 PHASES = ("data", "compute", "comm", "optimizer")
+
+
+class Timing(pressure.Contention, total=False):
+    """What a step's timing gives its event: the total, each phase (None: not timed), tokens, contention."""
+
+    t_total: Required[float]
+    t_data: float | None
+    t_compute: float | None
+    t_comm: float | None
+    t_optimizer: float | None
+    comm_measured: bool
+    tokens: int | None
 
 
 class RecordError(ValueError):
@@ -116,19 +128,25 @@ class Step:
         except Exception:  # a device that failed: its marks are lost
             return False
 
-    def fields(self) -> dict[str, object]:
-        """The step event's timing fields: the total, and each phase timed (seconds); comm says whether it was
-        measured. Reading a device clock waits for its marks."""
+    def fields(self) -> Timing:
+        """The step event's timing fields: the total, and each phase timed (seconds; None where not timed); comm
+        says whether it was measured. Reading a device clock waits for its marks."""
         s = self._clock.seconds
-        out: dict[str, object] = {"t_total": max(s(self.begin, self.end), 0.0)}
-        for name in PHASES:
-            if name in self.spans:
-                out[f"t_{name}"] = sum(max(s(a, b), 0.0) for a, b in self.spans[name])
-        out["comm_measured"] = "comm" in self.spans
+        timed = {
+            name: sum(max(s(a, b), 0.0) for a, b in self.spans[name]) for name in PHASES if name in self.spans
+        }
+        out: Timing = {
+            "t_total": max(s(self.begin, self.end), 0.0),
+            "t_data": timed.get("data"),
+            "t_compute": timed.get("compute"),
+            "t_comm": timed.get("comm"),
+            "t_optimizer": timed.get("optimizer"),
+            "comm_measured": "comm" in self.spans,
+        }
         if self.tokens is not None:
             out["tokens"] = count(self.tokens)
         if self.host is not None:  # the host's contention over the step
-            out.update(pressure.between(*self.host))
+            return {**out, **pressure.between(*self.host)}
         return out
 
 

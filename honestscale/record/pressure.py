@@ -36,7 +36,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 PSI = "/proc/pressure/cpu"
 STAT = "/proc/stat"
@@ -174,7 +174,14 @@ def _at(t: float) -> Reading | None:
     return _counter(p0, p1, share), _counter(s0, s1, share)
 
 
-def between(begin: float, end: float) -> dict[str, float]:
+class Contention(TypedDict, total=False):
+    """A step event's contention fields (seconds; a counter the host does not give is left out)."""
+
+    cpu_pressure: float
+    cpu_steal: float
+
+
+def between(begin: float, end: float) -> Contention:
     """The step event's contention fields for a step from mark ``begin`` to mark ``end`` (see :func:`mark`): read
     now where no reading covers ``end`` yet (the end of training)."""
     if not covered(end):
@@ -182,10 +189,10 @@ def between(begin: float, end: float) -> dict[str, float]:
     return waited(_at(begin), _at(end))
 
 
-def waited(begin: Reading | None, end: Reading | None) -> dict[str, float]:
+def waited(begin: Reading | None, end: Reading | None) -> Contention:
     """The step event's ``cpu_pressure`` and ``cpu_steal`` fields (seconds) from two readings; a counter either
     reading lacks is left out."""
-    out: dict[str, float] = {}
+    out: Contention = {}
     if begin is None or end is None:
         return out
     (p0, s0), (p1, s1) = begin, end

@@ -24,7 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from honestscale.events import PARALLEL_DIMS
+from honestscale.event_records import PARALLEL_DIMS
+from honestscale.event_records import (
+    Layout as Layout,  # the contract's one layout type, which the runners build
+)
 
 MESH_ORDER = ("pp", "dp", "fsdp", "tp")  # outermost first
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b")
@@ -40,29 +43,9 @@ class LayoutError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Layout:
-    degrees: dict[str, int]  # every dimension of the contract, 1 where not used
-    schedule: str | None = None
-    microbatches: int = 1
-    virtual: int = 1  # pipeline stages per rank
-
-    @property
-    def replicas(self) -> int:
-        """Data-parallel replicas: each trains a different part of the global batch."""
-        return self.degrees["dp"] * self.degrees["fsdp"]
-
-    @property
-    def used(self) -> list[str]:
-        return [d for d in MESH_ORDER if self.degrees[d] > 1]
-
-    def record(self) -> dict[str, object]:
-        """run_start's layout fields."""
-        out: dict[str, object] = {"parallel": dict(self.degrees)}
-        if self.degrees["pp"] > 1:
-            out |= {"pipeline_schedule": self.schedule, "microbatches": self.microbatches,
-                    "pipeline_virtual_stages": self.virtual}  # fmt: skip
-        return out
+def used(layout: Layout) -> list[str]:
+    """The dimensions above 1, outermost first (the device mesh's order)."""
+    return [d for d in MESH_ORDER if layout.degrees[d] > 1]
 
 
 def parse(text: str, world_size: int, schedule: str = "1f1b", microbatches: int | None = None) -> Layout:
@@ -176,7 +159,7 @@ class Parallel:
 def mesh_for(layout: Layout, device_type: str) -> Any:
     from torch.distributed.device_mesh import init_device_mesh
 
-    names = layout.used
+    names = used(layout)
     if not names:
         return None
     return init_device_mesh(device_type, tuple(layout.degrees[d] for d in names), mesh_dim_names=tuple(names))

@@ -191,7 +191,7 @@ def train(args: argparse.Namespace, world: _world.World, rec: Recorder, cuda: bo
         stop=Stop(*stop), threads=Threads(torch.get_num_threads(), torch.get_num_interop_threads()),
         accelerators=Accelerators(world.local_world_size, torch.cuda.get_device_name(device)) if cuda else NO_ACCELERATORS,
     )  # fmt: skip
-    start |= layout.record() | {
+    start |= layout.fields() | {
         "target_metric": "loss",
         "sequence_length": args.seq_len,
         "global_batch_tokens": args.batch_size * args.seq_len,

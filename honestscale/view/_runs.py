@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from honestscale.event_records import Layout
 from honestscale.events import PARALLEL_DIMS
 
 
@@ -110,9 +111,8 @@ _DIMS = PARALLEL_DIMS
 
 def layout_text(degrees: Mapping[str, Any]) -> str:
     """Degrees per dimension as ``--parallel`` writes them: ``dp2,tp2`` (the dimensions above 1), ``dp1`` for one
-    rank."""
-    parts = [f"{k}{v}" for k in _DIMS if isinstance(v := degrees.get(k), int) and v > 1]
-    return ",".join(parts) or "dp1"
+    rank (the contract's ``Layout.text``)."""
+    return Layout.of(degrees).text
 
 
 # Vendors, brands, form factors and memory sizes: "Nvidia Tesla V100-SXM2-32GB" and "NVIDIA V100" are one chip.
@@ -413,22 +413,21 @@ class Run:
         return s.samples_timed / s.step_time_s
 
     @property
-    def degrees(self) -> dict[str, int]:
-        """The layout's degree per dimension (dp, fsdp, tp, pp, cp, ep), each >= 1; a run that recorded no layout
-        is data parallel over its ranks (dp = world_size)."""
+    def layout_of(self) -> Layout:
+        """The run's layout (the contract's type, as its runner recorded it); a run that recorded none is data
+        parallel over its ranks."""
         try:
             got = json.loads(self.parallel) if self.parallel else None
         except ValueError:
             got = None
-        out = dict.fromkeys(_DIMS, 1)
-        if not isinstance(got, dict):
-            out["dp"] = int(self.world_size or 1)
-            return out
-        for d in _DIMS:
-            v = got.get(d)
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
-                out[d] = v
-        return out
+        schedule, microbatches = self.pipeline_schedule, self.microbatches
+        return Layout.of(got, self.world_size, schedule, microbatches, self.pipeline_virtual_stages)
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        """The layout's degree per dimension (dp, fsdp, tp, pp, cp, ep), each >= 1; a run that recorded no layout
+        is data parallel over its ranks (dp = world_size)."""
+        return self.layout_of.degrees
 
     @property
     def layout(self) -> str | None:

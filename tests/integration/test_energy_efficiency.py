@@ -18,6 +18,7 @@ import pytest
 
 from honestscale.analysis import efficiency, energy
 from honestscale.collector import Ingester, discover
+from honestscale.event_records import SystemFields
 from honestscale.events import EventWriter
 from honestscale.store import open_store
 from honestscale.view import build
@@ -50,7 +51,7 @@ def _gpu_run(out: Path, run_id: str, *, seconds: float, counter: bool = True, po
         t = first
         while t < seconds - 0.2:
             clock[0] = T0 + t
-            fields: dict[str, object] = {"device": rank}
+            fields: SystemFields = {"device": rank}
             if power:
                 fields["power_w"] = _watts(t)
             if counter:

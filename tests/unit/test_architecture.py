@@ -257,7 +257,7 @@ def test_the_view_is_built_and_the_rules_run_in_the_judged_model_alone() -> None
 # of one) and reads of a run's run_start payload by string key (run.attrs["x"], run.attrs.get("x")). A ceiling
 # that only falls: 420 on 2026-12-01, 175 once view.Run, the MLPerf records, the report's lint and the readers'
 # values were typed (issue 77 asked under 200); a typed record, a property or `object` replaces each.
-UNTYPED_CEILING = 175
+UNTYPED_CEILING = 174
 _MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "OrderedDict"}
 _VALUES: set[str] = set()  # an assignment's value (a type alias's), never a quoted annotation
 

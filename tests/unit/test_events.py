@@ -204,3 +204,33 @@ def test_event_module_imports_only_the_standard_library() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert set(out.stdout.split()) <= {"honestscale", "__main__"}, out.stdout
+
+
+def test_each_kind_has_a_typed_record_equal_to_its_field_table() -> None:
+    """event_records types what the field tables say: the same names, the same required ones, the JSON type of
+    each (a field added to a table and not to its record, or typed otherwise, fails here)."""
+    import typing
+
+    from honestscale import event_records as rec
+
+    json_type = {
+        str: "string",
+        int: "integer",
+        float: "number",
+        bool: "boolean",
+        dict: "object",
+        list: "array",
+    }
+    records: dict[str, Any] = {"run_start": rec.RunStartFields, "step": rec.StepFields, "epoch": rec.EpochFields,
+               "eval": rec.EvalFields, "system": rec.SystemFields, "run_stop": rec.RunStopFields}  # fmt: skip
+    assert set(records) == set(ev.KINDS)
+    for kind, record in records.items():
+        fields = {f.name: f for f in ev.KIND_FIELDS[kind]}
+        hints = typing.get_type_hints(record)
+        assert list(hints) == list(fields), kind
+        assert record.__required_keys__ == {n for n, f in fields.items() if f.required}, kind
+        for name, hint in hints.items():
+            kinds = {typing.get_origin(a) or a for a in typing.get_args(hint) or (hint,)} - {type(None)}
+            assert {json_type[k] for k in kinds} == {fields[name].type}, (kind, name, hint)
+    envelope = typing.get_type_hints(rec.Envelope)
+    assert set(envelope) | {"kind"} == {f.name for f in ev.COMMON}

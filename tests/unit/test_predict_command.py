@@ -28,22 +28,23 @@ def _comm_s(workers: int) -> float:
 
 def _write(folder: Path, batches: dict[int, int]) -> None:
     rng = np.random.default_rng(3)
+    now = [1000.0]  # the events' clock (EventWriter(clock=...)), moved on by each step
     for w in WORKERS:
         for rep in range(6):
             step = _step_s(w) * math.exp(rng.normal(0, 0.01))
             for rank in range(w):
-                with ev.EventWriter(folder, f"w{w}-r{rep}", rank) as out:
-                    t = 1000.0
-                    out.run_start(time=t, framework="torch", world_size=w, nodes=1, accelerators_per_node=0,
+                now[0] = 1000.0
+                with ev.EventWriter(folder, f"w{w}-r{rep}", rank, clock=lambda: now[0]) as out:
+                    out.run_start(framework="torch", world_size=w, nodes=1, accelerators_per_node=0,
                                   global_batch_size=batches[w], local_batch_size=batches[w] // w, campaign="amdahl",
                                   model="mlp", dataset="digits", seed=rep)  # fmt: skip
                     for i in range(STEPS):
-                        t += step
-                        out.step(time=t, epoch=0, step=i, samples=batches[w] // w, t_total=step, t_data=0.001,
+                        now[0] += step
+                        out.step(epoch=0, step=i, samples=batches[w] // w, t_total=step, t_data=0.001,
                                  t_compute=step - 0.003 - _comm_s(w), t_comm=_comm_s(w), t_optimizer=0.002, comm_measured=w > 1)  # fmt: skip
                     if rank == 0:  # the quality reached, at every scale alike (HS101: accuracy not ignored)
-                        out.eval(time=t, split="validation", metric="accuracy", value=0.9, epoch=0)
-                    out.emit("run_stop", time=t, status="success")
+                        out.eval(split="validation", metric="accuracy", value=0.9, epoch=0)
+                    out.run_stop("success")
 
 
 def _predict(tmp_path: Path, batches: dict[int, int]) -> dict[str, Any]:

@@ -126,7 +126,9 @@ def test_a_step_no_reading_covers_yet_is_read_when_asked(psi: Path, clock: Simpl
     end = pressure.mark()
     _rewrite(psi, 400)
     assert not pressure.covered(end)
-    assert pressure.between(begin, end) == {"cpu_pressure": pytest.approx(300 / 1e6)}  # read now: all of it
+    assert dict(pressure.between(begin, end)) == {
+        "cpu_pressure": pytest.approx(300 / 1e6)
+    }  # read now: all of it
 
 
 def test_a_mark_older_than_every_kept_reading_has_no_wait(psi: Path, clock: SimpleNamespace) -> None:
