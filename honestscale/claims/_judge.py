@@ -247,10 +247,21 @@ def _time_named(compared: Compared, claim: Claim, chosen: str) -> Measure:
     )
 
 
+def at_point(selector: str, at: tuple[tuple[str, str], ...]) -> str:
+    """A selector with the claim's point (``at``) added to its filters: an ordering at one scale compares the runs
+    of that scale on both sides (a bare campaign name becomes ``campaign=NAME``; a value with a comma is quoted)."""
+    if not at:
+        return selector
+    filters = selector if "=" in selector else f"campaign={selector}"
+    point = ",".join(f'{k}="{v}"' if "," in v else f"{k}={v}" for k, v in at)
+    return f"{filters},{point}"
+
+
 def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
     assert claim.than is not None
+    a, b = at_point(claim.runs, claim.at), at_point(claim.than, claim.at)
     try:  # a side that selects nothing: what is missing, with the file's line and compare's fix
-        result = compare(view, claim.runs, claim.than)
+        result = compare(view, a, b)
     except SelectorError as exc:
         raise CannotVerify(f"{exc.message} ({where}){f': {exc.fix}' if exc.fix else ''}") from None
     if len(result.pairs) != 1:
@@ -272,7 +283,7 @@ def _judge_ordering(view: View, claim: Claim, where: str) -> Verdict:
         raise CannotVerify(f"no {wanted} on a side")
     evidence = [
         m.sentence(),
-        f"A = {claim.runs} ({m.a.ok} runs), B = {claim.than} ({m.b.ok} runs)",
+        f"A = {a} ({m.a.ok} runs), B = {b} ({m.b.ok} runs)",
         f"rules on these runs: {verdicts_text(compared.verdicts)}",
     ]
     runs = tuple(sorted(r.id for r in compared.pair.runs))

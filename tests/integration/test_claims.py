@@ -471,3 +471,44 @@ def test_one_analysis_serves_every_claim_about_the_same_campaigns(
     assert len(calls) == 2  # one per campaign
     alone = [claims.judge(view, c, f"{file} line {c.line}").as_json() for c in parsed.claims]
     assert shared == alone and len(calls) == 2 + len(parsed.claims)
+
+
+def test_an_ordering_at_one_scale_compares_the_runs_of_that_scale(tmp_path: Path) -> None:
+    """ "Ours trains faster than theirs on 2 workers": `at` narrows both sides to that point, so the two campaigns
+    (each at 1 and 2 workers, 6 runs a point) pair into one setup; the ratio is the two sides' median times at 2
+    workers, as a few lines of json over the events compute it."""
+    from honestscale.events import EventWriter
+
+    now = [1_000.0]
+    seconds = {("ours", 1): 10.0, ("ours", 2): 6.0, ("theirs", 1): 10.5, ("theirs", 2): 9.0}
+    for (campaign, workers), base in seconds.items():
+        for rep in range(6):
+            start = now[0]
+            for rank in range(workers):  # every rank writes its events (HS213: no rank missing)
+                now[0] = start
+                with EventWriter(
+                    tmp_path / "runs", f"{campaign}-{workers}w-r{rep}", rank, clock=lambda: now[0]
+                ) as w:
+                    w.run_start(framework="torch", campaign=campaign, world_size=workers, nodes=1,
+                                accelerators_per_node=0, model="mlp", dataset="digits", global_batch_size=64,
+                                local_batch_size=64 // workers, stop_criterion="epochs", stop_value=1, seed=rep)  # fmt: skip
+                    now[0] = start + base * (1 + 0.01 * rep)
+                    w.eval(split="validation", metric="accuracy", value=0.95, epoch=0)  # HS101: quality kept
+                    w.run_stop("success")
+            now[0] += 100.0
+    store = tmp_path / "s.duckdb"
+    assert cli("ingest", tmp_path / "runs", "--store", store).returncode == 0
+    claim = ('id = "two"\nsays = "ours trains faster on 2 workers"\nmeasure = "time_to_train"\nruns = "ours"\n'
+             'than = "campaign=theirs"\nat = { workers = 2 }\nrelation = "faster"\n')  # fmt: skip
+    code, got = _check(_write(tmp_path, claim), store)
+    times: dict[str, list[float]] = {}
+    for path in sorted((tmp_path / "runs").glob("*-2w-*/events-rank0.jsonl")):  # both ranks stop together
+        events = [json.loads(line) for line in path.open()]
+        times.setdefault(events[0]["campaign"], []).append(events[-1]["time"] - events[0]["time"])
+    expected = statistics.median(times["theirs"]) / statistics.median(times["ours"])
+    assert got["two"]["verdict"] == "supported" and code == 0, (got["two"]["reason"], got["two"]["evidence"])
+    assert got["two"]["number"]["value"] == pytest.approx(expected, rel=1e-6)
+    assert (
+        "A = campaign=ours,workers=2 (6 runs), B = campaign=theirs,workers=2 (6 runs)"
+        in got["two"]["evidence"]
+    )
