@@ -129,7 +129,7 @@ def point_number(
             f"(worker counts there: {', '.join(map(str, counts)) or 'none'})"
         )
     context = frozenset(r.campaign for r in found)
-    model = (models or {}).get(context) or analyse(in_context(view, found))[0]
+    model = (models or {}).get(context) or analyse(in_context(view, found), forecasts=False)[0]
     if models is not None:
         models[context] = model
     series = _series(claim, model.comparisons, {r.id for r in at_runs})

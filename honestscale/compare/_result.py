@@ -121,7 +121,9 @@ class Result:
 
 
 def select_side(view: View, selector: Selector, side: str, left_out: dict[str, list[str]]) -> list[Run]:
-    found = selector.select(view.runs)
+    named = selector.get("campaign")  # a campaign's runs only, from the view's index: not a scan of the store
+    pool = view.runs if named is None or named.lower() in ("", "none", "null") else view.campaign_runs(named)
+    found = selector.select(pool)
     check_found(selector, found, view.runs, side)
     kept = []
     for r in found:
@@ -145,8 +147,12 @@ def in_context(view: View, runs: Sequence[Run], extra: Sequence[Comparison] = ()
     context = [r for r in view.runs if r.campaign in names]
     seen = {r.id for r in context}
     context += [r for r in runs if r.id not in seen]
-    return View(context, comparisons(context) + list(extra), view.campaigns, view.fractions, view.rank_times,
-                view.superseded)  # fmt: skip
+    ids = {r.id for r in context}  # the context's own step splits and rank times: never the whole store's
+    fractions = {k: v for k, v in view.fractions.items() if k in ids}
+    rank_times = {k: v for k, v in view.rank_times.items() if k in ids}
+    return View(
+        context, comparisons(context) + list(extra), view.campaigns, fractions, rank_times, view.superseded
+    )
 
 
 def pair_comparison(p: Pair, a: Selector, b: Selector) -> Comparison:

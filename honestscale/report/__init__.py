@@ -28,12 +28,14 @@ from honestscale.view import View
 
 
 def analyse(view: View, campaign: str | None = None, suppressions: list[Suppression] | None = None,
-            path_root: Path | None = None, result: LintResult | None = None) -> tuple[Model, LintResult]:  # fmt: skip
+            path_root: Path | None = None, result: LintResult | None = None,
+            forecasts: bool = True) -> tuple[Model, LintResult]:  # fmt: skip
     """The analysis model of the view, with the lint result it carries (``result``, the judged model's, else made
     here): one reading of the runs for both. Event files and command lines are shown relative to ``path_root``
-    (the store's folder, or ``--path-root``)."""
+    (the store's folder, or ``--path-root``); ``forecasts=False`` leaves out each series' predictions (a claim's
+    context quotes none)."""
     result = result if result is not None else lint(view, suppressions=suppressions or [])
-    return build(view, result, campaign, path_root), result
+    return build(view, result, campaign, path_root, forecasts), result
 
 
 def report(view: View, *, pdf: Path | None, html: Path | None = None, campaign: str | None = None,

@@ -285,6 +285,7 @@ def _comparison(
     findings: Findings,
     spreads: dict[str, ranks.RunRanks],
     specs: dict[str, dict[str, Any]],
+    forecasts: bool = True,
 ) -> ComparisonModel:
     if c.kind == "layout":  # one row per layout, never one point pooling them (report._layouts)
         lay = _layouts.side_by_side(c, fractions, findings)
@@ -305,7 +306,8 @@ def _comparison(
         orderings = compare.scaling(c.by_workers())
     else:  # the frameworks of the like-for-like setup (the view's), as in the table and as HS212 judges them
         orderings = compare.frameworks(compare.framework_groups(c.runs))
-    ahead = forecast.predicted(forecast.series(c, fractions, findings)) if c.kind == "scaling" else None
+    scaling = c.kind == "scaling" and forecasts
+    ahead = forecast.predicted(forecast.series(c, fractions, findings)) if scaling else None
     return ComparisonModel(
         id=c.id, kind=c.kind, label=c.label, mode=c.mode, metric=metric,
         base_workers=base.workers if base else None, base_time_s=base_time, points=points, fit=fit,
@@ -382,14 +384,21 @@ def _pythons(runs: list[Run]) -> list[str]:
     return [f"Python {v}" for v in sorted(got)]
 
 
-def build(view: View, result: LintResult, campaign: str | None, path_root: Path | None = None) -> Model:
+def build(
+    view: View,
+    result: LintResult,
+    campaign: str | None,
+    path_root: Path | None = None,
+    forecasts: bool = True,
+) -> Model:
     """The model of the view; ``path_root``: the folder the event files and command lines are shown relative to
-    (the store's, or ``--path-root``; None: only their last parts), as published reports show them."""
+    (the store's, or ``--path-root``; None: only their last parts), as published reports show them; ``forecasts``:
+    each series' predictions at larger counts and their checks (False: a claim's context, which quotes none)."""
     steps = view.fractions
-    spreads = ranks.of_runs(view.rank_times)
+    spreads = ranks.of_runs({r.id: view.rank_times[r.id] for r in view.runs if r.id in view.rank_times})
     findings = Findings(f.as_json() for f in result.findings)
     comps = [
-        _comparison(c, steps, findings, spreads, view.campaigns)
+        _comparison(c, steps, findings, spreads, view.campaigns, forecasts)
         for c in view.comparisons
         if c.kind in ("scaling", "config", "framework", "layout", "hardware")
     ]

@@ -125,7 +125,18 @@ class View:
     pooled: tuple[str, ...] = ()
 
     def campaign_runs(self, campaign: str | None) -> list[Run]:
-        return [r for r in self.runs if r.campaign == campaign]
+        return list(self._by_campaign().get(campaign, ()))
+
+    def _by_campaign(self) -> dict[str | None, list[Run]]:
+        """The runs by campaign, in the view's order: made once (again if runs were added since)."""
+        made = self.__dict__.get("_campaign_index")
+        if made is None or made[0] != len(self.runs):
+            index: dict[str | None, list[Run]] = {}
+            for r in self.runs:
+                index.setdefault(r.campaign, []).append(r)
+            made = (len(self.runs), index)
+            self.__dict__["_campaign_index"] = made
+        return made[1]
 
     def of_kind(self, *kinds: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.kind in kinds]
