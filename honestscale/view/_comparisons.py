@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypedDict
 
 from honestscale.view._frameworks import framework_family
@@ -125,18 +126,15 @@ class View:
     pooled: tuple[str, ...] = ()
 
     def campaign_runs(self, campaign: str | None) -> list[Run]:
-        return list(self._by_campaign().get(campaign, ()))
+        return list(self._by_campaign.get(campaign, ()))
 
+    @cached_property
     def _by_campaign(self) -> dict[str | None, list[Run]]:
-        """The runs by campaign, in the view's order: made once (again if runs were added since)."""
-        made = self.__dict__.get("_campaign_index")
-        if made is None or made[0] != len(self.runs):
-            index: dict[str | None, list[Run]] = {}
-            for r in self.runs:
-                index.setdefault(r.campaign, []).append(r)
-            made = (len(self.runs), index)
-            self.__dict__["_campaign_index"] = made
-        return made[1]
+        """The runs by campaign, in the view's order (a view's runs are never changed once it is made)."""
+        index: dict[str | None, list[Run]] = {}
+        for r in self.runs:
+            index.setdefault(r.campaign, []).append(r)
+        return index
 
     def of_kind(self, *kinds: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.kind in kinds]
