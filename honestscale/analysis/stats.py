@@ -80,10 +80,11 @@ def interval_within(values: Sequence[float], fraction: float) -> tuple[bool, flo
 SIGNIFICANCE = 0.05
 PERMUTATIONS = 9999  # up to this many arrangements of two samples, tied ones are tested exactly
 DECISION_RULE = (
-    "two sets of runs differ when every piece of evidence printed beside them says so: the two-sided Mann-Whitney U "
-    "test at 5 % (exact for small samples, ties included), the 95 % interval of their ratio (it excludes 1) and, "
-    "where both sides have one, their own 95 % intervals (disjoint); they show no significant difference when the "
-    "test and the ratio's interval both say so (overlapping intervals of the sides are no evidence either way); "
+    "two sets of runs differ when every piece of evidence printed beside them that decides says so: the two-sided "
+    "Mann-Whitney U test at 5 % (exact for small samples, ties included), the 95 % interval of their ratio (it "
+    "excludes 1) and, where both sides have one, their own 95 % intervals (disjoint ones say the sides differ; "
+    "overlapping ones are no evidence either way); they show no significant difference when the test and the "
+    "ratio's interval both say so; "
     "when the evidence disagrees, the tests disagree and no difference is claimed; with too few runs for any of "
     "them, too few runs to tell"
 )

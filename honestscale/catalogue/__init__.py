@@ -22,6 +22,15 @@ from typing import Any, Literal
 
 Better = Literal["higher", "lower"]
 
+# What a system description writes where it knows nothing: a field holding one of these records nothing
+PLACEHOLDERS = frozenset({"", "todo", "tbd", "n/a", "na", "none", "unknown", "cpuname", "core_count"})
+
+
+def placeholder(value: object) -> bool:
+    """Whether ``value`` records nothing: absent, empty, or a placeholder word ("TODO", "N/A", "CPUName")."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in PLACEHOLDERS)
+
+
 _ROUND = re.compile(r"(?:^|[^0-9.])v?(\d+)\.(\d+)(?:\.\d+)?$")
 
 

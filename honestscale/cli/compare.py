@@ -93,8 +93,8 @@ def compare(
     within the threshold), 1 fail (significant, and the 95 % interval beyond the threshold), 3 cannot judge (the
     measure missing on a side, too few runs, the tests disagree, the interval holds the threshold, A and B solve
     different problems); 2 is a usage error. A difference is decided by one rule: every piece of evidence printed
-    beside it (Mann-Whitney at 5 %, the interval of B / A, the sides' intervals) must agree, else "the tests
-    disagree".
+    beside it that decides (Mann-Whitney at 5 %, the interval of B / A, the sides' intervals when disjoint) must
+    agree, else "the tests disagree".
 
     Setups are paired like with like (model, dataset, global batch, precision, workers); what differs within a
     pair is the factor under study (what the selectors or --factor name, or the one difference) and anything else

@@ -17,12 +17,10 @@ from typing import Any
 from honestscale import catalogue
 from honestscale.collector._content import digest
 
-_PLACEHOLDERS = {"", "todo", "tbd", "n/a", "na", "none", "unknown", "cpuname", "core_count"}
-
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return None if value.strip().lower() in _PLACEHOLDERS else value.strip()
+        return None if catalogue.placeholder(value) else value.strip()
     return value
 
 

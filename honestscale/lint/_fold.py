@@ -23,6 +23,15 @@ def number(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
+def apart(x: float, bound: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals, or as many more (up to 4) as tell it from the ``bound`` a rule judges it
+    against: 1.0003 against 1 reads "1.0003", not "1.00"; 0.0499 against 0.05 "0.0499", not "0.050"."""
+    for d in range(decimals, decimals + 5):
+        if x == bound or f"{x:.{d}f}" != f"{bound:.{d}f}":
+            return f"{x:.{d}f}"
+    return f"{x:.{decimals + 4}f}"
+
+
 def span(values: Sequence[float]) -> str:
     """The range of ``values`` ("84–99"), or the one value where all read alike at 3 figures."""
     low, high = number(min(values)), number(max(values))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 
 from honestscale import catalogue
@@ -98,7 +99,7 @@ class AccuracyIgnoredWhenScaling(Rule):
         if (
             base is not None
             and top is not None
-            and (base - top if better == "higher" else top - base) > allowed
+            and _beyond(base - top if better == "higher" else top - base, allowed)
         ):
             yield self.fail(
                 target,
@@ -107,3 +108,9 @@ class AccuracyIgnoredWhenScaling(Rule):
                 median_accuracy_by_workers=acc,
                 base_spread=round(spread, 4),
             )
+
+
+def _beyond(drop: float, allowed: float) -> bool:
+    """A drop more than ``allowed``: one that equals it but for the last bits of a float (0.76 - 0.75 is
+    0.010000000000000009) is not more."""
+    return drop > allowed and not math.isclose(drop, allowed, rel_tol=1e-9, abs_tol=1e-12)

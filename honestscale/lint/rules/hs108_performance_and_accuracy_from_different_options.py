@@ -35,11 +35,11 @@ class PerformanceAndAccuracyFromDifferentOptions(Rule):
     summary = "speed and accuracy of a point come from one configuration (config hash)"
 
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
-        hashes = {r.config_hash for r in target.runs}
+        hashes = {r.config_hash or None for r in target.runs}  # an empty hash identifies nothing
         if None in hashes:
             yield self.cannot_verify(
                 target,
-                [r for r in target.runs if r.config_hash is None],
+                [r for r in target.runs if not r.config_hash],
                 *NO_CONFIG_HASH,
             )
             return

@@ -38,7 +38,9 @@ class UnreasonablyLargeInputs(Rule):
     """Inputs must have the dataset's standard size, or the deviation must be the declared point.
 
     What it checks: the recorded input shape of each run equals the standard shape of its dataset
-    (ImageNet 3x224x224, CIFAR 3x32x32, MNIST 1x28x28, digits 1x8x8).
+    (ImageNet 3x224x224, CIFAR 3x32x32, MNIST 1x28x28, digits 1x8x8), or that shape flattened to one
+    vector of the same size (150528 for ImageNet, as an MLP reads it); a run with no recorded shape (or an
+    empty one) cannot be verified.
     Why it misleads: inflating inputs (or the batch) raises arithmetic intensity and GPU utilisation,
     making scaling and throughput look better than for the task anyone trains (Hoefler 2018, "use
     unreasonably large inputs").
@@ -55,7 +57,9 @@ class UnreasonablyLargeInputs(Rule):
     def check(self, target: Comparison, view: View) -> Iterator[Finding]:
         dataset = str(target.key.get("dataset") or "").lower()
         standard = STANDARD.get(dataset)
-        shapes = {r.id: tuple(json.loads(r.input_shape)) if r.input_shape else None for r in target.runs}
+        shapes = {
+            r.id: tuple(json.loads(r.input_shape or "[]")) or None for r in target.runs
+        }  # [] is no size
         if any(s is None for s in shapes.values()):
             yield self.cannot_verify(
                 target,

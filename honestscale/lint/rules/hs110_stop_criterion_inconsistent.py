@@ -15,6 +15,12 @@ WALL_CLOCK: Said = (
 )
 
 
+NO_VALUE: Said = (
+    "the runs record their stop criterion without its value, which other runs of the series record",
+    "record stop_value in run_start beside stop_criterion",
+)
+
+
 def mixed_criteria(criteria: list[str]) -> Said:
     return (
         f"the series mixes stop criteria: {', '.join(criteria)}",
@@ -26,7 +32,9 @@ class StopCriterionInconsistent(Rule):
     """Scaling runs must stop on the same criterion, and not on a wall-clock budget.
 
     What it checks: every run of a scaling series records its stop criterion, none stops on
-    ``wall_time``, and all use the same criterion and value.
+    ``wall_time``, and all use the same criterion and value (values compared to 12 significant digits,
+    0.759 against 0.7590001 is two values); a run that records no value where other runs of its
+    criterion record one cannot be verified (a wall-clock stop fails first).
     Why it misleads: training "for one hour" at every scale, or comparing runs stopped after N epochs
     with runs stopped at a target accuracy, picks the moment that flatters the result (Hoefler 2018,
     "train just for the right time").
@@ -62,9 +70,16 @@ class StopCriterionInconsistent(Rule):
                 *WALL_CLOCK,
             )
             return
+        valued = {r.stop_criterion for r in target.runs if r.stop_value is not None}
+        unvalued = [r for r in target.runs if r.stop_value is None and r.stop_criterion in valued]
+        if unvalued:
+            yield self.cannot_verify(target, unvalued, *NO_VALUE)
+            return
         criteria = sorted(
             {
-                f"{r.stop_criterion}={r.stop_value:g}" if r.stop_value is not None else str(r.stop_criterion)
+                f"{r.stop_criterion}={r.stop_value:.12g}"
+                if r.stop_value is not None
+                else str(r.stop_criterion)
                 for r in target.runs
             }
         )

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from honestscale.lint._engine import Finding, Rule, Said
+from honestscale.lint._fold import apart
 from honestscale.view import Comparison, View
 
 ALPHA = 0.05
@@ -17,7 +18,7 @@ def too_few_to_test(runs: int) -> Said:
 
 def not_normal(p: float) -> Said:
     return (
-        f"times to train are not normal (Shapiro-Wilk p = {p:.3f}) "
+        f"times to train are not normal (Shapiro-Wilk p = {apart(p, ALPHA, 3)}) "
         "but the report is set to mean / normal interval",
         'use [report] center = "median" and ci = "nonparametric"',
     )
@@ -27,9 +28,10 @@ class NormalityAssumed(Rule):
     """Mean and standard deviation (or a t-interval) need normally distributed times; check before assuming.
 
     What it checks: when the campaign's report is set to parametric statistics (``[report] center =
-    "mean"`` or ``ci = "normal"``), every configuration has at least 3 successful runs and a Shapiro-Wilk
-    test does not reject normality of their times to train (p >= 0.05); otherwise the parametric summary
-    fails. With the default (median and nonparametric interval) there is nothing to assume.
+    "mean"`` or ``ci = "normal"``), a Shapiro-Wilk test does not reject normality of each configuration's
+    times to train (p >= 0.05); where it does, the parametric summary fails. A configuration with fewer
+    than 3 successful runs cannot be tested: cannot verify. With the default (median and nonparametric
+    interval) there is nothing to assume.
     Why it misleads: run times on shared systems are skewed (a few slow runs from interference); a mean
     with a t-interval then misplaces the centre and gives a wrong interval (Hoefler & Belli, SC15,
     rule 4).

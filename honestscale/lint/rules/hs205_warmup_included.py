@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 from honestscale.analysis import steady
 from honestscale.lint._engine import Finding, Rule, Said
+from honestscale.lint._fold import apart
 from honestscale.view import Comparison, Run, View
 
 SLOW = 3.0  # a first step this many times slower than the median step is warm-up
@@ -36,7 +37,7 @@ def summaries_include_warmup(summarised: list[tuple[Run, dict[str, float]]]) -> 
 
 def unmarked_slow_steps(worst: float) -> Said:
     return (
-        f"unmarked first steps up to {worst:.1f}x slower than the median step are counted",
+        f"unmarked first steps up to {apart(worst, SLOW, 1)}x slower than the median step are counted",
         "mark the first steps as warm-up (warmup: true in step events)",
     )
 

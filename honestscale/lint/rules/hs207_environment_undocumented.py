@@ -2,28 +2,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from honestscale import catalogue
 from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.view import Comparison, Run, View
 
 
 def _missing(run: Run) -> list[str]:
-    get = run.value
+    """The fields ``run`` leaves unrecorded: absent, empty or a placeholder ("TODO", "unknown")."""
+
+    def empty(field: str) -> bool:
+        return not run.value(field) or catalogue.placeholder(run.value(field))
+
     missing = []
-    framework = get("framework")
-    if not framework or framework == "unknown":
+    if empty("framework"):
         missing.append("framework")
-    elif not get("framework_version") and not any(ch.isdigit() for ch in str(framework)):
+    elif empty("framework_version") and not any(ch.isdigit() for ch in str(run.value("framework"))):
         missing.append("framework_version")
-    if not get("n_nodes"):
+    if not run.value("n_nodes"):
         missing.append("nodes")
-    gpu = (get("accelerators_per_node") or 0) > 0
-    if gpu and not get("accelerator"):
+    if (run.value("accelerators_per_node") or 0) > 0 and empty("accelerator"):
         missing.append("accelerator")
-    if not get("cpu"):
-        missing.append("cpu")
-    if not get("software"):
+    missing += [f for f in ("cpu",) if empty(f)]
+    if not any(not catalogue.placeholder(v) for v in run.software_stack.values()):
         missing.append("software")
-    if (get("n_nodes") or 1) > 1 and not get("interconnect"):
+    if (run.value("n_nodes") or 1) > 1 and empty("interconnect"):
         missing.append("interconnect")
     return missing
 

@@ -9,6 +9,7 @@ from honestscale.analysis.points import DO_NOT_QUOTE
 from honestscale.analysis.scaling import Scaled, superlinear
 from honestscale.analysis.stats import Estimate
 from honestscale.lint._engine import Finding, Rule, Said
+from honestscale.lint._fold import apart
 from honestscale.view import Comparison, Run, View, accelerators_text
 
 STALLED = 0.10  # a base case losing this share of its time to train to stalls explains a superlinear speedup
@@ -158,8 +159,12 @@ def _setup_difference(base: list[Run], runs: list[Run], point: Scaled, field: st
 
 
 def _fmt(e: Estimate) -> str:
-    ci = f" (95 % CI {e.low:.2f}-{e.high:.2f})" if e.has_interval else " (no interval)"
-    return f"{e.value:.2f}{ci}"
+    ci = (
+        f" (95 % CI {apart(e.low, 1.0, 2)}-{apart(e.high, 1.0, 2)})"
+        if e.low is not None and e.high is not None
+        else " (no interval)"
+    )
+    return f"{apart(e.value, 1.0, 2)}{ci}"
 
 
 RERUN = (

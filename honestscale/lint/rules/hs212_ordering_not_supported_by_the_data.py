@@ -35,8 +35,9 @@ class OrderingNotSupportedByTheData(Rule):
     framework comparison against the fastest (median time to train), and every parallel layout of a layout
     comparison against the fastest (median time to the target, else to train, as the report's section orders them). The two sets of runs differ by the one
     decision rule every output uses (``analysis.stats.DECISION_RULE``): the two-sided Mann-Whitney U test at
-    5 %, the 95 % interval of the ratio printed beside them (the speedup) and the intervals of their medians
-    must all say so; where they disagree, the tests disagree and no ordering is supported. An ordering that the
+    5 %, the 95 % interval of the ratio printed beside them (the speedup) and, where both sides have one, the
+    intervals of their medians must all say so (disjoint medians' intervals say so; overlapping ones are no
+    evidence either way); where they disagree, the tests disagree and no ordering is supported. An ordering that the
     rule does not support fails, with the evidence; sample sizes too small for any test to reach 5 %
     (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so 3 runs against 3 can never get below 0.1) and
     for any interval (6 runs a side) cannot be verified.

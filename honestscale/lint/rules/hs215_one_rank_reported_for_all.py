@@ -16,7 +16,12 @@ def _world_unknown(run: Run) -> bool:
     return isinstance(unknown, list) and any(str(u).startswith("world_size") for u in unknown)
 
 
-def one_rank(partial: list[Run]) -> Said:
+def stepped(run: Run, view: View) -> int:
+    """The ranks of ``run`` whose steps are in the store (a rank that wrote only its start and stop counts not)."""
+    return len(view.rank_times.get(run.id, {}))
+
+
+def one_rank(partial: list[Run], view: View) -> Said:
     """Runs whose step times and rates come from fewer ranks of the log than they ran on."""
     said = sorted(
         {
@@ -27,7 +32,7 @@ def one_rank(partial: list[Run]) -> Said:
     return (
         f"the step times and rates of {len(partial)} run(s) of "
         f"{', '.join(sorted({str(r.world_size) for r in partial}))} ranks come from "
-        f"{', '.join(sorted({str(r.ranks_seen or 0) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
+        f"{', '.join(sorted({str(stepped(r, view)) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
         "the other ranks' stragglers and waits are not in them",
         "ingest every rank's log (torchtitan writes one experiment log per rank), or report the numbers as "
         "one rank's, naming it",
@@ -50,7 +55,8 @@ class OneRankReportedForAll(Rule):
     more than one rank fails when its step times and rates come from fewer ranks than it ran on: Megatron prints
     the last rank's interval times, torchtitan's console and one metrics file one rank's tokens/s, Lightning's
     ``Throughput`` rank 0's rate times the world size. It cannot be verified when the log does not say how many
-    ranks ran. Runs whose every rank's steps are in the store pass (their ranks are compared with Kruskal-Wallis in
+    ranks ran. A rank counts when its steps are in the store (one that wrote only its start and stop does not); a
+    run with no steps at all states no step time or rate. Runs whose every rank's steps are in the store pass (their ranks are compared with Kruskal-Wallis in
     the report's ranks section, as for honestscale's own runs).
     Why it misleads: one rank's time hides the stragglers, the load imbalance and the waiting of the others; a
     rank-0 rate multiplied by the world assumes every rank was as fast as rank 0. A reader takes such a number
@@ -75,13 +81,13 @@ class OneRankReportedForAll(Rule):
         partial = [
             r
             for r in from_logs
-            if r not in unknown and r.world_size and r.world_size > 1 and (r.ranks_seen or 0) < r.world_size
+            if r not in unknown and r.world_size and r.world_size > 1 and 0 < stepped(r, view) < r.world_size
         ]
         if partial:
             yield self.fail(
                 target,
                 partial,
-                *one_rank(partial),
+                *one_rank(partial, view),
                 ranks_in_log={r.id: imported(r).get("ranks_in_log") for r in partial},
                 world_size={r.id: r.world_size for r in partial},
             )
