@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from tests.postgres import Postgres, cluster
-from tests.tools import require
+from tests.tools import not_in_ci_skipped, require
 
 # Tests press Ctrl-C (SIGINT) in the commands they start. pytest started in the background by a script (`pytest &`,
 # no job control) starts with SIGINT ignored, so does every command it starts, and Python keeps an ignore it
@@ -398,3 +398,31 @@ def two_worker_run(tmp_path: Path, store: Path, framework: str, *extra: str) -> 
         assert start["cpus_allowed"] == len(start["cpu_affinity"]) >= 1
         assert "OMP_NUM_THREADS" in start["launch_env"], start["launch_env"]
     return shown, out / f"{framework}-2w"
+
+
+# The suite's skips, counted (under CI=true none may happen: every tool is installed there, tests/tools.py)
+_SKIPPED: list[str] = []
+
+
+def _skipped(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _SKIPPED.append(f"{report.nodeid}: {why.removeprefix('Skipped: ')}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _skipped(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _skipped(report)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if said := not_in_ci_skipped(_SKIPPED):
+        terminalreporter.write_line(said, red=True, bold=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput") and not_in_ci_skipped(_SKIPPED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import COMPARE_RUNS, EXAMPLE, REPO, cli
 from tests.lint_campaigns import BUSY, SPEC, build
+from tests.tools import require
 
 CLAIMS = REPO / "examples" / "claims"
 
@@ -106,8 +107,7 @@ def test_mlperf_claims_against_the_official_score(tmp_path: Path) -> None:
     from tests.mlperf import DATA, official_score
 
     folder = DATA / "mlperf-training-v1x" / "v3.1" / "Dell" / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet"
-    if not folder.is_dir():
-        pytest.skip(f"{folder} is not there (../shared/data)")
+    require(folder.is_dir(), str(folder), "../shared/data beside the repository")
     minutes, factor, _ = official_score(folder)  # mlperf-logging's summarizer: olympic mean x scaling.json
     assert minutes is not None and factor is not None and factor != 1.0
     store = tmp_path / "s.duckdb"
@@ -298,8 +298,7 @@ def test_the_mlperf_example_claims(tmp_path: Path) -> None:
     from tests.mlperf import DATA
 
     dell = DATA / "mlperf-training-v1x" / "v3.1" / "Dell" / "results" / "2xXE8640x4H100-SXM-80GB" / "resnet"
-    if not dell.is_dir():
-        pytest.skip(f"{dell} is not there (../shared/data)")
+    require(dell.is_dir(), str(dell), "../shared/data beside the repository")
     store = tmp_path / "s.duckdb"
     assert (
         cli("ingest", dell, REPO / "tests" / "data" / "mlperf-v0.7-nvidia", "--store", store).returncode == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, cli
+from tests.tools import require
 
 DOCS = REPO / "docs"
 SHARED = REPO.parent / "shared"
@@ -77,8 +78,8 @@ def _run(page: str, chain: list[str], tmp_path: Path) -> None:
     for i, command in enumerate(chain):
         text, _, comment = command.partition("#")
         args = [a.replace("../shared", str(SHARED)) for a in shlex.split(text)[1:]]
-        if any(str(SHARED) in a for a in args) and not SHARED.exists():
-            pytest.skip("../shared is not beside the repository")
+        if any(str(SHARED) in a for a in args):
+            require(SHARED.exists(), "../shared", "../shared beside the repository")
         done = cli(*args, env={"HONESTSCALE_STORE": str(tmp_path / "honestscale.duckdb")})
         said = re.match(r"\s*exit (\d+)(?::(.*))?", comment)
         expected = int(said.group(1)) if said else 0

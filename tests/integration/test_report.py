@@ -205,9 +205,11 @@ def test_a_figure_copy_that_cannot_be_written_fails_the_report(tmp_path: Path) -
     plt.close(fig)
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the copies are saved aside only with a second core")
 def test_ctrl_c_pressed_while_the_copies_process_forks_stops_the_report(tmp_path: Path) -> None:
     """Python's at-fork handlers swallow a KeyboardInterrupt raised in them; the key must still stop the report."""
+    require(
+        (os.cpu_count() or 1) >= 2, "a second CPU core (the copies are saved aside only with one)", "2 cores"
+    )
     import signal
 
     import matplotlib.pyplot as plt

@@ -11,6 +11,7 @@ import pytest
 from honestscale.campaign import spec as _campaign
 from honestscale.campaign.shared import runner_options
 from tests.conftest import cli, hs, query
+from tests.tools import module
 
 SPEC = """
 [campaign]
@@ -102,7 +103,7 @@ def test_plans_expand_the_grid_with_stable_ids(tmp_path: Path) -> None:
 
 
 def test_campaign_with_a_tuning_study_runs_and_ingests_every_trial(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    module("torch")
     store = tmp_path / "s.duckdb"
     path = _spec(tmp_path, SPEC)
     result = hs("campaign", "run", path, "--store", store, timeout=600)

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from tests.conftest import cli, hs, query
+from tests.tools import module
 
 
 def test_a_careful_campaign_from_the_runners_passes_every_rule(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_a_careful_campaign_from_the_runners_passes_every_rule(tmp_path: Path) -
     target, 6 repetitions, the plan): no rule fails or says it cannot verify but those that watch a busy host
     (HS208 shared node, HS209-HS212: stalls and what they cause), each naming the load, and HS205's cannot-verify
     when the load leaves no steady state; lint exits 1 only for HS209's error (a superlinear point, do not quote)."""
-    pytest.importorskip("torch")
+    module("torch")
     from honestscale.runners._torch_data import digits
 
     data = tmp_path / "digits"

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import REPO, hs
 from tests.reports import ink_in_side_margins, needs_poppler, report_json, report_pdf, text_of
+from tests.tools import module
 
 pytestmark = needs_poppler()
 
@@ -18,7 +19,7 @@ pytestmark = needs_poppler()
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The README's main job, for real: the digits campaign (tuning, 1 and 2 workers, 6 repetitions)."""
-    pytest.importorskip("torch")
+    module("torch")
     tmp = tmp_path_factory.mktemp("digits")
     spec = tmp / "spec" / "digits-campaign.toml"
     spec.parent.mkdir()

@@ -17,6 +17,7 @@ from honestscale.cli import app
 from honestscale.events import read_events
 from honestscale.record import Recorder, RecordError, discover, pressure, start
 from tests.conftest import REPO
+from tests.tools import module, require
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
@@ -92,12 +93,11 @@ def test_a_step_records_the_phases_it_timed_and_leaves_the_others_unknown(tmp_pa
     assert stop["status"] == "success"
 
 
-@pytest.mark.skipif(
-    not Path("/proc/pressure/cpu").exists(), reason="no pressure stall information (Linux PSI)"
-)
 def test_a_step_records_how_long_the_host_had_more_work_than_cpus(tmp_path: Path) -> None:
     """Contract 5: a step that shares the host with more busy processes than CPUs records that wait (PSI), so a
     slowdown from someone else's load is told from a warm-up; a run with the host to itself records it too."""
+    require(Path("/proc/pressure/cpu").exists(), "Linux's pressure stall information (/proc/pressure/cpu)",
+            "a Linux kernel 4.20+ with PSI on (psi=1 on its command line)")  # fmt: skip
     rec = start(out=tmp_path, framework="torch", global_batch=1, sample_interval=0, handle_signals=False)
     spin = "import time\nprint('spinning', flush=True)\nt = time.perf_counter()\nwhile time.perf_counter() - t < 30: pass"
     hogs = [subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE, text=True)
@@ -245,7 +245,7 @@ def test_every_way_out_of_a_script_ends_its_file(
 def test_a_plain_torch_loop_on_two_ranks_is_ingested_linted_and_reported(tmp_path: Path) -> None:
     """The README's plain loop (examples/record/plain_torch.py) under torchrun, 2 gloo ranks: both files land under
     one run id agreed through torch.distributed, HS106 judges the data phase it timed, the report has the run."""
-    pytest.importorskip("torch")
+    module("torch")
     data = tmp_path / "digits.npz"
     subprocess.run([sys.executable, REPO / "examples/record/digits_npz.py", data], check=True, timeout=120)
     env = {**os.environ, "HONESTSCALE_OUT": str(tmp_path / "events"), "OMP_NUM_THREADS": "1"}

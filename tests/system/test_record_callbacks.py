@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from honestscale.cli import app
 from honestscale.events import read_events
 from tests.conftest import REPO, framework_python
+from tests.tools import module
 
 EXAMPLES = REPO / "examples" / "record"
 
@@ -50,7 +51,7 @@ def _judged(out: Path, campaign: str, store: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("sklearn")
+    module("sklearn")
     path = tmp_path_factory.mktemp("data") / "digits.npz"
     subprocess.run([sys.executable, EXAMPLES / "digits_npz.py", path], check=True, timeout=120)
     return path
@@ -64,7 +65,7 @@ def _run(cmd: list[Any], tmp_path: Path, **env: str) -> None:
 
 
 def test_lightning_ddp_on_two_processes_agrees_with_its_metrics_csv(tmp_path: Path, digits: Path) -> None:
-    pytest.importorskip("lightning")
+    module("lightning")
     _run([sys.executable, EXAMPLES / "lightning_digits.py", digits, tmp_path / "logs"], tmp_path)
     ((run_id, ranks),) = _runs(tmp_path / "events").items()
     with (tmp_path / "logs" / "digits" / "version_0" / "metrics.csv").open() as f:
@@ -94,7 +95,7 @@ def test_lightning_ddp_on_two_processes_agrees_with_its_metrics_csv(tmp_path: Pa
 
 
 def test_hugging_face_trainer_under_torchrun_agrees_with_its_trainer_state(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    module("transformers")
     torchrun = Path(sys.executable).with_name("torchrun")
     _run(
         [torchrun, "--standalone", "--nproc-per-node", "2", EXAMPLES / "hf_gpt2.py", tmp_path / "out"],

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO, cli, hs, query
+from tests.tools import module
 
-pytest.importorskip("torch")
+module("torch", top=True)
 
 
 def _run(out: Path, *args: str, workers: int = 2) -> subprocess.CompletedProcess[str]:

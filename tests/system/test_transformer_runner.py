@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import cli, hs
+from tests.tools import module
 
-pytest.importorskip("torch")
+module("torch", top=True)
 
 COMMON = ("--model", "gpt", "--epochs", "1", "--batch-size", "32", "--lr", "0.003", "--corpus-bytes", "50000",
           "--sample-interval", "0")  # fmt: skip

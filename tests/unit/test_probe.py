@@ -11,6 +11,7 @@ import pytest
 from honestscale.campaign.probe import Probe, SlurmOptions, prepare
 from honestscale.errors import HonestscaleError
 from tests.conftest import REPO
+from tests.tools import module
 
 MODEL = f"{REPO / 'examples' / 'byo' / 'mycnn.py'}:build"
 
@@ -49,7 +50,7 @@ def test_bad_worker_counts_are_refused_before_anything_is_written(
 
 
 def test_the_spec_trains_a_fixed_sample_budget_on_staged_digits(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    module("torch")
     said: list[str] = []
     request = Probe(model=MODEL, workers="2,1", framework="torch", samples=4000, out_dir=tmp_path / "p")
     spec, campaign = prepare(request, SlurmOptions(), said.append)
