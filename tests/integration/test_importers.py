@@ -252,6 +252,22 @@ def test_hugging_face_trainer_state_against_the_recorder_of_the_same_training(tm
     recorded_evals = _query(store, f"SELECT metric, value FROM evals WHERE run_id = '{recorded['run_id']}' "
                                    "AND split = 'validation' AND rank = 0 ORDER BY time, seq")  # fmt: skip
     assert [(m, pytest.approx(v)) for m, v in evals] == recorded_evals
+    # when: the file has no clock but train_runtime; an evaluation at step s of the global_step sits s / global_step
+    # into it (the importer's documented placement), worked out from the json here, and within half a step of
+    # when the recorder saw that evaluation on rank 0 of the same training
+    entries = [e for e in state["log_history"] if "eval_loss" in e]
+    placed = [runtime * e["step"] / state["global_step"] for e in entries]
+    offsets = _query(store, f"SELECT e.time - r.started_at FROM evals e JOIN runs r USING (run_id) WHERE run_id = "
+                            f"'{imported['run_id']}' ORDER BY e.time, e.seq")  # fmt: skip
+    assert [t for (t,) in offsets] == pytest.approx(placed, abs=1e-6) and len(placed) == 2
+    seen = _query(store, f"SELECT e.time - r.started_at FROM evals e JOIN runs r USING (run_id) WHERE run_id = "
+                         f"'{recorded['run_id']}' AND split = 'validation' AND rank = 0 ORDER BY e.time, e.seq")  # fmt: skip
+    half_step = runtime / state["global_step"] / 2
+    assert all(abs(t - r) < half_step for t, (r,) in zip(placed, seen, strict=True)), (
+        placed,
+        seen,
+        half_step,
+    )
     # one training, two records: the log's run is superseded by the recorded one, never a second repetition
     assert imported["superseded"].startswith(f"the same training as run {recorded['run_id']}")
     assert recorded["superseded"] is None and "counted once, as that run" in out
