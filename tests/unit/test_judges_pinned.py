@@ -1,0 +1,56 @@
+"""Decisions of the judges that mutation testing (scripts/mutation) found no test pinning, each pinned by a value
+worked out by hand or by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from honestscale.analysis import ranks
+from honestscale.analysis.efficiency import Factors
+from honestscale.analysis.stats import Estimate
+from honestscale.analysis.steady import mser5
+
+RNG = np.random.default_rng(78)
+
+
+def test_the_inverse_of_a_ratio_swaps_and_inverts_its_interval() -> None:
+    got = Estimate(2.0, 1.6, 2.5).inverse()
+    assert (got.value, got.low, got.high) == (0.5, 0.4, 0.625)
+    assert Estimate(4.0).inverse() == Estimate(0.25)
+
+
+def _factors(hardware: float, statistical: float, speedup: float) -> Factors:
+    return Factors(8, 1, 6, 0.01, (None, None), 1e6, (None, None), Estimate(hardware), Estimate(statistical),
+                   Estimate(speedup))  # fmt: skip
+
+
+def test_a_factor_below_one_is_said_as_slower_by_its_inverse() -> None:
+    said = _factors(0.5, 0.8, 0.625).sentence()
+    assert said.startswith("8x the workers made each sample 2.00x slower")
+    assert "and needed only 0.80x the samples" in said and "time to accuracy 1.60x slower" in said
+    said = _factors(1.25, 1.5, 0.83).sentence()
+    assert "each sample 1.25x faster (no interval" in said and "but needed 1.50x the samples" in said
+
+
+def test_two_rank_runs_are_summarised_with_their_straggler() -> None:
+    """A run of 2 ranks has ranks to compare (more than one); rank 1 30 % slower over 40 steps is its straggler,
+    its excess over the median of the two ranks' medians 0.13 / 0.115 - 1 = 13 %."""
+    times = {0: list(RNG.normal(0.10, 0.002, 40)), 1: list(RNG.normal(0.13, 0.002, 40))}
+    spreads = ranks.of_runs({"two": times, "one": {0: list(RNG.normal(0.1, 0.002, 40))}})
+    got = ranks.summarise(["two", "one"], spreads)
+    assert got["runs"] == 1 and got["differ"] == 1
+    (straggler,) = got["stragglers"]
+    assert straggler["run_id"] == "two" and straggler["rank"] == 1
+    assert straggler["excess"] == pytest.approx(0.13 / 0.115 - 1, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mser5_finds_the_warm_up_of_noisy_steps(seed: int) -> None:
+    """20 steps settling from 3x, then 180 steady steps with 2 % noise: MSER-5's marginal standard error (the sum
+    of squares over (k - d)^2) is least just past the warm-up, never at its bound."""
+    rng = np.random.default_rng(seed)
+    warm = [0.1 * (1 + 2 * (20 - i) / 20) for i in range(20)]
+    times = warm + list(0.1 * (1 + 0.02 * rng.standard_normal(180)))
+    warmup, why = mser5(times)
+    assert warmup is not None and 15 <= warmup <= 30, why
