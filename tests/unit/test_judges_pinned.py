@@ -54,3 +54,40 @@ def test_mser5_finds_the_warm_up_of_noisy_steps(seed: int) -> None:
     times = warm + list(0.1 * (1 + 0.02 * rng.standard_normal(180)))
     warmup, why = mser5(times)
     assert warmup is not None and 15 <= warmup <= 30, why
+
+
+def test_a_difference_of_times_gives_each_side_the_medians_order_statistic_interval() -> None:
+    """``differ`` of times: each side's interval is its median's (the 1st and 6th of 6), not a bootstrap's."""
+    from honestscale.analysis.stats import differ
+
+    a, b = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [20.0, 21.0, 22.0, 23.0, 24.0, 26.0]
+    got = differ(a, b, "median")
+    assert (got.a_ci, got.b_ci) == ((10.0, 15.0), (20.0, 26.0))
+    rates = differ(a, b, "hmean")  # rates: the harmonic mean's bootstrap, inside the range of the runs
+    assert rates.a_ci != (10.0, 15.0) and 10.0 < rates.a_ci[0] < rates.a_ci[1] < 15.0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("text", "fraction"), [("5%", 0.05), ("5 %", 0.05), ("0.05", 0.05), ("250%", 2.5)])
+def test_a_gates_threshold_reads_as_a_fraction(text: str, fraction: float) -> None:
+    from honestscale.compare._gate import parse_threshold
+
+    assert parse_threshold(text, "--fail-slower") == pytest.approx(fraction)
+
+
+@pytest.mark.parametrize("text", ["five", "5%%", "-1%", "1000%", "nan"])
+def test_a_gates_threshold_out_of_range_or_not_a_number_is_refused(text: str) -> None:
+    from honestscale.compare._gate import parse_threshold
+    from honestscale.errors import HonestscaleError
+
+    with pytest.raises(HonestscaleError, match="--fail-slower"):
+        parse_threshold(text, "--fail-slower")
+
+
+def test_a_measure_of_no_value_is_nan_not_zero() -> None:
+    from honestscale.analysis.prediction import Measure
+    from honestscale.analysis.stats import RATE_STATISTIC, TIME_STATISTIC
+
+    time = Measure("time", "time to train", "s", TIME_STATISTIC, (0.0, float("inf")), ())
+    rate = Measure("throughput", "throughput", "samples/s", RATE_STATISTIC, (0.0, float("inf")), ())
+    assert np.isnan(time.centre([])) and np.isnan(rate.centre([]))
+    assert time.centre([1.0, 2.0, 9.0]) == 2.0 and rate.centre([1.0, 2.0, 4.0]) == pytest.approx(12 / 7)
