@@ -22,7 +22,8 @@ def _missing(run: Run) -> list[str]:
         missing.append("nodes")
     if (run.value("accelerators_per_node") or 0) > 0 and empty("accelerator"):
         missing.append("accelerator")
-    missing += [f for f in ("cpu",) if empty(f)]
+    if empty("cpu"):
+        missing.append("cpu")
     if not any(not catalogue.placeholder(v) for v in run.software_stack.values()):
         missing.append("software")
     if (run.value("n_nodes") or 1) > 1 and empty("interconnect"):

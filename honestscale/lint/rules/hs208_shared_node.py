@@ -53,14 +53,14 @@ ISOLATION_NOT_RECORDED: Said = (
 class SharedNode(Rule):
     """Measurements must come from a node that nobody else was using.
 
-    What it checks: the runners record, at run start, whether the Slurm allocation was exclusive, how many
-    other processes used the accelerator (NVML), the host's 1-minute load against its CPUs, and the filesystem
-    the data came from; each step records the host's CPU wait during it (Linux's pressure stall information,
+    What it checks: the runners record, at run start, whether the Slurm allocation was exclusive, how many other
+    processes used the accelerator (NVML), the host's 1-minute load against its CPUs, and the filesystem the
+    data came from; each step records the host's CPU wait during it (Linux's pressure stall information,
     contract 5). A run fails when its allocation shared the node, another process used its accelerator, the host
     was busy as it started (load above 1.5 x its CPUs, or its own ranks if more), or its steps waited for a CPU
     half their time or more while its own ranks and threads asked no more than the host's CPUs (ranks x threads
-    at most the CPUs: a load that came from elsewhere, after the start); it cannot be verified when the run recorded none of this. Data on a shared filesystem (NFS,
-    Lustre, GPFS, ...) is listed in the evidence.
+    at most the CPUs: a load that came from elsewhere, after the start); it cannot be verified when the run
+    recorded none of this. Data on a shared filesystem (NFS, Lustre, GPFS, ...) is listed in the evidence.
     Why it misleads: other users' jobs, I/O and GPU work slow some runs and not others; the difference is then
     read as a property of the framework or of the scale (the seeds ask for "close to ideal situations, not
     influenced by other users' I/O activity or GPU utilization"; Hoefler & Belli, SC15, rule 9 on the setup).

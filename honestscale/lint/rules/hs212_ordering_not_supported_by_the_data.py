@@ -30,17 +30,17 @@ def not_supported(o: Ordering, ratio: float) -> Said:
 class OrderingNotSupportedByTheData(Rule):
     """An ordering ("2 workers are faster", "TensorFlow is slower than PyTorch") needs a test that supports it.
 
-    What it checks: every ordering the outputs state, that is every worker count of a scaling series against
-    its base case (on the series' time metric, the two sides of the speedup), every framework of a
-    framework comparison against the fastest (median time to train), and every parallel layout of a layout
-    comparison against the fastest (median time to the target, else to train, as the report's section orders them). The two sets of runs differ by the one
-    decision rule every output uses (``analysis.stats.DECISION_RULE``): the two-sided Mann-Whitney U test at
-    5 %, the 95 % interval of the ratio printed beside them (the speedup) and, where both sides have one, the
-    intervals of their medians must all say so (disjoint medians' intervals say so; overlapping ones are no
-    evidence either way); where they disagree, the tests disagree and no ordering is supported. An ordering that the
-    rule does not support fails, with the evidence; sample sizes too small for any test to reach 5 %
-    (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so 3 runs against 3 can never get below 0.1) and
-    for any interval (6 runs a side) cannot be verified.
+    What it checks: every ordering the outputs state, that is every worker count of a scaling series against its
+    base case (on the series' time metric, the two sides of the speedup), every framework of a framework
+    comparison against the fastest (median time to train), and every parallel layout of a layout comparison
+    against the fastest (median time to the target, else to train, as the report's section orders them). The two
+    sets of runs differ by the one decision rule every output uses (``analysis.stats.DECISION_RULE``): the
+    two-sided Mann-Whitney U test at 5 %, the 95 % interval of the ratio printed beside them (the speedup) and,
+    where both sides have one, the intervals of their medians must all say so (disjoint medians' intervals say
+    so; overlapping ones are no evidence either way); where they disagree, the tests disagree and no ordering is
+    supported. An ordering that the rule does not support fails, with the evidence; sample sizes too small for
+    any test to reach 5 % (Mann-Whitney's smallest p-value is 2 / C(n_a + n_b, n_a), so 3 runs against 3 can
+    never get below 0.1) and for any interval (6 runs a side) cannot be verified.
     Why it misleads: medians of a few noisy runs always differ a little; reading "1.04x faster" off them
     states an ordering that another set of repetitions would reverse. Comparing medians without a test, or
     with overlapping error bars, is the most common unsupported claim in performance papers (SC15, rule 7).

@@ -55,9 +55,9 @@ class OneRankReportedForAll(Rule):
     more than one rank fails when its step times and rates come from fewer ranks than it ran on: Megatron prints
     the last rank's interval times, torchtitan's console and one metrics file one rank's tokens/s, Lightning's
     ``Throughput`` rank 0's rate times the world size. It cannot be verified when the log does not say how many
-    ranks ran. A rank counts when its steps are in the store (one that wrote only its start and stop does not); a
-    run with no steps at all states no step time or rate. Runs whose every rank's steps are in the store pass (their ranks are compared with Kruskal-Wallis in
-    the report's ranks section, as for honestscale's own runs).
+    ranks ran. A rank counts when its steps are in the store (one that wrote only its start and stop does not);
+    a run with no steps at all states no step time or rate. Runs whose every rank's steps are in the store pass
+    (their ranks are compared with Kruskal-Wallis in the report's ranks section, as for honestscale's own runs).
     Why it misleads: one rank's time hides the stragglers, the load imbalance and the waiting of the others; a
     rank-0 rate multiplied by the world assumes every rank was as fast as rank 0. A reader takes such a number
     for the run's, and a scaling curve built from it is as good as one rank's view (Hoefler & Belli, SC15, rule
