@@ -3,6 +3,8 @@ worked out by hand or by construction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,25 @@ def test_a_measure_of_no_value_is_nan_not_zero() -> None:
     rate = Measure("throughput", "throughput", "samples/s", RATE_STATISTIC, (0.0, float("inf")), ())
     assert np.isnan(time.centre([])) and np.isnan(rate.centre([]))
     assert time.centre([1.0, 2.0, 9.0]) == 2.0 and rate.centre([1.0, 2.0, 4.0]) == pytest.approx(12 / 7)
+
+
+def test_a_points_quality_and_rates_are_its_runs_median_and_harmonic_means(tmp_path: Path) -> None:
+    """A point of the careful campaign (8 workers, 6 runs of varied accuracy and speed): its accuracy is the median
+    of the runs' final values, its throughput their harmonic mean and per worker that over 8, worked out here."""
+    import statistics
+
+    from honestscale.analysis.points import point
+    from tests.lint_campaigns import view_of
+
+    case = {"runs": [{"id": "base", "workers": 1, "ttt": 28_800.0},
+                     {"id": "big", "workers": 8, "reps": 3, "test_acc": 0.750, "step_s_by_rep": [0.40, 0.42, 0.44]},
+                     {"id": "big2", "workers": 8, "reps": 3, "test_acc": 0.771, "step_s_by_rep": [0.50, 0.41, 0.43]}]}  # fmt: skip
+    view = view_of(tmp_path, case)
+    runs = [r for r in view.runs if r.workers == 8]
+    got = point(8, runs, view.fractions, mlperf=False)
+    finals = [r.final_value for r in runs if r.final_value is not None]
+    rates = [r.throughput for r in runs if r.throughput]
+    assert len(finals) == len(rates) == 6 and len(set(rates)) > 1 and sorted(set(finals)) == [0.750, 0.771]
+    assert got.accuracy == pytest.approx(statistics.median(finals))
+    assert got.throughput == pytest.approx(statistics.harmonic_mean(rates))
+    assert got.per_worker == pytest.approx(statistics.harmonic_mean(rates) / 8)
