@@ -41,6 +41,12 @@ def test_a_strong_series_with_a_known_parallel_fraction_projects_within_its_inte
     assert at8["workers"] == 8 and low is not None and high is not None
     assert low < law_efficiency("amdahl", p, 8) < high
     assert at8["efficiency"] <= got.measured[-1][1] / 4  # no projection above the measured efficiency
+    # projected to 2, 4 and 8 times the largest count measured (4), each at the law's own efficiency there
+    assert [q["workers"] for q in got.projected] == [8, 16, 32]
+    fraction = got.parallel_fraction
+    assert fraction is not None
+    for q in got.projected:
+        assert q["efficiency"] == pytest.approx(law_efficiency("amdahl", fraction, q["workers"]))
 
 
 def test_a_weak_series_is_projected_from_its_scaled_speedup(tmp_path: Path) -> None:
