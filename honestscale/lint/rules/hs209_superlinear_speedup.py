@@ -210,22 +210,22 @@ class SuperlinearSpeedup(Rule):
     """A speedup above the ideal (efficiency over 1) needs its cause shown before anyone believes it; one the data
     explains away is not quoted at all.
 
-    What it checks: per scaling series and worker count, the parallel efficiency on time (to accuracy, else
-    to train; where the problem is fixed: strong scaling, or every run to one target) and on throughput
-    per worker (every mode), each with the 95 % interval of
-    the ratio (bootstrap over the repetitions of both points). Efficiency above 1 beyond its interval fails,
-    and the finding names the causes it can check in the store: a slow or stalled base case (HS210), a
-    steady-state step throughput that does not scale superlinearly, a base case on a busier host, other threads
-    per worker (intra-op or inter-op threads, or CPUs allowed, as each runner records them in run_start), other
-    accelerator models at the two points, a different precision (or global batch, under strong scaling), and a
-    smaller per-worker working set (caches). Severity: **error** when a cause the store names is an artefact of
-    the measurement or the setup (every one of those but the working set): the point is marked "do not quote"
-    wherever its number is printed (report headline and tables, summary, advise, dashboard) and `lint` exits 1;
-    **warning** when the store names no cause, or only the working set, which can make a speedup truly
-    superlinear and needs its hardware counters. Above 1 with no interval (too few runs on a side) cannot be
-    verified, unless the points differ in their setup (accelerators, threads per worker, precision, a strong
-    series' batch): then no interval is needed to know the number mixes scale with that change, and it fails as
-    an error.
+    What it checks: per scaling series and worker count, the parallel efficiency on time (to accuracy, else to
+    train; where the problem is fixed: strong scaling, or every run to one target) and on throughput per worker
+    (every mode), each with the 95 % interval of the ratio (bootstrap over the repetitions of both points).
+    Efficiency above 1 beyond its interval fails, and the finding names the causes it can check in the store: a
+    slow or stalled base case (its runs lost a median 10 % or more of their time to train to outlier steps,
+    HS210, and more than the scaled runs lost), a steady-state step throughput that does not scale
+    superlinearly, a base case on a busier host, other threads per worker (intra-op or inter-op threads, or CPUs
+    allowed, as each runner records them in run_start), other accelerator models at the two points, a different
+    precision (or global batch, under strong scaling), and a smaller per-worker working set (caches). Severity:
+    **error** when a cause the store names is an artefact of the measurement or the setup (every one of those
+    but the working set): the point is marked "do not quote" wherever its number is printed (report headline and
+    tables, summary, advise, dashboard) and `lint` exits 1; **warning** when the store names no cause, or only
+    the working set, which can make a speedup truly superlinear and needs its hardware counters. Above 1 with no
+    interval (too few runs on a side) cannot be verified, unless the points differ in their setup (accelerators,
+    threads per worker, precision, a strong series' batch): then no interval is needed to know the number mixes
+    scale with that change, and it fails as an error.
     Why it misleads: superlinear speedups are rare and always need an explanation; far more often the base
     case was slow (stalls, a busy node, an unoptimised single-worker path, threads that wait for each other) and
     every speedup built on it is inflated. Printed bare, "2.9x on 2 workers" teaches readers the wrong lesson
