@@ -65,9 +65,10 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     limit = k // 2
     errors = [float(np.sum((means[d:] - means[d:].mean()) ** 2)) / (k - d) ** 2 for d in range(limit + 1)]
     # the first d at the minimum: errors equal but for rounding (steady steps of exactly one length leave 4e-34
-    # at one d, 0.0 at a later one) are a tie, not a later warm-up end
-    least = min(errors) + 1e-12 * float(np.mean(means)) ** 2
-    d = next(i for i, e in enumerate(errors) if e <= least)
+    # at one d, 0.0 at a later one) are a tie, not a later warm-up end; the allowance is relative, with a floor far
+    # below any real noise (1e-24 x mean^2 / k: rounding leaves ~1e-32 x mean^2 / k)
+    least = min(errors) * (1 + 1e-9) + 1e-24 * float(np.mean(means)) ** 2 / k
+    d = next((i for i, e in enumerate(errors) if e <= least), int(np.argmin(errors)))
     if d == limit:
         return None, "no steady state: the step times still settle past half the run (MSER-5 at its bound)"
     rest = means[d:]

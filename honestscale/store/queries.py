@@ -455,7 +455,7 @@ AGREED_FIELDS = (
 
 
 def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Per run: the ranks seen; events stamped before the one before them on their rank (by seq: a clock that
+    """Per run: the ranks seen and the ranks with steps (warm-up included); events stamped before the one before them on their rank (by seq: a clock that
     went backwards) and the largest such step back, in the runners' own events (an MLPerf log's offline evaluations
     are placed at their checkpoint's time on purpose); and the run_start fields
     (``AGREED_FIELDS``) on which its ranks disagree, each as a ``{field, vals}`` struct."""
@@ -473,6 +473,7 @@ def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
         con,
         f"""
         WITH seen AS (SELECT run_id, list(rank ORDER BY rank) AS seen FROM run_ranks {where} GROUP BY run_id),
+        stepped AS (SELECT run_id, list(DISTINCT rank ORDER BY rank) AS stepped FROM steps {where} GROUP BY run_id),
         back AS (
             SELECT run_id, count(*) AS clock_backwards, max(prev - time) AS clock_backwards_s FROM (
                 SELECT run_id, time, lag(time) OVER (PARTITION BY run_id, rank ORDER BY seq) AS prev
@@ -484,11 +485,11 @@ def lint_ranks(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> p
             SELECT run_id, list(struct_pack(field := field, vals := vals) ORDER BY field) AS disagree
             FROM f WHERE len(vals) > 1 GROUP BY run_id
         )
-        SELECT seen.run_id, seen.seen, coalesce(back.clock_backwards, 0) AS clock_backwards,
+        SELECT seen.run_id, seen.seen, stepped.stepped, coalesce(back.clock_backwards, 0) AS clock_backwards,
                coalesce(back.clock_backwards_s, 0.0) AS clock_backwards_s,
                dis.disagree
-        FROM seen LEFT JOIN back USING (run_id) LEFT JOIN dis USING (run_id)
+        FROM seen LEFT JOIN stepped USING (run_id) LEFT JOIN back USING (run_id) LEFT JOIN dis USING (run_id)
         ORDER BY seen.run_id
         """,
-        params * (2 + len(AGREED_FIELDS)),
+        params * (3 + len(AGREED_FIELDS)),
     )

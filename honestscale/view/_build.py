@@ -50,7 +50,7 @@ def _ranks(con: Connection, campaign: str | None) -> dict[str, Ranks]:
     for r in queries.lint_ranks(con, campaign).iter_rows(named=True):
         disagree = tuple((d["field"], tuple(d["vals"])) for d in r["disagree"] or ())
         out[r["run_id"]] = Ranks(tuple(r["seen"] or ()), int(r["clock_backwards"]), float(r["clock_backwards_s"]),
-                                 disagree)  # fmt: skip
+                                 disagree, tuple(r["stepped"] or ()))  # fmt: skip
     return out
 
 

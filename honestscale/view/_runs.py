@@ -104,6 +104,7 @@ class Ranks:
     disagree: tuple[
         tuple[str, tuple[str, ...]], ...
     ] = ()  # run_start fields whose values differ across ranks
+    stepped: tuple[int, ...] = ()  # ranks with steps in the store, warm-up included
 
 
 _DIMS = PARALLEL_DIMS

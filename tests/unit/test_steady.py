@@ -28,3 +28,14 @@ def test_a_series_still_settling_at_half_has_no_steady_state() -> None:
     times = [1.0 + (100 - i) / 100 for i in range(100)]  # falling steadily to the end
     warmup, why = mser5(times)
     assert warmup is None and "no steady state" in why
+
+
+@pytest.mark.parametrize(("steps", "warm"), [(20_000, 200), (50_000, 100)])
+def test_a_long_quiet_run_is_cut_where_its_warm_up_ends(steps: int, warm: int) -> None:
+    """0.1 % noise and a warm-up only 1 % slower: the errors MSER-5 compares shrink as the run grows, so a tie's
+    allowance must too (a fixed one cut a 100,000-step run at step 80 of its 100)."""
+    import numpy as np
+
+    times = list(0.1 * (1 + 0.001 * np.random.default_rng(1).standard_normal(steps)))
+    times[:warm] = [t * 1.01 for t in times[:warm]]
+    assert mser5(times)[0] == warm

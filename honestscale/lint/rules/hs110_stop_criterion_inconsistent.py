@@ -34,7 +34,8 @@ class StopCriterionInconsistent(Rule):
     What it checks: every run of a scaling series records its stop criterion, none stops on
     ``wall_time``, and all use the same criterion and value (values compared to 12 significant digits,
     0.759 against 0.7590001 is two values); a run that records no value where other runs of its
-    criterion record one cannot be verified (a wall-clock stop fails first).
+    criterion record one cannot be verified, unless the runs that record theirs already mix (a wall-clock stop
+    fails first).
     Why it misleads: training "for one hour" at every scale, or comparing runs stopped after N epochs
     with runs stopped at a target accuracy, picks the moment that flatters the result (Hoefler 2018,
     "train just for the right time").
@@ -72,17 +73,19 @@ class StopCriterionInconsistent(Rule):
             return
         valued = {r.stop_criterion for r in target.runs if r.stop_value is not None}
         unvalued = [r for r in target.runs if r.stop_value is None and r.stop_criterion in valued]
-        if unvalued:
-            yield self.cannot_verify(target, unvalued, *NO_VALUE)
-            return
+        said = {r.id for r in target.runs} - {r.id for r in unvalued}
         criteria = sorted(
             {
                 f"{r.stop_criterion}={r.stop_value:.12g}"
                 if r.stop_value is not None
                 else str(r.stop_criterion)
                 for r in target.runs
+                if r.id in said  # the runs that say it: mixed there is mixed, whatever the others record
             }
         )
+        if unvalued and len(criteria) <= 1:
+            yield self.cannot_verify(target, unvalued, *NO_VALUE)
+            return
         if len(criteria) > 1:
             yield self.fail(
                 target,

@@ -17,8 +17,9 @@ def _world_unknown(run: Run) -> bool:
 
 
 def stepped(run: Run, view: View) -> int:
-    """The ranks of ``run`` whose steps are in the store (a rank that wrote only its start and stop counts not)."""
-    return len(view.rank_times.get(run.id, {}))
+    """The ranks of ``run`` whose steps are in the store, warm-up included (a rank that wrote only its start and
+    stop counts not)."""
+    return len(run.ranks.stepped)
 
 
 def one_rank(partial: list[Run], view: View) -> Said:
