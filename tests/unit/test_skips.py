@@ -67,3 +67,21 @@ def test_elsewhere_a_missing_tool_skips(tmp_path: Path) -> None:
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "1 passed, 2 skipped, 1 xfailed" in out and "skipped under CI=true" not in out, out
+
+
+def test_a_skip_alone_fails_the_run_under_ci_through_xdist(tmp_path: Path) -> None:
+    """Only a pass and a skip, on an xdist worker as CI runs the suite: the count alone turns exit 0 into 1."""
+    (tmp_path / "test_only_skip.py").write_text(
+        "import pytest\ndef test_passes():\n    assert True\ndef test_skips():\n    pytest.skip('no such tool here')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"PYTHONPATH": str(REPO), "CI": "true"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", "-n", "1",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_only_skip.py")],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "1 passed, 1 skipped" in out, out
+    assert (
+        "1 test(s) skipped under CI=true" in out and "test_only_skip.py::test_skips: no such tool here" in out
+    ), out
