@@ -16,13 +16,7 @@ def _world_unknown(run: Run) -> bool:
     return isinstance(unknown, list) and any(str(u).startswith("world_size") for u in unknown)
 
 
-def stepped(run: Run, view: View) -> int:
-    """The ranks of ``run`` whose steps are in the store, warm-up included (a rank that wrote only its start and
-    stop counts not)."""
-    return len(run.ranks.stepped)
-
-
-def one_rank(partial: list[Run], view: View) -> Said:
+def one_rank(partial: list[Run]) -> Said:
     """Runs whose step times and rates come from fewer ranks of the log than they ran on."""
     said = sorted(
         {
@@ -33,7 +27,7 @@ def one_rank(partial: list[Run], view: View) -> Said:
     return (
         f"the step times and rates of {len(partial)} run(s) of "
         f"{', '.join(sorted({str(r.world_size) for r in partial}))} ranks come from "
-        f"{', '.join(sorted({str(stepped(r, view)) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
+        f"{', '.join(sorted({str(len(r.ranks.stepped)) for r in partial}))} rank(s) of the log ({'; '.join(said)}): "
         "the other ranks' stragglers and waits are not in them",
         "ingest every rank's log (torchtitan writes one experiment log per rank), or report the numbers as "
         "one rank's, naming it",
@@ -82,13 +76,16 @@ class OneRankReportedForAll(Rule):
         partial = [
             r
             for r in from_logs
-            if r not in unknown and r.world_size and r.world_size > 1 and 0 < stepped(r, view) < r.world_size
+            if r not in unknown
+            and r.world_size
+            and r.world_size > 1
+            and 0 < len(r.ranks.stepped) < r.world_size
         ]
         if partial:
             yield self.fail(
                 target,
                 partial,
-                *one_rank(partial, view),
+                *one_rank(partial),
                 ranks_in_log={r.id: imported(r).get("ranks_in_log") for r in partial},
                 world_size={r.id: r.world_size for r in partial},
             )
