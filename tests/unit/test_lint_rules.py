@@ -7,6 +7,7 @@ may name the severity its findings must have (``severity``) and words their mess
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -75,18 +76,35 @@ def test_rule_case(tmp_path: Path, code: str, case: dict[str, Any]) -> None:
         for said in case.get("says", []):
             assert any(said in f.message for f in mine), (said, detail)
     if mine:
-        _snapshot(code, case["name"], mine)
+        _snapshot(code, case["name"], mine, tmp_path)
 
 
-def _snapshot(code: str, case: str, findings: list[Any]) -> None:
-    """The case's findings as a reader sees them (rule, severity, outcome, target, message, fix) equal the stored
-    snapshot (ruff's message snapshots): a changed wording is a reviewed change. ``HONESTSCALE_UPDATE_SNAPSHOTS=1``
-    writes them anew; ``git diff tests/lint_cases/snapshots`` then shows what changed."""
+def _plain(value: Any, tmp: str) -> Any:
+    """Evidence as JSON a snapshot can hold on any machine: floats to 6 significant digits (the last bits of a
+    bootstrap or a sum differ between BLAS builds; below 1e-12 a rounding residue, 0), the case's temporary folder
+    as ``<tmp>``."""
+    if isinstance(value, float):
+        return 0.0 if abs(value) < 1e-12 else float(f"{value:.6g}")
+    if isinstance(value, str):
+        return value.replace(tmp, "<tmp>")
+    if isinstance(value, dict):
+        return {str(k): _plain(v, tmp) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, tmp) for v in value]
+    return value if value is None or isinstance(value, (bool, int)) else _plain(str(value), tmp)
+
+
+def _snapshot(code: str, case: str, findings: list[Any], tmp: Path) -> None:
+    """The case's findings as a reader sees them (rule, severity, outcome, target, message, fix) and their evidence
+    (what ``--format json`` gives) equal the stored snapshot (ruff's message snapshots): a changed wording or
+    evidence is a reviewed change. ``HONESTSCALE_UPDATE_SNAPSHOTS=1`` writes them anew; ``git diff
+    tests/lint_cases/snapshots`` then shows what changed."""
     rules = registry()
     lines = []
     for f in sorted(findings, key=lambda f: (f.outcome, f.target, f.message)):
+        evidence = json.dumps(_plain(f.evidence, str(tmp)), sort_keys=True)
         lines += [f"{f.code} {rules[f.code].name} ({f.severity}) {f.outcome}: {f.target}", f"  {f.message}",
-                  f"  fix: {f.fix}", ""]  # fmt: skip
+                  f"  fix: {f.fix}", f"  evidence: {evidence}", ""]  # fmt: skip
     text = "\n".join(lines)
     path = SNAPSHOTS / code / f"{re.sub(r'[^a-z0-9]+', '-', case.lower()).strip('-')[:80]}.txt"
     if os.environ.get("HONESTSCALE_UPDATE_SNAPSHOTS") == "1":
