@@ -209,8 +209,16 @@ def differ(
             exact = len(set(xa + xb)) < len(xa + xb) and math.comb(len(xa) + len(xb), len(xa)) <= PERMUTATIONS
             method: Any = stats.PermutationMethod(n_resamples=PERMUTATIONS) if exact else "auto"
             p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided", method=method).pvalue)
-    ci = hmean_ci if statistic == "hmean" else median_ci
+    ci = {"median": median_ci, "hmean": hmean_ci}[_statistic(statistic)]
     return Difference(len(xa), len(xb), p, ci(xa), ci(xb), ratio)
+
+
+def _statistic(name: str) -> str:
+    """``name`` where it is a statistic of repetitions this module computes; a misspelt one is refused, never taken
+    for the median."""
+    if name not in ("median", "hmean"):
+        raise ValueError(f"statistic {name!r}: median (times) or hmean (rates)")
+    return name
 
 
 @dataclass(frozen=True)
@@ -351,7 +359,9 @@ def _ratio(num: tuple[float, ...], den: tuple[float, ...], statistic: str, seed:
     b = np.asarray(den, dtype=float)
     if a.size == 0 or b.size == 0:
         return None
-    rows: Callable[[Any], Any] = _hmean_rows if statistic == "hmean" else (lambda m: np.median(m, axis=1))
+    rows: Callable[[Any], Any] = (
+        _hmean_rows if _statistic(statistic) == "hmean" else (lambda m: np.median(m, axis=1))
+    )
     value = float(rows(a[None, :])[0] / rows(b[None, :])[0])
     if a.size < MIN_INTERVAL_RUNS or b.size < MIN_INTERVAL_RUNS:
         return Estimate(value)

@@ -61,6 +61,10 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     k = len(times) // BATCH
     if len(times) < MIN_STEPS:
         return None, f"too few steps ({len(times)}, {MIN_STEPS} at least) to find a steady state"
+    if not np.all(
+        np.isfinite(np.asarray(times, dtype=float))
+    ):  # the readers quarantine these; a caller may not
+        return None, "no steady state: a step time is not a finite number"
     means = np.asarray(times[: k * BATCH], dtype=float).reshape(k, BATCH).mean(axis=1)
     limit = k // 2
     errors = [float(np.sum((means[d:] - means[d:].mean()) ** 2)) / (k - d) ** 2 for d in range(limit + 1)]
@@ -68,7 +72,7 @@ def mser5(times: Sequence[float]) -> tuple[int | None, str]:
     # at one d, 0.0 at a later one) are a tie, not a later warm-up end; the allowance is relative, with a floor far
     # below any real noise (1e-24 x mean^2 / k: rounding leaves ~1e-32 x mean^2 / k)
     least = min(errors) * (1 + 1e-9) + 1e-24 * float(np.mean(means)) ** 2 / k
-    d = next((i for i, e in enumerate(errors) if e <= least), int(np.argmin(errors)))
+    d = next(i for i, e in enumerate(errors) if e <= least)  # least >= min(errors): one always is
     if d == limit:
         return None, "no steady state: the step times still settle past half the run (MSER-5 at its bound)"
     rest = means[d:]

@@ -39,3 +39,9 @@ def test_a_long_quiet_run_is_cut_where_its_warm_up_ends(steps: int, warm: int) -
     times = list(0.1 * (1 + 0.001 * np.random.default_rng(1).standard_normal(steps)))
     times[:warm] = [t * 1.01 for t in times[:warm]]
     assert mser5(times)[0] == warm
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_step_time_that_is_not_finite_has_no_steady_state(bad: float) -> None:
+    times = [0.1] * 30 + [bad] + [0.1] * 29
+    assert mser5(times) == (None, "no steady state: a step time is not a finite number")
