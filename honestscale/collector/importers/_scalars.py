@@ -112,10 +112,13 @@ def rows(out: Parsed, scalars: Iterable[Scalar]) -> Rows:
     return got
 
 
-def logged_steps(out: Parsed, got: Rows) -> list[lightning.Step]:
-    """Without ThroughputMonitor: one step event per logging point of a training metric after the first, its time
-    the wall time since the point before, its iterations the steps between (the first point opens the clock: the
-    steps up to it have no time)."""
+def logged_steps(out: Parsed, got: Rows, opened: float | None = None) -> list[lightning.Step]:
+    """Without ThroughputMonitor: one step event per logging point of a training metric, its time the wall time
+    since the point before, its iterations the steps between. The first point's interval is opened by ``opened``
+    (the log's own start record: W&B's run start), its iterations the steps up to it (its step, plus 1 where the
+    first point is at step 0: steps counted from 0); without ``opened`` the first point opens the clock (the steps
+    up to it have no time). With ``opened``, a later row at a step past the last point (an evaluation logged at the
+    training's last step) closes the steps after that point too."""
     steps: list[lightning.Step] = []
     first: tuple[int, float] | None = None
     last: tuple[int, float] | None = None
@@ -129,27 +132,34 @@ def logged_steps(out: Parsed, got: Rows) -> list[lightning.Step]:
             continue
         if last is None:
             first = last = (row.step, wall)
-            continue
+            if opened is None or wall < opened:
+                continue
+            last = (-1 if row.step == 0 else 0, opened)
         assert first is not None
-        steps.append(
-            lightning.Step(
-                row.line,
-                row.epoch,
-                row.step,
-                wall - first[1],
-                wall - last[1],
-                None,
-                row.step - last[0],
-                False,
-            )
-        )
+        steps.append(_step(row, row.step, wall - (opened if opened is not None else first[1]), wall - last[1],
+                           row.step - last[0]))  # fmt: skip
         last = (row.step, wall)
+    if opened is not None and last is not None:
+        tail = [
+            r for r in got.rows if r.step is not None and r.step > last[0] and got.walls[r.line] >= last[1]
+        ]
+        if tail:
+            end = tail[-1]
+            wall = got.walls[end.line]
+            assert end.step is not None
+            steps.append(_step(end, end.step, wall - opened, wall - last[1], end.step - last[0]))
     if backwards:
         out.warnings.append(
             f"{len(backwards)} logging points of a training metric are at a step or a time not past the one before "
             f"(a second training into the same file?), left out: records {', '.join(map(str, backwards[:10]))}"
         )
     return steps
+
+
+def _step(
+    row: lightning.Row, step: int, since_start: float, seconds: float, iterations: int
+) -> lightning.Step:
+    return lightning.Step(row.line, row.epoch, step, since_start, seconds, None, iterations, False)
 
 
 def add_rows(rank: RankEvents, got: Rows, steps: list[lightning.Step], warmup_known: bool) -> None:

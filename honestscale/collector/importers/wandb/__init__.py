@@ -7,25 +7,31 @@ the records. What a run tells:
 * the run record: W&B's run id, project, ``group`` and ``job_type``, its name, host and start time;
 * config records: the hyper-parameters (their values as W&B's JSON holds them);
 * history records, one per ``wandb.log`` call with its ``_timestamp``: the training metrics make one step event per
-  logging point after the first (its time the time since the point before, its ``iterations`` the steps between), on
-  the training step a W&B integration logs (``trainer/global_step``, Lightning's; ``train/global_step``, the
-  Trainer's; or ``global_step``). ``_step`` is W&B's count of ``log`` calls, not the training step: a run that logs
-  none of those keys has no step events, and ``imported.unknown`` says so. ``val/``, ``val_``, ``eval/``, ``test/``
+  logging point (its time the time since the point before, the first's since the run's start; its ``iterations``
+  the steps between), and a later call at a later step (the final evaluation at the training's last step) closes
+  the steps after the last point; on the training step a W&B integration logs (``trainer/global_step``,
+  Lightning's; ``train/global_step``, the Trainer's; or ``global_step``), else on ``_step`` where it skips values
+  (``wandb.log(..., step=global_step)``). Otherwise ``_step`` is W&B's count of ``log`` calls, not the training
+  step: such a run has no step events, and ``imported.unknown`` says so. ``val/``, ``val_``, ``eval/``, ``test/``
   ... keys are evaluations;
 * stats records (W&B's system sampler): an accelerator's utilisation, memory and power (``gpu.<i>.gpu``,
   ``gpu.<i>.memoryAllocatedBytes``, ``gpu.<i>.powerWatts``) and the process's resident memory
   (``proc.memory.rssMB``) as system samples; the rest named in ``imported.system_metrics``;
 * the exit record: exit code 0 lands as a success, any other as a failure, at the start plus W&B's runtime (whole
-  seconds); a run with no exit record (still running, or killed) has no stop.
+  seconds) or the last value logged, whichever is later; a run with no exit record (still running, or killed) has
+  no stop.
 
 Runs of one ``group`` in folders beside each other, named ``rank<N>`` (W&B's pattern for a run per process), are the
 ranks of one training: one honestscale run whose world size is the group's size where the ranks are 0 to N-1.
+Elsewhere the world size is the config's ``world_size`` (or ``WORLD_SIZE``), where the script logged it: one
+process's run of a larger world (W&B's "rank 0 only") is then one rank reported for all (HS215).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -140,6 +146,30 @@ def _scalars(run: _Run, step_key: str | None, skipped: set[str]) -> list[Scalar]
     return got
 
 
+def _step_key(run: _Run) -> str | None:
+    """The history's training step: a W&B integration's step key, else ``_step`` where it skips values (the script
+    gave ``wandb.log(..., step=global_step)``: W&B's own count of log calls never skips one), else none."""
+    key = next((k for k in _STEP_KEYS if any(k in v for _, v in run.history)), None)
+    if key is not None:
+        return key
+    counted = [
+        int(v) for _, h in run.history if isinstance(v := h.get("_step"), int) and not isinstance(v, bool)
+    ]
+    return "_step" if any(b - a > 1 for a, b in itertools.pairwise(counted)) else None
+
+
+_WORLD_KEYS = ("world_size", "WORLD_SIZE")
+
+
+def _configured_world(run: _Run) -> tuple[int, str] | None:
+    """The world size the run's config names (``world_size``, the key torch.distributed and most scripts use)."""
+    for key in _WORLD_KEYS:
+        value = run.config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value, key
+    return None
+
+
 def _group(path: Path, run: _Run) -> tuple[int, int | None, str, str | None]:
     """This run's rank, the group's world size, what identifies the training, and how the world is known: the runs
     of its group in the folders beside its own, each named rank<N>."""
@@ -241,11 +271,13 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if not run.run_id:
         out.warnings.append("no run record: no run")
         return out
-    step_key = next((k for k in _STEP_KEYS if any(k in v for _, v in run.history)), None)
+    step_key = _step_key(run)
     skipped: set[str] = set()
     got = rows(out, _scalars(run, step_key, skipped))
-    steps = logged_steps(out, got) if step_key else []
+    steps = logged_steps(out, got, opened=run.start) if step_key else []
     rank_no, world, identity, how = _group(path, run)
+    if world is None and (said := _configured_world(run)) is not None:
+        world, how = said[0], f"the run's config: {said[1]} = {said[0]}"
     digest = hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]
     rank = RankEvents(f"wandb:{digest}", rank_no)
     start = run.start if run.start is not None else min(got.walls.values(), default=0.0)
@@ -267,12 +299,14 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     samples, other = _system(rank, run)
     if run.exit_code is not None:
         status = "success" if run.exit_code == 0 else "failed"
-        rank.add(
-            len(run.history) + len(run.stats) + 2, "run_stop", start + (run.runtime_s or 0), status=status
-        )
+        # W&B's runtime is whole seconds: the run ended no earlier than the last thing it logged
+        last = max([start + (run.runtime_s or 0), *got.ends.values(), *(t for _, t, _ in run.stats)])
+        rank.add(len(run.history) + len(run.stats) + 2, "run_stop", last, status=status)
     start_event["imported"] = {
         "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
         "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
+        if world and how and how.startswith("W&B group")
+        else f"the process that logged the run, of {world} ({how})"
         if world
         else "the process that logged the run",
         "wandb_run": run.run_id,
@@ -285,7 +319,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         "system_metrics": {"samples": samples, "not_landed": other},
         "world_size_from": how,
         "clock": "each log call's _timestamp (the logging process's time.time()); the run's start as W&B recorded it; "
-        "its end the start plus W&B's runtime (whole seconds)",
+        "its end the start plus W&B's runtime (whole seconds), or the last value it logged where that is later",
         "unknown": _unknown(world, step_key, len(steps)),
         "stop": None
         if run.exit_code is not None

@@ -1,0 +1,85 @@
+"""What every reader must land of one cell of the conformance matrix (tests/conformance/cells.toml), checked against
+the cell's expected values (its generator's own counts): one training is one run, of the world it ran in, with
+every optimizer step counted once, its final quality its last evaluation, its status its last launch's, its stop no
+earlier than the last thing it logged. ``check`` returns what is wrong, one sentence each; the integration test and
+``scripts/conformance --report`` print them."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+HERE = Path(__file__).parent
+CELLS = HERE / "cells.toml"
+FIXTURES = HERE / "fixtures"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One training as its generator counted it (``expected.json``)."""
+
+    world_size: int
+    optimizer_steps: int
+    status: str
+    final_metric: str
+    final_value: float
+    last_logged: float  # the time of the last value any rank logged (the logging process's clock)
+    evaluations: int
+
+    @classmethod
+    def read(cls, folder: Path) -> Expected:
+        got = json.loads((folder / "expected.json").read_text())
+        return cls(**{k: got[k] for k in cls.__dataclass_fields__})
+
+
+def cells() -> dict[str, dict[str, Any]]:
+    got: dict[str, dict[str, Any]] = tomllib.loads(CELLS.read_text())["cell"]
+    return got
+
+
+def check(store: Path, expected: Expected) -> list[str]:
+    """What the store holds of the cell's one training that differs from what its generator counted."""
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        runs = con.execute(
+            "SELECT run_id, world_size, status, stopped_at, final_metric, final_value FROM runs ORDER BY run_id"
+        ).fetchall()
+        if len(runs) != 1:
+            return [f"one training landed as {len(runs)} runs ({', '.join(r[0] for r in runs)})"]
+        ((run_id, world, status, stopped, metric, value),) = runs
+        (iterations,) = con.execute(
+            "SELECT coalesce(sum(iterations), 0) FROM steps WHERE run_id = ? AND rank = "
+            "(SELECT min(rank) FROM steps WHERE run_id = ?)",
+            [run_id, run_id],
+        ).fetchone() or (0,)
+        (evals,) = con.execute(
+            "SELECT count(DISTINCT time) FROM evals WHERE run_id = ? AND rank = "
+            "(SELECT min(rank) FROM evals WHERE run_id = ?)",
+            [run_id, run_id],
+        ).fetchone() or (0,)
+    finally:
+        con.close()
+    wrong = []
+    if world != expected.world_size:
+        wrong.append(f"world size {world}, trained on {expected.world_size}")
+    if status != expected.status:
+        wrong.append(f"status {status}, the training's {expected.status}")
+    if int(iterations) != expected.optimizer_steps:
+        wrong.append(f"{int(iterations)} steps counted, {expected.optimizer_steps} optimizer steps taken")
+    if value is None or metric != expected.final_metric or abs(float(value) - expected.final_value) > 1e-9:
+        wrong.append(
+            f"final {metric} {value}, the last evaluation's {expected.final_metric} {expected.final_value}"
+        )
+    if evals != expected.evaluations:
+        wrong.append(f"{evals} evaluations landed, {expected.evaluations} logged")
+    if stopped is None or float(stopped) < expected.last_logged:
+        wrong.append(
+            f"the run stops {'never' if stopped is None else f'{expected.last_logged - float(stopped):.3f} s'}"
+            " before the last value it logged"
+        )
+    return wrong
