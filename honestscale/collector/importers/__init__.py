@@ -64,7 +64,7 @@ READERS: tuple[Reader, ...] = (
     Reader(
         mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True, binary=True
     ),
-    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True),
+    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=2),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),
