@@ -1,7 +1,7 @@
 """What every reader must land of one cell of the conformance matrix (tests/conformance/cells.toml), checked against
 the cell's expected values (its generator's own counts): one training is one run, of the world it ran in, with
 every optimizer step counted once, its final quality its last evaluation, its status its last launch's, its stop no
-earlier than the last thing it logged. ``check`` returns what is wrong, one sentence each; the integration test and
+earlier than the last thing it logged (where the log records an end; else ``end_unknown`` and no stop). ``check`` returns what is wrong, one sentence each; the integration test and
 ``scripts/conformance --report`` print them."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class Expected:
     final_value: float
     last_logged: float  # the time of the last value any rank logged (the logging process's clock)
     evaluations: int
+    end_recorded: bool  # the log says how and when the training ended (else: status end_unknown, no stop)
 
     @classmethod
     def read(cls, folder: Path) -> Expected:
@@ -77,7 +78,10 @@ def check(store: Path, expected: Expected) -> list[str]:
         )
     if evals != expected.evaluations:
         wrong.append(f"{evals} evaluations landed, {expected.evaluations} logged")
-    if stopped is None or float(stopped) < expected.last_logged:
+    if not expected.end_recorded:
+        if stopped is not None:
+            wrong.append("a stop where the log records none")
+    elif stopped is None or float(stopped) < expected.last_logged:
         wrong.append(
             f"the run stops {'never' if stopped is None else f'{expected.last_logged - float(stopped):.3f} s'}"
             " before the last value it logged"

@@ -78,8 +78,9 @@ def test_lightning_default_logger_against_tensorboards_own_reader(tmp_path: Path
 
 def test_a_summarywriter_per_rank_is_one_run_of_every_rank(tmp_path: Path) -> None:
     """A plain DDP loop with a SummaryWriter per rank (folders rank0, rank1) and add_hparams: one run of 2 ranks,
-    each rank's logging intervals as step events (the first logging point opens the clock), the final validation
-    accuracy and the hyper-parameters as TensorBoard's own reader gives them; every rank is there (HS215 passes)."""
+    each rank's logging intervals as step events (the first opened by the writer's first record, the steps after the
+    last closed by the final validation at the last step: every step counted once), the final validation accuracy
+    and the hyper-parameters as TensorBoard's own reader gives them; every rank is there (HS215 passes)."""
     folder = DATA / "tensorboard-ddp"
     store = tmp_path / "s.duckdb"
     out = ingest(store, folder)
@@ -93,10 +94,12 @@ def test_a_summarywriter_per_rank_is_one_run_of_every_rank(tmp_path: Path) -> No
         loss = acc.Scalars("train/loss")
         assert [t.step for t in loss] == counted["logged_steps"]
         steps = _steps(store, rank)
-        assert [s[0] for s in steps] == [t.step for t in loss[1:]]
-        assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
-        assert steps[-1][4] - steps[0][4] == pytest.approx(loss[-1].wall_time - loss[1].wall_time, abs=1e-5)
-        assert sum(s[3] for s in steps) == pytest.approx(loss[-1].wall_time - loss[0].wall_time, abs=1e-5)
+        last = acc.Scalars("val/accuracy")[-1]
+        assert last.step == counted["steps"] > loss[-1].step
+        assert [s[0] for s in steps] == [t.step for t in loss] + [last.step]
+        assert sum(s[1] for s in steps) == counted["steps"] == 86
+        assert steps[0][3] == pytest.approx(loss[0].wall_time - acc.FirstEventTimestamp(), abs=1e-5)
+        assert sum(s[3] for s in steps) == pytest.approx(last.wall_time - acc.FirstEventTimestamp(), abs=1e-5)
     final = acc.Scalars("val/accuracy")[-1].value
     assert run["final_accuracy"]["value"] == pytest.approx(final, rel=1e-12)
     (below,) = (folder / "rank0").glob("*/events.out.tfevents.*")
@@ -109,7 +112,7 @@ def test_a_summarywriter_per_rank_is_one_run_of_every_rank(tmp_path: Path) -> No
 
 def test_add_scalars_sub_folders_are_one_training_with_the_writers_own_file(tmp_path: Path) -> None:
     """SummaryWriter.add_scalars("loss", {"train", "val"}) writes loss_train/ and loss_val/ beside the writer's file
-    (TensorBoard shows three runs): one run, never three repetitions; its training loss times the steps and its
+    (TensorBoard shows three runs): one run, never three repetitions; its training loss times all 120 steps and its
     held-out loss is the validation loss, value for value as EventAccumulator reads each folder and as the script
     logged them; whichever file is named, the run is the same."""
     folder = DATA / "tensorboard-add-scalars"
@@ -123,9 +126,11 @@ def test_add_scalars_sub_folders_are_one_training_with_the_writers_own_file(tmp_
     assert "add_scalars' sub-folders read with this run" in out
     (run,) = runs(store)
     steps = _steps(store)
-    assert [s[0] for s in steps] == [t.step for t in train[1:]]  # the first logging point opens the clock
+    # 120 steps, every one counted once: the first interval opened by the writer's own first record
+    assert [s[0] for s in steps] == [t.step for t in train] and sum(s[1] for s in steps) == 120
+    opened = _accumulated(folder / "run").FirstEventTimestamp()
     assert [s[3] for s in steps] == pytest.approx(
-        [b.wall_time - a.wall_time for a, b in itertools.pairwise(train)]
+        [b - a for a, b in itertools.pairwise([opened, *(t.wall_time for t in train)])]
     )
     evals = query(store, "SELECT split, metric, value FROM evals ORDER BY time, seq")
     assert {(e[0], e[1]) for e in evals} == {("validation", "loss")}

@@ -59,7 +59,9 @@ READERS: tuple[Reader, ...] = (
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
-    Reader(tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True),
+    Reader(
+        tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True, version=2
+    ),
     Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True),
     Reader(
         mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True, binary=True

@@ -9,8 +9,11 @@ where every rank logs, each in a folder ``rank<N>``). Every scalar carries the w
 * the run starts at the writer's first record (``file_version``) and each event sits at its scalar's wall time;
 * steps: where Lightning's ``ThroughputMonitor`` logged ``train/time`` (rank 0's training time, validation taken
   out), one step event per logged row from its differences, as the CSVLogger reader does; else one step event per
-  logging point of a training metric after the first, its time the wall time since the point before and its
-  ``iterations`` the steps between (a logging interval is no step time; validation inside an interval is in it);
+  logging point of a training metric, its time the wall time since the point before and its ``iterations`` the
+  steps between (a logging interval is no step time; validation inside an interval is in it). A loop's writer
+  opens the first interval with its first record (its steps from 0 where the first point is at step 0: one step
+  done), and a later value at a later step (the final validation) closes the steps after the last point; for
+  Lightning's and the Trainer's writers the first point opens the clock;
 * evaluations: ``val_*``, ``val/*``, ``test_*``, ``test/*`` and the Trainer's ``eval/*`` (its rates and runtimes are
   no quality), at their step;
 * the world size where the log says it: the number of ``rank<N>`` folders (0 to N-1) beside each other, or
@@ -292,7 +295,10 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     group = _group(path)
     world, why_world = _world(path, tool, got, group)
     monitored = any(r.monitor for r in got.rows)
-    steps = lightning.monitor_steps(out, got.rows) if monitored else logged_steps(out, got)
+    # a loop's writer opens the clock where it is created (its file_version record); Lightning's and the Trainer's
+    # writers open before the training does, and name their steps their own way
+    opened = log.created if tool == "loop" else None
+    steps = lightning.monitor_steps(out, got.rows) if monitored else logged_steps(out, got, opened=opened)
     t0 = log.created if log.created is not None else min(got.walls.values())
     rank = RankEvents(run_id("tensorboard", group[2]), group[0])
     name = path.parent.name if not _RANK.match(path.parent.name) else path.parent.parent.name

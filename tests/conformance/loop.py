@@ -1,22 +1,25 @@
-"""A tiny CPU training that logs to Weights & Biases offline as its users log: the generator of the W&B cells of the
+"""A tiny CPU training that logs to a tracker as its users log: the generator of the trackers' cells of the
 conformance matrix (tests/conformance/cells.toml; ``scripts/conformance`` runs it, under torchrun for the cells of
 more than one process).
 
-    generate.py DIGITS.npz OUT [--who rank0|group] [--step-arg] [--epochs N] [--kill-at STEP] [--resume ID]
+    loop.py DIGITS.npz OUT [--tracker wandb|tensorboard] [--who rank0|group|every] [--step-arg] [--every N]
+        [--zero-based] [--epochs N] [--kill-at STEP] [--resume ID]
 
 A small MLP on scikit-learn's digits (DDP over gloo where launched with more than one process; DistributedSampler,
-batch 16 per rank), ``train/loss`` every 5 optimizer steps, ``val/accuracy`` and ``val/loss`` after each epoch, the
-last of them right before ``wandb.finish()`` (where W&B's whole-second runtime ends before it). Options, each a way
-W&B's users log:
+batch 16 per rank), ``train/loss`` every ``--every`` optimizer steps (5), ``val/accuracy`` and ``val/loss`` after
+each epoch, the last of them right before the tracker is closed. Options, each a way the tools' users log:
 
-* ``--who rank0``: only global rank 0 calls ``wandb.init`` (W&B's method 1), its config naming the world size;
-  ``--who group``: every rank its own run in one ``group``, named ``rank<N>`` (method 2);
-* ``--step-arg``: the training step given as ``wandb.log(..., step=global_step)`` (W&B's ``_step`` is then the
+* ``--tracker wandb`` (offline): ``--who rank0``, only global rank 0 calls ``wandb.init`` (W&B's method 1), its
+  config naming the world size; ``--who group``, every rank its own run in one ``group``, named ``rank<N>`` (method
+  2); ``--step-arg``, the training step given as ``wandb.log(..., step=global_step)`` (W&B's ``_step`` is then the
   training step), else as a ``trainer/global_step`` key (the axis W&B's integrations log);
-* ``--kill-at STEP``: the process exits with code 1 after that optimizer step, with no ``wandb.finish()`` (a job
-  killed, as a node failure or a time limit does), after saving a checkpoint; ``--resume ID``: a second launch that
-  loads the checkpoint and logs into the same runs with ``wandb.init(id=..., resume="allow")`` (its id ``ID`` with
-  ``-rank<N>`` for a group).
+* ``--tracker tensorboard``: a ``SummaryWriter(OUT/rank<R>)`` on every rank (``--who every``, the PyTorch
+  tutorial's loop run by torchrun) or on rank 0 only (``--who rank0``, ``OUT/rank0`` too), each value at the global
+  step: the steps taken (``trainer``-style), or with ``--zero-based`` the index of the step just taken (from 0, as
+  ``for step, batch in enumerate(loader)`` loops log it);
+* ``--kill-at STEP``: the process exits with code 1 after that optimizer step, with nothing closed (a job killed, as
+  a node failure or a time limit does), after saving a checkpoint; ``--resume ID``: a second launch that loads the
+  checkpoint and logs into the same W&B runs with ``wandb.init(id=..., resume="allow")``.
 
 Each rank writes what it logged and counted, with its own clock, to ``OUT/logged-rank<R>[-launch<L>].json``: the
 expected values of the cell, known by construction (tests/conformance/README.md).
@@ -35,7 +38,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
-import wandb
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -44,8 +46,11 @@ BATCH, LOG_EVERY, LR = 16, 5, 0.05
 parser = argparse.ArgumentParser()
 parser.add_argument("digits")
 parser.add_argument("out", type=Path)
-parser.add_argument("--who", choices=["rank0", "group"], default="rank0")
+parser.add_argument("--tracker", choices=["wandb", "tensorboard"], default="wandb")
+parser.add_argument("--who", choices=["rank0", "group", "every"], default="rank0")
 parser.add_argument("--step-arg", action="store_true")
+parser.add_argument("--every", type=int, default=LOG_EVERY)
+parser.add_argument("--zero-based", action="store_true")
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-at", type=int)
 parser.add_argument("--resume")
@@ -64,9 +69,11 @@ if distributed and args.who == "rank0":  # every rank the same id: rank 0's, bro
     ids = [run_id]
     dist.broadcast_object_list(ids, src=0)
     run_id = ids[0]
-logging = args.who == "group" or rank == 0
-run = None
-if logging:
+logging = args.who != "rank0" or rank == 0
+run = writer = None
+if args.tracker == "wandb":
+    import wandb
+if logging and args.tracker == "wandb":
     name = f"rank{rank}" if args.who == "group" else "train"
     run = wandb.init(
         project="honestscale-conformance",
@@ -77,6 +84,10 @@ if logging:
         id=f"{run_id}-rank{rank}" if args.who == "group" else run_id,
         resume="allow",
     )
+elif logging:
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(args.out / f"rank{rank}"))
 train = TensorDataset(torch.tensor(arrays["x_train"]), torch.tensor(arrays["y_train"]))
 x_val, y_val = torch.tensor(arrays["x_validation"]), torch.tensor(arrays["y_validation"])
 sampler: DistributedSampler[tuple[torch.Tensor, ...]] = DistributedSampler(
@@ -96,10 +107,15 @@ if args.resume:
 
 
 def log(values: dict[str, float | int]) -> None:
-    if run is None:
+    if not logging:
         return
-    before = time.time()  # W&B's _timestamp is taken inside log(): never earlier
-    if args.step_arg:
+    before = time.time()  # the trackers take their time stamps inside the call: never earlier
+    if writer is not None:
+        at = step - 1 if args.zero_based else step
+        for key, value in values.items():
+            if key != "epoch":
+                writer.add_scalar(key, value, at)
+    elif args.step_arg:
         wandb.log(values, step=step)
     else:
         wandb.log({**values, "trainer/global_step": step})
@@ -110,7 +126,7 @@ def note(killed: bool) -> None:
     launch = "-launch2" if args.resume else ("-launch1" if args.kill_at else "")
     written = {"rank": rank, "world_size": world, "logging": logging, "steps": step, "samples": samples,
                "killed": killed, "run_id": run.id if run else None, "config": config, "logged": logged,
-               "wandb": wandb.__version__, "torch": torch.__version__, "python": sys.version.split()[0]}  # fmt: skip
+               "tracker": args.tracker, "torch": torch.__version__, "python": sys.version.split()[0]}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"logged-rank{rank}{launch}.json").write_text(json.dumps(written, indent=1) + "\n")
 
@@ -127,7 +143,7 @@ for epoch in range(first_epoch, args.epochs):
         optimizer.step()
         step += 1
         samples += len(y)
-        if step % LOG_EVERY == 0:
+        if step % args.every == 0:
             log({"train/loss": loss.item(), "epoch": epoch})
         if step == args.kill_at:
             torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
@@ -142,6 +158,8 @@ for epoch in range(first_epoch, args.epochs):
     log({"val/accuracy": accuracy, "val/loss": val_loss, "epoch": epoch})
 if run is not None:
     wandb.finish()
+if writer is not None:
+    writer.close()
 note(killed=False)
 if distributed:
     dist.destroy_process_group()
