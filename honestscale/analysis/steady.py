@@ -45,10 +45,11 @@ class SteadyState:
     batches: int | None = None
     verdict: str = ""
     method: str = METHOD
+    iterations: int = 1  # the most steps one event covers (a log's interval: ``steps`` counts intervals then)
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "steps": self.steps, "detected_warmup_steps": self.warmup_steps, "marked_warmup_steps": self.marked_warmup,
+            "steps": self.steps, "steps_per_event": self.iterations, "detected_warmup_steps": self.warmup_steps, "marked_warmup_steps": self.marked_warmup,
             "steady_step_s": self.mean_step_s, "low_s": self.low_s, "high_s": self.high_s, "batches": self.batches,
             "verdict": self.verdict, "method": self.method,
         }  # fmt: skip
@@ -112,7 +113,7 @@ def of_steps(times: Sequence[float], marked: int, iterations: int = 1) -> Steady
     event covers several steps (``iterations``: a log's line per log_interval holds no single step's time)."""
     if iterations > 1:
         why = f"not found: the log gives one line per up to {iterations} steps, no single step's time"
-        return SteadyState(len(times), None, marked, verdict=why)
+        return SteadyState(len(times), None, marked, verdict=why, iterations=iterations)
     start, verdict = mser5(times)
     if start is None:
         return SteadyState(len(times), None, marked, verdict=verdict)

@@ -260,8 +260,9 @@ def energy_text(spent: Mapping[str, object]) -> str:
 
 
 def step_shares(s: Mapping[str, object]) -> tuple[str, ...]:
-    """One rank's step split as the table shows it: steps, samples, samples/s, and the share of the step time in
-    data, compute, communication, optimizer and other ("not measured" where a part was not)."""
+    """One rank's step split as the table shows it: optimizer steps (and the logging intervals they were logged in,
+    where a log timed intervals, not steps), samples, samples/s, and the share of the step time in data, compute,
+    communication, optimizer and other ("not measured" where a part was not)."""
     total = num(s["t_total"]) or 0.0
 
     def pct(v: object) -> str:
@@ -272,7 +273,9 @@ def step_shares(s: Mapping[str, object]) -> tuple[str, ...]:
     samples = num(s["samples"])  # a log that counts no samples (tokens only): unknown, never 0
     return (
         str(s["rank"]),
-        str(s["steps"]),
+        f"{s['steps']:,}"
+        if s.get("intervals") in (None, s["steps"])
+        else f"{s['steps']:,} in {s['intervals']:,} intervals",
         str(s["samples"]) if samples is not None else "not counted",
         f"{samples / total:.1f}" if total and samples is not None else "-",
         pct(s["t_data"]),
@@ -291,7 +294,8 @@ def steady_text(ss: Mapping[str, object]) -> str:
     batch-means interval), or why none was found."""
     marked = f"the run marks {ss['marked_warmup_steps']} warm-up step(s)"
     if ss["detected_warmup_steps"] is None:
-        return f"steady state (first rank's {ss['steps']} steps): {ss['verdict']}; {marked}"
+        what = "logging intervals" if num(ss.get("steps_per_event")) not in (None, 1) else "steps"
+        return f"steady state (first rank's {ss['steps']} {what}): {ss['verdict']}; {marked}"
     low, high = num(ss["low_s"]), num(ss["high_s"])
     interval = (
         f" [{low:.4g}, {high:.4g}] (95 %, {ss['batches']} batch means)"

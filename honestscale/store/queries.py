@@ -105,13 +105,17 @@ def evals(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
 
 
 def step_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """Per rank: steps (warm-up excluded), samples, and total seconds spent in each part of a step."""
+    """Per rank: optimizer steps (warm-up excluded; a step event of a logging interval counts the steps it
+    covers), the step events they came in (``intervals``), samples, and total seconds spent in each part of a
+    step."""
     return _frame(
         con,
         """
         SELECT rank,
-               count(*) FILTER (WHERE NOT coalesce(warmup, false)) AS steps,
-               count(*) FILTER (WHERE coalesce(warmup, false)) AS warmup_steps,
+               CAST(sum(coalesce(iterations, 1)) FILTER (WHERE NOT coalesce(warmup, false)) AS BIGINT) AS steps,
+               count(*) FILTER (WHERE NOT coalesce(warmup, false)) AS intervals,
+               CAST(coalesce(sum(coalesce(iterations, 1)) FILTER (WHERE coalesce(warmup, false)), 0) AS BIGINT)
+                   AS warmup_steps,
                CAST(sum(samples) FILTER (WHERE NOT coalesce(warmup, false)) AS BIGINT) AS samples,
                sum(t_total) FILTER (WHERE NOT coalesce(warmup, false)) AS t_total,
                sum(t_data) FILTER (WHERE NOT coalesce(warmup, false)) AS t_data,

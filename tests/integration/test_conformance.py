@@ -5,12 +5,13 @@ logged, each checked against the generator's own counts (``expected.json``), nev
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.conformance.invariants import FIXTURES, Expected, cells, check
-from tests.importing import ingest
+from tests.importing import ingest, run_cli, runs
 
 CELLS = cells()
 
@@ -21,4 +22,11 @@ def test_a_cell_lands_one_training_as_its_generator_counted_it(tmp_path: Path, n
     assert (folder / "PROVENANCE.json").is_file(), f"no fixture: scripts/conformance --regenerate {name}"
     store = tmp_path / "s.duckdb"
     ingest(store, folder)
-    assert check(store, Expected.read(folder)) == []
+    expected = Expected.read(folder)
+    assert check(store, expected) == []
+    # what a user reads: `show` counts optimizer steps, never the logging intervals they were logged in
+    (run,) = runs(store)
+    code, out = run_cli("show", run["run_id"], "--store", str(store), "-f", "json")
+    assert code == 0, out
+    first = json.loads(out)["step_breakdown"][0]
+    assert first["steps"] + first["warmup_steps"] == expected.optimizer_steps, first
