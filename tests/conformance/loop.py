@@ -2,7 +2,7 @@
 conformance matrix (tests/conformance/cells.toml; ``scripts/conformance`` runs it, under torchrun for the cells of
 more than one process).
 
-    loop.py DIGITS.npz OUT [--tracker wandb|tensorboard] [--who rank0|group|every] [--step-arg] [--every N]
+    loop.py DIGITS.npz OUT [--tracker wandb|tensorboard|mlflow] [--store sqlite|files] [--who rank0|group|every] [--step-arg] [--every N]
         [--zero-based] [--epochs N] [--kill-at STEP] [--resume ID]
 
 A small MLP on scikit-learn's digits (DDP over gloo where launched with more than one process; DistributedSampler,
@@ -17,6 +17,9 @@ each epoch, the last of them right before the tracker is closed. Options, each a
   tutorial's loop run by torchrun) or on rank 0 only (``--who rank0``, ``OUT/rank0`` too), each value at the global
   step: the steps taken (``trainer``-style), or with ``--zero-based`` the index of the step just taken (from 0, as
   ``for step, batch in enumerate(loader)`` loops log it);
+* ``--tracker mlflow``: rank 0's run (``mlflow.start_run``, the config as parameters, ``log_metrics(...,
+  step=)`` at the steps taken, or their index with ``--zero-based``) in a SQLite store (``--store sqlite``,
+  ``mlflow.db``) or a file store (``--store files``, ``mlruns/``);
 * ``--kill-at STEP``: the process exits with code 1 after that optimizer step, with nothing closed (a job killed, as
   a node failure or a time limit does), after saving a checkpoint; ``--resume ID``: a second launch that loads the
   checkpoint and logs into the same W&B runs with ``wandb.init(id=..., resume="allow")``.
@@ -46,7 +49,8 @@ BATCH, LOG_EVERY, LR = 16, 5, 0.05
 parser = argparse.ArgumentParser()
 parser.add_argument("digits")
 parser.add_argument("out", type=Path)
-parser.add_argument("--tracker", choices=["wandb", "tensorboard"], default="wandb")
+parser.add_argument("--tracker", choices=["wandb", "tensorboard", "mlflow"], default="wandb")
+parser.add_argument("--store", choices=["sqlite", "files"], default="sqlite")
 parser.add_argument("--who", choices=["rank0", "group", "every"], default="rank0")
 parser.add_argument("--step-arg", action="store_true")
 parser.add_argument("--every", type=int, default=LOG_EVERY)
@@ -84,10 +88,17 @@ if logging and args.tracker == "wandb":
         id=f"{run_id}-rank{rank}" if args.who == "group" else run_id,
         resume="allow",
     )
-elif logging:
+elif logging and args.tracker == "tensorboard":
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(args.out / f"rank{rank}"))
+elif logging:
+    import mlflow
+
+    mlflow.set_tracking_uri("sqlite:///mlflow.db" if args.store == "sqlite" else "file:./mlruns")
+    mlflow.set_experiment("honestscale-conformance")
+    mlflow.start_run(run_name="digits")
+    mlflow.log_params(config)
 train = TensorDataset(torch.tensor(arrays["x_train"]), torch.tensor(arrays["y_train"]))
 x_val, y_val = torch.tensor(arrays["x_validation"]), torch.tensor(arrays["y_validation"])
 sampler: DistributedSampler[tuple[torch.Tensor, ...]] = DistributedSampler(
@@ -110,11 +121,13 @@ def log(values: dict[str, float | int]) -> None:
     if not logging:
         return
     before = time.time()  # the trackers take their time stamps inside the call: never earlier
+    at = step - 1 if args.zero_based else step
     if writer is not None:
-        at = step - 1 if args.zero_based else step
         for key, value in values.items():
             if key != "epoch":
                 writer.add_scalar(key, value, at)
+    elif args.tracker == "mlflow":
+        mlflow.log_metrics({k: float(v) for k, v in values.items() if k != "epoch"}, step=at)
     elif args.step_arg:
         wandb.log(values, step=step)
     else:
@@ -160,6 +173,8 @@ if run is not None:
     wandb.finish()
 if writer is not None:
     writer.close()
+if logging and args.tracker == "mlflow":
+    mlflow.end_run()
 note(killed=False)
 if distributed:
     dist.destroy_process_group()

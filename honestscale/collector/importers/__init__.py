@@ -62,9 +62,15 @@ READERS: tuple[Reader, ...] = (
     Reader(
         tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True, version=2
     ),
-    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True),
+    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True, version=2),
     Reader(
-        mlflow.FILES, mlflow.FILES_LABEL, mlflow.sniff_files, mlflow.parse_files, in_place=True, binary=True
+        mlflow.FILES,
+        mlflow.FILES_LABEL,
+        mlflow.sniff_files,
+        mlflow.parse_files,
+        in_place=True,
+        binary=True,
+        version=2,
     ),
     Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=2),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=2),

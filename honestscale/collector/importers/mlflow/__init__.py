@@ -119,18 +119,28 @@ def _framework(run: Run) -> str:
     return {"tensorflow": "tensorflow", "keras": "tensorflow"}.get(flavour, "unknown")
 
 
-def _unknown(run: Run, steps: int) -> list[str]:
-    unknown = [
-        "world_size (an MLflow run does not say how many processes trained; the Trainer and Lightning log from "
-        "the main process only)",
-        "samples per step",
-    ]
+def _world(run: Run) -> tuple[int, str] | None:
+    """The world size a parameter names (``world_size``: the config a script logs with ``log_params``)."""
+    for key in ("world_size", "WORLD_SIZE"):
+        value = run.params.get(key, "")
+        if value.isdigit() and int(value) >= 1:
+            return int(value), key
+    return None
+
+
+def _unknown(run: Run, steps: int, world: bool, trainer: bool) -> list[str]:
+    unknown = [] if world else [
+        "world_size (an MLflow run does not say how many processes trained unless a parameter world_size does; "
+        "the Trainer and Lightning log from the main process only)"
+    ]  # fmt: skip
+    unknown.append("samples per step")
     if steps:
-        unknown += [
+        unknown.append(
             "each step's own time (a metric is logged every few steps: one step event per logging interval, "
-            "its iterations the steps it covers)",
-            "the time of the steps up to the first logging point (it opens the clock)",
-        ]
+            "its iterations the steps it covers)"
+        )
+        if trainer:
+            unknown.append("the time of the steps up to the first logging point (it opens the clock)")
     else:
         unknown.append("step times (fewer than two logging points of a training metric)")
     if run.status not in _STATUS:
@@ -146,9 +156,12 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
     samples, host = _system(run.points)
     metrics, values = sorted(run.points.keys), len(run.points)
     run.points = Points()  # read: not held beside the events
-    steps = logged_steps(out, got)
-    rank = RankEvents(f"mlflow:{run.run_id}", 0)
     start = run.start_ms / 1000 if run.start_ms else min(got.walls.values())
+    # a loop's run opens the clock where it starts; the Trainer's starts before its training does
+    trainer = "transformers_version" in run.params
+    steps = logged_steps(out, got, opened=None if trainer or not run.start_ms else start)
+    world = _world(run)
+    rank = RankEvents(f"mlflow:{run.run_id}", 0)
     start_event = rank.add(
         1,
         "run_start",
@@ -160,6 +173,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         framework=_framework(run),
         hyperparameters={k: _param(v) for k, v in run.params.items()} or None,
         claims=trainer_claim(got, "train_samples_per_second, logged by the run itself"),
+        world_size=world[0] if world else None,
     )
     add_rows(rank, got, steps, warmup_known=False)
     for line, time, device, sample in samples:
@@ -168,7 +182,9 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         rank.add(values + 1, "run_stop", run.end_ms / 1000, status=_STATUS[run.status])
     start_event["imported"] = {
         "tool": f"MLflow (experiment {run.experiment!r}, run {run.run_id})",
-        "ranks_in_log": "the process that logged the run (MLflow does not say which)",
+        "ranks_in_log": "the process that logged the run (MLflow does not say which)"
+        + (f", of {world[0]} (its parameter {world[1]})" if world else ""),
+        "world_size_from": f"the run's parameter {world[1]} = {world[0]}" if world else None,
         "metrics": metrics,
         "system_metrics": {"samples": len(samples), "host_metrics_not_landed": host},
         "source": run.tags.get("mlflow.source.name"),
@@ -176,7 +192,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
         "status": run.status,
         "clock": "each metric's timestamp (the logging process's clock, milliseconds); the run's start and end "
         "times as MLflow recorded them",
-        "unknown": _unknown(run, len(steps)),
+        "unknown": _unknown(run, len(steps), world is not None, trainer),
         "stop": None if run.status in _STATUS else f"the run's status is {run.status}: no end in the store",
     }
     out.events.extend(rank.numbered())
