@@ -191,6 +191,7 @@ class RunStopFields(TypedDict, total=False):
     status: Required[str]
     reason: str | None
     energy_j: float | None
+    paused_s: float | None
 
 
 class RunStop(Envelope, RunStopFields, total=False):

@@ -29,7 +29,7 @@ from typing import Any, TextIO, Unpack, cast
 
 from honestscale import event_records as rec
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The contract version this module writes and the newest one it reads (every older one is read as it is)."""
 
 MAX_DEPTH = 64
@@ -57,6 +57,9 @@ VERSIONS: dict[int, str] = {
     "than CPUs, Linux's pressure stall information) and `cpu_steal` (the time a virtual machine's CPUs lost to "
     "other guests), so a slowdown from someone else's load is told from a warm-up. Optional: every version 4 "
     "event is a valid version 5 event, and a step without them leaves the host's contention unknown.",
+    6: "run_stop records `paused_s`, the seconds between the launches of a resumed training (a job that failed "
+    "or was killed and went on from its checkpoint in a new launch): no training happened then, so the time to "
+    "train is the stop less the start less these. Optional: every version 5 event is a valid version 6 event.",
 }
 """What each contract version added; the field reference (``docs/events.md``) lists them."""
 
@@ -488,6 +491,13 @@ _RUN_STOP: tuple[Field, ...] = (
         "number",
         "Energy to train of the whole run, joules, measured outside the runner (MLPerf power logs: every "
         "node's AC power and the interconnect's, over run_start..run_stop); written by one rank.",
+        minimum=0,
+    ),
+    Field(
+        "paused_s",
+        "number",
+        "Seconds between the launches of a resumed training (each launch's end to the next's start), in which "
+        "it did not train: the time to train leaves them out. Written where a run's launches are known.",
         minimum=0,
     ),
 )

@@ -118,7 +118,9 @@ stops AS (
            -- among the worst, the earliest: the first rank to fail says why; the others fail because of it
            arg_min(payload ->> 'reason', ({_SEVERITY}) * 1e10 + time) AS reason,
            -- measured outside the runner (MLPerf power logs) and written by one rank: the lowest that has it
-           arg_min(TRY_CAST(payload ->> 'energy_j' AS DOUBLE), rank) AS energy_j
+           arg_min(TRY_CAST(payload ->> 'energy_j' AS DOUBLE), rank) AS energy_j,
+           -- a resumed training's time between its launches: no training (contract 6)
+           max(TRY_CAST(payload ->> 'paused_s' AS DOUBLE)) AS paused_s
     FROM markers WHERE run_id IN __RUN_IDS__ AND kind = 'run_stop' GROUP BY run_id
 ),
 fin AS (
@@ -178,7 +180,7 @@ SELECT
     coalesce(stops.ranks_stopped, 0) AS ranks_stopped,
     s.started_at,
     stops.stopped_at,
-    stops.stopped_at - s.started_at AS time_to_train_s,
+    stops.stopped_at - s.started_at - coalesce(stops.paused_s, 0) AS time_to_train_s,
     fin.split, fin.metric, fin.value,
     coalesce(f.path, f0.path) AS source_file,
     s.p AS attrs,

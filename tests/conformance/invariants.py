@@ -17,7 +17,9 @@ import duckdb
 HERE = Path(__file__).parent
 CELLS = HERE / "cells.toml"
 FIXTURES = HERE / "fixtures"
-CLOCK_S = 0.001  # the coarsest clock of a tool's records (MLflow's milliseconds): a stop that close is not early
+CLOCK_S = (
+    0.001  # the coarsest clock of a tool's records (MLflow's milliseconds): a stop that close is not early
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Expected:
     last_logged: float  # the time of the last value any rank logged (the logging process's clock)
     evaluations: int
     end_recorded: bool  # the log says how and when the training ended (else: status end_unknown, no stop)
+    spans: list[list[float]]  # per launch, the first and the last time the lowest logging rank logged
 
     @classmethod
     def read(cls, folder: Path) -> Expected:
@@ -49,11 +52,12 @@ def check(store: Path, expected: Expected) -> list[str]:
     con = duckdb.connect(str(store), read_only=True)
     try:
         runs = con.execute(
-            "SELECT run_id, world_size, status, stopped_at, final_metric, final_value FROM runs ORDER BY run_id"
+            "SELECT run_id, world_size, status, stopped_at, final_metric, final_value, started_at, time_to_train_s "
+            "FROM runs ORDER BY run_id"
         ).fetchall()
         if len(runs) != 1:
             return [f"one training landed as {len(runs)} runs ({', '.join(r[0] for r in runs)})"]
-        ((run_id, world, status, stopped, metric, value),) = runs
+        ((run_id, world, status, stopped, metric, value, started, ttt),) = runs
         (iterations,) = con.execute(
             "SELECT coalesce(sum(iterations), 0) FROM steps WHERE run_id = ? AND rank = "
             "(SELECT min(rank) FROM steps WHERE run_id = ?)",
@@ -87,4 +91,11 @@ def check(store: Path, expected: Expected) -> list[str]:
             f"the run stops {'never' if stopped is None else f'{expected.last_logged - float(stopped):.3f} s'}"
             " before the last value it logged"
         )
+    trained = sum(b - a for a, b in expected.spans)
+    if ttt is not None and float(ttt) < trained - CLOCK_S:
+        wrong.append(
+            f"time to train {float(ttt):.2f} s, less than the {trained:.2f} s the launches logged over"
+        )
+    if len(expected.spans) > 1 and (ttt is None or float(ttt) >= float(stopped) - float(started)):
+        wrong.append(f"{len(expected.spans)} launches, but the time between them is counted as training")
     return wrong

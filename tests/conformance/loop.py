@@ -3,7 +3,7 @@ conformance matrix (tests/conformance/cells.toml; ``scripts/conformance`` runs i
 more than one process).
 
     loop.py DIGITS.npz OUT [--tracker wandb|tensorboard|mlflow] [--store sqlite|files] [--who rank0|group|every] [--step-arg] [--every N]
-        [--zero-based] [--epochs N] [--kill-at STEP] [--resume ID]
+        [--zero-based] [--epochs N] [--kill-at STEP] [--id ID] [--resume]
 
 A small MLP on scikit-learn's digits (DDP over gloo where launched with more than one process; DistributedSampler,
 batch 16 per rank), ``train/loss`` every ``--every`` optimizer steps (5), ``val/accuracy`` and ``val/loss`` after
@@ -20,9 +20,10 @@ each epoch, the last of them right before the tracker is closed. Options, each a
 * ``--tracker mlflow``: rank 0's run (``mlflow.start_run``, the config as parameters, ``log_metrics(...,
   step=)`` at the steps taken, or their index with ``--zero-based``) in a SQLite store (``--store sqlite``,
   ``mlflow.db``) or a file store (``--store files``, ``mlruns/``);
-* ``--kill-at STEP``: the process exits with code 1 after that optimizer step, with nothing closed (a job killed, as
-  a node failure or a time limit does), after saving a checkpoint; ``--resume ID``: a second launch that loads the
-  checkpoint and logs into the same W&B runs with ``wandb.init(id=..., resume="allow")``.
+* ``--kill-at STEP``: the training fails after that optimizer step (an exception, as a lost node's collective
+  raises: the process exits with code 1, the trackers closed by their exit hooks), after saving a checkpoint; ``--resume``: a second launch that loads the
+  checkpoint and logs into the same W&B runs with ``wandb.init(id=..., resume="allow")`` (``--id``: the id both
+  launches give, with ``-rank<N>`` for a group).
 
 Each rank writes what it logged and counted, with its own clock, to ``OUT/logged-rank<R>[-launch<L>].json``: the
 expected values of the cell, known by construction (tests/conformance/README.md).
@@ -57,7 +58,8 @@ parser.add_argument("--every", type=int, default=LOG_EVERY)
 parser.add_argument("--zero-based", action="store_true")
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-at", type=int)
-parser.add_argument("--resume")
+parser.add_argument("--id", help="the W&B run id (each launch of a resumed training gives the same)")
+parser.add_argument("--resume", action="store_true")
 args = parser.parse_args()
 
 distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -68,7 +70,7 @@ torch.manual_seed(0)
 arrays = np.load(args.digits)
 checkpoint = args.out / f"checkpoint-rank{rank}.pt"
 config = {"lr": LR, "batch_size": BATCH, "epochs": args.epochs, "world_size": world, "model": "mlp-64-128-10"}
-run_id = args.resume or secrets.token_hex(4)
+run_id = args.id or secrets.token_hex(4)
 if distributed and args.who == "rank0":  # every rank the same id: rank 0's, broadcast
     ids = [run_id]
     dist.broadcast_object_list(ids, src=0)
@@ -159,10 +161,11 @@ for epoch in range(first_epoch, args.epochs):
         if step % args.every == 0:
             log({"train/loss": loss.item(), "epoch": epoch})
         if step == args.kill_at:
+            args.out.mkdir(parents=True, exist_ok=True)
             torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                         "epoch": epoch}, checkpoint)  # fmt: skip
             note(killed=True)
-            os._exit(1)  # no wandb.finish(), no teardown: a killed job
+            raise RuntimeError(f"a failure injected at step {step}")  # as a lost node's collective raises
     model.eval()
     with torch.no_grad():
         logits = net(x_val)

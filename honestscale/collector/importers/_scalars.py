@@ -112,13 +112,29 @@ def rows(out: Parsed, scalars: Iterable[Scalar]) -> Rows:
     return got
 
 
-def logged_steps(out: Parsed, got: Rows, opened: float | None = None) -> list[lightning.Step]:
+def merged(parts: Iterable[Rows]) -> Rows:
+    """The rows of several logs of one training (a resumed run's launches, their records numbered on) as one."""
+    got = Rows()
+    for part in parts:
+        got.rows += part.rows
+        got.walls.update(part.walls)
+        got.ends.update(part.ends)
+        got.trained |= part.trained
+        got.training_rows |= part.training_rows
+        got.final.update(part.final)
+    return got
+
+
+def logged_steps(
+    out: Parsed, got: Rows, opened: float | None = None, from_step: int | None = None
+) -> list[lightning.Step]:
     """Without ThroughputMonitor: one step event per logging point of a training metric, its time the wall time
     since the point before, its iterations the steps between. The first point's interval is opened by ``opened``
     (the log's own start record: W&B's run start), its iterations the steps up to it (its step, plus 1 where the
     first point is at step 0: steps counted from 0); without ``opened`` the first point opens the clock (the steps
     up to it have no time). With ``opened``, a later row at a step past the last point (an evaluation logged at the
-    training's last step) closes the steps after that point too."""
+    training's last step) closes the steps after that point too. ``from_step``: the step a resumed launch goes on
+    from (its previous launch's last), the first interval's iterations counted from it."""
     steps: list[lightning.Step] = []
     first: tuple[int, float] | None = None
     last: tuple[int, float] | None = None
@@ -134,7 +150,7 @@ def logged_steps(out: Parsed, got: Rows, opened: float | None = None) -> list[li
             first = last = (row.step, wall)
             if opened is None or wall < opened:
                 continue
-            last = (-1 if row.step == 0 else 0, opened)
+            last = (from_step if from_step is not None else -1 if row.step == 0 else 0, opened)
         assert first is not None
         steps.append(_step(row, row.step, wall - (opened if opened is not None else first[1]), wall - last[1],
                            row.step - last[0]))  # fmt: skip

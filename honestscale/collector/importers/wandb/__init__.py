@@ -25,111 +25,54 @@ Runs of one ``group`` in folders beside each other, named ``rank<N>`` (W&B's pat
 ranks of one training: one honestscale run whose world size is the group's size where the ranks are 0 to N-1.
 Elsewhere the world size is the config's ``world_size`` (or ``WORLD_SIZE``), where the script logged it: one
 process's run of a larger world (W&B's "rank 0 only") is then one rank reported for all (HS215).
+
+A run resumed with ``wandb.init(id=..., resume="allow")`` writes a run folder per launch, each with the same run id
+(offline, W&B marks none of them resumed): the launches beside each other are one run, read from the first
+launch's file (the later ones are read with it), its status the last launch's, the time between launches
+``paused_s`` on its run_stop (not training), each launch in ``imported.launches``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
-import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents
-from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows
-from honestscale.collector.importers.wandb._records import HEADER, Framing, records
+from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, merged, rows
+from honestscale.collector.importers.wandb._records import HEADER, Framing
+from honestscale.collector.importers.wandb._run import (
+    Run,
+    heads,
+    joined,
+    launch_notes,
+    launches,
+    paused_s,
+    read,
+)
 
 FORMAT = "wandb-offline"
 LABEL = "W&B offline run (run-*.wandb)"
 _STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step")
-_HEAD = 1 << 16  # bytes of a run file that hold its run record (W&B writes it first)
 _RANK = re.compile(r"(?:^|[-_ ])(?:rank|worker|proc)[-_]?(\d+)$", re.IGNORECASE)
 _GPU = re.compile(r"^gpu\.(\d+)\.(gpu|memoryAllocatedBytes|powerWatts)$")
 _GPU_FIELD = {"gpu": "accel_util", "memoryAllocatedBytes": "accel_mem_bytes", "powerWatts": "power_w"}
-
-
-@dataclass
-class _Run:
-    run_id: str = ""
-    name: str = ""
-    group: str = ""
-    job_type: str = ""
-    project: str = ""
-    host: str = ""
-    start: float | None = None
-    producer: str = ""
-    config: dict[str, object] = field(default_factory=dict)
-    history: list[tuple[int, dict[str, object]]] = field(
-        default_factory=list
-    )  # (record, the log call's values)
-    stats: list[tuple[int, float, dict[str, object]]] = field(default_factory=list)  # (record, time, values)
-    exit_code: int | None = None
-    runtime_s: int | None = None
-    framework: str = "unknown"  # from wandb's telemetry of the modules the script imported
 
 
 def sniff(path: Path, head: bytes) -> bool:
     return head.startswith(HEADER)
 
 
-def _key(item: Any) -> str:
-    # history and summary items have nested_key; config and stats items not
-    nested = getattr(item, "nested_key", None)
-    return "/".join(nested) if nested else str(item.key)
-
-
-def _values(items: Any) -> dict[str, object]:
-    got: dict[str, object] = {}
-    for item in items:
-        try:
-            got[_key(item)] = json.loads(item.value_json)
-        except ValueError:
-            got[_key(item)] = item.value_json
-    return got
-
-
-def _read(data: bytes, framing: Framing, head_only: bool = False) -> _Run:
-    run = _Run()
-    for number, record in records(data, framing):
-        kind = record.WhichOneof("record_type")
-        if kind == "header":
-            run.producer = record.header.version_info.producer
-        elif kind == "run":
-            r = record.run
-            run.run_id, run.name, run.group, run.job_type = r.run_id, r.display_name, r.run_group, r.job_type
-            run.project, run.host = r.project, r.host
-            run.start = r.start_time.seconds + r.start_time.nanos / 1e9 if r.HasField("start_time") else None
-            run.config.update({k: v for k, v in _values(r.config.update).items() if k != "_wandb"})
-            if head_only:
-                break
-        elif kind == "config":
-            run.config.update({k: v for k, v in _values(record.config.update).items() if k != "_wandb"})
-        elif kind == "history":
-            run.history.append((number, _values(record.history.item)))
-        elif kind == "stats":
-            t = record.stats.timestamp
-            run.stats.append((number, t.seconds + t.nanos / 1e9, _values(record.stats.item)))
-        elif kind == "telemetry":
-            imported = record.telemetry.imports_init
-            if imported.torch or imported.lightning or imported.pytorch_lightning or imported.transformers:
-                run.framework = "torch"
-            elif imported.tensorflow or imported.keras:
-                run.framework = "tensorflow"
-        elif kind == "exit":
-            run.exit_code, run.runtime_s = record.exit.exit_code, record.exit.runtime
-    return run
-
-
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _scalars(run: _Run, step_key: str | None, skipped: set[str]) -> list[Scalar]:
+def _scalars(run: Run, step_key: str | None, skipped: set[str]) -> list[Scalar]:
     """Every numeric value of the history as a scalar on the training step (``-1`` where the call has none)."""
     got: list[Scalar] = []
     for number, values in run.history:
@@ -146,7 +89,7 @@ def _scalars(run: _Run, step_key: str | None, skipped: set[str]) -> list[Scalar]
     return got
 
 
-def _step_key(run: _Run) -> str | None:
+def _step_key(run: Run) -> str | None:
     """The history's training step: a W&B integration's step key, else ``_step`` where it skips values (the script
     gave ``wandb.log(..., step=global_step)``: W&B's own count of log calls never skips one), else none."""
     key = next((k for k in _STEP_KEYS if any(k in v for _, v in run.history)), None)
@@ -161,7 +104,7 @@ def _step_key(run: _Run) -> str | None:
 _WORLD_KEYS = ("world_size", "WORLD_SIZE")
 
 
-def _configured_world(run: _Run) -> tuple[int, str] | None:
+def _configured_world(run: Run) -> tuple[int, str] | None:
     """The world size the run's config names (``world_size``, the key torch.distributed and most scripts use)."""
     for key in _WORLD_KEYS:
         value = run.config.get(key)
@@ -170,42 +113,30 @@ def _configured_world(run: _Run) -> tuple[int, str] | None:
     return None
 
 
-def _group(path: Path, run: _Run) -> tuple[int, int | None, str, str | None]:
+def _group(path: Path, run: Run) -> tuple[int, int | None, str, str | None]:
     """This run's rank, the group's world size, what identifies the training, and how the world is known: the runs
     of its group in the folders beside its own, each named rank<N>."""
     mine = _RANK.search(run.name)
     if not run.group or mine is None:
         return 0, None, f"{run.project}/{run.run_id}", None
     folder = path.parent.parent
-    ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
-    if int(mine.group(1)) not in ranks:  # listed before this run's head was written: list again
-        _members.cache_clear()
-        ranks = _members(folder, folder.stat().st_mtime_ns).get((run.project, run.group), {})
+    ranks = _members(folder).get((run.project, run.group), {})
     identity = f"{run.project}/{run.group}/" + ",".join(f"{r}:{ranks[r]}" for r in sorted(ranks))
     world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
     how = f"W&B group {run.group!r}: runs rank0 to rank{world - 1} beside each other" if world else None
     return int(mine.group(1)), world, identity, how
 
 
-@functools.lru_cache(maxsize=4)
-def _members(folder: Path, stamp: int) -> dict[tuple[str, str], dict[int, str]]:
-    """Every group's runs named rank<N> in the run folders of ``folder`` (``wandb/``), by project and group: each
-    file's head read once per listing (``stamp``: the folder's modification time, which a new run folder changes),
-    not once per run of a project of a thousand."""
-    del stamp
+def _members(folder: Path) -> dict[tuple[str, str], dict[int, str]]:
+    """Every group's runs named rank<N> in the run folders of ``folder`` (``wandb/``), by project and group."""
     found: dict[tuple[str, str], dict[int, str]] = {}
-    for other in sorted(folder.glob("*/run-*.wandb")):
-        try:
-            with other.open("rb") as fh:
-                head = _read(fh.read(_HEAD), Framing(), head_only=True)
-        except Exception:  # a file of another kind, or cut: not a member the group can count on
-            continue
+    for head in heads(folder):
         if head.group and (m := _RANK.search(head.name)):
             found.setdefault((head.project, head.group), {})[int(m.group(1))] = head.run_id
     return found
 
 
-def _system(rank: RankEvents, run: _Run) -> tuple[int, list[str]]:
+def _system(rank: RankEvents, run: Run) -> tuple[int, list[str]]:
     """Accelerator samples and the process's resident memory as system events; the other statistics' names."""
     other: set[str] = set()
     landed = 0
@@ -251,6 +182,21 @@ def _unknown(world: int | None, step_key: str | None, steps: int) -> list[str]:
     return [*unknown, "samples per step", "accelerator"]
 
 
+def _rows(
+    out: Parsed, parts: list[Run], step_key: str | None, skipped: set[str]
+) -> tuple[Rows, list[lightning.Step]]:
+    """Each launch's rows and logging intervals, the first interval of each opened by its launch's start and counted
+    from the step the launch before it reached; as one run's."""
+    got, steps, reached = [], [], None
+    for part in parts:
+        mine = rows(out, _scalars(part, step_key, skipped))
+        if step_key:
+            steps += logged_steps(out, mine, opened=part.start, from_step=reached)
+        reached = max((r.step for r in mine.rows if r.step is not None), default=reached)
+        got.append(mine)
+    return merged(got), steps
+
+
 def _said(out: Parsed, data: bytes, framing: Framing) -> None:
     """What the framing could not read: each damaged chunk by its byte, and the bytes after the last record."""
     for offset, why in framing.bad:
@@ -261,20 +207,72 @@ def _said(out: Parsed, data: bytes, framing: Framing) -> None:
         )
 
 
+def _imported(
+    run: Run, rank_no: int, world: int | None, how: str | None, step_key: str | None, got: Rows,
+    skipped: set[str], steps: int, samples: int, other: list[str],
+) -> dict[str, object]:  # fmt: skip
+    """What the run's ``imported`` record says: the tool, whose ranks, the step key, what it cannot tell."""
+    return {
+        "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
+        "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
+        if world and how and how.startswith("W&B group")
+        else f"the process that logged the run, of {world} ({how})"
+        if world
+        else "the process that logged the run",
+        "wandb_run": run.run_id,
+        "project": run.project or None,
+        "group": run.group or None,
+        "job_type": run.job_type or None,
+        "step_key": step_key,
+        "metrics": sorted(got.trained),
+        "not_numbers": sorted(skipped),
+        "system_metrics": {"samples": samples, "not_landed": other},
+        "world_size_from": how,
+        "clock": "each log call's _timestamp (the logging process's time.time()); the run's start as W&B recorded it; "
+        "its end the start plus W&B's runtime (whole seconds), or the last value it logged where that is later",
+        "unknown": _unknown(world, step_key, steps),
+        "stop": None
+        if run.exit_code is not None
+        else "no exit record: the run was still running, or was killed",
+    }
+
+
+def _launches(out: Parsed, path: Path, run: Run) -> list[Run] | None:
+    """Every launch of the run, read on from this file, where it is the first (W&B writes a run folder per
+    launch of a resumed run, with one run id); None where a launch before it reads this one with it."""
+    order = launches(path, run)
+    if path != order[0]:
+        out.read_with = order[0]
+        out.notes.append(
+            f"a later launch of W&B run {run.run_id} (resumed with its id): read with its first launch's file, in "
+            f"{order[0].parent.name}"
+        )
+        return None
+    parts = [run]
+    for later in order[1:]:
+        more, framing = later.read_bytes(), Framing()
+        parts.append(read(more, framing, base=parts[-1].records + 1))
+        _said(out, more, framing)
+    return parts
+
+
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # binary: read from the path record by record
     out = Parsed()
     data = path.read_bytes()
     framing = Framing()
-    run = _read(data, framing)
+    run = read(data, framing)
     _said(out, data, framing)
     if not run.run_id:
         out.warnings.append("no run record: no run")
         return out
+    parts = _launches(out, path, run)
+    if parts is None:
+        return out
+    run, order = joined(parts), launches(path, run)
     step_key = _step_key(run)
     skipped: set[str] = set()
-    got = rows(out, _scalars(run, step_key, skipped))
-    steps = logged_steps(out, got, opened=run.start) if step_key else []
+    got, steps = _rows(out, parts, step_key, skipped)
     rank_no, world, identity, how = _group(path, run)
     if world is None and (said := _configured_world(run)) is not None:
         world, how = said[0], f"the run's config: {said[1]} = {said[0]}"
@@ -300,31 +298,19 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if run.exit_code is not None:
         status = "success" if run.exit_code == 0 else "failed"
         # W&B's runtime is whole seconds: the run ended no earlier than the last thing it logged
-        last = max([start + (run.runtime_s or 0), *got.ends.values(), *(t for _, t, _ in run.stats)])
-        rank.add(len(run.history) + len(run.stats) + 2, "run_stop", last, status=status)
-    start_event["imported"] = {
-        "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
-        "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
-        if world and how and how.startswith("W&B group")
-        else f"the process that logged the run, of {world} ({how})"
-        if world
-        else "the process that logged the run",
-        "wandb_run": run.run_id,
-        "project": run.project or None,
-        "group": run.group or None,
-        "job_type": run.job_type or None,
-        "step_key": step_key,
-        "metrics": sorted(got.trained),
-        "not_numbers": sorted(skipped),
-        "system_metrics": {"samples": samples, "not_landed": other},
-        "world_size_from": how,
-        "clock": "each log call's _timestamp (the logging process's time.time()); the run's start as W&B recorded it; "
-        "its end the start plus W&B's runtime (whole seconds), or the last value it logged where that is later",
-        "unknown": _unknown(world, step_key, len(steps)),
-        "stop": None
-        if run.exit_code is not None
-        else "no exit record: the run was still running, or was killed",
-    }
+        last = max(
+            [
+                (parts[-1].start or start) + (run.runtime_s or 0),
+                *got.ends.values(),
+                *(t for _, t, _ in run.stats),
+            ]
+        )
+        paused = paused_s(parts)
+        rank.add(run.records + 1, "run_stop", last, status=status, **({"paused_s": paused} if paused else {}))
+    imported = _imported(run, rank_no, world, how, step_key, got, skipped, len(steps), samples, other)
+    if len(parts) > 1:
+        imported["launches"] = launch_notes(parts, order)
+    start_event["imported"] = imported
     out.events = rank.numbered()
     out.notes.append(
         f"W&B run {run.run_id} ({run.name!r}{', group ' + repr(run.group) if run.group else ''}): {len(run.history)} "
