@@ -148,10 +148,16 @@ class Session:
         self.load = os.getloadavg()
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
-    def finish(self, figures: Sequence[Figure], record: bool, path: Path = RESULTS) -> list[Entry]:
-        """Print each figure beside the last one recorded (worse beyond the spread: said); with ``record``, append."""
+    def finish(
+        self, figures: Sequence[Figure], record: bool, path: Path = RESULTS, measured: str | None = None
+    ) -> list[Entry]:
+        """Print each figure beside the last one recorded (worse beyond the spread: said); with ``record``, append.
+        ``measured``: the commit the figures are of, where it is not the checkout's (a copy measured earlier)."""
         past = latest(history(path))
-        measured, load_end = commit(), _triple(os.getloadavg())  # once for the run, not per figure
+        measured, load_end = (
+            measured or commit(),
+            _triple(os.getloadavg()),
+        )  # once for the run, not per figure
         entries = [
             Entry(f, measured, self.started, _triple(self.load), load_end, os.cpu_count() or 1, sys.argv[1:])
             for f in figures
