@@ -503,3 +503,21 @@ def test_lightnings_train_loss_times_the_steps_and_its_per_batch_validation_is_n
             assert [v for _, m, v in evals if m == metric] == pytest.approx([e[i] for e in epochs], rel=1e-6)
         assert {m for _, m, _ in evals} == {"accuracy", "loss"}  # no "accuracy_step", no "loss_epoch"
         assert run["final_accuracy"]["value"] == pytest.approx(epochs[-1][1], rel=1e-6)
+
+
+def test_a_wandb_run_copied_twice_is_no_resumed_run(tmp_path: Path) -> None:
+    """Two run folders with one run id and one start are one launch copied twice (a resumed run's launches start one
+    after the other): never read as launches, so never its history counted twice; the copy's events are the
+    original's, skipped as duplicates."""
+    from tests.conformance.invariants import FIXTURES
+
+    (original,) = (FIXTURES / "wandb" / "loop" / "wandb").glob("offline-run-*")
+    copy = tmp_path / "wandb" / (original.name.replace("offline-run-", "offline-run-copy-"))
+    shutil.copytree(original, tmp_path / "wandb" / original.name)
+    shutil.copytree(original, copy)
+    store = tmp_path / "s.duckdb"
+    code, out = run_cli("ingest", str(tmp_path / "wandb"), "--store", str(store))
+    assert code == 0 and "62 duplicate events skipped" in out, out
+    assert len(runs(store)) == 1
+    logged = json.loads((FIXTURES / "wandb" / "loop" / "logged-rank0.json").read_text())
+    assert sum(s[1] for s in _steps(store)) == logged["steps"]  # counted once

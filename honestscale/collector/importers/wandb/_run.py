@@ -127,6 +127,9 @@ def launches(path: Path, run: Run) -> list[Path]:
         h for h in heads(path.parent.parent) if (h.project, h.run_id) == (run.project, run.run_id) and h.path
     ]
     same.sort(key=lambda h: (h.start is None, h.start or 0.0, str(h.path)))
+    starts = [h.start for h in same]
+    if None in starts or len(set(starts)) < len(starts):  # one launch copied twice: a conflict, not a resume
+        return [path]
     got = [h.path for h in same if h.path is not None]
     return got if path in got else [path]
 
