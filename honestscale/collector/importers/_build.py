@@ -164,6 +164,19 @@ def crash(text: str, after: int = 0) -> str | None:
     return f"{raised[-1].group(1)}: {raised[-1].group(2)}".strip()[:300] if raised else "a Python traceback"
 
 
+def configured_world(config: Mapping[str, object]) -> tuple[int, str] | None:
+    """The world size a run's config or parameters name (``world_size``, the key torch.distributed and most
+    scripts use, or ``WORLD_SIZE``; an integer, or its digits where a tracker keeps parameters as text), with the
+    key that named it."""
+    for key in ("world_size", "WORLD_SIZE"):
+        value = config.get(key)
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value, key
+    return None
+
+
 def run_id(tool: str, identity: str) -> str:
     """``<tool>:<hash>`` of what identifies the run in its own log (the same copy anywhere is the same run, so a
     copy is a duplicate and a different run with the same identity a conflict)."""

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
-from honestscale.collector.importers._build import RankEvents
+from honestscale.collector.importers._build import RankEvents, configured_world
 from honestscale.collector.importers._scalars import Scalar, add_rows, logged_steps, rows, trainer_claim
 from honestscale.collector.importers.mlflow._store import Points, Run, file_store_run, runs
 
@@ -119,15 +119,6 @@ def _framework(run: Run) -> str:
     return {"tensorflow": "tensorflow", "keras": "tensorflow"}.get(flavour, "unknown")
 
 
-def _world(run: Run) -> tuple[int, str] | None:
-    """The world size a parameter names (``world_size``: the config a script logs with ``log_params``)."""
-    for key in ("world_size", "WORLD_SIZE"):
-        value = run.params.get(key, "")
-        if value.isdigit() and int(value) >= 1:
-            return int(value), key
-    return None
-
-
 def _unknown(run: Run, steps: int, world: bool, trainer: bool) -> list[str]:
     unknown = [] if world else [
         "world_size (an MLflow run does not say how many processes trained unless a parameter world_size does; "
@@ -160,7 +151,7 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
     # a loop's run opens the clock where it starts; the Trainer's starts before its training does
     trainer = "transformers_version" in run.params
     steps = logged_steps(out, got, opened=None if trainer or not run.start_ms else start)
-    world = _world(run)
+    world = configured_world(run.params)
     rank = RankEvents(f"mlflow:{run.run_id}", 0)
     start_event = rank.add(
         1,

@@ -43,11 +43,12 @@ from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
-from honestscale.collector.importers._build import RankEvents
+from honestscale.collector.importers._build import RankEvents, configured_world
 from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, merged, rows
 from honestscale.collector.importers.wandb._records import HEADER, Framing
 from honestscale.collector.importers.wandb._run import (
     Run,
+    end_of,
     heads,
     joined,
     launch_notes,
@@ -101,18 +102,6 @@ def _step_key(run: Run) -> str | None:
     return "_step" if any(b - a > 1 for a, b in itertools.pairwise(counted)) else None
 
 
-_WORLD_KEYS = ("world_size", "WORLD_SIZE")
-
-
-def _configured_world(run: Run) -> tuple[int, str] | None:
-    """The world size the run's config names (``world_size``, the key torch.distributed and most scripts use)."""
-    for key in _WORLD_KEYS:
-        value = run.config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value, key
-    return None
-
-
 def _group(path: Path, run: Run) -> tuple[int, int | None, str, str | None]:
     """This run's rank, the group's world size, what identifies the training, and how the world is known: the runs
     of its group in the folders beside its own, each named rank<N>."""
@@ -120,17 +109,17 @@ def _group(path: Path, run: Run) -> tuple[int, int | None, str, str | None]:
     if not run.group or mine is None:
         return 0, None, f"{run.project}/{run.run_id}", None
     folder = path.parent.parent
-    ranks = _members(folder).get((run.project, run.group), {})
+    ranks = _members(folder, path).get((run.project, run.group), {})
     identity = f"{run.project}/{run.group}/" + ",".join(f"{r}:{ranks[r]}" for r in sorted(ranks))
     world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
     how = f"W&B group {run.group!r}: runs rank0 to rank{world - 1} beside each other" if world else None
     return int(mine.group(1)), world, identity, how
 
 
-def _members(folder: Path) -> dict[tuple[str, str], dict[int, str]]:
+def _members(folder: Path, mine: Path) -> dict[tuple[str, str], dict[int, str]]:
     """Every group's runs named rank<N> in the run folders of ``folder`` (``wandb/``), by project and group."""
     found: dict[tuple[str, str], dict[int, str]] = {}
-    for head in heads(folder):
+    for head in heads(folder, mine):
         if head.group and (m := _RANK.search(head.name)):
             found.setdefault((head.project, head.group), {})[int(m.group(1))] = head.run_id
     return found
@@ -208,14 +197,14 @@ def _said(out: Parsed, data: bytes, framing: Framing) -> None:
 
 
 def _imported(
-    run: Run, rank_no: int, world: int | None, how: str | None, step_key: str | None, got: Rows,
+    run: Run, rank_no: int, world: int | None, grouped: bool, how: str | None, step_key: str | None, got: Rows,
     skipped: set[str], steps: int, samples: int, other: list[str],
 ) -> dict[str, object]:  # fmt: skip
     """What the run's ``imported`` record says: the tool, whose ranks, the step key, what it cannot tell."""
     return {
         "tool": f"Weights & Biases offline run {run.run_id} (project {run.project!r}, wandb {run.producer.split('+')[0]})",
         "ranks_in_log": f"rank {rank_no} of {world} (one W&B run per process in group {run.group!r})"
-        if world and how and how.startswith("W&B group")
+        if world and grouped
         else f"the process that logged the run, of {world} ({how})"
         if world
         else "the process that logged the run",
@@ -274,7 +263,8 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     skipped: set[str] = set()
     got, steps = _rows(out, parts, step_key, skipped)
     rank_no, world, identity, how = _group(path, run)
-    if world is None and (said := _configured_world(run)) is not None:
+    grouped = world is not None  # the world from the group's runs, else from the config
+    if world is None and (said := configured_world(run.config)) is not None:
         world, how = said[0], f"the run's config: {said[1]} = {said[0]}"
     digest = hashlib.sha1(identity.encode(), usedforsecurity=False).hexdigest()[:16]
     rank = RankEvents(f"wandb:{digest}", rank_no)
@@ -298,16 +288,12 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     if run.exit_code is not None:
         status = "success" if run.exit_code == 0 else "failed"
         # W&B's runtime is whole seconds: the run ended no earlier than the last thing it logged
-        last = max(
-            [
-                (parts[-1].start or start) + (run.runtime_s or 0),
-                *got.ends.values(),
-                *(t for _, t, _ in run.stats),
-            ]
-        )
+        last = end_of(parts[-1]) or start
         paused = paused_s(parts)
         rank.add(run.records + 1, "run_stop", last, status=status, **({"paused_s": paused} if paused else {}))
-    imported = _imported(run, rank_no, world, how, step_key, got, skipped, len(steps), samples, other)
+    imported = _imported(
+        run, rank_no, world, grouped, how, step_key, got, skipped, len(steps), samples, other
+    )
     if len(parts) > 1:
         imported["launches"] = launch_notes(parts, order)
     start_event["imported"] = imported

@@ -94,19 +94,22 @@ def read(data: bytes, framing: Framing, head_only: bool = False, base: int = 0) 
     return run
 
 
-def heads(folder: Path) -> list[Run]:
+def heads(folder: Path, mine: Path | None = None) -> list[Run]:
     """The head (up to the run record) of every run file in the run folders of ``folder`` (``wandb/``), in the
     order of their names (each begins with its time); a file of another kind, or cut before its run record, is
-    none of them."""
-    got = _heads(folder, folder.stat().st_mtime_ns, len(list(folder.glob("*/run-*.wandb"))))
+    none of them. ``mine``: the file asking, listed again where the listing lacks it (its head written after)."""
+    got = _heads(folder, folder.stat().st_mtime_ns)
+    if mine is not None and all(h.path != mine for h in got):
+        _heads.cache_clear()
+        got = _heads(folder, folder.stat().st_mtime_ns)
     return list(got)
 
 
 @functools.lru_cache(maxsize=4)
-def _heads(folder: Path, stamp: int, files: int) -> tuple[Run, ...]:
-    """Each file's head read once per listing (``stamp``, ``files``: the folder's modification time and its run
-    files, which a new run folder changes), not once per run of a project of a thousand."""
-    del stamp, files
+def _heads(folder: Path, stamp: int) -> tuple[Run, ...]:
+    """Each file's head read once per listing (``stamp``: the folder's modification time, which a new run folder
+    changes), not once per run of a project of a thousand."""
+    del stamp
     found = []
     for other in sorted(folder.glob("*/run-*.wandb")):
         try:
