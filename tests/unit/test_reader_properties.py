@@ -168,6 +168,8 @@ FIXED = {
     "sacct-start",
     "dllogger-batch-size",
     "dllogger-epoch",
+    "torchtitan-console-params",
+    "torchtitan-console-peak",
 }
 KINDS = ("drop", "twice", "cut", "number", "garbage", "torn", "bom", "bom-line", "field")
 
@@ -611,6 +613,12 @@ KNOWN_SILENT = [
             rb"global batch size \d+, gradient accumulation steps (\d+),", b"NaN",
             "torchtitan.py: a `Trainer is initialized with ...` line that _TRAINER does not match is ignored: the "
             "batch sizes and sequence length are gone, and with them every step's samples and tokens, in silence"),
+    _pinned("torchtitan-console-params", "torchtitan-console-sl.log.gz", rb"size: ([\d,]+) total parameters",
+            b"NaN", "torchtitan console.py: a `Model ... size: N total parameters` line _SIZE did not match was "
+                    "skipped: run_start's params_total and params_active gone, no quarantine, no warning"),
+    _pinned("torchtitan-console-peak", "torchtitan-console-r022.log.gz",
+            rb"Peak FLOPS used for computing MFU: ([\d.e+]+)", b"nan",
+            "torchtitan console.py: a peak FLOP/s that is no number made the line no match: MFU unknown in silence"),
     _pinned("torchtitan-experiment-step-time", TITAN_EXPERIMENT,
             rb'"sum": ([^,]+), "weight": [^,]+, "key": "trainer_time/step_s", "step": 5,', b"NaN",
             "torchtitan.py parse_experiment reads values with number(): a NaN trainer_time/step_s drops step 5's "

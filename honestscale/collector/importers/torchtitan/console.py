@@ -37,15 +37,15 @@ LABEL = "torchtitan console log"
 
 _ANSI = re.compile(r"\x1b\[[^m\n]*m")  # any colour escape, even one no terminal knows: never a value
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)(?P<rank>\d+)\]:)+")
-_STARTS = re.compile(r"^Training starts at step (?P<step>\d+)")
+_STARTS = re.compile(r"^Training starts at step (?P<step>\S+)")
 _DATASET = re.compile(r"^Preparing (?P<name>\S+) dataset")
 # the timestamp is read loosely here and parsed apart: a line whose time is unreadable still says what it says (a
 # model's configuration, the batch sizes); only what needs its time (a step, the end) is quarantined by field
 _LINE = re.compile(r"\[titan\] (?P<ts>\S+ \S+) - (?P<logger>\S+) - (?P<level>\w+) - (?P<msg>.*)$")
 _BUILD = re.compile(r"^Building (?P<model>\S+) (?P<flavor>\S+?)\s*with \{\s*$")
-_CAPACITY = re.compile(r"^(?P<kind>CUDA|ROCm|ROCM|XPU|NPU) capacity: (?P<name>.+?) with [\d.]+GiB memory")
-_SIZE = re.compile(r"^Model (?P<model>\S+) (?P<flavor>\S+) size: (?P<n>[\d,]+) total parameters")
-_PEAK = re.compile(r"^Peak FLOPS used for computing MFU: (?P<peak>[\d.e+]+)")
+_CAPACITY = re.compile(r"^(?P<kind>CUDA|ROCm|ROCM|XPU|NPU) capacity: (?P<name>.+?) with \S+GiB memory")
+_SIZE = re.compile(r"^Model (?P<model>\S+) (?P<flavor>\S+) size: (?P<n>\S+) total parameters")
+_PEAK = re.compile(r"^Peak FLOPS used for computing MFU: (?P<peak>\S+)")
 _TRAINER = "Trainer is initialized with "
 # its facts read one by one (`local batch size 8, global batch size 8, ...`): one unreadable is quarantined by field,
 # the others still read; each printed name and the field of ConsoleFacts it fills
@@ -318,10 +318,12 @@ def _ts(text: str) -> float | None:
 
 
 def _number(text: str) -> float | None:
+    """A number as printed; None for a word, NaN or an infinity (``float`` takes ``nan``)."""
     try:
-        return float(text.replace(",", ""))
+        got = float(text.replace(",", ""))
     except ValueError:
         return None
+    return got if math.isfinite(got) else None
 
 
 def _config(lines: list[str], built: int, out: Parsed) -> dict[str, object]:
@@ -371,25 +373,47 @@ def _step_values(rest: str, n: int, line: str, out: Parsed) -> dict[str, float]:
     return values
 
 
+def _whole(value: str, n: int, line: str, name: str, out: Parsed) -> int | None:
+    """A whole number as the console prints it (``6,163,712``); one that is none (``NaN``, a word) quarantined
+    by field and None (the fact then unknown, never a guess)."""
+    if re.fullmatch(r"-?\d[\d,]*", value):
+        return int(value.replace(",", ""))
+    out.bad.append(BadLine(n, line, f"field {name!r}: {value!r} is no whole number: left out"))
+    return None
+
+
+def _mesh(dims: str, n: int, line: str, out: Parsed) -> dict[str, int]:
+    """``pp=1, dp_replicate=1, ...``: each dimension read; one that is no whole number quarantined by field (the
+    mesh then unknown: a world size made of the others would be wrong)."""
+    pairs = re.findall(r"(\w+)=([^,\s]*)", dims)
+    mesh = {k: _whole(v, n, line, f"mesh {k}", out) for k, v in pairs}
+    return {k: v for k, v in mesh.items() if v is not None} if None not in mesh.values() else {}
+
+
 def _fact(msg: str, n: int, line: str, facts: ConsoleFacts, out: Parsed) -> None:
-    """A line that tells one fact of the run (the accelerator, the model's size, the batch sizes, the mesh ...)."""
+    """A line that tells one fact of the run (the accelerator, the model's size, the batch sizes, the mesh ...);
+    a number of it that is none is quarantined by field, never a line skipped as no match."""
     if g := _CAPACITY.match(msg):
         facts.accelerator = g.group("name")
     elif g := _SIZE.match(msg):
         facts.model, facts.flavor = g.group("model"), g.group("flavor")
-        facts.params = int(g.group("n").replace(",", ""))
+        facts.params = _whole(g.group("n"), n, line, "total parameters", out)
     elif g := _PEAK.match(msg):
         facts.peak_printed = g.group("peak")
+        if _number(g.group("peak")) is None:
+            out.bad.append(
+                BadLine(n, line, f"field 'peak FLOPS': {g.group('peak')!r} is no number: MFU unknown")
+            )
     elif msg.startswith(_TRAINER):
         _trainer(msg, n, line, facts, out)
     elif g := _MESH.match(msg):
-        facts.mesh = {k.strip(): int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", g.group("dims"))}
+        facts.mesh = _mesh(g.group("dims"), n, line, out)
     elif g := _CHECKPOINTING.match(msg):
         facts.checkpointing = g.group("kind")
     elif g := _VERSION.match(msg):
         facts.version_printed = g.group("v")
     elif g := _STARTS.match(msg):
-        facts.first_step = int(g.group("step"))
+        facts.first_step = _whole(g.group("step"), n, line, "training starts at step", out)
     elif g := _DATASET.match(msg):
         facts.dataset = g.group("name")
 
@@ -431,8 +455,10 @@ def _console_events(
 
 def _unknown(facts: ConsoleFacts) -> list[str]:
     unknown = []
-    if not facts.mesh:
+    if facts.mesh is None:
         unknown.append("world_size (no `Building device mesh` line)")
+    elif not facts.mesh:
+        unknown.append("world_size (the `Building device mesh` line is unreadable: quarantined)")
     if not facts.shape:
         unknown.append("model shape (this version does not print the model's configuration)")
     return [*unknown, "the other ranks' step times"]
