@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import stat
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,3 +120,20 @@ def swap_in(staged: Path, final: Path, files: list[tuple[Path, Path]]) -> None:
         for partial, target in files:
             partial.replace(target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+_SQLITE_BESIDE = ("-journal", "-wal", "-shm")  # SQLite's files beside a database while a writer has it open
+
+
+@contextmanager
+def sqlite_copy(path: Path, prefix: str = "honestscale-sqlite-") -> Iterator[Path]:
+    """A copy of the SQLite database ``path`` with its journal or write-ahead log beside it, in a folder of its own
+    (removed after): what a reader opens, so that the user's file is never touched by a read. SQLite rolls a hot
+    journal back (and checkpoints a WAL) on the first open, which rewrites the database a writer left."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        copy = Path(folder) / path.name
+        shutil.copyfile(path, copy)
+        for tail in _SQLITE_BESIDE:
+            if (beside := path.with_name(path.name + tail)).is_file():
+                shutil.copyfile(beside, copy.with_name(copy.name + tail))
+        yield copy

@@ -23,13 +23,15 @@ sync``: the same keys in each run's summary, for every W&B run of the training (
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from honestscale.analysis.points import Findings, do_not_quote, lint_codes
 from honestscale.errors import HonestscaleError
+from honestscale.files import sqlite_copy
 from honestscale.view import Run
 
 PREFIX = "honestscale."
@@ -95,25 +97,45 @@ def plan(tracker: str, runs: list[Run], findings: Findings, superseded: dict[str
         raise HonestscaleError(f"--annotate {tracker}: no such tracker", f"one of {', '.join(_TRACKERS)}")
     sources, prefix = _TRACKERS[tracker]
     mine = [r for r in runs if r.source in sources and r.id.startswith(prefix) and r.source_file]
-    clients: dict[Path, Any] = {}
-    got: list[Annotation] = []
-    for run in sorted(mine, key=lambda r: (str(r.source_file), r.id)):
-        store = Path(str(run.source_file))
-        if not store.is_file():
-            raise HonestscaleError(
-                f"run {run.id} came from {store}, which is not there any more",
-                "ingest the store again where it is now, then annotate",
-            )
-        client = clients.setdefault(store, _client(store))
-        tags = (
-            {f"{PREFIX}verdict": "superseded", f"{PREFIX}superseded": superseded[run.id]}
-            if run.id in superseded
-            else tags_for(lint_codes(findings, {run.id}))
+    with ExitStack() as copies:
+        clients: dict[Path, Any] = {}
+
+        def client_of(store: Path) -> Any:
+            """A client on a copy of the SQLite store (held open while the plan is made): the dry run never opens
+            the user's file, which SQLite would change by rolling back a journal its writer left."""
+            if store not in clients:
+                read = store if store.name == "meta.yaml" else copies.enter_context(sqlite_copy(store))
+                clients[store] = _client(read)
+            return clients[store]
+
+        return [_planned(tracker, prefix, run, findings, superseded, client_of) for run in
+                sorted(mine, key=lambda r: (str(r.source_file), r.id))]  # fmt: skip
+
+
+def _planned(
+    tracker: str,
+    prefix: str,
+    run: Run,
+    findings: Findings,
+    superseded: dict[str, str],
+    client_of: Callable[[Path], Any],
+) -> Annotation:
+    """One run's tags, and those it carries now."""
+    store = Path(str(run.source_file))
+    if not store.is_file():
+        raise HonestscaleError(
+            f"run {run.id} came from {store}, which is not there any more",
+            "ingest the store again where it is now, then annotate",
         )
-        tracker_run = run.id.removeprefix(prefix)
-        now, missing = _now(client, tracker_run, tags)
-        got.append(Annotation(tracker, store, tracker_run, run.id, tags, now, missing))
-    return got
+    client = client_of(store)
+    tags = (
+        {f"{PREFIX}verdict": "superseded", f"{PREFIX}superseded": superseded[run.id]}
+        if run.id in superseded
+        else tags_for(lint_codes(findings, {run.id}))
+    )
+    tracker_run = run.id.removeprefix(prefix)
+    now, missing = _now(client, tracker_run, tags)
+    return Annotation(tracker, store, tracker_run, run.id, tags, now, missing)
 
 
 def write(annotations: list[Annotation]) -> int:

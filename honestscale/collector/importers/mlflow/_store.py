@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from honestscale.collector._parsed import NeedsLibrary
+from honestscale.files import sqlite_copy
 
 _PAGE = 200  # runs per page of search_runs: bounded memory on stores of thousands of runs
-_BESIDE = ("-journal", "-wal", "-shm")  # SQLite's files beside the database while a writer has it open
 FILE_STORE = "MLFLOW_ALLOW_FILE_STORE"
 
 
@@ -111,17 +111,6 @@ def _client(uri: str) -> Any:
     return MlflowClient(tracking_uri=uri), ViewType
 
 
-@contextmanager
-def _copy(path: Path) -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="honestscale-mlflow-") as folder:
-        copy = Path(folder) / path.name
-        shutil.copyfile(path, copy)
-        for tail in _BESIDE:
-            if (beside := path.with_name(path.name + tail)).is_file():
-                shutil.copyfile(beside, copy.with_name(copy.name + tail))
-        yield copy
-
-
 def _quiet() -> None:
     """MLflow's and Alembic's INFO lines and SQLAlchemy's deprecation warnings about MLflow's own mappings are
     theirs, not the user's: kept off the ingest's output."""
@@ -132,7 +121,7 @@ def _quiet() -> None:
 
 def runs(path: Path) -> Iterator[Run]:
     """Every run of every experiment (deleted ones too: a reader must not lose them), with its metrics' histories."""
-    with _copy(path) as copy:
+    with sqlite_copy(path, prefix="honestscale-mlflow-") as copy:
         _quiet()
         client, view = _client(f"sqlite:///{copy}")
         for experiment in client.search_experiments(view_type=view.ALL):
