@@ -46,12 +46,15 @@ class SteadyState:
     verdict: str = ""
     method: str = METHOD
     iterations: int = 1  # the most steps one event covers (a log's interval: ``steps`` counts intervals then)
+    later_warmup: int = (
+        0  # steps marked warm-up after the first unmarked one (a later launch's start), left out
+    )
 
     def as_json(self) -> dict[str, Any]:
         return {
             "steps": self.steps, "steps_per_event": self.iterations, "detected_warmup_steps": self.warmup_steps, "marked_warmup_steps": self.marked_warmup,
             "steady_step_s": self.mean_step_s, "low_s": self.low_s, "high_s": self.high_s, "batches": self.batches,
-            "verdict": self.verdict, "method": self.method,
+            "verdict": self.verdict, "method": self.method, "later_warmup_left_out": self.later_warmup,
         }  # fmt: skip
 
 
@@ -108,14 +111,20 @@ def batch_means_interval(times: Sequence[float]) -> tuple[float, float | None, f
     return mean, mean - half, mean + half, batches
 
 
-def of_steps(times: Sequence[float], marked: int, iterations: int = 1) -> SteadyState:
+def of_steps(times: Sequence[float], marked: int, iterations: int = 1, later_warmup: int = 0) -> SteadyState:
     """The steady state of one rank's step times in order, beside the warm-up steps the run marked; none where an
-    event covers several steps (``iterations``: a log's line per log_interval holds no single step's time)."""
+    event covers several steps (``iterations``: a log's line per log_interval holds no single step's time).
+    ``later_warmup``: the steps marked warm-up later in the run (a resumed launch's start-up), left out of
+    ``times`` by the caller and said beside it."""
     if iterations > 1:
         why = f"not found: the log gives one line per up to {iterations} steps, no single step's time"
-        return SteadyState(len(times), None, marked, verdict=why, iterations=iterations)
+        return SteadyState(
+            len(times), None, marked, verdict=why, iterations=iterations, later_warmup=later_warmup
+        )
     start, verdict = mser5(times)
     if start is None:
-        return SteadyState(len(times), None, marked, verdict=verdict)
+        return SteadyState(len(times), None, marked, verdict=verdict, later_warmup=later_warmup)
     mean, low, high, batches = batch_means_interval(times[start:])
-    return SteadyState(len(times), start, marked, mean, low, high, batches, verdict)
+    return SteadyState(
+        len(times), start, marked, mean, low, high, batches, verdict, later_warmup=later_warmup
+    )

@@ -111,7 +111,11 @@ def _facts(rec: RunRecord) -> Table:
             continue
         if key == "time_to_train_s" and (seconds := num(value)) is not None:
             mark = " ✗ HS213: no measurement (see the verdicts)" if rec.rejected else ""
-            value = f"{seconds:.3f} s ({_fmt_seconds(seconds)})" + mark
+            paused = num(rec.facts.get("paused_s"))
+            left_out = f", the {_fmt_seconds(paused)} between its launches left out" if paused else ""
+            value = f"{seconds:.3f} s ({_fmt_seconds(seconds)}{left_out})" + mark
+        elif key == "paused_s" and (seconds := num(value)) is not None:
+            value = f"{seconds:.3f} s between the launches of a resumed training (not training)"
         facts.add_row(key, _name(value))
     spent = rec.energy_to_train
     if spent:

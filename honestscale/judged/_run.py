@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 from honestscale.analysis import energy, steady
 from honestscale.analysis.points import FindingRecord
 from honestscale.display import iso
@@ -82,6 +84,7 @@ FIELDS = (
     "started_at",
     "stopped_at",
     "time_to_train_s",
+    "paused_s",
     "source_file",
 )
 
@@ -170,8 +173,13 @@ def _steady(con: Connection, run_id: str) -> Row | None:
     series = queries.step_series(con, run_id)
     if not len(series):
         return None
-    times = series["t_total"].to_list()
-    return steady.of_steps(times, int(series["warmup"].sum()), max(series["iterations"].to_list())).as_json()
+    later = series.filter(
+        pl.col("warmup") & ~pl.col("lead_in")
+    )  # a resumed launch's start-up: no step's pace
+    kept = series.filter(pl.col("lead_in") | ~pl.col("warmup"))
+    times = kept["t_total"].to_list()
+    got = steady.of_steps(times, int(kept["warmup"].sum()), max(series["iterations"].to_list()), len(later))
+    return got.as_json()
 
 
 def _json_field(row: Row, key: str) -> object:
@@ -292,9 +300,11 @@ STEP_COLUMNS = ("rank", "steps", "samples", "samples/s", "data", "compute", "com
 def steady_text(ss: Mapping[str, object]) -> str:
     """The steady state of the first rank's steps in one line (MSER-5's warm-up, the mean step after it and its
     batch-means interval), or why none was found."""
-    marked = f"the run marks {ss['marked_warmup_steps']} warm-up step(s)"
+    what = "logging intervals" if num(ss.get("steps_per_event")) not in (None, 1) else "steps"
+    marked = f"the run marks {ss['marked_warmup_steps']} warm-up {what[:-1]}(s)"
+    if later := ss.get("later_warmup_left_out"):
+        marked += f" at its start and {later} at a later launch's (left out)"
     if ss["detected_warmup_steps"] is None:
-        what = "logging intervals" if num(ss.get("steps_per_event")) not in (None, 1) else "steps"
         return f"steady state (first rank's {ss['steps']} {what}): {ss['verdict']}; {marked}"
     low, high = num(ss["low_s"]), num(ss["high_s"])
     interval = (

@@ -108,6 +108,13 @@ def _ranks_drawn(steps: pl.DataFrame) -> list[int]:
     return sorted(by[:half] + by[-half:])
 
 
+def _per_event(steps: pl.DataFrame) -> int:
+    """The most steps one step event covers: 1 where each event is one step, a log's interval otherwise (its
+    time is the interval's, not a step's)."""
+    got = steps["iterations"].max() if "iterations" in steps.columns else None
+    return int(got) if isinstance(got, int | float) else 1
+
+
 def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
     fig, axes = plt.subplots(
         1, len(ranks), figsize=(min(9.5, 2.2 + 2.0 * len(ranks)), 2.6), sharey=True, squeeze=False
@@ -132,9 +139,11 @@ def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
                 bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         total = [v or 0.0 for v in s["t_total"].to_list()]
         ax.plot(x, total, color="black", lw=0.6, drawstyle="steps-post", label="step (mean)")
-        warm = [xv for xv, w in zip(x, s["warmup"].to_list(), strict=True) if w]
-        if warm:
-            ax.axvspan(min(warm), max(warm) + 1, color="#bdbdbd", alpha=0.5, lw=0, label="warm-up")
+        # each bucket that holds warm-up shaded on its own: a resumed launch's start-up is warm-up mid-run, and
+        # one span from the first to the last would shade the steps between as warm-up too
+        warm = [(xv, n) for xv, n, w in zip(x, s["steps"].to_list(), s["warmup"].to_list(), strict=True) if w]
+        for i, (xv, n) in enumerate(warm):
+            ax.axvspan(xv, xv + n, color="#bdbdbd", alpha=0.5, lw=0, label="warm-up" if i == 0 else None)
         stalled = s.filter(pl.col("stalls") > 0)
         if not stalled.is_empty():
             line = ax.plot(
@@ -156,9 +165,11 @@ def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
                 ],
             )
         ax.set_title(f"rank {rank}")
-        ax.set_xlabel("step")
+        ax.set_xlabel(
+            f"logging interval (of up to {per} steps)" if (per := _per_event(steps)) > 1 else "step"
+        )
         ax.set_ylim(bottom=0)
-    axes[0][0].set_ylabel("seconds per step")
+    axes[0][0].set_ylabel("seconds per interval" if _per_event(steps) > 1 else "seconds per step")
     axes[0][0].legend(frameon=False, ncols=4, loc="lower left", bbox_to_anchor=(0.0, 1.12), fontsize=6)
     return fig
 
@@ -239,6 +250,12 @@ def page(data: _Read) -> RunPage:
                         "Step time along the run per rank: data, compute, communication, optimizer (mean per bucket of "
                         "steps), the mean step as a line; warm-up shaded; stalls (steps above the rank's Q3 + 1.5 IQR after "
                         "warm-up, as HS210 counts them) marked ▼ at the bucket's slowest step. Scroll to zoom, drag to pan."
+                        + (
+                            f" The log gives one step event per logging interval of up to {per} steps: each is drawn as "
+                            "one, its time the interval's (the first of each launch holds its start-up: warm-up)."
+                            if (per := _per_event(steps)) > 1
+                            else ""
+                        )
                     ),
                 }
             )

@@ -185,7 +185,8 @@ SELECT
     coalesce(f.path, f0.path) AS source_file,
     s.p AS attrs,
     quality.final_quality,
-    stops.energy_j
+    stops.energy_j,
+    stops.paused_s
 
 FROM seen
 LEFT JOIN s USING (run_id)
@@ -201,6 +202,7 @@ _COLUMNS = (
     "run_id", "source", "campaign", *(c for c, _, _ in _FROM_RUN_START), "n_accelerators", "replica_ranks",
     "status", "reason", "ranks_seen", "ranks_stopped", "started_at", "stopped_at", "time_to_train_s",
     "final_split", "final_metric", "final_value", "source_file", "attrs", "final_quality", "energy_to_train_j",
+    "paused_s",
 )  # fmt: skip
 
 

@@ -60,15 +60,17 @@ def campaign_overview(con: duckdb.DuckDBPyConnection, now: float) -> pl.DataFram
 
 
 def run_steps(con: duckdb.DuckDBPyConnection, run_id: str, buckets: int = 400) -> pl.DataFrame:
-    """Per rank, the steps along the run in at most ``buckets`` buckets: first step, steps, mean seconds of each
-    part, the slowest step, warm-up steps, and stalls (steps above the rank's Tukey fence, Q3 + 1.5 IQR of its
+    """Per rank, the step events along the run in at most ``buckets`` buckets: the first event's index, events,
+    mean seconds of each part, the slowest event, warm-up events, the most steps one event covers (a logging
+    interval's), and stalls (steps above the rank's Tukey fence, Q3 + 1.5 IQR of its
     steps after warm-up, as HS210 counts them)."""
     return _frame(
         con,
         """
         WITH s AS (
             SELECT rank, row_number() OVER (PARTITION BY rank ORDER BY time, seq) - 1 AS n, step, epoch, time,
-                   t_total, t_data, t_compute, t_comm, t_optimizer, coalesce(warmup, false) AS warm
+                   t_total, t_data, t_compute, t_comm, t_optimizer, coalesce(warmup, false) AS warm,
+                   coalesce(iterations, 1) AS iterations
             FROM steps WHERE run_id = ?
         ),
         fence AS (
@@ -81,7 +83,7 @@ def run_steps(con: duckdb.DuckDBPyConnection, run_id: str, buckets: int = 400) -
                count(*) AS steps, min(s.time) AS time,
                avg(t_total) AS t_total, avg(t_data) AS t_data, avg(t_compute) AS t_compute,
                avg(t_comm) AS t_comm, avg(t_optimizer) AS t_optimizer, max(t_total) AS slowest,
-               count(*) FILTER (WHERE warm) AS warmup,
+               count(*) FILTER (WHERE warm) AS warmup, max(iterations) AS iterations,
                count(*) FILTER (WHERE NOT warm AND t_total > fence.fence) AS stalls,
                any_value(fence.fence) AS fence, any_value(fence.median_step) AS median_step
         FROM s JOIN sized USING (rank) LEFT JOIN fence USING (rank)

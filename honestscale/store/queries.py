@@ -45,6 +45,7 @@ RUN_LIST_COLUMNS = (
     "started_at",
     "stopped_at",
     "time_to_train_s",
+    "paused_s",  # a resumed training's seconds between launches, which time_to_train_s leaves out
     "energy_to_train_j",
     "final_split",
     "final_metric",
@@ -130,13 +131,23 @@ def step_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
 
 
 def step_series(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """The lowest rank's steps in order: seconds each and whether the run marked it warm-up."""
+    """The lowest rank's steps in order: seconds each, whether the run marked it warm-up, and whether that is the
+    warm-up it starts with (``lead_in``: every step up to it marked); a step marked later is a resumed launch's
+    start-up, which no statistic of the steps counts."""
     return _frame(
         con,
-        "SELECT t_total, coalesce(warmup, false) AS warmup, coalesce(iterations, 1) AS iterations FROM steps WHERE run_id = ? "
-        "AND rank = (SELECT min(rank) FROM steps WHERE run_id = ?) ORDER BY time, seq",
+        f"SELECT t_total, warmup, iterations, lead_in FROM ({_LEADING_WARMUP} WHERE run_id = ? "
+        "AND rank = (SELECT min(rank) FROM steps WHERE run_id = ?)) ORDER BY time, seq",
         [run_id, run_id],
     )
+
+
+# a rank's steps with whether each is of the warm-up it starts with (every step up to it marked warm-up)
+_LEADING_WARMUP = """
+    SELECT * REPLACE (coalesce(warmup, false) AS warmup, coalesce(iterations, 1) AS iterations),
+           bool_and(coalesce(warmup, false)) OVER (PARTITION BY run_id, rank ORDER BY time, seq
+                                                   ROWS UNBOUNDED PRECEDING) AS lead_in
+    FROM steps"""
 
 
 def profile_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
@@ -359,21 +370,24 @@ def rank_step_times(con: duckdb.DuckDBPyConnection, campaign: str | None = None)
 
 
 def lint_step_series(con: duckdb.DuckDBPyConnection, campaign: str | None = None) -> pl.DataFrame:
-    """Per run: its lowest rank's step times in order (warm-up included), the host's contention during each (its CPU
+    """Per run: its lowest rank's step times in order (the warm-up it starts with included; a step marked warm-up
+    later, a resumed launch's start-up, left out), the host's contention during each (its CPU
     pressure plus its steal time, seconds; NULL where neither was measured), how many it marked warm-up, and the most iterations one step event covers (where the
     steady state is found in the data)."""
     where = "WHERE run_id IN (SELECT run_id FROM runs WHERE campaign = ?)" if campaign else ""
     return _frame(
         con,
         f"""
-        WITH low AS (SELECT run_id, min(rank) AS rank FROM steps {where} GROUP BY run_id)
+        WITH low AS (SELECT run_id, min(rank) AS rank FROM steps {where} GROUP BY run_id),
+        s AS ({_LEADING_WARMUP})
         SELECT s.run_id, list(s.t_total ORDER BY s.time, s.seq) AS times,
                list(CASE WHEN s.cpu_pressure IS NULL AND s.cpu_steal IS NULL THEN NULL
                          ELSE coalesce(s.cpu_pressure, 0) + coalesce(s.cpu_steal, 0) END ORDER BY s.time, s.seq)
                    AS pressure,
-               count(*) FILTER (WHERE coalesce(s.warmup, false)) AS marked,
-               max(coalesce(s.iterations, 1)) AS iterations
-        FROM steps s JOIN low USING (run_id, rank) WHERE s.t_total IS NOT NULL GROUP BY s.run_id
+               count(*) FILTER (WHERE s.warmup) AS marked,
+               max(s.iterations) AS iterations
+        FROM s JOIN low USING (run_id, rank) WHERE s.t_total IS NOT NULL AND (s.lead_in OR NOT s.warmup)
+        GROUP BY s.run_id
         """,
         [campaign] if campaign else [],
     )

@@ -131,13 +131,16 @@ def logged_steps(
     """Without ThroughputMonitor: one step event per logging point of a training metric, its time the wall time
     since the point before, its iterations the steps between. The first point's interval is opened by ``opened``
     (the log's own start record: W&B's run start), its iterations the steps up to it (its step, plus 1 where the
-    first point is at step 0: steps counted from 0); without ``opened`` the first point opens the clock (the steps
-    up to it have no time). With ``opened``, a later row at a step past the last point (an evaluation logged at the
-    training's last step) closes the steps after that point too. ``from_step``: the step a resumed launch goes on
-    from (its previous launch's last), the first interval's iterations counted from it."""
+    first point is at step 0: steps counted from 0), and it is warm-up: it holds the process's start-up between
+    the log's start and the first step (the model built, the data loaders started), never a step's pace; without
+    ``opened`` the first point opens the clock (the steps up to it have no time). With ``opened``, a later row at a
+    step past the last point (an evaluation logged at the training's last step) closes the steps after that point
+    too. ``from_step``: the step a resumed launch goes on from (its previous launch's last), the first interval's
+    iterations counted from it (that launch's start-up: warm-up too)."""
     steps: list[lightning.Step] = []
     first: tuple[int, float] | None = None
     last: tuple[int, float] | None = None
+    start_up = False
     backwards: list[int] = []
     for row in got.rows:
         if row.line not in got.training_rows or row.step is None:
@@ -151,10 +154,11 @@ def logged_steps(
             if opened is None or wall < opened:
                 continue
             last = (from_step if from_step is not None else -1 if row.step == 0 else 0, opened)
+            start_up = True  # the interval the log's start opens
         assert first is not None
         steps.append(_step(row, row.step, wall - (opened if opened is not None else first[1]), wall - last[1],
-                           row.step - last[0]))  # fmt: skip
-        last = (row.step, wall)
+                           row.step - last[0], warmup=start_up))  # fmt: skip
+        last, start_up = (row.step, wall), False
     if opened is not None and last is not None:
         tail = [
             r for r in got.rows if r.step is not None and r.step > last[0] and got.walls[r.line] >= last[1]
@@ -173,20 +177,21 @@ def logged_steps(
 
 
 def _step(
-    row: lightning.Row, step: int, since_start: float, seconds: float, iterations: int
+    row: lightning.Row, step: int, since_start: float, seconds: float, iterations: int, warmup: bool = False
 ) -> lightning.Step:
-    return lightning.Step(row.line, row.epoch, step, since_start, seconds, None, iterations, False)
+    return lightning.Step(row.line, row.epoch, step, since_start, seconds, None, iterations, warmup)
 
 
 def add_rows(rank: RankEvents, got: Rows, steps: list[lightning.Step], warmup_known: bool) -> None:
     """The step events and the evaluations in the log's order: a step at its row's first wall time, an evaluation
     at its row's last (the values of one logging call are written one after the other). ``warmup_known``: the steps
-    say whether they are warm-up (ThroughputMonitor's first row holds the start-up); a logging interval does not."""
+    say whether they are warm-up (ThroughputMonitor's first row holds the start-up); a logging interval does not,
+    except the one a log's start opens (marked warm-up: the start-up is in it), the others' unknown (None)."""
     by_line = {s.line: s for s in steps}
     for row in got.rows:
         if (s := by_line.get(row.line)) is not None:
             timed = {"epoch": s.epoch, "step": s.step, "samples": s.samples, "t_total": s.seconds}
-            warmup = s.warmup if warmup_known else None
+            warmup = s.warmup if warmup_known else (True if s.warmup else None)
             rank.add(s.line, "step", got.walls[row.line], **timed, iterations=s.iterations, warmup=warmup)
         for split, metric, value in row.evals:
             said = {"split": split, "metric": metric, "value": value, "epoch": row.epoch, "step": row.step}
