@@ -141,3 +141,21 @@ def test_a_store_of_schema_14_keeps_every_event_when_its_steps_move_out_of_event
     assert sorted(
         query(store, "SELECT run_id, rank, seq, time, file_id, line, payload, digest FROM steps")
     ) == sorted((r[0], r[1], r[2], r[3], r[5], r[6], r[7], r[8]) for r in rows if r[4] == "step")
+
+
+def test_a_store_of_schema_15_learns_each_resumed_runs_pause_from_its_run_stop(tmp_path: Path) -> None:
+    """Migration 16: runs.paused_s, filled from the run_stop markers of the runs already stored (contract 6's
+    paused_s, which time_to_train_s already left out); a run of one launch keeps NULL."""
+    store = tmp_path / "s.duckdb"
+    with store_at_version(store, 15) as con:
+        con.execute(
+            "INSERT INTO runs (run_id, source, status, ranks_seen, ranks_stopped, time_to_train_s) VALUES ('resumed', 'wandb', 'success', 2, 2, 2.8), ('once', 'wandb', 'success', 1, 1, 5.0)"
+        )
+        con.execute(
+            "INSERT INTO markers (run_id, rank, seq, time, kind, file_id, payload) VALUES "
+            """('resumed', 0, 9, 7.2, 'run_stop', 1, '{"status": "success", "paused_s": 4.42}'), """
+            """('resumed', 1, 9, 7.1, 'run_stop', 1, '{"status": "success", "paused_s": 4.40}'), """
+            """('once', 0, 9, 5.0, 'run_stop', 1, '{"status": "success"}')"""
+        )
+    open_store(store).close()
+    assert sorted(query(store, "SELECT run_id, paused_s FROM runs")) == [("once", None), ("resumed", 4.42)]
