@@ -322,6 +322,8 @@ def _hmean_rows(a: Any) -> Any:
 def resampled(values: Sequence[float], statistic: str, draws: int, rng: Any) -> Any:
     """The statistic (``median`` of times, ``hmean`` of rates) of ``draws`` resamples of the values with
     replacement: one column of a bootstrap."""
+    if statistic not in ("hmean", "median"):
+        raise ValueError(f"no such statistic to resample: {statistic!r} (hmean or median)")
     a = np.asarray(values, dtype=float)
     rows = a[rng.integers(0, a.size, size=(draws, a.size))]
     return _hmean_rows(rows) if statistic == "hmean" else np.median(rows, axis=1)

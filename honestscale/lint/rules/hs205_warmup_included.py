@@ -4,6 +4,7 @@ import statistics
 from collections.abc import Iterator
 
 from honestscale.analysis import steady
+from honestscale.analysis.points import sig
 from honestscale.lint._engine import Finding, Rule, Said
 from honestscale.lint._fold import apart
 from honestscale.view import Comparison, Run, View
@@ -25,8 +26,8 @@ def _slow(r: Run, g: steady.SteadyState, excess: float) -> str:
 
 def summaries_include_warmup(summarised: list[tuple[Run, dict[str, float]]]) -> Said:
     said = "; ".join(
-        f"{r.id}: {', '.join(f'{k} {v:,.4g}' for k, v in got.items())} "
-        + (f"(its steps after warm-up: {r.steady_rate:,.4g} samples/s)" if r.steady_rate else "")
+        f"{r.id}: {', '.join(f'{k} {sig(v)}' for k, v in got.items())} "
+        + (f"(its steps after warm-up: {sig(r.steady_rate)} samples/s)" if r.steady_rate else "")
         for r, got in summarised
     )
     return (
