@@ -5,9 +5,11 @@ side). Both land as runs; counted twice they would be two repetitions.
 How they are told to be one: the log's run (an imported one) and a recorded run whose evaluations hold every one of
 the log's, the same split, metric and value (to 1e-9, relative; a TensorBoard scalar is a 32-bit float, so there
 the recorded value rounded to 32 bits equals it), two at least. A value logged to 7 or 16
-significant digits is a fingerprint no other training repeats; epochs are not compared (the Trainer's log counts
-an evaluation after epoch 1 as 1.0, the callback as epoch 0), nor times (a log's clock is its file's modification
-time, which a copy or a clone resets). The log's run is then superseded by the recorded one (``superseded_runs``:
+significant digits is a fingerprint of the training, but not of its seed: repetitions with one seed log the same
+values, so two records that time every value by the training's clock (the callback's events, TensorBoard, MLflow:
+``TIMED``) are one training only where their evaluations overlap in time too. Epochs are not compared (the
+Trainer's log counts an evaluation after epoch 1 as 1.0, the callback as epoch 0), nor the times of a log whose
+clock is its file's modification time (Lightning's CSV, the Trainer's state), which a copy or a clone resets. The log's run is then superseded by the recorded one (``superseded_runs``:
 kept and listed with the reason, in no statistic, verdict or report): the recorded run has the steps, ranks and
 clock the log lacks. Of two logs, the one ``PREFERRED`` names first is counted (a wall time on every value).
 Runs of other sources (W&B, MLPerf logs) are never matched, nor two logs of one tool (repetitions with one seed may
@@ -20,6 +22,10 @@ from collections.abc import Iterable
 
 import duckdb
 
+# the records that time every value by the training's own clock: of two of them, one training only where their
+# evaluations overlap in time (to CLOCK_S, two processes' clocks on one host); the others' clock is a file's
+TIMED = ("native", "tensorboard", "mlflow-sqlite", "mlflow-files")
+CLOCK_S = 1.0
 # of two records of one training, the one counted: the callback's events (steps, ranks, clock), then the logs with a
 # wall time on every value (TensorBoard, MLflow), then those without (Lightning's CSV, the Trainer's state)
 PREFERRED = (
@@ -36,6 +42,7 @@ preferred AS (SELECT unnest(?::VARCHAR[]) AS source, generate_subscripts(?::VARC
 logged AS (SELECT r.run_id, r.source, coalesce(r.campaign, '') AS campaign, p.rank FROM runs r JOIN preferred p USING (source)
            WHERE r.source <> 'native' AND r.run_id NOT IN (SELECT run_id FROM superseded_runs)),
 wanted AS (SELECT e.run_id, count(*) AS n FROM evals e JOIN logged USING (run_id) GROUP BY e.run_id),
+windows AS (SELECT run_id, min(time) AS t0, max(time) AS t1 FROM evals GROUP BY run_id),
 pairs AS (
     SELECT l.run_id AS logged, n.run_id AS recorded, l.campaign, np.rank, n.source,
            count(DISTINCT (li.rank, li.seq)) AS matched
@@ -50,7 +57,13 @@ pairs AS (
     GROUP BY l.run_id, n.run_id, l.campaign, np.rank, n.source
 )
 SELECT p.logged, p.recorded, p.campaign, p.matched, p.source FROM pairs p JOIN wanted w ON w.run_id = p.logged
+JOIN runs l ON l.run_id = p.logged
 WHERE p.matched >= 2 AND p.matched = w.n
+  -- two records that time every value are one training only where their evaluations overlap in time: seeded
+  -- repetitions log equal values, one after the other
+  AND (l.source NOT IN (SELECT unnest(?::VARCHAR[])) OR p.source NOT IN (SELECT unnest(?::VARCHAR[]))
+       OR EXISTS (SELECT 1 FROM windows a, windows b WHERE a.run_id = p.logged AND b.run_id = p.recorded
+                  AND a.t0 <= b.t1 + ? AND b.t0 <= a.t1 + ?))
 ORDER BY p.logged, p.rank, p.recorded
 """
 
@@ -62,7 +75,9 @@ def supersede_twins(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> l
     ids = sorted(set(run_ids))
     if not ids:
         return []
-    rows = con.execute(_MATCH, [ids, list(PREFERRED), list(PREFERRED)]).fetchall()
+    rows = con.execute(
+        _MATCH, [ids, list(PREFERRED), list(PREFERRED), list(TIMED), list(TIMED), CLOCK_S, CLOCK_S]
+    ).fetchall()
     first: dict[str, tuple[str, str, str]] = {}
     for logged, recorded, campaign, matched, source in rows:  # the preferred record first
         first.setdefault(

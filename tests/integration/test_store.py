@@ -159,3 +159,39 @@ def test_a_store_of_schema_15_learns_each_resumed_runs_pause_from_its_run_stop(t
         )
     open_store(store).close()
     assert sorted(query(store, "SELECT run_id, paused_s FROM runs")) == [("once", None), ("resumed", 4.42)]
+
+
+def test_a_store_of_schema_16_counts_again_a_seeded_repetition_taken_for_a_twin(tmp_path: Path) -> None:
+    """Migration 17: of two superseded MLflow runs, the one whose evaluations lie hours after its twin's counts
+    again (two trainings with one seed); the one whose evaluations overlap its twin's in time stays superseded, as
+    does a Lightning CSV's (its clock is its file's, not compared)."""
+    store = tmp_path / "s.duckdb"
+    runs = [
+        ("sql", "mlflow-sqlite"),
+        ("later", "mlflow-files"),
+        ("beside", "mlflow-files"),
+        ("csv", "lightning-metrics"),
+    ]
+    evals = {
+        "sql": (100.0, 110.0),
+        "later": (10_100.0, 10_110.0),
+        "beside": (100.5, 110.5),
+        "csv": (9e9, 9e9 + 10),
+    }
+    with store_at_version(store, 16) as con:
+        for run_id, source in runs:
+            con.execute("INSERT INTO runs (run_id, source, status, ranks_seen, ranks_stopped) "
+                        "VALUES (?, ?, 'success', 1, 1)", [run_id, source])  # fmt: skip
+            for seq, t in enumerate(evals[run_id]):
+                con.execute("INSERT INTO evals VALUES (?, 0, ?, ?, 'validation', 'loss', ?, NULL, ?)",
+                            [run_id, seq, t, 0.5 - 0.1 * seq, seq])  # fmt: skip
+        for run_id in ("later", "beside", "csv"):
+            con.execute(
+                "INSERT INTO superseded_runs VALUES (?, '', ?, current_timestamp)",
+                [
+                    run_id,
+                    "the same training as run sql, read from another log of it (mlflow-sqlite), which ...",
+                ],
+            )
+    open_store(store).close()
+    assert sorted(query(store, "SELECT run_id FROM superseded_runs")) == [("beside",), ("csv",)]

@@ -298,6 +298,40 @@ def test_an_mlflow_file_store_against_mlflows_own_client(
     assert tags["honestscale.verdict"] in ("fail", "cannot verify", "pass")
 
 
+def test_two_trainings_with_one_seed_in_two_mlflow_stores_are_two_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Trainer's run in an SQLite store and another in a file store: one recipe, one seed, so every evaluation
+    is equal (MLflow's own client reads both), but the second trained hours after the first ended: two
+    repetitions, neither superseded (equal values are no proof of one training; seeded repetitions log them too)."""
+    db = _mlflow_copy(tmp_path)
+    mlruns = tmp_path / "mlruns"
+    shutil.copytree(DATA / "mlflow-hf-files" / "mlruns", mlruns)
+    reference = tmp_path / "reference"
+    shutil.copytree(mlruns, reference)
+    for meta in reference.glob("*/*/meta.yaml"):  # the empty folders git does not keep
+        for part in ("artifacts", "metrics", "params", "tags"):
+            (meta.parent / part).mkdir(exist_ok=True)
+    sql = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'sql-reference.db'}")
+    shutil.copyfile(db, tmp_path / "sql-reference.db")
+    (a,) = [r for r in sql.search_runs(["1"]) if r.info.status == "FINISHED"]
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    files = MlflowClient(tracking_uri=f"file://{reference}")
+    (experiment,) = [e for e in files.search_experiments() if e.name == "hf-gpt2"]
+    (b,) = [r for r in files.search_runs([experiment.experiment_id]) if r.info.status == "FINISHED"]
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    a_evals = sql.get_metric_history(a.info.run_id, "eval_loss")
+    b_evals = files.get_metric_history(b.info.run_id, "eval_loss")
+    assert len(a_evals) >= 2 and [m.value for m in a_evals] == [m.value for m in b_evals]
+    assert a.info.end_time < min(
+        m.timestamp for m in b_evals
+    )  # the second evaluated after the first had ended
+    store = tmp_path / "s.duckdb"
+    ingest(store, db, mlruns)
+    landed = [r for r in runs(store) if r["source"] in ("mlflow-sqlite", "mlflow-files")]
+    assert len(landed) == 2 and not any(r["superseded"] for r in landed), landed
+
+
 def test_one_training_in_mlflow_and_recorded_by_the_callback_is_one_run(tmp_path: Path) -> None:
     """The same Trainer run logged to MLflow and recorded by honestscale's callback on both ranks: the MLflow run is
     the recorded one's twin (every evaluation equal), counted once, never two repetitions."""
