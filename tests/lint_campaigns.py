@@ -137,9 +137,12 @@ def write_run(out: Path, run_id: str, spec: dict[str, Any], rep: int, t0: float)
             if spec.get("warmup_marked", True):
                 fields["warmup"] = i < 2
             # the host's CPU wait (contract 5): "load": the settling steps' extra time was spent waiting for a CPU
-            # (someone else's work); "busy": 60 % of every step; "quiet": measured, and none
+            # (someone else's work); "busy": 60 % of every step; "even": the same seconds every step (half a
+            # steady step: a load that slows no step more than another); "quiet": measured, and none
             if spec.get("pressure"):
-                fields["cpu_pressure"] = {"load": slowed, "busy": 0.6 * t}.get(spec["pressure"], 0.0)
+                fields["cpu_pressure"] = {"load": slowed, "busy": 0.6 * t, "even": 0.5 * step_s}.get(
+                    spec["pressure"], 0.0
+                )
             w.step(**fields)
         clock[0] = t0 + ttt * 0.99
         if rank == 0:

@@ -336,3 +336,17 @@ def test_a_speedup_without_an_interval_points_somewhere_only_beyond_ten_percent(
     assert _direction(Estimate(value)) == direction
     assert _say(Estimate(value)) == f"{value:.2f}x"
     assert _say(Estimate(value, 0.8, 1.3)) == f"{value:.2f}x (95 % CI 0.80-1.30)"
+
+
+def test_repetitions_that_say_the_same_are_one_finding_even_with_short_run_ids() -> None:
+    """Runs ``a`` and ``b`` (an ``a`` is in "claimed" too): one finding naming both, its words as each said them."""
+    from honestscale.lint._engine import Finding
+    from honestscale.lint.rules.hs107_highest_ops_numbers import _merged
+
+    said = "the claimed MFU 40 % cannot be recomputed: params_total not recorded"
+    found = [Finding("HS107", "warning", "cannot_verify", "config:c", [r], f"{r}: {said}", {}, "record it")
+             for r in ("b", "a")]  # fmt: skip
+    (got,) = _merged(found)
+    assert got.runs == ["a", "b"] and got.message == f"2 runs (a, b): {said}"
+    (alone,) = _merged(found[:1])
+    assert alone.message == f"b: {said}"

@@ -95,16 +95,18 @@ def _plain(value: Any, tmp: str) -> Any:
 
 
 def _snapshot(code: str, case: str, findings: list[Any], tmp: Path) -> None:
-    """The case's findings as a reader sees them (rule, severity, outcome, target, message, fix) and their evidence
-    (what ``--format json`` gives) equal the stored snapshot (ruff's message snapshots): a changed wording or
+    """The case's findings as a reader sees them (rule, severity, outcome, target, message, fix), their evidence
+    (what ``--format json`` gives) and the numbers they mark (``reach``) equal the stored snapshot (ruff's message snapshots): a changed wording or
     evidence is a reviewed change. ``HONESTSCALE_UPDATE_SNAPSHOTS=1`` writes them anew; ``git diff
     tests/lint_cases/snapshots`` then shows what changed."""
     rules = registry()
     lines = []
     for f in sorted(findings, key=lambda f: (f.outcome, f.target, f.message)):
         evidence = json.dumps(_plain(f.evidence, str(tmp)), sort_keys=True)
+        # which numbers the finding marks, where not the runs' (a ratio of rates, a point's own number)
+        reach = [f"  reach: {f.reach}"] if f.reach != "runs" else []
         lines += [f"{f.code} {rules[f.code].name} ({f.severity}) {f.outcome}: {f.target}", f"  {f.message}",
-                  f"  fix: {f.fix}", f"  evidence: {evidence}", ""]  # fmt: skip
+                  f"  fix: {f.fix}", f"  evidence: {evidence}", *reach, ""]  # fmt: skip
     text = "\n".join(lines)
     path = SNAPSHOTS / code / f"{re.sub(r'[^a-z0-9]+', '-', case.lower()).strip('-')[:80]}.txt"
     if os.environ.get("HONESTSCALE_UPDATE_SNAPSHOTS") == "1":

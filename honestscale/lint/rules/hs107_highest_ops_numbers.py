@@ -208,17 +208,19 @@ def _impossible(finding: Finding) -> Finding:
 
 
 def _merged(found: list[Finding]) -> Iterator[Finding]:
-    """One finding per problem of a configuration: the repetitions that say the same are named together."""
+    """One finding per problem of a configuration: the repetitions that say the same are named together. A message
+    names its run once, as ``<run>: ...`` (after ``do not quote:``); only that name is the run's: a short run id
+    (``a``, ``base``) is a part of other words too."""
     groups: dict[tuple[str, str], list[Finding]] = {}
     for f in found:
         run = f.runs[0]
-        groups.setdefault((f.outcome, f.message.replace(run, "{run}")), []).append(f)
+        groups.setdefault((f.outcome, f.message.replace(f"{run}: ", "{run}: ", 1)), []).append(f)
     for (_, message), fs in groups.items():
         first = fs[0]
         runs = sorted({r for f in fs for r in f.runs})
         names = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
         who = runs[0] if len(runs) == 1 else f"{len(runs)} runs ({names})"
-        text = message.replace("{run}", who, 1).replace("{run}", runs[0])
+        text = message.replace("{run}", who, 1)
         evidence = {**first.evidence, "runs": runs}
         yield Finding(
             first.code, first.severity, first.outcome, first.target, runs, text, evidence, first.fix
