@@ -108,6 +108,7 @@ def _client(uri: str) -> Any:
         from mlflow.tracking import MlflowClient
     except ImportError as exc:
         raise NeedsLibrary("mlflow-skinny", "mlflow", str(exc)) from exc
+    _quiet()  # after the import: importing MLflow sets its loggers' levels (INFO) anew
     return MlflowClient(tracking_uri=uri), ViewType
 
 
