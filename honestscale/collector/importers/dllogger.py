@@ -30,8 +30,9 @@ write them).
 
 A value that no such field can hold (NaN, a negative time, an accuracy outside [0, 1] once a percentage is a
 fraction) goes to the quarantine with its line and field, and is left out; so does a step whose timestamp is
-before the previous row's (no time for it). A log holds the rank that wrote it
-(DeepLearningExamples log on rank 0); timestamps are epoch seconds.
+before the previous row's (no time for it). A log holds the rank that wrote it (DeepLearningExamples log on rank
+0); where every rank logs, each log's PARAMETER row names its rank (``local_rank``), and the logs of one training
+are its ranks (``_dllogger_ranks``). Timestamps are epoch seconds.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector.importers import _dllogger_ranks as ranks
 from honestscale.collector.importers._build import RankEvents, checked, config_hash, count, number, run_id
 
 FORMAT = "dllogger"
@@ -322,7 +324,10 @@ def _imported(
     rates = {k: v for k, v in values.items()
              if _split_of(k)[0] == "train" and _is_rate(k, log.units) and number(v) is not None}  # fmt: skip
     batches = len({json.dumps(r.step) for r in log.rows if _is_batch_of_validation(r)})
-    return {"tool": "DLLogger", "ranks_in_log": "the rank that wrote it (rank 0 in DeepLearningExamples)",
+    ranked = ranks.rank_of(log.params)
+    whose = (f"the rank that wrote it ({ranked[0]} {ranked[1]} of its PARAMETER row; each rank logs its own)"
+             if ranked else "the rank that wrote it (rank 0 in DeepLearningExamples)")  # fmt: skip
+    return {"tool": "DLLogger", "ranks_in_log": whose,
             "rates_from": "the timestamps between iterations (the rows of one step key, DeepLearningExamples' "
                           "DEFAULT and VERBOSE ones, are one iteration)",
             "time_from": time_from, "unknown": [*unknown, "accelerator"],
@@ -450,14 +455,26 @@ def _step(rank: RankEvents, it: _Iteration, clock: _Clock, batch: int | None, ou
     clock.previous, clock.stepped = key, True
 
 
+def _rank(path: Path, log: _Log) -> RankEvents:
+    """The log's rank of its training: a log whose parameters name its rank (every rank logging) is that rank of
+    the training its folder's logs of the same parameters, started together, are (``_dllogger_ranks``); any other
+    log is rank 0 of a training of its own, its id made of its parameters and first rows."""
+    ranked = ranks.rank_of(log.params)
+    if ranked is not None and log.began is not None:
+        mine = ranks.shared(log.params)
+        start = ranks.training_start(path, mine, log.began[1])
+        return RankEvents(run_id("dllogger", json.dumps([mine, start])), ranked[1])
+    head = [[r.line, r.t, r.step, r.data] for r in log.rows[:3]]
+    return RankEvents(run_id("dllogger", json.dumps([log.params, head], sort_keys=True, default=str)), 0)
+
+
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     out = Parsed()
     log = _read(text, out)
     if not log.rows:
         out.warnings.append("no DLLL LOG row with a step: no run")
         return out
-    head = [[r.line, r.t, r.step, r.data] for r in log.rows[:3]]
-    rank = RankEvents(run_id("dllogger", json.dumps([log.params, head], sort_keys=True, default=str)), 0)
+    rank = _rank(path, log)
     summaries = _summaries(log.rows, out)
     _start(rank, log, path, campaign, summaries, out)
     batch = count(log.params.get("batch_size"), 1)
