@@ -220,10 +220,12 @@ def _as_mlflows_client(store: Path, finished: Any, loss: list[Any], evals: list[
     assert run["run_id"] == f"mlflow:{finished.info.run_id}" and run["campaign"] == "hf-gpt2"
     assert run["status"] == "success" and run["world_size"] is None
     steps = _steps(store)
-    assert [s[0] for s in steps] == sorted({m.step for m in loss})[1:]
-    assert sum(s[1] for s in steps) == loss[-1].step - loss[0].step
+    # every logging point a step, the first opened by the run's start (and warm-up: the start-up is in it); the
+    # Trainer's global_step counts the optimizer steps done, so they add up to the last point's
+    assert [s[0] for s in steps] == sorted({m.step for m in loss})
+    assert sum(s[1] for s in steps) == loss[-1].step
     assert sum(s[3] for s in steps) == pytest.approx(
-        (loss[-1].timestamp - loss[0].timestamp) / 1000, abs=1e-6
+        (loss[-1].timestamp - finished.info.start_time) / 1000, abs=1e-6
     )
     assert run["final_quality"] == {"loss": evals[-1].value}
     (stopped,) = query(store, "SELECT time FROM events WHERE kind = 'run_stop'")
@@ -285,7 +287,7 @@ def test_an_mlflow_file_store_against_mlflows_own_client(
     meta = mlruns / experiment.experiment_id / finished.info.run_id / "meta.yaml"
     meta.write_text(meta.read_text().replace("status: 3", "status: 3\n"))
     assert "1 runs touched" in ingest(store, mlruns)
-    assert [s[0] for s in _steps(store)] == sorted({m.step for m in loss})[1:]
+    assert [s[0] for s in _steps(store)] == sorted({m.step for m in loss})
     # the verdicts written back as the run's tag files, which MLflow's client reads; nothing else changes
     written = _tree(mlruns)
     code, out = run_cli("lint", "--store", str(store), "--annotate", "mlflow", "--write")
@@ -446,7 +448,7 @@ def test_the_trainers_tensorboard_folder_is_one_run_and_the_callbacks_twin(tmp_p
     assert tb["final_quality"] == {"loss": pytest.approx(acc.Scalars("test/loss")[-1].value, rel=1e-12)}
     loss = acc.Scalars("train/loss")
     steps = query(store, f"SELECT step FROM steps WHERE run_id = '{tb['run_id']}' ORDER BY step")
-    assert [s[0] for s in steps] == [t.step for t in loss[1:]]
+    assert [s[0] for s in steps] == [t.step for t in loss]  # the first opened by the writer's start
     metrics = query(store, f"SELECT DISTINCT metric FROM evals WHERE run_id = '{tb['run_id']}'")
     assert {m[0] for m in metrics} == {"loss"}  # eval/runtime, test/runtime, */samples_per_second: no quality
 
@@ -529,9 +531,12 @@ def test_lightnings_train_loss_times_the_steps_and_its_per_batch_validation_is_n
         (run,) = runs(store)
         steps = _steps(store)
         if log == "tensorboard":  # one step per logging interval, timed by the scalars' wall times
-            assert [s[0] for s in steps] == logged[1:]  # the first point opens the clock
-            assert [s[1] for s in steps] == [b - a for a, b in itertools.pairwise(logged)]
-            walls = [s.wall_time for s in acc.Scalars("train_loss")]
+            # the first interval opened by the writer's file_version record (EventAccumulator's first event):
+            # Lightning's point at step s follows s + 1 batches, so every optimizer step is counted once
+            assert [s[0] for s in steps] == logged
+            assert [s[1] for s in steps] == [logged[0] + 1] + [b - a for a, b in itertools.pairwise(logged)]
+            assert sum(s[1] for s in steps) == expected["global_step"]
+            walls = [acc.FirstEventTimestamp()] + [s.wall_time for s in acc.Scalars("train_loss")]
             assert [s[3] for s in steps] == pytest.approx([b - a for a, b in itertools.pairwise(walls)])
         else:  # CSVLogger writes no time: without ThroughputMonitor no step can be timed
             assert steps == [] and "train_loss" in out

@@ -148,9 +148,11 @@ def _land(out: Parsed, run: Run, campaign: str | None) -> bool:
     metrics, values = sorted(run.points.keys), len(run.points)
     run.points = Points()  # read: not held beside the events
     start = run.start_ms / 1000 if run.start_ms else min(got.walls.values())
-    # a loop's run opens the clock where it starts; the Trainer's starts before its training does
+    # the run opens the clock where it starts: a loop's, and the Trainer's, which starts before its training does
+    # (the first interval is warm-up then: the start-up is in it); the Trainer's global_step counts the optimizer
+    # steps done
+    steps = logged_steps(out, got, opened=start if run.start_ms else None)
     trainer = "transformers_version" in run.params
-    steps = logged_steps(out, got, opened=None if trainer or not run.start_ms else start)
     world = configured_world(run.params)
     rank = RankEvents(f"mlflow:{run.run_id}", 0)
     start_event = rank.add(

@@ -295,10 +295,17 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     group = _group(path)
     world, why_world = _world(path, tool, got, group)
     monitored = any(r.monitor for r in got.rows)
-    # a loop's writer opens the clock where it is created (its file_version record); Lightning's and the Trainer's
-    # writers open before the training does, and name their steps their own way
-    opened = log.created if tool == "loop" else None
-    steps = lightning.monitor_steps(out, got.rows) if monitored else logged_steps(out, got, opened=opened)
+    # the writer opens the clock where it is created (its file_version record): a loop's, Lightning's and the
+    # Trainer's, which open before the training does (the interval is warm-up then: the start-up is in it). Each
+    # names its steps its own way: Lightning's point at step s follows batch s counted from 0 (s + 1 batches), the
+    # Trainer's global_step counts the optimizer steps done, a loop's as it says (from 0 where its first is 0)
+    opened = log.created if tool in ("loop", "lightning", "hf") else None
+    from_step = -1 if tool == "lightning" else None
+    steps = (
+        lightning.monitor_steps(out, got.rows)
+        if monitored
+        else logged_steps(out, got, opened=opened, from_step=from_step)
+    )
     t0 = log.created if log.created is not None else min(got.walls.values())
     rank = RankEvents(run_id("tensorboard", group[2]), group[0])
     name = path.parent.name if not _RANK.match(path.parent.name) else path.parent.parent.name
