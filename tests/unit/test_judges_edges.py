@@ -350,3 +350,45 @@ def test_repetitions_that_say_the_same_are_one_finding_even_with_short_run_ids()
     assert got.runs == ["a", "b"] and got.message == f"2 runs (a, b): {said}"
     (alone,) = _merged(found[:1])
     assert alone.message == f"b: {said}"
+
+
+# ---- the fourth sample's survivors ---------------------------------------------------------------------------
+
+
+def test_steps_in_batches_of_a_whole_number() -> None:
+    """250 steps: min(30, max(10, 250 // 20)) = 12 batches of 20 (250 / 20 would be 12.5 batches)."""
+    assert steady.batch_means_interval([0.2 + 0.001 * (i % 7) for i in range(250)])[3] == 12
+
+
+def test_two_disjoint_intervals_are_said_to_be() -> None:
+    said = dict(
+        differ(
+            [10.0, 10.1, 10.2, 10.3, 10.4, 10.5], [20.0, 20.1, 20.2, 20.3, 20.4, 20.5], "median"
+        ).evidence()
+    )
+    assert said["the sides' 95 % intervals are disjoint"] is True
+
+
+def test_logs_that_do_not_say_how_they_ended_are_named_each() -> None:
+    from honestscale.lint.rules.hs206_failed_runs_dropped import end_untold
+
+    cut = [_run(imported={"stop": "the console ends early"}), _run(imported={"stop": "no summary row"})]
+    message, _ = end_untold(cut)
+    assert message.endswith("ended (no summary row; the console ends early)")
+
+
+def test_one_ranks_log_names_its_source_where_the_importer_names_no_tool() -> None:
+    from honestscale.lint.rules.hs215_one_rank_reported_for_all import one_rank
+
+    run = _run(imported={"ranks_in_log": "last"}, source="megatron-lm", world_size=8,
+               ranks=SimpleNamespace(stepped=[7]))  # fmt: skip
+    message, _ = one_rank([run])
+    assert "(megatron-lm: last)" in message
+
+
+def test_the_time_outside_the_steps_reads_only_successful_runs_with_steps() -> None:
+    from honestscale.lint.rules.hs211_time_to_train_contradicts_throughput import _outside
+
+    timed = _run(ok=True, steps=SimpleNamespace(step_time_s=60.0), time_to_train_s=100.0)
+    failed = _run(ok=False, steps=None, time_to_train_s=100.0)
+    assert _outside([timed, failed]) == pytest.approx(0.4)
