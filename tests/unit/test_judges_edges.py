@@ -407,3 +407,16 @@ def test_a_trend_too_small_to_matter_leaves_a_steady_state() -> None:
     assert stats.spearmanr(np.arange(len(rest)), rest)[1] < steady.TREND_P  # a trend, too small to matter
     third = len(rest) // 3
     assert abs(rest[-third:].mean() - rest[:third].mean()) / rest.mean() < steady.DRIFT
+
+
+def test_a_points_energy_per_sample_is_the_median_of_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run's joules per sample (here 1.0 to 6.0, one a repetition): the point's is their median, 3.5."""
+    from tests.lint_campaigns import view_of
+
+    view = view_of(tmp_path, {"runs": [{"id": "base", "workers": 1, "reps": 6}]})
+    per_sample = {r.id: float(i) for i, r in enumerate(sorted(view.runs, key=lambda r: r.id), 1)}
+    monkeypatch.setattr(energy, "per_sample_j", lambda r: per_sample[r.id])
+    got = points.point(1, list(view.runs), view.fractions, mlperf=False)
+    assert got.energy_per_sample_j == pytest.approx(3.5)
