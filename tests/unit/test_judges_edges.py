@@ -420,3 +420,31 @@ def test_a_points_energy_per_sample_is_the_median_of_its_runs(
     monkeypatch.setattr(energy, "per_sample_j", lambda r: per_sample[r.id])
     got = points.point(1, list(view.runs), view.fractions, mlperf=False)
     assert got.energy_per_sample_j == pytest.approx(3.5)
+
+
+def test_amdahls_fraction_interval_is_the_2_5_and_97_5_percentiles_of_refits_by_scipy() -> None:
+    """Six runs a point at 1, 2 and 4 workers; the bootstrap resamples each point's runs (numpy's generator seeded 0,
+    each point in turn, as the analysis draws them), refits Amdahl's law to each draw with scipy's bounded scalar
+    minimiser, and takes the 2.5th and 97.5th percentiles: the law's interval, to 1e-4."""
+    samples = {1: [100.0, 101.0, 99.0, 100.5, 99.5, 100.2], 2: [56.0, 55.0, 57.5, 56.4, 55.8, 56.9],
+               4: [33.0, 34.1, 32.5, 33.6, 34.4, 32.9]}  # fmt: skip
+    ws, draws = [1, 2, 4], 400
+    out = LawFit("amdahl", "speedup", [(1, 1.0), (2, 1.78), (4, 3.0)], parallel_fraction=0.88)
+    _project(out, samples, ws, draws)
+    rng = np.random.default_rng(0)
+    centres = np.column_stack(
+        [np.median(np.asarray(samples[w])[rng.integers(0, 6, size=(draws, 6))], axis=1) for w in ws]
+    )
+    speedups = centres[:, :1] / centres
+    x = np.asarray(ws, dtype=float)
+
+    def refit(s: np.ndarray) -> float:
+        sse = lambda p: float(np.sum((s - 1 / ((1 - p) + p / x)) ** 2))  # noqa: E731
+        return float(
+            optimize.minimize_scalar(sse, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10}).x
+        )
+
+    fits = [refit(s) for s in speedups]
+    assert out.interval is not None
+    assert out.interval[0] == pytest.approx(np.percentile(fits, 2.5), abs=1e-4)
+    assert out.interval[1] == pytest.approx(np.percentile(fits, 97.5), abs=1e-4)
