@@ -46,9 +46,7 @@ class SteadyState:
     verdict: str = ""
     method: str = METHOD
     iterations: int = 1  # the most steps one event covers (a log's interval: ``steps`` counts intervals then)
-    later_warmup: int = (
-        0  # steps marked warm-up after the first unmarked one (a later launch's start), left out
-    )
+    later_warmup: int = 0  # steps marked warm-up after the first unmarked one (a later launch's), left out
 
     def as_json(self) -> dict[str, Any]:
         return {

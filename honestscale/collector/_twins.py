@@ -39,13 +39,15 @@ PREFERRED = (
 _MATCH = """
 WITH touched AS (SELECT unnest(?::VARCHAR[]) AS run_id),
 preferred AS (SELECT unnest(?::VARCHAR[]) AS source, generate_subscripts(?::VARCHAR[], 1) AS rank),
+timed AS (SELECT ?::VARCHAR[] AS sources, ?::DOUBLE AS clock_s),
 logged AS (SELECT r.run_id, r.source, coalesce(r.campaign, '') AS campaign, p.rank FROM runs r JOIN preferred p USING (source)
            WHERE r.source <> 'native' AND r.run_id NOT IN (SELECT run_id FROM superseded_runs)),
 wanted AS (SELECT e.run_id, count(*) AS n FROM evals e JOIN logged USING (run_id) GROUP BY e.run_id),
-windows AS (SELECT run_id, min(time) AS t0, max(time) AS t1 FROM evals GROUP BY run_id),
 pairs AS (
-    SELECT l.run_id AS logged, n.run_id AS recorded, l.campaign, np.rank, n.source,
-           count(DISTINCT (li.rank, li.seq)) AS matched
+    SELECT l.run_id AS logged, n.run_id AS recorded, l.campaign, np.rank, n.source, l.source AS logged_source,
+           count(DISTINCT (li.rank, li.seq)) AS matched,
+           -- the two records' matched evaluations in time: where they lie, each side
+           min(li.time) AS l0, max(li.time) AS l1, min(ni.time) AS n0, max(ni.time) AS n1
     FROM logged l
     JOIN evals li ON li.run_id = l.run_id
     JOIN evals ni ON ni.split = li.split AND ni.metric = li.metric AND ni.run_id <> l.run_id
@@ -54,16 +56,14 @@ pairs AS (
     WHERE (abs(ni.value - li.value) <= 1e-9 * greatest(abs(li.value), 1e-300)
            OR ('tensorboard' IN (l.source, n.source) AND CAST(ni.value AS FLOAT) = CAST(li.value AS FLOAT)))
       AND (l.run_id IN (SELECT run_id FROM touched) OR n.run_id IN (SELECT run_id FROM touched))
-    GROUP BY l.run_id, n.run_id, l.campaign, np.rank, n.source
+    GROUP BY l.run_id, n.run_id, l.campaign, np.rank, n.source, l.source
 )
-SELECT p.logged, p.recorded, p.campaign, p.matched, p.source FROM pairs p JOIN wanted w ON w.run_id = p.logged
-JOIN runs l ON l.run_id = p.logged
+SELECT p.logged, p.recorded, p.campaign, p.matched, p.source FROM pairs p JOIN wanted w ON w.run_id = p.logged, timed t
 WHERE p.matched >= 2 AND p.matched = w.n
   -- two records that time every value are one training only where their evaluations overlap in time: seeded
   -- repetitions log equal values, one after the other
-  AND (l.source NOT IN (SELECT unnest(?::VARCHAR[])) OR p.source NOT IN (SELECT unnest(?::VARCHAR[]))
-       OR EXISTS (SELECT 1 FROM windows a, windows b WHERE a.run_id = p.logged AND b.run_id = p.recorded
-                  AND a.t0 <= b.t1 + ? AND b.t0 <= a.t1 + ?))
+  AND (NOT list_contains(t.sources, p.logged_source) OR NOT list_contains(t.sources, p.source)
+       OR (p.l0 <= p.n1 + t.clock_s AND p.n0 <= p.l1 + t.clock_s))
 ORDER BY p.logged, p.rank, p.recorded
 """
 
@@ -75,9 +75,7 @@ def supersede_twins(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str]) -> l
     ids = sorted(set(run_ids))
     if not ids:
         return []
-    rows = con.execute(
-        _MATCH, [ids, list(PREFERRED), list(PREFERRED), list(TIMED), list(TIMED), CLOCK_S, CLOCK_S]
-    ).fetchall()
+    rows = con.execute(_MATCH, [ids, list(PREFERRED), list(PREFERRED), list(TIMED), CLOCK_S]).fetchall()
     first: dict[str, tuple[str, str, str]] = {}
     for logged, recorded, campaign, matched, source in rows:  # the preferred record first
         first.setdefault(

@@ -173,13 +173,12 @@ def _steady(con: Connection, run_id: str) -> Row | None:
     series = queries.step_series(con, run_id)
     if not len(series):
         return None
-    later = series.filter(
-        pl.col("warmup") & ~pl.col("lead_in")
-    )  # a resumed launch's start-up: no step's pace
-    kept = series.filter(pl.col("lead_in") | ~pl.col("warmup"))
+    kept = series.filter(pl.col("lead_in") | ~pl.col("warmup"))  # a later launch's start-up: no step's pace
+    later = len(series) - len(kept)
     times = kept["t_total"].to_list()
-    got = steady.of_steps(times, int(kept["warmup"].sum()), max(series["iterations"].to_list()), len(later))
-    return got.as_json()
+    return steady.of_steps(
+        times, int(kept["warmup"].sum()), max(series["iterations"].to_list()), later
+    ).as_json()
 
 
 def _json_field(row: Row, key: str) -> object:

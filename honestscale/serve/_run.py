@@ -115,7 +115,8 @@ def _per_event(steps: pl.DataFrame) -> int:
     return int(got) if isinstance(got, int | float) else 1
 
 
-def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
+def _steps_figure(steps: pl.DataFrame, ranks: list[int], per: int) -> Figure:
+    """Each rank's step events along the run; ``per``: the most steps one event covers (``_per_event``)."""
     fig, axes = plt.subplots(
         1, len(ranks), figsize=(min(9.5, 2.2 + 2.0 * len(ranks)), 2.6), sharey=True, squeeze=False
     )
@@ -165,11 +166,9 @@ def _steps_figure(steps: pl.DataFrame, ranks: list[int]) -> Figure:
                 ],
             )
         ax.set_title(f"rank {rank}")
-        ax.set_xlabel(
-            f"logging interval (of up to {per} steps)" if (per := _per_event(steps)) > 1 else "step"
-        )
+        ax.set_xlabel(f"logging interval (of up to {per} steps)" if per > 1 else "step")
         ax.set_ylim(bottom=0)
-    axes[0][0].set_ylabel("seconds per interval" if _per_event(steps) > 1 else "seconds per step")
+    axes[0][0].set_ylabel("seconds per interval" if per > 1 else "seconds per step")
     axes[0][0].legend(frameon=False, ncols=4, loc="lower left", bbox_to_anchor=(0.0, 1.12), fontsize=6)
     return fig
 
@@ -242,10 +241,11 @@ def page(data: _Read) -> RunPage:
         out.drawn_ranks = _ranks_drawn(steps)
     with plt.rc_context(STYLE):
         if out.drawn_ranks:
+            per = _per_event(steps)
             out.figures.append(
                 {
                     "name": "steps",
-                    "svg": _svg(_steps_figure(steps, out.drawn_ranks)),
+                    "svg": _svg(_steps_figure(steps, out.drawn_ranks, per)),
                     "caption": (
                         "Step time along the run per rank: data, compute, communication, optimizer (mean per bucket of "
                         "steps), the mean step as a line; warm-up shaded; stalls (steps above the rank's Q3 + 1.5 IQR after "
@@ -253,7 +253,7 @@ def page(data: _Read) -> RunPage:
                         + (
                             f" The log gives one step event per logging interval of up to {per} steps: each is drawn as "
                             "one, its time the interval's (the first of each launch holds its start-up: warm-up)."
-                            if (per := _per_event(steps)) > 1
+                            if per > 1
                             else ""
                         )
                     ),
