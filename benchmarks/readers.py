@@ -393,6 +393,19 @@ def write_lightning(fixture: str, copies: int, out: Path) -> int:
     return len(block) * copies + len(lines) - tail_at
 
 
+def write_keras_csv(fixture: str, copies: int, out: Path) -> int:
+    """Keras' CSVLogger rows (one per epoch) repeated, the epoch advanced."""
+    lines = _lines(fixture)
+    block = lines[1:]
+
+    def shift(line: str, j: int) -> str:
+        epoch, rest = line.split(",", 1)
+        return f"{int(epoch) + j * len(block)},{rest}" if j else line
+
+    _write_blocks(out, lines[:1], block, [], copies, shift)
+    return len(block) * copies
+
+
 def write_dllogger(fixture: str, copies: int, out: Path) -> int:
     """The epochs' rows (each iteration's ``train.*``, each epoch's ``val.*``) repeated, the epoch and the clocks
     advanced; the parameters and metadata once before, the ``[]`` summary after the last copy."""
@@ -492,6 +505,8 @@ CASES: tuple[Case, ...] = (
          write_system),  # 10^4 steps
     Case("lightning", "lightning-metrics", "lightning-digits/metrics.csv", "digits/version_0/metrics.csv",
          "rows", 5_435, "lines", write_lightning),  # 46 rows a copy: 2.5 x 10^5 rows
+    Case("keras-csvlogger", "keras-csvlogger", "keras-csvlogger/training.log", "keras/training.log",
+         "rows", 33_334, "lines", write_keras_csv),  # 3 rows a copy: 10^5 rows
     Case("dllogger", "dllogger", "dllogger/dllogger.json", "mlp/dllogger.json",
          "DLLL rows", 1_925, "jsonl", write_dllogger),  # 130 rows a copy: 2.5 x 10^5 rows
     Case("codecarbon", "codecarbon", "codecarbon/emissions.csv", "cc/emissions.csv",

@@ -71,6 +71,10 @@ class Log:
 
 TITAN_EXPERIMENT = "torchtitan-obs/experiment_logs/trainer_rank_0_experiment.jsonl.gz"
 TITAN_SL = "torchtitan-sl/structured_logs/training.global_rank_0.20261125-235207-WM4TGC.jsonl.gz"
+KERAS_TRAIN = next(
+    str(p.relative_to(DATA))
+    for p in (DATA / "keras-tensorboard/logs/fit/train").glob("events.out.tfevents.*")
+)
 LOGS = (
     Log("torchtitan-console", "torchtitan-console-r022.log.gz"),
     Log("torchtitan-console", "torchtitan-console-obs.log.gz"),
@@ -83,6 +87,7 @@ LOGS = (
     Log("hf-trainer-state", "hf-gpt2/trainer_state.json"),
     Log("lightning-metrics", "lightning-digits/metrics.csv", b","),
     Log("lightning-metrics", "lightning-throughput/metrics.csv", b","),
+    Log("keras-csvlogger", "keras-csvlogger/training.log", b","),
     Log("dllogger", "dllogger/dllogger.json"),
     Log("dllogger", "dllogger-dle/dllogger.json"),
     Log("dllogger", "dllogger-dle-pf20/dllogger.json"),
@@ -94,6 +99,8 @@ LOGS = (
     # binary: the mutations of lines and numbers damage records, which the readers must say, never raise on
     Log("tensorboard", "lightning-tensorboard/events.out.tfevents.1795846983.vm.6018.0"),
     Log("tensorboard", "tensorboard-ddp/rank0/events.out.tfevents.1795847314.vm.8451.0"),
+    # Keras' train writer, its validation writer's folder copied beside it (read as one training)
+    Log("tensorboard", KERAS_TRAIN, folders=3),
     Log("mlflow-sqlite", "mlflow-hf/mlflow.db"),
     Log(
         "mlflow-files",

@@ -19,6 +19,7 @@ from honestscale.collector.importers import (
     codecarbon,
     dllogger,
     hf,
+    keras_csv,
     kineto,
     lightning,
     megatron,
@@ -59,8 +60,9 @@ READERS: tuple[Reader, ...] = (
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
     Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=2),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
+    Reader(keras_csv.FORMAT, keras_csv.LABEL, keras_csv.sniff, keras_csv.parse),
     Reader(
-        tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True, version=3
+        tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True, version=4
     ),
     Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True, version=3),
     Reader(

@@ -34,15 +34,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from honestscale.collector._parsed import BadLine, Parsed
+from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
 from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, rows, trainer_claim
-from honestscale.collector.importers.tensorboard._load import Log, load
+from honestscale.collector.importers.tensorboard import _keras
+from honestscale.collector.importers.tensorboard._load import Log, append, load, read_folder
 
 FORMAT = "tensorboard"
 LABEL = "TensorBoard event file"
@@ -120,28 +119,12 @@ def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
     said: list[str] = []
     for folder in folders:
         for file in (f for f in _events_in(folder) if _writer(f) == writer):
-            base, tags = _append(out, log, file, functools.partial(_key_tag, folder.name))
+            base, tags = append(out, log, file, functools.partial(_key_tag, folder.name))
             renamed = ", ".join(f"{a} as {b}" for a, b in tags.items())
             said.append(f"{folder.name}/{file.name} ({renamed}): records {base + 1}-{log.records}")
     if said:
         log.scalars.sort(key=lambda s: s.wall)  # stable: a record's own order kept at a tie
         out.notes.append(f"add_scalars' sub-folders read with this run (one training): {'; '.join(said)}")
-
-
-def _append(
-    out: Parsed, log: Log, file: Path, name: Callable[[str], str] = lambda tag: tag
-) -> tuple[int, dict[str, str]]:
-    """Another event file's records onto ``log``, numbered on, each tag as ``name`` says; where its records start
-    (the number before its first) and its tags as named."""
-    more = load(file)
-    _said(out, file, more)
-    base = log.records
-    tags = {s.tag: name(s.tag) for s in more.scalars}
-    log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
-    log.texts.update(more.texts)
-    log.hparams.update(more.hparams)
-    log.records += more.records
-    return base, tags
 
 
 def _key_tag(folder: str, tag: str) -> str:
@@ -237,36 +220,12 @@ def _world(
     )
 
 
-def _said(out: Parsed, path: Path, log: Log) -> None:
-    for record, why in log.unreadable:
-        out.bad.append(BadLine(record, f"record {record}", f"no TensorBoard event in it ({why}): left out"))
-    if log.read_bytes < log.size:
-        out.warnings.append(
-            f"{path.name}: the records end at byte {log.read_bytes:,} of {log.size:,}: the rest ({log.size - log.read_bytes:,} "
-            "bytes) is a record cut short (a writer still writing, or a copy cut off) or damaged, and was not read"
-        )
-
-
-def _folder(out: Parsed, files: list[Path]) -> Log:
-    """The event files of one folder as one log, in the order of their names (each name begins with its time): a
-    writer opened again in the same process (the Trainer's evaluation after training) writes a second file. Records
-    are numbered on across the files, and a note says which numbers are whose."""
-    log = load(files[0])
-    _said(out, files[0], log)
-    spans = [f"{files[0].name}: 1-{log.records}"]
-    for file in files[1:]:
-        base, _ = _append(out, log, file)
-        spans.append(f"{file.name}: {base + 1}-{log.records}")
-    if len(files) > 1:
-        out.notes.append(
-            f"{len(files)} event files of one folder read as one run, records numbered on: {'; '.join(spans)}"
-        )
-    return log
-
-
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # binary: read from the path by tensorboard's loader
     out = Parsed()
+    if (keras := _keras.files(path)) is not None:
+        _keras.read(out, path, *keras, campaign)
+        return out
     files = _events_in(path.parent)
     # TensorBoard's run is a folder: its files are read in order, as one
     if path in files and path != files[0]:
@@ -279,7 +238,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.read_with = parent
         out.notes.append(f"add_scalars' file: its values are read with {parent.name} above it (one training)")
         return out
-    log = _folder(out, files if path in files else [path])
+    log = read_folder(out, files if path in files else [path])
     if log.hparams and (owner := _owner(path)) is not None:
         out.read_with = owner
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")

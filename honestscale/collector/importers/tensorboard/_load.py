@@ -11,11 +11,12 @@ said by the caller (never lost in silence).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from honestscale.collector._parsed import NeedsLibrary
+from honestscale.collector._parsed import BadLine, NeedsLibrary, Parsed
 from honestscale.collector.importers._scalars import Scalar
 
 _HPARAMS_START = "_hparams_/session_start_info"
@@ -94,4 +95,47 @@ def load(path: Path) -> Log:
                 log.hparams.update(
                     {k: _hparam(v) for k, v in start.hparams.items() if _hparam(v) is not None}
                 )
+    return log
+
+
+def append(
+    out: Parsed, log: Log, file: Path, name: Callable[[str], str] = lambda tag: tag
+) -> tuple[int, dict[str, str]]:
+    """Another event file's records onto ``log``, numbered on, each tag as ``name`` says; where its records start
+    (the number before its first) and its tags as named."""
+    more = load(file)
+    said(out, file, more)
+    base = log.records
+    tags = {s.tag: name(s.tag) for s in more.scalars}
+    log.scalars += [replace(s, record=s.record + base, tag=tags[s.tag]) for s in more.scalars]
+    log.texts.update(more.texts)
+    log.hparams.update(more.hparams)
+    log.records += more.records
+    return base, tags
+
+
+def said(out: Parsed, path: Path, log: Log) -> None:
+    for record, why in log.unreadable:
+        out.bad.append(BadLine(record, f"record {record}", f"no TensorBoard event in it ({why}): left out"))
+    if log.read_bytes < log.size:
+        out.warnings.append(
+            f"{path.name}: the records end at byte {log.read_bytes:,} of {log.size:,}: the rest ({log.size - log.read_bytes:,} "
+            "bytes) is a record cut short (a writer still writing, or a copy cut off) or damaged, and was not read"
+        )
+
+
+def read_folder(out: Parsed, files: list[Path]) -> Log:
+    """The event files of one folder as one log, in the order of their names (each name begins with its time): a
+    writer opened again in the same process (the Trainer's evaluation after training) writes a second file. Records
+    are numbered on across the files, and a note says which numbers are whose."""
+    log = load(files[0])
+    said(out, files[0], log)
+    spans = [f"{files[0].name}: 1-{log.records}"]
+    for file in files[1:]:
+        base, _ = append(out, log, file)
+        spans.append(f"{file.name}: {base + 1}-{log.records}")
+    if len(files) > 1:
+        out.notes.append(
+            f"{len(files)} event files of one folder read as one run, records numbered on: {'; '.join(spans)}"
+        )
     return log
