@@ -27,12 +27,13 @@ import duckdb
 TIMED = ("native", "tensorboard", "mlflow-sqlite", "mlflow-files")
 CLOCK_S = 1.0
 # of two records of one training, the one counted: the callback's events (steps, ranks, clock), then the logs with a
-# wall time on every value (TensorBoard, MLflow), then those without (Lightning's CSV, the Trainer's state)
+# wall time on every value: MLflow's (which records how and when the run ended), TensorBoard's (which does not);
+# then those without (Lightning's CSV, the Trainer's state)
 PREFERRED = (
     "native",
-    "tensorboard",
     "mlflow-sqlite",
     "mlflow-files",
+    "tensorboard",
     "lightning-metrics",
     "hf-trainer-state",
 )
@@ -95,7 +96,7 @@ def _reason(recorded: str, matched: int, source: str) -> str:
         "which honestscale's callback recorded"
         if source == "native"
         else f"read from another log of it ({source}), which says more: of two logs of one training the one with "
-        "a wall time on every value is counted (TensorBoard's, MLflow's, then Lightning's CSV, the Trainer's state)"
+        "a wall time on every value is counted (MLflow's, which records the run's end, then TensorBoard's, then Lightning's CSV, the Trainer's state)"
     )
     return (
         f"the same training as run {recorded}, {by}: every one of this log's "

@@ -64,7 +64,7 @@ READERS: tuple[Reader, ...] = (
     Reader(
         tensorboard.FORMAT, tensorboard.LABEL, tensorboard.sniff, tensorboard.parse, binary=True, version=4
     ),
-    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True, version=3),
+    Reader(mlflow.FORMAT, mlflow.LABEL, mlflow.sniff, mlflow.parse, in_place=True, binary=True, version=4),
     Reader(
         mlflow.FILES,
         mlflow.FILES_LABEL,
@@ -72,9 +72,9 @@ READERS: tuple[Reader, ...] = (
         mlflow.parse_files,
         in_place=True,
         binary=True,
-        version=3,
+        version=4,
     ),
-    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=4),
+    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=5),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=3),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),

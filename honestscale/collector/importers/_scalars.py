@@ -11,6 +11,7 @@ metric kept by name; impossible values go to the quarantine by record and tag.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable
@@ -136,7 +137,10 @@ def logged_steps(
     ``opened`` the first point opens the clock (the steps up to it have no time). With ``opened``, a later row at a
     step past the last point (an evaluation logged at the training's last step) closes the steps after that point
     too. ``from_step``: the step a resumed launch goes on from (its previous launch's last), the first interval's
-    iterations counted from it (that launch's start-up: warm-up too)."""
+    iterations counted from it (that launch's start-up: warm-up too). A training metric logged every N > 1 steps at
+    N - 1, 2N - 1, ... is at the index of the step just taken (``_zero_based``): the first interval holds N."""
+    if from_step is None and opened is not None and _zero_based(got):
+        from_step = -1
     steps: list[lightning.Step] = []
     first: tuple[int, float] | None = None
     last: tuple[int, float] | None = None
@@ -174,6 +178,15 @@ def logged_steps(
             f"(a second training into the same file?), left out: records {', '.join(map(str, backwards[:10]))}"
         )
     return steps
+
+
+def _zero_based(got: Rows) -> bool:
+    """The training metric logged every N > 1 steps at N - 1, 2N - 1, ...: at the index of the step just taken,
+    counted from 0 (Lightning's loggers, ``for step, batch in enumerate(loader)`` loops): the first point follows N
+    steps, not N - 1."""
+    points = sorted({r.step for r in got.rows if r.line in got.training_rows and r.step is not None})
+    every = math.gcd(*(b - a for a, b in itertools.pairwise(points))) if len(points) > 1 else 0
+    return every > 1 and all(p % every == every - 1 for p in points)
 
 
 def _step(
