@@ -71,7 +71,7 @@ NEEDS = {
     ),
     "tensorflow": (
         ("tensorflow", "tf_keras", "sklearn", "honestscale"),
-        "python3 -m venv .venv-tf && .venv-tf/bin/pip install tensorflow-cpu tf-keras scikit-learn "
+        "python3 -m venv .venv-tf && .venv-tf/bin/pip install tensorflow-cpu tf-keras tensorboard scikit-learn "
         "&& .venv-tf/bin/pip install --no-deps -e .",
     ),
     # the compiled extension, not the package folder: Horovod installs every front end's Python code

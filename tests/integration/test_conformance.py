@@ -58,7 +58,12 @@ def _superseded(store: Path) -> set[str]:
         con.close()
 
 
-RESUMED = [name for name in CELLS if len(Expected.read(FIXTURES / name).spans) > 1]
+# the resumed trainings whose log records their end (a time to train): TensorBoard's records none
+RESUMED = [
+    name
+    for name in CELLS
+    if len(Expected.read(FIXTURES / name).spans) > 1 and Expected.read(FIXTURES / name).end_recorded
+]
 
 
 @pytest.mark.parametrize("name", RESUMED)

@@ -23,7 +23,9 @@ where every rank logs, each in a folder ``rank<N>``). Every scalar carries the w
 * ``add_scalars(main, {key: value})``'s sub-folders ``<main>_<key>`` (written by the same process: its host and pid
   in the files' names), which TensorBoard shows as runs of their own, are read with the writer's own file as one
   training, each value named ``<key>/<main>`` (``loss_val``'s ``loss`` is ``val/loss``, a validation loss);
-* the tool's own rates (ThroughputMonitor's global rate, the Trainer's ``train_samples_per_second``) as claims.
+* the tool's own rates (ThroughputMonitor's global rate, the Trainer's ``train_samples_per_second``) as claims;
+* the Trainer's launches of one training killed and resumed into the same ``output_dir`` (a folder each under
+  ``<output_dir>/runs/``) as one run (``_resumed``), and Keras' two writers of one ``fit`` as one (``_keras``).
 
 A record the loader cannot read ends what is read of the file; the bytes after it are said in a warning. A value
 that is no finite number, or one its tag cannot hold, goes to the quarantine by record and tag.
@@ -39,8 +41,8 @@ from pathlib import Path
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
-from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, rows, trainer_claim
-from honestscale.collector.importers.tensorboard import _keras
+from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, merged, rows, trainer_claim
+from honestscale.collector.importers.tensorboard import _keras, _resumed
 from honestscale.collector.importers.tensorboard._load import Log, append, load, read_folder
 
 FORMAT = "tensorboard"
@@ -220,23 +222,49 @@ def _world(
     )
 
 
+def _read_with(path: Path, files: list[Path], launches: list[_resumed.Launch]) -> tuple[Path, str] | None:
+    """The file ``path`` is read with, and why, where it is one part of a training another file's reading holds:
+    a later launch of the Trainer's, a later file of its folder, an ``add_scalars`` sub-folder's."""
+    if launches and launches[0].path.parent != path.parent:
+        first = launches[0].path
+        return first, f"a later launch of the training logged in {first.parent.name}: read with it"
+    # TensorBoard's run is a folder: its files are read in order, as one
+    if path in files and path != files[0]:
+        return files[
+            0
+        ], f"read with {files[0].name}, the first event file of its folder (one run, as TensorBoard's)"
+    if (parent := _scalars_parent(path)) is not None:
+        return parent, f"add_scalars' file: its values are read with {parent.name} above it (one training)"
+    return None
+
+
+def _steps(
+    out: Parsed, tool: str, log: Log, got: Rows, launches: list[_resumed.Launch], parts: list[Rows]
+) -> tuple[list[lightning.Step], list[str]]:
+    """The step events, and a line per launch of a resumed training. The writer opens the clock where it is
+    created (its file_version record): a loop's, Lightning's and the Trainer's, which open before the training does
+    (the interval is warm-up then: the start-up is in it). Each names its steps its own way: Lightning's point at
+    step s follows batch s counted from 0 (s + 1 batches), the Trainer's global_step counts the optimizer steps
+    done, a loop's as it says (from 0 where its first is 0)."""
+    if parts:
+        return _resumed.steps(out, launches, parts)
+    if any(r.monitor for r in got.rows):
+        return lightning.monitor_steps(out, got.rows), []
+    opened = log.created if tool in ("loop", "lightning", "hf") else None
+    return logged_steps(out, got, opened=opened, from_step=-1 if tool == "lightning" else None), []
+
+
 def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     del text  # binary: read from the path by tensorboard's loader
     out = Parsed()
     if (keras := _keras.files(path)) is not None:
         _keras.read(out, path, *keras, campaign)
         return out
+    launches = _resumed.chain(path)  # the Trainer's launches of one resumed training: read with the first
     files = _events_in(path.parent)
-    # TensorBoard's run is a folder: its files are read in order, as one
-    if path in files and path != files[0]:
-        out.read_with = files[0]
-        out.notes.append(
-            f"read with {files[0].name}, the first event file of its folder (one run, as TensorBoard's)"
-        )
-        return out
-    if (parent := _scalars_parent(path)) is not None:
-        out.read_with = parent
-        out.notes.append(f"add_scalars' file: its values are read with {parent.name} above it (one training)")
+    if (elsewhere := _read_with(path, files, launches)) is not None:
+        out.read_with, why = elsewhere
+        out.notes.append(why)
         return out
     log = read_folder(out, files if path in files else [path])
     if log.hparams and (owner := _owner(path)) is not None:
@@ -244,8 +272,10 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         out.notes.append(f"add_hparams' file: its hyper-parameters are read with {owner.name} above it")
         return out
     _add_scalars(out, path, log)
-    got = rows(out, log.scalars)
-    tags, scalars = {s.tag for s in log.scalars}, len(log.scalars)
+    parts = [rows(out, part) for part in _resumed.numbered(launches)] if launches else []
+    got = merged(parts) if parts else rows(out, log.scalars)
+    every = [s for x in launches for s in x.log.scalars] if launches else log.scalars
+    tags, scalars = {s.tag for s in every}, len(every)
     log.scalars = []  # read into rows: not held beside the events (a run of 10^6 values)
     if not got.rows:
         out.warnings.append("no scalar in the file: no run")
@@ -254,17 +284,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     group = _group(path)
     world, why_world = _world(path, tool, got, group)
     monitored = any(r.monitor for r in got.rows)
-    # the writer opens the clock where it is created (its file_version record): a loop's, Lightning's and the
-    # Trainer's, which open before the training does (the interval is warm-up then: the start-up is in it). Each
-    # names its steps its own way: Lightning's point at step s follows batch s counted from 0 (s + 1 batches), the
-    # Trainer's global_step counts the optimizer steps done, a loop's as it says (from 0 where its first is 0)
-    opened = log.created if tool in ("loop", "lightning", "hf") else None
-    from_step = -1 if tool == "lightning" else None
-    steps = (
-        lightning.monitor_steps(out, got.rows)
-        if monitored
-        else logged_steps(out, got, opened=opened, from_step=from_step)
-    )
+    steps, said_launches = _steps(out, tool, log, got, launches, parts)
     t0 = log.created if log.created is not None else min(got.walls.values())
     rank = RankEvents(run_id("tensorboard", group[2]), group[0])
     name = path.parent.name if not _RANK.match(path.parent.name) else path.parent.parent.name
@@ -295,6 +315,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
             "world_size_from": why_world if world is not None else None,
             "unknown": _unknown(tool, world, why_world, steps, got),
             "stop": "an event file does not say how or when the run ended",
+            "launches": said_launches or None,
         },
     )
     add_rows(rank, got, steps, warmup_known=monitored)

@@ -29,7 +29,9 @@ class Log:
 
     created: float | None = None  # the file_version record's wall time: when the writer opened the file
     scalars: list[Scalar] = field(default_factory=list)
-    texts: dict[str, str] = field(default_factory=dict)  # add_text's tags, the last value of each
+    # add_text's tags, the last value of each (PyTorch's SummaryWriter writes add_text("args", ...) as the tag
+    # "args/text_summary": the suffix is dropped)
+    texts: dict[str, str] = field(default_factory=dict)
     hparams: dict[str, Any] = field(default_factory=dict)  # the hparams plugin's session start (add_hparams)
     records: int = 0
     read_bytes: int = 0  # the bytes of the records read, framing included
@@ -87,7 +89,7 @@ def load(path: Path) -> Log:
                 log.scalars.append(Scalar(number, event.wall_time, event.step, value.tag, float(got.item())))
             elif plugin == "text" and value.HasField("tensor"):
                 got = tensor_util.make_ndarray(value.tensor).reshape(-1)
-                log.texts[value.tag] = b"\n".join(
+                log.texts[value.tag.removesuffix("/text_summary")] = b"\n".join(
                     t if isinstance(t, bytes) else str(t).encode() for t in got
                 ).decode("utf-8", "replace")
             elif plugin == "hparams" and value.tag == _HPARAMS_START:
