@@ -188,7 +188,8 @@ def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, object], line: 
     """An entry's eval_*/test_* qualities as evaluations; rates and runtimes are no quality, an impossible value
     (NaN, an accuracy past 1) goes to the quarantine by field."""
     step = count(entry.get("step"))
-    epoch = number(entry.get("epoch"))
+    # the Trainer's epoch is a fraction (1.5: half way through the second); a negative one goes to the quarantine
+    epoch = checked(out, line, _raw(entry), "epoch", entry.get("epoch"), least=0.0, what="epoch")
     for key, value in entry.items():
         for prefix, split in (("eval_", "validation"), ("test_", "test")):
             if not key.startswith(prefix) or key.endswith(_TIMINGS) or is_rate(key):
