@@ -43,12 +43,11 @@ from honestscale.collector.importers import lightning
 from honestscale.collector.importers._build import RankEvents, run_id
 from honestscale.collector.importers._scalars import Rows, add_rows, logged_steps, merged, rows, trainer_claim
 from honestscale.collector.importers.tensorboard import _keras, _resumed
-from honestscale.collector.importers.tensorboard._load import Log, append, load, read_folder
+from honestscale.collector.importers.tensorboard._load import Log, append, events_in, load, read_folder
 
 FORMAT = "tensorboard"
 LABEL = "TensorBoard event file"
 _RANK = re.compile(r"^(?:rank|worker|proc)[_-]?(\d+)$", re.IGNORECASE)
-_FILES = "events.out.tfevents.*"
 _TIMESTAMP = re.compile(r"^\d{9,}(\.\d+)?$")  # add_hparams' sub-folder: str(time.time())
 _WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.\d+$")  # <time>.<host>.<pid>.<n>: host.pid
 
@@ -56,10 +55,6 @@ _WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.\d+$")  # <time>.<host
 def sniff(path: Path, head: bytes) -> bool:
     """TFRecord framing (an 8-byte length and its CRC) around the writer's first record, its file_version."""
     return len(head) >= 24 and b"brain.Event:" in head[12:80]
-
-
-def _events_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob(_FILES) if p.is_file())
 
 
 def _group(path: Path) -> tuple[int, int | None, str, str | None]:
@@ -70,7 +65,7 @@ def _group(path: Path) -> tuple[int, int | None, str, str | None]:
         return 0, None, path.name, None
     ranks: dict[int, list[Path]] = {}
     for folder in path.parent.parent.iterdir():
-        if (r := _RANK.match(folder.name)) and (files := _events_in(folder)):
+        if (r := _RANK.match(folder.name)) and (files := events_in(folder)):
             ranks[int(r.group(1))] = files
     identity = "|".join(sorted(f"{r}/{f.name}" for r, files in ranks.items() for f in files))
     world = len(ranks) if sorted(ranks) == list(range(len(ranks))) else None
@@ -87,7 +82,7 @@ def _owner(path: Path) -> Path | None:
     by the time, beside the run's own file."""
     if not _TIMESTAMP.match(path.parent.name):
         return None
-    above = _events_in(path.parent.parent)
+    above = events_in(path.parent.parent)
     return above[0] if above else None
 
 
@@ -103,7 +98,7 @@ def _scalars_parent(path: Path) -> Path | None:
     and pid in both files' names). TensorBoard shows each sub-folder as a run of its own; it is one training."""
     if _TIMESTAMP.match(path.parent.name) or (writer := _writer(path)) is None:
         return None
-    above = [f for f in _events_in(path.parent.parent) if _writer(f) == writer]
+    above = [f for f in events_in(path.parent.parent) if _writer(f) == writer]
     return above[0] if above else None
 
 
@@ -120,7 +115,7 @@ def _add_scalars(out: Parsed, path: Path, log: Log) -> None:
     )
     said: list[str] = []
     for folder in folders:
-        for file in (f for f in _events_in(folder) if _writer(f) == writer):
+        for file in (f for f in events_in(folder) if _writer(f) == writer):
             base, tags = append(out, log, file, functools.partial(_key_tag, folder.name))
             renamed = ", ".join(f"{a} as {b}" for a, b in tags.items())
             said.append(f"{folder.name}/{file.name} ({renamed}): records {base + 1}-{log.records}")
@@ -148,7 +143,7 @@ def _hparams(path: Path, log: Log) -> dict[str, object]:
             got.update({str(k): v for k, v in parsed.items() if isinstance(v, int | float | str | bool)})
     got.update(lightning.hparams_yaml(path))  # its integers stay integers (the plugin's numbers are doubles)
     for below in sorted(p for p in path.parent.iterdir() if p.is_dir() and _TIMESTAMP.match(p.name)):
-        for file in _events_in(below):
+        for file in events_in(below):
             got.update(load(file).hparams)
     return got
 
@@ -261,7 +256,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
         _keras.read(out, path, *keras, campaign)
         return out
     launches = _resumed.chain(path)  # the Trainer's launches of one resumed training: read with the first
-    files = _events_in(path.parent)
+    files = events_in(path.parent)
     if (elsewhere := _read_with(path, files, launches)) is not None:
         out.read_with, why = elsewhere
         out.notes.append(why)

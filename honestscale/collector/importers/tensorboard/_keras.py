@@ -29,7 +29,7 @@ from pathlib import Path
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers._build import RankEvents, run_id
 from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, rows
-from honestscale.collector.importers.tensorboard._load import Log, read_folder
+from honestscale.collector.importers.tensorboard._load import Log, events_in, read_folder
 
 FOLDERS = ("train", "validation")
 TOOL = "Keras TensorBoard callback"
@@ -53,17 +53,8 @@ def files(path: Path) -> tuple[list[Path], list[Path]] | None:
     if path.parent.name not in FOLDERS or (who := writer(path)) is None:
         return None
     log_dir = path.parent.parent
-    found = tuple(
-        sorted(
-            f for f in (log_dir / folder).glob("events.out.tfevents.*") if f.is_file() and writer(f) == who
-        )
-        for folder in FOLDERS
-    )
+    found = tuple([f for f in events_in(log_dir / folder) if writer(f) == who] for folder in FOLDERS)
     return found[0], found[1]
-
-
-def is_keras(tags: set[str]) -> bool:
-    return "keras" in tags or any(_EPOCH.match(t) or _BATCH.match(t) or _EVALUATION.match(t) for t in tags)
 
 
 def _iterations_at(validation: list[Scalar]) -> dict[int, int]:

@@ -100,6 +100,11 @@ def load(path: Path) -> Log:
     return log
 
 
+def events_in(folder: Path) -> list[Path]:
+    """A folder's event files, in the order of their names (each begins with its time)."""
+    return sorted(p for p in folder.glob("events.out.tfevents.*") if p.is_file())
+
+
 def append(
     out: Parsed, log: Log, file: Path, name: Callable[[str], str] = lambda tag: tag
 ) -> tuple[int, dict[str, str]]:

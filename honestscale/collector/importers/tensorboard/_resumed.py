@@ -20,7 +20,7 @@ from pathlib import Path
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers import lightning
 from honestscale.collector.importers._scalars import Rows, Scalar, logged_steps
-from honestscale.collector.importers.tensorboard._load import Log, read_folder
+from honestscale.collector.importers.tensorboard._load import Log, events_in, read_folder
 
 _SUMMARY = re.compile(r"^train/(train_\w+|total_flos|epoch)$")
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -35,10 +35,6 @@ class Launch:
     last: int
     start: float  # its writer's first record
     end: float  # its last value
-
-
-def _events_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("events.out.tfevents.*") if p.is_file())
 
 
 def _launch(files: list[Path]) -> Launch | None:
@@ -62,10 +58,10 @@ def chain(path: Path) -> list[Launch]:
     runs = path.parent.parent
     if runs.name != "runs":
         return []
-    folders = sorted(d for d in runs.iterdir() if d.is_dir() and _events_in(d))
+    folders = sorted(d for d in runs.iterdir() if d.is_dir() and events_in(d))
     if len(folders) < 2:
         return []
-    launches = sorted((x for d in folders if (x := _launch(_events_in(d)))), key=lambda x: x.start)
+    launches = sorted((x for d in folders if (x := _launch(events_in(d)))), key=lambda x: x.start)
     chains: list[list[Launch]] = []
     for x in launches:
         into = next(
