@@ -3,7 +3,7 @@ conformance matrix (tests/conformance/cells.toml; ``scripts/conformance`` runs i
 more than one process).
 
     loop.py DIGITS.npz OUT [--tracker wandb|tensorboard|mlflow] [--store sqlite|files] [--who rank0|group|every] [--step-arg] [--every N]
-        [--zero-based] [--epochs N] [--kill-at STEP] [--id ID] [--resume]
+        [--zero-based] [--epochs N] [--kill-at STEP] [--kill-rank R] [--finish-in-finally] [--id ID] [--resume]
 
 A small MLP on scikit-learn's digits (DDP over gloo where launched with more than one process; DistributedSampler,
 batch 16 per rank), ``train/loss`` every ``--every`` optimizer steps (5), ``val/accuracy`` and ``val/loss`` after
@@ -21,7 +21,9 @@ each epoch, the last of them right before the tracker is closed. Options, each a
   step=)`` at the steps taken, or their index with ``--zero-based``) in a SQLite store (``--store sqlite``,
   ``mlflow.db``) or a file store (``--store files``, ``mlruns/``);
 * ``--kill-at STEP``: the training fails after that optimizer step (an exception, as a lost node's collective
-  raises: the process exits with code 1, the trackers closed by their exit hooks), after saving a checkpoint; ``--resume``: a second launch that loads the
+  raises: the process exits with code 1, the trackers closed by their exit hooks), after saving a checkpoint; on rank
+  ``--kill-rank`` alone, where given (the others stopped by torchrun's SIGTERM); with ``--finish-in-finally``,
+  ``wandb.finish()`` called as the failure unwinds (a ``finally`` block: W&B records exit code 0); ``--resume``: a second launch that loads the
   checkpoint and logs into the same W&B runs with ``wandb.init(id=..., resume="allow")`` (``--id``: the id both
   launches give, with ``-rank<N>`` for a group).
 
@@ -58,6 +60,10 @@ parser.add_argument("--every", type=int, default=LOG_EVERY)
 parser.add_argument("--zero-based", action="store_true")
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--kill-at", type=int)
+parser.add_argument(
+    "--kill-rank", type=int, help="the one rank that fails at --kill-at (default: every rank)"
+)
+parser.add_argument("--finish-in-finally", action="store_true", help="wandb.finish() in a finally block")
 parser.add_argument("--id", help="the W&B run id (each launch of a resumed training gives the same)")
 parser.add_argument("--resume", action="store_true")
 args = parser.parse_args()
@@ -165,7 +171,10 @@ for epoch in range(first_epoch, args.epochs):
             torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                         "epoch": epoch}, checkpoint)  # fmt: skip
             note(killed=True)
-            raise RuntimeError(f"a failure injected at step {step}")  # as a lost node's collective raises
+            if args.kill_rank is None or rank == args.kill_rank:
+                if run is not None and args.finish_in_finally:
+                    wandb.finish()  # what ``try: train() finally: wandb.finish()`` does as the failure unwinds
+                raise RuntimeError(f"a failure injected at step {step}")  # as a lost node's collective raises
     model.eval()
     with torch.no_grad():
         logits = net(x_val)

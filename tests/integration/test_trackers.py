@@ -557,10 +557,49 @@ def test_a_wandb_run_copied_twice_is_no_resumed_run(tmp_path: Path) -> None:
     (original,) = (FIXTURES / "wandb" / "loop" / "wandb").glob("offline-run-*")
     copy = tmp_path / "wandb" / (original.name.replace("offline-run-", "offline-run-copy-"))
     shutil.copytree(original, tmp_path / "wandb" / original.name)
+    alone = tmp_path / "alone.duckdb"
+    ingest(alone, tmp_path / "wandb")
+    (events,) = query(alone, "SELECT count(*) FROM events")[0]
     shutil.copytree(original, copy)
     store = tmp_path / "s.duckdb"
     code, out = run_cli("ingest", str(tmp_path / "wandb"), "--store", str(store))
-    assert code == 0 and "62 duplicate events skipped" in out, out
+    assert code == 0 and f"{events} duplicate events skipped" in out, out
     assert len(runs(store)) == 1
     logged = json.loads((FIXTURES / "wandb" / "loop" / "logged-rank0.json").read_text())
     assert sum(s[1] for s in _steps(store)) == logged["steps"]  # counted once
+
+
+def test_a_wandb_file_holding_its_header_alone_lands_nothing_and_says_why(tmp_path: Path) -> None:
+    """A rank that torchrun stopped with SIGTERM (another rank failed) before W&B wrote a record leaves a run file of
+    W&B's header alone (7 bytes, seen in the matrix's wandb/ddp-group-rank-fails): nothing in it to land, said,
+    not a file whose results were lost (exit 0); the group's other rank lands as the failed training it was."""
+    from tests.conformance.invariants import FIXTURES
+
+    cell = FIXTURES / "wandb" / "ddp-group-rank-fails" / "wandb"
+    shutil.copytree(cell, tmp_path / "wandb")
+    (rank0,) = (tmp_path / "wandb").glob("offline-run-*-rank0/run-*.wandb")
+    rank0.write_bytes(rank0.read_bytes()[:7])  # the header W&B writes first, and nothing after it
+    store = tmp_path / "s.duckdb"
+    code, out = run_cli("ingest", str(tmp_path / "wandb"), "--store", str(store))
+    assert code == 0, out
+    assert f"{rank0}: W&B's header alone, no record" in out.replace("\n", " "), out
+    (run,) = runs(store)
+    assert run["status"] == "failed" and run["world_size"] == 2, run
+
+
+def test_the_trainers_runs_folder_is_read_once_and_again_where_it_changed(tmp_path: Path) -> None:
+    """The launches of a resumed Trainer are found from every folder of ``runs/`` (read once for all its files):
+    each launch's file names both launches; a folder removed (``runs/``'s modification time changes) is seen at
+    the next file read, never the launches as they were."""
+    from honestscale.collector.importers.tensorboard import _resumed
+    from tests.conformance.invariants import FIXTURES
+
+    shutil.copytree(
+        FIXTURES / "trainer" / "tensorboard-killed-resumed" / "out" / "trainer" / "runs", tmp_path / "runs"
+    )
+    folders = sorted(d for d in (tmp_path / "runs").iterdir())
+    files = [next(d.glob("events.out.tfevents.*")) for d in folders]
+    for file in files:
+        assert [x.path.parent for x in _resumed.chain(file)] == folders
+    shutil.rmtree(folders[0])
+    assert _resumed.chain(files[1]) == []

@@ -74,7 +74,7 @@ READERS: tuple[Reader, ...] = (
         binary=True,
         version=4,
     ),
-    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=5),
+    Reader(wandb.FORMAT, wandb.LABEL, wandb.sniff, wandb.parse, binary=True, version=6),
     Reader(dllogger.FORMAT, dllogger.LABEL, dllogger.sniff, dllogger.parse, version=3),
     Reader(kineto.FORMAT, kineto.LABEL, kineto.sniff, kineto.parse, version=2),
     Reader(codecarbon.FORMAT, codecarbon.LABEL, codecarbon.sniff, codecarbon.parse, version=2),

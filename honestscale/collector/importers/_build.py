@@ -177,6 +177,29 @@ def configured_world(config: Mapping[str, object]) -> tuple[int, str] | None:
     return None
 
 
+_PLANNED = (
+    ("max_steps", "steps"),
+    ("epochs", "epochs"),
+    ("max_epochs", "epochs"),
+    ("num_train_epochs", "epochs"),
+)
+
+
+def configured_length(config: Mapping[str, object]) -> tuple[str, int, str] | None:
+    """The training's planned length its config or parameters name (``max_steps`` where positive, the Trainer's
+    override, else ``epochs``, ``max_epochs`` or ``num_train_epochs``; a positive integer, or its digits): the key, the count and whether it counts
+    epochs or steps. A training that logged less than that did not run to its end, whatever its exit record says."""
+    for key, unit in _PLANNED:
+        value = config.get(key)
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return key, value, unit
+    return None
+
+
 def run_id(tool: str, identity: str) -> str:
     """``<tool>:<hash>`` of what identifies the run in its own log (the same copy anywhere is the same run, so a
     copy is a duplicate and a different run with the same identity a conflict)."""

@@ -19,7 +19,9 @@ the records. What a run tells:
   (``proc.memory.rssMB``) as system samples; the rest named in ``imported.system_metrics``;
 * the exit record: exit code 0 lands as a success, any other as a failure, at the start plus W&B's runtime (whole
   seconds) or the last value logged, whichever is later; a run with no exit record (still running, or killed) has
-  no stop.
+  no stop. An exit code 0 whose history stops short of the length the config plans (``max_steps``, ``epochs``,
+  ``max_epochs``, ``num_train_epochs``: ``wandb.finish()`` in a ``finally`` block writes 0 as a failure unwinds)
+  is no success: the run's end is unknown (``imported.stop`` says why).
 
 Runs of one ``group`` in folders beside each other, named ``rank<N>`` (W&B's pattern for a run per process), are the
 ranks of one training: one honestscale run whose world size is the group's size where the ranks are 0 to N-1.
@@ -43,7 +45,7 @@ from typing import Any
 
 from honestscale.collector._parsed import BadLine, Parsed
 from honestscale.collector.importers import lightning
-from honestscale.collector.importers._build import RankEvents, configured_world
+from honestscale.collector.importers._build import RankEvents, configured_length, configured_world
 from honestscale.collector.importers._scalars import Rows, Scalar, add_rows, logged_steps, merged, rows
 from honestscale.collector.importers.wandb._records import HEADER, Framing
 from honestscale.collector.importers.wandb._run import (
@@ -60,6 +62,7 @@ from honestscale.collector.importers.wandb._run import (
 FORMAT = "wandb-offline"
 LABEL = "W&B offline run (run-*.wandb)"
 _STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step")
+_EPOCH_KEYS = ("epoch", "train/epoch", "trainer/epoch")
 _RANK = re.compile(r"(?:^|[-_ ])(?:rank|worker|proc)[-_]?(\d+)$", re.IGNORECASE)
 _GPU = re.compile(r"^gpu\.(\d+)\.(gpu|memoryAllocatedBytes|powerWatts)$")
 _GPU_FIELD = {"gpu": "accel_util", "memoryAllocatedBytes": "accel_mem_bytes", "powerWatts": "power_w"}
@@ -100,6 +103,30 @@ def _step_key(run: Run) -> str | None:
         int(v) for _, h in run.history if isinstance(v := h.get("_step"), int) and not isinstance(v, bool)
     ]
     return "_step" if any(b - a > 1 for a, b in itertools.pairwise(counted)) else None
+
+
+def _short(run: Run, step_key: str | None) -> str | None:
+    """Why a run whose exit record says 0 did not run to its end: its history stops short of the length its config
+    plans (``wandb.finish()`` in a ``finally`` block writes 0 as the failure unwinds); None where it reaches it or
+    the log cannot tell (no planned length, nothing logged on its axis)."""
+    planned = configured_length(run.config)
+    if planned is None or run.exit_code != 0:
+        return None
+    key, count, unit = planned
+    keys = _EPOCH_KEYS if unit == "epochs" else (step_key,) if step_key else ()
+    reached = [v for _, h in run.history for k in keys if (v := _number(h.get(k))) is not None]
+    if not reached:
+        return None
+    last = max(reached)
+    # epochs are logged from 0 (a loop's index, Lightning's) or as the epochs done (the Trainer's): short only where
+    # neither reading reaches the plan
+    if last >= (count - 1 if unit == "epochs" else count):
+        return None
+    return (
+        f"W&B's exit record says 0, but the history stops at {unit[:-1]} {last:g} of the {count} its config plans "
+        f"({key}): wandb.finish() writes 0 as a failure unwinds (a finally block); how the training ended is not "
+        "in the log"
+    )
 
 
 def _group(path: Path, run: Run) -> tuple[int, int | None, str, str | None]:
@@ -198,7 +225,7 @@ def _said(out: Parsed, data: bytes, framing: Framing) -> None:
 
 def _imported(
     run: Run, rank_no: int, world: int | None, grouped: bool, how: str | None, step_key: str | None, got: Rows,
-    skipped: set[str], steps: int, samples: int, other: list[str],
+    skipped: set[str], steps: int, samples: int, other: list[str], short: str | None,
 ) -> dict[str, object]:  # fmt: skip
     """What the run's ``imported`` record says: the tool, whose ranks, the step key, what it cannot tell."""
     return {
@@ -220,7 +247,7 @@ def _imported(
         "clock": "each log call's _timestamp (the logging process's time.time()); the run's start as W&B recorded it; "
         "its end the start plus W&B's runtime (whole seconds), or the last value it logged where that is later",
         "unknown": _unknown(world, step_key, steps),
-        "stop": None
+        "stop": short
         if run.exit_code is not None
         else "no exit record: the run was still running, or was killed",
     }
@@ -252,6 +279,12 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     framing = Framing()
     run = read(data, framing)
     _said(out, data, framing)
+    if not run.run_id and run.records == 0 and not framing.bad:
+        out.nothing_to_land = (
+            "W&B's header alone, no record: its process was stopped before W&B wrote one (as torchrun's SIGTERM "
+            "stops the other ranks when one fails); what it trained is in no file"
+        )
+        return out
     if not run.run_id:
         out.warnings.append("no run record: no run")
         return out
@@ -285,14 +318,15 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     )
     add_rows(rank, got, steps, warmup_known=False)
     samples, other = _system(rank, run)
-    if run.exit_code is not None:
+    short = _short(run, step_key)
+    if run.exit_code is not None and short is None:
         status = "success" if run.exit_code == 0 else "failed"
         # W&B's runtime is whole seconds: the run ended no earlier than the last thing it logged
         last = end_of(parts[-1]) or start
         paused = paused_s(parts)
         rank.add(run.records + 1, "run_stop", last, status=status, **({"paused_s": paused} if paused else {}))
     imported = _imported(
-        run, rank_no, world, grouped, how, step_key, got, skipped, len(steps), samples, other
+        run, rank_no, world, grouped, how, step_key, got, skipped, len(steps), samples, other, short
     )
     if len(parts) > 1:
         imported["launches"] = launch_notes(parts, order)
