@@ -77,6 +77,9 @@ class Case:
     reference: str  # "json" | "jsonl" | "lines"
     write: Writer
     exact: bool = True  # one copy gives back the fixture byte for byte
+    # where given: the log is every file of this name under the size's folder (a folder of many logs, each file
+    # parsed in turn as ingest does, the reference reading each file's bytes), not the target alone
+    every: str | None = None
 
 
 # ---- time stamps ------------------------------------------------------------------------------------------------
@@ -435,6 +438,20 @@ def write_dllogger(fixture: str, copies: int, out: Path) -> int:
 # ---- energy records: CodeCarbon's emissions.csv, Slurm's sacct -P --------------------------------------------------
 
 
+def write_tensorboard_runs(fixture: str, copies: int, out: Path) -> int:
+    """The Trainer's default logging dir (``<output_dir>/runs/<date>_<host>/``) of ``copies`` trainings, each folder
+    a copy of the fixture's event files (binary: copied, not written from ``fixture``'s text). A reader that reads
+    every folder for each file is quadratic in the folders."""
+    del fixture
+    source = sorted((FIXTURES / "hf-tensorboard/runs/Nov28_07-12-23_vm").glob("events.out.tfevents.*"))
+    for j in range(copies):
+        folder = out.parent.parent / f"Nov28_07-12-23_vm{j:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for file in source:
+            shutil.copy(file, folder / file.name)
+    return copies
+
+
 def write_codecarbon(fixture: str, copies: int, out: Path) -> int:
     """The trackers' rows repeated, each copy's timestamps after the last of the copy before, their run ids new."""
     rows = list(csv.reader(io.StringIO(fixture)))
@@ -509,6 +526,9 @@ CASES: tuple[Case, ...] = (
          "rows", 33_334, "lines", write_keras_csv),  # 3 rows a copy: 10^5 rows
     Case("dllogger", "dllogger", "dllogger/dllogger.json", "mlp/dllogger.json",
          "DLLL rows", 1_925, "jsonl", write_dllogger),  # 130 rows a copy: 2.5 x 10^5 rows
+    Case("tensorboard-runs", "tensorboard", "hf-tensorboard/runs/Nov28_07-12-23_vm/events.out.tfevents.1795849943.vm.8940.0",
+         "hf/runs/Nov28_07-12-23_vm00000/events.out.tfevents.1795849943.vm.8940.0", "run folders", 2_000, "bytes",
+         write_tensorboard_runs, exact=False, every="events.out.tfevents.*"),  # 2 event files a folder
     Case("codecarbon", "codecarbon", "codecarbon/emissions.csv", "cc/emissions.csv",
          "rows", 33_334, "lines", write_codecarbon),  # 3 rows a copy: 10^5 rows
     Case("sacct", "slurm-sacct", "sacct/sacct-steps.txt", "slurm/sacct-steps.txt",
@@ -531,7 +551,17 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "backslashreplace").removeprefix("\ufeff")
 
 
+def _logs(case: Case, path: Path) -> list[Path]:
+    """The files a measurement reads: the target, or every file of the case's folder of logs."""
+    if case.every is None:
+        return [path]
+    root = path.parents[len(Path(case.target).parts) - 1]
+    return sorted(root.rglob(case.every))
+
+
 def _reference(path: Path, kind: str) -> int:
+    if kind == "bytes":  # a binary log: its bytes read
+        return len(path.read_bytes())
     text = _read(path)
     if kind == "json":
         json.loads(text)
@@ -568,16 +598,17 @@ def worker(side: str, case: Case, path: Path, repeat: int) -> None:
     while runs < repeat or (spent < AT_LEAST and runs < 50):
         t = time.process_time()
         if side == "reference":
-            lines = _reference(path, case.reference)
+            lines = sum(_reference(p, case.reference) for p in _logs(case, path))
             dt = time.process_time() - t
             got = {"lines": lines}
         else:
-            parsed = reader.parse(path, _read(path), None)
+            every = [reader.parse(p, _read(p), None) for p in _logs(case, path)]
             dt = time.process_time() - t
-            steps = len((parsed.profile or {}).get("steps", []))
-            got = {"events": len(parsed.events), "energy": len(parsed.energy), "profiled_steps": steps,
-                   "bad": len(parsed.bad), "warnings": parsed.warnings[:3]}  # fmt: skip
-            del parsed
+            steps = sum(len((parsed.profile or {}).get("steps", [])) for parsed in every)
+            got = {"events": sum(len(x.events) for x in every), "energy": sum(len(x.energy) for x in every),
+                   "profiled_steps": steps, "bad": sum(len(x.bad) for x in every),
+                   "warnings": [w for x in every for w in x.warnings][:3]}  # fmt: skip
+            del every
         best, runs, spent = min(best, dt), runs + 1, spent + dt
         gc.collect()
         if dt > ONCE:
@@ -645,7 +676,8 @@ def _write_size(case: Case, fixture: str, i: int, copies: int) -> Size:
         shutil.copy(FIXTURES / case.fixture.replace("metrics.csv", "hparams.yaml"), path.parent)
     t = time.perf_counter()
     records = case.write(fixture, copies, path)
-    return Size(copies, path, records, path.stat().st_size, time.perf_counter() - t, {})
+    nbytes = sum(p.stat().st_size for p in _logs(case, path))
+    return Size(copies, path, records, nbytes, time.perf_counter() - t, {})
 
 
 def _row(case: Case, size: Size, before: Size | None) -> str:
@@ -746,7 +778,12 @@ def _measured(name: str, exponent: float, largest: Size, reference_exponent: flo
 # per reader measured at every size: its exponent, its ratio at the largest size, its reference's exponent
 MEASURED: dict[str, tuple[float, float, float]] = {}
 
-_REFERENCE = {"json": "json.loads of the document", "jsonl": "json.loads of every line", "lines": "its lines"}
+_REFERENCE = {
+    "json": "json.loads of the document",
+    "jsonl": "json.loads of every line",
+    "lines": "its lines",
+    "bytes": "every file's bytes",
+}
 
 
 def main(argv: Iterable[str] | None = None) -> int:

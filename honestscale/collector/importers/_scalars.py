@@ -39,7 +39,7 @@ _EPOCH = ("epoch", "train/epoch")
 # the Hugging Face Trainer's end-of-training summary: one logging call holding train_runtime (``train/`` before each
 # name where its TensorBoard and W&B callbacks write it). Only in that call is ``train_loss`` the summary's mean
 # loss: anywhere else it is a training metric (Lightning's ``self.log("train_loss", ...)``, ``train_loss_step``)
-_SUMMARY = re.compile(r"^(train/)?(train_\w+|total_flos)$")
+SUMMARY = re.compile(r"^(train/)?(train_\w+|total_flos)$")
 _SUMMARY_MARK = ("train_runtime", "train/train_runtime")
 _EVAL = re.compile(r"^(?:eval|valid|validation)[/_](?P<metric>.+)$")
 
@@ -72,7 +72,7 @@ def _value(out: Parsed, s: Scalar, row: lightning.Row, got: Rows, summary: bool)
         return
     if s.tag == "hp_metric":
         return
-    if summary and _SUMMARY.match(s.tag):
+    if summary and SUMMARY.match(s.tag):
         got.final[s.tag.removeprefix("train/")] = s.value
         return
     m = _EVAL.match(s.tag)  # the Trainer's eval/loss is read as val_loss is; its eval/runtime stays a time

@@ -13,16 +13,16 @@ logged step (said). Each launch's first interval is opened by its own writer and
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from honestscale.collector._parsed import Parsed
 from honestscale.collector.importers import lightning
-from honestscale.collector.importers._scalars import Rows, Scalar, logged_steps
-from honestscale.collector.importers.tensorboard._load import Log, events_in, read_folder
+from honestscale.collector.importers._scalars import SUMMARY, Rows, Scalar, logged_steps
+from honestscale.collector.importers.tensorboard._load import Log, read_folder
 
-_SUMMARY = re.compile(r"^train/(train_\w+|total_flos|epoch)$")
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -44,7 +44,11 @@ def _launch(files: list[Path]) -> Launch | None:
         args = json.loads(text) if text else None
     except ValueError:
         args = None
-    trained = [s for s in log.scalars if s.tag.startswith("train/") and not _SUMMARY.match(s.tag)]
+    trained = [
+        s
+        for s in log.scalars
+        if s.tag.startswith("train/") and not SUMMARY.match(s.tag) and s.tag != "train/epoch"
+    ]
     if not isinstance(args, dict) or not trained or log.created is None:
         return None
     args.pop("logging_dir", None)
@@ -53,27 +57,71 @@ def _launch(files: list[Path]) -> Launch | None:
     return Launch(files[0], log, json.dumps(args, sort_keys=True), min(steps), max(steps), log.created, end)
 
 
+Signature = tuple[tuple[str, int, int], ...]  # a folder's event files: name, size, modification time
+
+
+@dataclass
+class _Scan:
+    """``runs/`` as it was read last: its own modification time (a folder added or removed changes it), each
+    folder's event files as they were, and the trainings they make."""
+
+    runs: Path
+    stamp: int
+    folders: dict[Path, Signature]
+    chains: dict[Path, tuple[Launch, ...]]  # a folder's training, where it has more than one launch
+
+
+_last: list[_Scan] = []  # the last scan (the files of one runs/ are parsed one after another)
+
+
+def _signature(folder: Path) -> Signature:
+    with os.scandir(folder) as entries:
+        found = [
+            (e.name, (st := e.stat()).st_size, st.st_mtime_ns)
+            for e in entries
+            if e.name.startswith("events.out.tfevents.") and e.is_file()
+        ]
+    return tuple(sorted(found))
+
+
 def chain(path: Path) -> list[Launch]:
-    """The launches of the training ``path``'s folder belongs to, in order, where it has more than one; else []."""
+    """The launches of the training ``path``'s folder belongs to, in order, where it has more than one; else [].
+
+    ``runs/`` is read once for all its files (k folders: k reads, not k squared): again where a folder was added or
+    removed (its modification time), or where a file of this folder's training, or of this folder, changed."""
     runs = path.parent.parent
     if runs.name != "runs":
         return []
-    folders = sorted(d for d in runs.iterdir() if d.is_dir() and events_in(d))
-    if len(folders) < 2:
-        return []
-    launches = sorted((x for d in folders if (x := _launch(events_in(d)))), key=lambda x: x.start)
-    chains: list[list[Launch]] = []
+    stamp = runs.stat().st_mtime_ns
+    scan = _last[0] if _last and _last[0].runs == runs and _last[0].stamp == stamp else None
+    if scan is not None:
+        mine = scan.chains.get(path.parent, ())
+        kept = {path.parent, *(x.path.parent for x in mine)}
+        if path.parent not in scan.folders or any(_signature(d) != scan.folders.get(d) for d in kept):
+            scan = None
+    if scan is None:
+        scan = _scan(runs, stamp)
+        _last[:] = [scan]
+    return list(scan.chains.get(path.parent, ()))
+
+
+def _scan(runs: Path, stamp: int) -> _Scan:
+    """Every folder of ``runs/`` with event files read as a launch, the launches joined into trainings (a lone
+    launch's values are not kept: nobody reads them from here)."""
+    with os.scandir(runs) as entries:
+        folders = {Path(e.path): sig for e in entries if e.is_dir() and (sig := _signature(Path(e.path)))}
+    read = (_launch([d / name for name, _, _ in sig]) for d, sig in folders.items())
+    launches = sorted((x for x in read if x is not None), key=lambda x: x.start)
+    by_args: dict[str, list[list[Launch]]] = {}
     for x in launches:
-        into = next(
-            (c for c in chains if c[-1].args == x.args and x.start >= c[-1].end and x.first > c[-1].first),
-            None,
-        )
+        same = by_args.setdefault(x.args, [])
+        into = next((c for c in same if x.start >= c[-1].end and x.first > c[-1].first), None)
         if into is None:
-            chains.append([x])
+            same.append([x])
         else:
             into.append(x)
-    mine = next((c for c in chains if any(x.path.parent == path.parent for x in c)), [])
-    return mine if len(mine) > 1 else []
+    chains = {x.path.parent: tuple(c) for cs in by_args.values() for c in cs if len(c) > 1 for x in c}
+    return _Scan(runs, stamp, folders, chains)
 
 
 def resumed_from(launch: Launch, before: Launch) -> tuple[int, str]:
