@@ -134,4 +134,5 @@ trainer = Trainer(
     callbacks=[counted],
 )
 trainer.train(resume_from_checkpoint=True if options.resume else None)
+trainer.save_state()  # output_dir/trainer_state.json, as the Transformers example scripts save it at the end
 note(killed=False)

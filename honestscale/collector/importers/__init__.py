@@ -58,7 +58,7 @@ READERS: tuple[Reader, ...] = (
     Reader(torchtitan.SYSTEM, torchtitan.SYSTEM_LABEL, torchtitan.sniff_system, torchtitan.parse_system),
     Reader(torchtitan.FORMAT, torchtitan.LABEL, torchtitan.sniff, torchtitan.parse, version=2),
     Reader(megatron.FORMAT, megatron.LABEL, megatron.sniff, megatron.parse),
-    Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=3),
+    Reader(hf.FORMAT, hf.LABEL, hf.sniff, hf.parse, version=4),
     Reader(lightning.FORMAT, lightning.LABEL, lightning.sniff, lightning.parse, version=2),
     Reader(keras_csv.FORMAT, keras_csv.LABEL, keras_csv.sniff, keras_csv.parse),
     Reader(

@@ -8,7 +8,11 @@ and its times are placed from the file's modification time (the end of training)
 evaluations at their step's share of it (said in ``imported.clock``). The global batch is
 ``train_samples_per_second / train_steps_per_second`` (the Trainer divides the same planned samples and steps by
 the same runtime); its samples/s are a claim, process 0's. A state saved before the end (a checkpoint's, or a
-killed run's) has no ``train_runtime``: the run is left without a stop.
+killed run's) has no ``train_runtime``: the run is left without a stop. A state a resumed training saved at its end
+(``train(resume_from_checkpoint=...)``) holds every launch's entries but the last launch's ``train_runtime``:
+Transformers 5 divides that launch's steps alone by it, so ``train_steps_per_second x train_runtime`` short of
+``global_step`` tells the step it resumed at; the entries before it are placed at that launch's start, the time to
+train is that launch's alone, and ``imported.unknown`` says so.
 
 The framework is ``torch`` and the metrics are named as the rules name them (``acc`` -> ``accuracy``), as
 honestscale's Trainer callback records the same training (``imported.tool`` names the Trainer): the two records of
@@ -97,6 +101,7 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
     )
     gbs = _global_batch(sps, steps_ps, count(state.get("train_batch_size"), 1))
     global_step, max_steps = count(state.get("global_step")), count(state.get("max_steps"))
+    resumed = _resumed_at(runtime, steps_ps, global_step)
     t_end = path.stat().st_mtime
     t0 = t_end - (runtime or 0.0)
     rank = RankEvents(run_id("hf", json.dumps(entries, sort_keys=True) + str(global_step)), 0)
@@ -147,12 +152,17 @@ def parse(path: Path, text: str, campaign: str | None) -> Parsed:
                 "the other processes' numbers",
                 "accelerator",
                 "model shape",
+                *_before_resume(out, resumed, global_step),
             ],
         },
     )
     for i, e in enumerate(entries):
         _evaluations(
-            out, rank, e, line_of[i], t0 + (runtime or 0.0) * _share(count(e.get("step")), global_step)
+            out,
+            rank,
+            e,
+            line_of[i],
+            t0 + (runtime or 0.0) * _share(count(e.get("step")), global_step, resumed),
         )
     if end is not None:
         rank.add(
@@ -179,9 +189,43 @@ def _raw(entry: dict[str, object]) -> str:
     return json.dumps(entry, sort_keys=True, default=str)
 
 
-def _share(step: int | None, global_step: int | None) -> float:
-    """Where a step sits in the run, as a share of train_runtime (no step: at the end)."""
-    return step / global_step if step is not None and global_step else 1.0
+def _share(step: int | None, global_step: int | None, resumed: int | None = None) -> float:
+    """Where a step sits in the last launch, as a share of train_runtime (no step: at the end; a step before the
+    launch resumed: at its start)."""
+    if step is None or not global_step:
+        return 1.0
+    first = resumed or 0
+    return max(0.0, (step - first) / (global_step - first))
+
+
+def _before_resume(out: Parsed, resumed: int | None, global_step: int | None) -> list[str]:
+    """What a resumed training's state cannot tell (said in ``imported.unknown`` and in the notes)."""
+    if resumed is None or global_step is None:
+        return []
+    out.notes.append(
+        f"resumed at step {resumed}: train_runtime is the last launch's ({global_step - resumed} of {global_step} "
+        "steps); the entries before it are placed at that launch's start"
+    )
+    return [
+        f"the launches before step {resumed} (the training was resumed from it: train_steps_per_second x "
+        f"train_runtime is {global_step - resumed} of its {global_step} steps): their time is not in "
+        "trainer_state.json, so the time to train is the last launch's alone, and what they logged is placed at its "
+        "start"
+    ]
+
+
+def _resumed_at(runtime: float | None, steps_ps: float | None, global_step: int | None) -> int | None:
+    """The step the last launch resumed from, where the summary says it: Transformers 5 divides the steps this
+    launch trained (``global_step`` less the step it resumed at) by its runtime; a launch that trained every step
+    (or a Transformers 4 summary, which divides the planned steps) is no resume. The rounding of both to 3 and 4
+    decimals is allowed for."""
+    if not runtime or not steps_ps or not global_step:
+        return None
+    trained = steps_ps * runtime
+    slack = 0.5 + runtime * 0.0005 + steps_ps * 0.00005
+    if trained >= global_step - slack:
+        return None
+    return global_step - round(trained)
 
 
 def _evaluations(out: Parsed, rank: RankEvents, entry: dict[str, object], line: int, when: float) -> None:
