@@ -1,15 +1,16 @@
 """A tiny CPU training with Lightning's ``Trainer`` and the loggers its users give it: the generator of the Lightning
 cells of the conformance matrix (tests/conformance/cells.toml; ``scripts/conformance`` runs it).
 
-    lightning_fit.py DIGITS.npz OUT [--loggers tensorboard,mlflow] [--epochs N] [--log-every N]
+    lightning_fit.py DIGITS.npz OUT [--loggers tensorboard,mlflow] [--epochs N] [--log-every N] [--devices N]
 
 A small MLP on scikit-learn's digits (batch 16, SGD with momentum), ``self.log("train_loss", ...)`` in
 ``training_step`` and ``self.log("val_acc", ...)`` in ``validation_step``, ``Trainer(log_every_n_steps=N)`` with
 ``TensorBoardLogger(OUT/tb)``, ``MLFlowLogger(tracking_uri="sqlite:///mlflow.db")`` or both at once (one training
-logged by two tools: it must land as one run).
+logged by two tools: it must land as one run). ``--devices N``: DDP over N CPU processes (``strategy="ddp"``, run
+under torchrun, whose environment Lightning takes; its loggers write on global rank 0 alone).
 
 What the training did, counted by a callback of its own (its own clock): ``OUT/logged-rank0.json``, the expected
-values of the cell (tests/conformance/README.md): the optimizer steps (``trainer.global_step``), each validation's
+values of the cell (tests/conformance/README.md; ``logged-rank<R>.json`` per rank under DDP): the optimizer steps (``trainer.global_step``), each validation's
 ``val_acc`` after the sanity check, when it was logged.
 """
 
@@ -34,6 +35,7 @@ parser.add_argument("out", type=Path)
 parser.add_argument("--loggers", default="tensorboard")
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--log-every", type=int, default=5)
+parser.add_argument("--devices", type=int, default=1)
 args = parser.parse_args()
 args.out.mkdir(parents=True, exist_ok=True)
 pl.seed_everything(0, verbose=False)
@@ -85,7 +87,8 @@ for name in args.loggers.split(","):
 counted = Counted()
 trainer = pl.Trainer(
     accelerator="cpu",
-    devices=1,
+    devices=args.devices,
+    strategy="ddp" if args.devices > 1 else "auto",
     max_epochs=args.epochs,
     logger=loggers,
     log_every_n_steps=args.log_every,
@@ -104,11 +107,11 @@ trainer.fit(
     DataLoader(split["validation"], batch_size=100),
 )
 note = {
-    "rank": 0,
-    "world_size": 1,
-    "logging": True,
+    "rank": trainer.global_rank,
+    "world_size": trainer.world_size,
+    "logging": trainer.global_rank == 0,
     "killed": False,
     "steps": trainer.global_step,
     "logged": counted.logged,
 }
-(args.out / "logged-rank0.json").write_text(json.dumps(note, indent=1) + "\n")
+(args.out / f"logged-rank{trainer.global_rank}.json").write_text(json.dumps(note, indent=1) + "\n")

@@ -276,7 +276,7 @@ def world_from_rates(rows: list[Row], columns: list[str]) -> tuple[int | None, s
         return None, (
             "no row has ThroughputMonitor's rates (it logs them from its window_size-th batch on, 100 by default)"
             if any(r.monitor for r in rows)
-            else "metrics.csv holds no ThroughputMonitor columns"
+            else "the log holds no ThroughputMonitor columns"
         )
     ratios = [m["samples_per_sec"] / m["device/samples_per_sec"] for m in rated if "samples_per_sec" in m]
     globals_ = [c for c in columns if c.endswith("/samples_per_sec") and "/device/" not in c]
